@@ -1,0 +1,289 @@
+"""``__consumer_offsets`` keys and values, decoded for many records at once.
+
+Schemas follow Kafka's group-coordinator message definitions
+(``group-coordinator/src/main/resources/common/message/OffsetCommitKey.json``,
+``OffsetCommitValue.json``, ``GroupMetadataKey.json``, ``GroupMetadataValue.json``) and
+``GroupMetadataManager.readMessageKey/readOffsetMessageValue``:
+
+* key ``int16 record_type`` (0 and 1 = offset commit, 2 = classic group metadata;
+  3.. = KIP-848 / share / streams records: counted and skipped);
+* OffsetCommitValue v0..v4 (v4 flexible: compact metadata string + tagged fields).
+
+Offset-commit fields are decoded with numpy over all records of a segment; group
+metadata values (rare) are decoded per record in Python.  Nothing raises on bad bytes:
+each record gets a ``decode_error`` instead.
+"""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pyarrow as pa
+
+from .record_batch import read_int, read_varint
+
+OFFSET_COMMIT_TYPES = (0, 1)
+GROUP_METADATA_TYPE = 2
+#: Names of the record types Kafka defines (``CoordinatorRecordType``), for counting.
+RECORD_TYPE_NAMES = {
+    0: "OffsetCommit(legacy)", 1: "OffsetCommit", 2: "GroupMetadata",
+    3: "ConsumerGroupMetadata", 4: "ConsumerGroupPartitionMetadata", 5: "ConsumerGroupMemberMetadata",
+    6: "ConsumerGroupTargetAssignmentMetadata", 7: "ConsumerGroupTargetAssignmentMember",
+    8: "ConsumerGroupCurrentMemberAssignment", 9: "ShareGroupPartitionMetadata",
+    10: "ShareGroupMemberMetadata", 11: "ShareGroupMetadata", 12: "ShareGroupTargetAssignmentMetadata",
+    13: "ShareGroupTargetAssignmentMember", 14: "ShareGroupCurrentMemberAssignment",
+    15: "ShareGroupStatePartitionMetadata", 16: "ConsumerGroupRegularExpression",
+}
+MAX_OFFSET_COMMIT_VERSION = 4
+MAX_GROUP_METADATA_VERSION = 4
+
+
+def _strings(data: np.ndarray, start: np.ndarray, length: np.ndarray, valid: np.ndarray) -> pa.Array:
+    """Arrow utf8 array of ``data[start:start+length]`` per row; null where not ``valid`` or length < 0."""
+    n = len(start)
+    ok = valid & (length >= 0)
+    lens = np.where(ok, length, 0).astype(np.int64)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    total = int(offsets[-1])
+    if total:
+        idx = np.repeat(np.where(ok, start, 0) - offsets[:-1], lens) + np.arange(total, dtype=np.int64)
+        chars = data[idx]
+    else:
+        chars = np.zeros(0, dtype=np.uint8)
+    validity = pa.array(ok).buffers()[1] if not ok.all() else None
+    arr = pa.LargeBinaryArray.from_buffers(pa.large_binary(), n, [validity, pa.py_buffer(offsets), pa.py_buffer(chars)])
+    try:
+        return arr.cast(pa.large_string()).cast(pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        # Not valid UTF-8 somewhere: decode per value, replacing bad bytes.
+        return pa.array([None if v is None else v.decode("utf-8", "replace") for v in arr.to_pylist()], pa.string())
+
+
+def decode_offsets_kv(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarray,
+                      value_start: np.ndarray, value_len: np.ndarray) -> dict[str, pa.Array | np.ndarray]:
+    """Decode ``__consumer_offsets`` keys and values located in the uint8 buffer ``data``.
+
+    Inputs are per-record arrays of byte positions and lengths (-1 = null key/value).
+    Returns columns (numpy unless noted):
+
+    - ``record_type`` int16 (-1 when the key is null or shorter than 2 bytes)
+    - ``group_id``, ``topic`` (pyarrow string; topic null for group metadata), ``partition`` int32
+    - ``is_tombstone`` bool (value null)
+    - ``value_version`` int16 (-1 for tombstones)
+    - ``committed_offset`` int64, ``leader_epoch`` int32 (-1 for v0-v2), ``metadata`` (pyarrow string),
+      ``commit_timestamp`` int64 ms, ``expire_timestamp`` int64 ms (-1 unless v1)
+    - ``decode_error`` (pyarrow string, null when the record decoded): ``null_key``,
+      ``unknown_record_type``, ``unknown_value_version``, ``malformed_key``, ``malformed_value``.
+
+    Offset-commit fields are only filled for record types 0/1 with a decodable value.
+    """
+    n = len(key_start)
+    dlen = len(data)
+    i64 = lambda v=0: np.full(n, v, dtype=np.int64)  # noqa: E731
+    key_start = key_start.astype(np.int64)
+    value_start = value_start.astype(np.int64)
+    key_end = key_start + np.maximum(key_len, 0)
+    value_end = value_start + np.maximum(value_len, 0)
+
+    def safe(pos, need, end):
+        """Positions where ``need`` bytes fit before ``end``; else 0 (masked later)."""
+        ok = (pos >= 0) & (pos + need <= end) & (pos + need <= dlen)
+        return np.where(ok, pos, 0), ok
+
+    # ---- key
+    p, has_type = safe(key_start, 2, key_end)
+    has_type &= key_len >= 2
+    record_type = np.where(has_type, read_int(data, p, 2), -1)
+    is_commit = has_type & np.isin(record_type, OFFSET_COMMIT_TYPES)
+    is_group = has_type & (record_type == GROUP_METADATA_TYPE)
+    p, ok_g = safe(key_start + 2, 2, key_end)
+    glen = np.where(ok_g, read_int(data, p, 2), -2)
+    g_start = key_start + 4
+    ok_g &= (glen >= -1) & (g_start + np.maximum(glen, 0) <= key_end)
+    t_pos = g_start + np.maximum(glen, 0)
+    p, ok_t = safe(t_pos, 2, key_end)
+    tlen = np.where(ok_t, read_int(data, p, 2), -2)
+    t_start = t_pos + 2
+    ok_t &= (tlen >= -1) & (t_start + np.maximum(tlen, 0) <= key_end)
+    part_pos = t_start + np.maximum(tlen, 0)
+    p, ok_p = safe(part_pos, 4, key_end)
+    partition = np.where(ok_p, read_int(data, p, 4), -1)
+    key_ok_commit = is_commit & ok_g & ok_t & ok_p
+    key_ok_group = is_group & ok_g
+
+    # ---- value
+    tomb = value_len < 0
+    v = decode_offset_commit_values(data, value_start, value_len)
+    version, known_version, value_ok, ok_v = v["value_version"], v["known_version"], v["value_ok"], v["readable_version"]
+    committed_offset, leader_epoch = v["committed_offset"], v["leader_epoch"]
+    m_start, mlen = v["metadata_start"], v["metadata_len"]
+    commit_ts, expire_ts = v["commit_timestamp"], v["expire_timestamp"]
+
+    err = np.full(n, None, dtype=object)
+    err[~has_type] = "malformed_key"
+    err[key_len < 0] = "null_key"
+    unknown_type = has_type & ~is_commit & ~is_group
+    err[unknown_type] = "unknown_record_type"
+    err[(is_commit & ~key_ok_commit) | (is_group & ~key_ok_group)] = "malformed_key"
+    commit_val_bad = key_ok_commit & ~tomb
+    err[commit_val_bad & ok_v & ~known_version] = "unknown_value_version"
+    err[commit_val_bad & known_version & ~value_ok] = "malformed_value"
+    err[commit_val_bad & ~ok_v] = "malformed_value"
+    good_commit = key_ok_commit & (tomb | value_ok)
+    fill = good_commit & ~tomb
+
+    return {
+        "record_type": record_type.astype(np.int16),
+        "group_id": _strings(data, g_start, glen, key_ok_commit | key_ok_group),
+        "topic": _strings(data, t_start, tlen, key_ok_commit),
+        "partition": np.where(key_ok_commit, partition, -1).astype(np.int32),
+        "is_tombstone": tomb,
+        "value_version": version.astype(np.int16),
+        "committed_offset": np.where(fill, committed_offset, -1).astype(np.int64),
+        "leader_epoch": np.where(fill, leader_epoch, -1).astype(np.int32),
+        "metadata": _strings(data, m_start, mlen, fill),
+        "commit_timestamp": np.where(fill, commit_ts, -1).astype(np.int64),
+        "expire_timestamp": np.where(fill, expire_ts, -1).astype(np.int64),
+        "decode_error": pa.array(err, pa.string()),
+    }
+
+
+def decode_offset_commit_values(data: np.ndarray, value_start: np.ndarray, value_len: np.ndarray) -> dict[str, np.ndarray]:
+    """Decode OffsetCommitValue v0-v4 (``OffsetCommitValue.json``) at the given positions.
+
+    ``value_len`` -1 = tombstone.  Returns numpy columns ``value_version`` (-1 when absent),
+    ``committed_offset``, ``leader_epoch`` (-1 before v3), ``metadata_start``/``metadata_len``,
+    ``commit_timestamp`` and ``expire_timestamp`` (ms, -1 when absent), and the flags
+    ``known_version``, ``offset_ok`` (the offset field itself was readable) and ``value_ok``
+    (every field of the version was readable).  Fields are filled as far as the bytes go,
+    so a truncated value still yields its offset.
+    """
+    dlen = len(data)
+    value_start = value_start.astype(np.int64)
+    value_end = value_start + np.maximum(value_len, 0)
+
+    def safe(pos, need, end):
+        ok = (pos >= 0) & (pos + need <= end) & (pos + need <= dlen)
+        return np.where(ok, pos, 0), ok
+    tomb = value_len < 0
+    p, ok_v = safe(value_start, 2, value_end)
+    version = np.where(ok_v & ~tomb, read_int(data, p, 2), -1)
+    known_version = (version >= 0) & (version <= MAX_OFFSET_COMMIT_VERSION)
+    p, ok_off = safe(value_start + 2, 8, value_end)
+    committed_offset = np.where(ok_off, read_int(data, p, 8), -1)
+    has_epoch = version >= 3
+    p, ok_ep = safe(value_start + 10, 4, value_end)
+    leader_epoch = np.where(has_epoch & ok_ep, read_int(data, p, 4), -1)
+    meta_pos = value_start + np.where(has_epoch, 14, 10)
+    flexible = version >= 4
+    # classic string: int16 length; compact string (v4): unsigned varint length+1
+    p, ok_m16 = safe(meta_pos, 2, value_end)
+    mlen16 = np.where(ok_m16, read_int(data, p, 2), -2)
+    pm = np.where((meta_pos < dlen) & (meta_pos >= 0), meta_pos, 0)
+    uv, uv_size, ok_uv = read_varint(data, pm, 5, zigzag=False)
+    ok_uv &= meta_pos < value_end
+    mlen = np.where(flexible, uv - 1, mlen16)
+    mhdr = np.where(flexible, uv_size, 2)
+    ok_meta = np.where(flexible, ok_uv, ok_m16) & (mlen >= -1)
+    m_start = meta_pos + mhdr
+    ok_meta &= m_start + np.maximum(mlen, 0) <= value_end
+    ts_pos = m_start + np.maximum(mlen, 0)
+    p, ok_ts = safe(ts_pos, 8, value_end)
+    commit_ts = np.where(ok_ts, read_int(data, p, 8), -1)
+    p, ok_exp = safe(ts_pos + 8, 8, value_end)
+    has_exp = version == 1
+    expire_ts = np.where(has_exp & ok_exp, read_int(data, p, 8), -1)
+    value_ok = known_version & ok_off & np.where(has_epoch, ok_ep, True) & ok_meta & ok_ts & np.where(has_exp, ok_exp, True)
+
+    return {
+        "value_version": version, "committed_offset": committed_offset, "leader_epoch": leader_epoch,
+        "metadata_start": m_start, "metadata_len": mlen, "metadata_ok": ok_meta,
+        "commit_timestamp": commit_ts, "expire_timestamp": expire_ts,
+        "known_version": known_version, "offset_ok": ok_off & known_version, "value_ok": value_ok,
+        "readable_version": ok_v & ~tomb,
+    }
+
+
+# --------------------------------------------------------------------------- group metadata
+
+class _Reader:
+    """Cursor over one value for the (rare) per-record group metadata decode."""
+
+    def __init__(self, b: bytes, pos: int = 0):
+        self.b, self.p = b, pos
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.p + n > len(self.b):
+            raise ValueError(f"need {n} bytes at {self.p}, value has {len(self.b)}")
+        v = self.b[self.p:self.p + n]
+        self.p += n
+        return v
+
+    def i16(self) -> int:
+        return struct.unpack(">h", self.take(2))[0]
+
+    def i32(self) -> int:
+        return struct.unpack(">i", self.take(4))[0]
+
+    def i64(self) -> int:
+        return struct.unpack(">q", self.take(8))[0]
+
+    def uvarint(self) -> int:
+        shift = val = 0
+        while True:
+            byte = self.take(1)[0]
+            val |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return val
+            shift += 7
+            if shift > 28:
+                raise ValueError("varint too long")
+
+    def string(self, flexible: bool) -> str | None:
+        n = self.uvarint() - 1 if flexible else self.i16()
+        return None if n < 0 else self.take(n).decode("utf-8", "replace")
+
+    def bytes_(self, flexible: bool) -> bytes | None:
+        n = self.uvarint() - 1 if flexible else self.i32()
+        return None if n < 0 else self.take(n)
+
+    def tags(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.take(self.uvarint())
+
+
+def decode_group_metadata_value(value: bytes) -> dict:
+    """Decode a GroupMetadataValue (v0-v4; v4 flexible) per ``GroupMetadataValue.json``.
+
+    Returns ``{"value_version", "protocol_type", "generation", "protocol", "leader",
+    "current_state_timestamp" (ms, -1 before v2), "members"}`` where ``members`` is the
+    member count.  Raises ``ValueError`` for truncated bytes or a version above 4.
+    """
+    r = _Reader(value)
+    version = r.i16()
+    if version < 0 or version > MAX_GROUP_METADATA_VERSION:
+        raise ValueError(f"unknown GroupMetadataValue version {version}")
+    flex = version >= 4
+    out = {"value_version": version, "protocol_type": r.string(flex), "generation": r.i32(),
+           "protocol": r.string(flex), "leader": r.string(flex)}
+    out["current_state_timestamp"] = r.i64() if version >= 2 else -1
+    count = (r.uvarint() - 1) if flex else r.i32()
+    for _ in range(max(count, 0)):
+        r.string(flex)  # member_id
+        if version >= 3:
+            r.string(flex)  # group_instance_id
+        r.string(flex)  # client_id
+        r.string(flex)  # client_host
+        if version >= 1:
+            r.i32()  # rebalance_timeout
+        r.i32()  # session_timeout
+        r.bytes_(flex)  # subscription
+        r.bytes_(flex)  # assignment
+        if flex:
+            r.tags()
+    if flex:
+        r.tags()
+    out["members"] = max(count, 0)
+    return out

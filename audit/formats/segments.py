@@ -1,0 +1,132 @@
+"""One ``__consumer_offsets`` segment file -> one Arrow record batch of decoded rows.
+
+Glue between :mod:`record_batch` (batches, records) and :mod:`offsets` (keys/values).
+Pure: bytes in, Arrow out; :mod:`audit.sources.logdirs` runs it inside Spark.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from .offsets import GROUP_METADATA_TYPE, decode_group_metadata_value, decode_offsets_kv
+from .record_batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, control_types, extract_records, scan_batches
+
+#: Rows produced per segment. ``kind``: ``record`` (a data record of a __consumer_offsets
+#: batch), ``control`` (a transaction marker: ``control_type`` 0 ABORT / 1 COMMIT) or
+#: ``issue`` (something skipped: ``decode_error`` is the reason, ``position`` the byte
+#: position of the batch, ``records_affected`` how many records it held when known).
+#: Offsets are Kafka offsets of the __consumer_offsets partition; timestamps are epoch ms.
+RAW_SCHEMA = pa.schema([
+    ("source_file", pa.string()),
+    ("source_partition", pa.int32()),
+    ("kind", pa.string()),
+    ("position", pa.int64()),
+    ("offset", pa.int64()),
+    ("timestamp", pa.int64()),
+    ("batch_leader_epoch", pa.int32()),
+    ("is_transactional", pa.bool_()),
+    ("producer_id", pa.int64()),
+    ("control_type", pa.int16()),
+    ("record_type", pa.int16()),
+    ("group_id", pa.string()),
+    ("topic", pa.string()),
+    ("partition", pa.int32()),
+    ("is_tombstone", pa.bool_()),
+    ("value_version", pa.int16()),
+    ("committed_offset", pa.int64()),
+    ("leader_epoch", pa.int32()),
+    ("metadata", pa.string()),
+    ("commit_timestamp", pa.int64()),
+    ("expire_timestamp", pa.int64()),
+    ("group_generation", pa.int32()),
+    ("group_protocol_type", pa.string()),
+    ("decode_error", pa.string()),
+    ("detail", pa.string()),
+    ("records_affected", pa.int32()),
+])
+
+
+def _issues_batch(source_file: str, source_partition: int, issues) -> pa.RecordBatch:
+    n = len(issues)
+    cols = {f.name: pa.nulls(n, f.type) for f in RAW_SCHEMA}
+    cols["source_file"] = pa.array([source_file] * n, pa.string())
+    cols["source_partition"] = pa.array([source_partition] * n, pa.int32())
+    cols["kind"] = pa.array(["issue"] * n, pa.string())
+    cols["position"] = pa.array([i.position for i in issues], pa.int64())
+    cols["offset"] = pa.array([i.base_offset for i in issues], pa.int64())
+    cols["decode_error"] = pa.array([i.reason for i in issues], pa.string())
+    cols["detail"] = pa.array([i.detail for i in issues], pa.string())
+    cols["records_affected"] = pa.array([i.records for i in issues], pa.int32())
+    return pa.RecordBatch.from_arrays([cols[f.name] for f in RAW_SCHEMA], schema=RAW_SCHEMA)
+
+
+def decode_offsets_segment(buf: bytes | memoryview, source_file: str, source_partition: int,
+                           verify_crc: bool = True) -> list[pa.RecordBatch]:
+    """Decode every record of one ``__consumer_offsets`` segment into :data:`RAW_SCHEMA` rows.
+
+    ``buf``: the ``.log`` file's bytes; ``source_file``: its path (reported with issues);
+    ``source_partition``: the ``__consumer_offsets`` partition number.  Returns one batch
+    of record/control rows and, when anything was skipped, one batch of issue rows.
+    Record-level problems (unknown record type, unknown value version, malformed bytes)
+    are ``kind='record'`` rows with ``decode_error`` set.  Never raises on bad bytes.
+    """
+    scan = scan_batches(buf, verify_crc=verify_crc)
+    recs = extract_records(buf, scan)
+    out: list[pa.RecordBatch] = []
+    n = len(recs)
+    if n:
+        attrs = scan.attributes[recs.batch]
+        is_control = (attrs & ATTR_CONTROL) != 0
+        dec = decode_offsets_kv(recs.data, recs.key_start, recs.key_len, recs.value_start, recs.value_len)
+        ctype = np.where(is_control, control_types(recs), -1).astype(np.int16)
+        rtype = np.where(is_control, -1, dec["record_type"]).astype(np.int16)
+        err = dec["decode_error"]
+        if is_control.any():
+            err = pa.array([None if c else e for c, e in zip(is_control.tolist(), err.to_pylist())], pa.string())
+        generation = np.full(n, -1, dtype=np.int32)
+        proto = [None] * n
+        gm = np.nonzero((rtype == GROUP_METADATA_TYPE) & (recs.value_len >= 0))[0]
+        if len(gm):
+            errs = err.to_pylist()
+            for i in gm:
+                s, ln = int(recs.value_start[i]), int(recs.value_len[i])
+                try:
+                    g = decode_group_metadata_value(recs.data[s:s + ln].tobytes())
+                    generation[i] = g["generation"]
+                    proto[i] = g["protocol_type"]
+                except ValueError as exc:
+                    errs[i] = "unknown_value_version" if "version" in str(exc) else "malformed_value"
+            err = pa.array(errs, pa.string())
+        cols = {
+            "source_file": pa.array([source_file] * n, pa.string()),
+            "source_partition": pa.array(np.full(n, source_partition, dtype=np.int32)),
+            "kind": pa.array(np.where(is_control, "control", "record").astype(object), pa.string()),
+            "position": pa.array(scan.position[recs.batch]),
+            "offset": pa.array(recs.offset),
+            "timestamp": pa.array(recs.timestamp),
+            "batch_leader_epoch": pa.array(scan.partition_leader_epoch[recs.batch]),
+            "is_transactional": pa.array((attrs & ATTR_TRANSACTIONAL) != 0),
+            "producer_id": pa.array(scan.producer_id[recs.batch]),
+            "control_type": pa.array(ctype),
+            "record_type": pa.array(rtype),
+            "group_id": dec["group_id"],
+            "topic": dec["topic"],
+            "partition": pa.array(dec["partition"]),
+            "is_tombstone": pa.array(dec["is_tombstone"]),
+            "value_version": pa.array(dec["value_version"]),
+            "committed_offset": pa.array(dec["committed_offset"]),
+            "leader_epoch": pa.array(dec["leader_epoch"]),
+            "metadata": dec["metadata"],
+            "commit_timestamp": pa.array(dec["commit_timestamp"]),
+            "expire_timestamp": pa.array(dec["expire_timestamp"]),
+            "group_generation": pa.array(generation),
+            "group_protocol_type": pa.array(proto, pa.string()),
+            "decode_error": err,
+            "detail": pa.nulls(n, pa.string()),
+            "records_affected": pa.array(np.ones(n, dtype=np.int32)),
+        }
+        out.append(pa.RecordBatch.from_arrays([cols[f.name].cast(f.type) for f in RAW_SCHEMA], schema=RAW_SCHEMA))
+    issues = scan.issues + recs.issues
+    if issues:
+        out.append(_issues_batch(source_file, source_partition, issues))
+    return out
