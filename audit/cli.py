@@ -1,0 +1,84 @@
+"""Console script ``kafka-offset-audit``: ``audit`` and ``demo`` with an embedded local Spark."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from importlib import resources
+
+from pydantic import ValidationError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser(prog: str = "kafka-offset-audit") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description="Audit Kafka consumer offsets against the log's leader-epoch history.")
+    sub = p.add_subparsers(dest="command", required=True)
+    a = sub.add_parser("audit", help="audit broker log dirs")
+    add_audit_arguments(a)
+    d = sub.add_parser("demo", help="audit the bundled 3-broker unclean-election scenario")
+    d.add_argument("--output", default="kafka-offset-audit-demo", help="output directory (default: %(default)s)")
+    d.add_argument("--master", default=None, help="Spark master (default: local[*])")
+    d.add_argument("--mode", choices=["latest", "history"], default="latest")
+    d.add_argument("--fail-on", choices=["critical", "error", "warning", "never"], default="never",
+                   help="demo default: never (the scenario has findings on purpose)")
+    d.add_argument("--verbose", action="store_true")
+    return p
+
+
+def add_audit_arguments(a: argparse.ArgumentParser) -> None:
+    a.add_argument("--log-dirs", nargs="+", required=True, metavar="DIR",
+                   help="broker log dirs (local paths or Hadoop URIs), or folders holding several")
+    a.add_argument("--output", required=True, metavar="DIR", help="output directory (replaced atomically)")
+    a.add_argument("--mode", choices=["latest", "history"], default="latest",
+                   help="latest: each group-partition's latest live commit (default); history: every live commit")
+    a.add_argument("--fail-on", choices=["critical", "error", "warning", "never"], default="error",
+                   help="exit 1 when a finding of this severity or worse exists (default: error)")
+    a.add_argument("--master", default=None, help="Spark master (default: local[*], or what spark-submit set)")
+    a.add_argument("--verbose", action="store_true", help="Spark's own logging at WARN/INFO")
+    a.add_argument("--quiet", action="store_true", help="no progress lines or console table")
+
+
+def demo_log_dirs() -> str:
+    """Path of the bundled copy of the unclean-election scenario's log dirs."""
+    return str(resources.files("audit.demo_data").joinpath("unclean-election-3brokers/brokers"))
+
+
+def run_audit(args, master: str | None) -> int:
+    """Validate arguments, start Spark, run the pipeline, print the table; returns the exit status."""
+    from .pipeline import AuditConfig, run
+    from .sources.fs import InputError
+    try:
+        cfg = AuditConfig(log_dirs=args.log_dirs, output=args.output, mode=args.mode, fail_on=args.fail_on,
+                          quiet=getattr(args, "quiet", False))
+    except ValidationError as exc:
+        print(f"kafka-offset-audit: error: {exc.errors()[0]['msg']}", file=sys.stderr)
+        return EXIT_USAGE
+    from .spark import build_session
+    spark = build_session(master, verbose=getattr(args, "verbose", False))
+    try:
+        result = run(cfg, spark)
+    except InputError as exc:
+        print(f"kafka-offset-audit: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not cfg.quiet:
+        print()
+        print(result.console)
+        s = result.summary
+        print()
+        print(f"findings: {json.dumps(s['findings']['by_severity'])}; records skipped: "
+              f"{sum(s['records_skipped']['by_reason'].values())}; output: {cfg.output}; exit status {result.exit_code}")
+    return result.exit_code
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "demo":
+        args.log_dirs = [demo_log_dirs()]
+        args.quiet = False
+    return run_audit(args, args.master)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Decoded ``__consumer_offsets`` records -> live offset commits (the ``commits`` table).
+
+Applies what a ``read_committed`` reader and the group coordinator's loader
+(``GroupMetadataManager.loadGroupsAndOffsets`` / ``GroupCoordinatorShard`` replay) apply:
+
+* transactional offset commits count only when the producer's next transaction marker in the
+  same partition is COMMIT; ABORT drops them, no marker yet means still pending (not live);
+* a tombstone for an offset key deletes every earlier commit of that key; a group metadata
+  tombstone (group deleted) deletes every earlier commit of the group;
+* records that failed to decode are not commits (they are counted by :func:`record_counts`).
+"""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+KEY = ["group_id", "topic", "partition"]
+
+
+def with_transaction_state(raw: DataFrame) -> DataFrame:
+    """Add ``txn_state`` string to the ``kind='record'`` rows of :data:`RAW_SCHEMA` input.
+
+    ``none`` (not transactional), ``committed``, ``aborted`` or ``pending`` (no marker yet),
+    decided by the first control record of the same producer after the record in the same
+    ``__consumer_offsets`` partition (KIP-98 markers: control_type 0 ABORT, 1 COMMIT).
+    """
+    recs = raw.where(F.col("kind") == "record")
+    markers = (raw.where(F.col("kind") == "control")
+               .select(F.col("source_partition").alias("m_sp"), F.col("producer_id").alias("m_pid"),
+                       F.col("offset").alias("m_offset"), F.col("control_type").alias("m_type")))
+    txn = recs.where(F.col("is_transactional")).select("source_partition", "producer_id", "offset")
+    outcome = (txn.join(markers, (txn.source_partition == markers.m_sp) & (txn.producer_id == markers.m_pid)
+                        & (markers.m_offset > txn["offset"]), "left")
+               .groupBy("source_partition", "offset")
+               .agg(F.min_by("m_type", "m_offset").alias("txn_outcome")))
+    recs = recs.join(outcome, ["source_partition", "offset"], "left")
+    return recs.withColumn(
+        "txn_state",
+        F.when(~F.col("is_transactional"), F.lit("none"))
+        .when(F.col("txn_outcome") == 1, F.lit("committed"))
+        .when(F.col("txn_outcome") == 0, F.lit("aborted"))
+        .otherwise(F.lit("pending")))
+
+
+def live_commits(records: DataFrame) -> DataFrame:
+    """Live offset commits from :func:`with_transaction_state` output.
+
+    Returns the ``commits`` table: group_id string, topic string, partition int,
+    committed_offset long, committed_leader_epoch int, metadata string,
+    commit_timestamp timestamp, value_version short, source_partition int, source_offset long,
+    is_latest boolean (the group-partition's newest live commit, what a restarting consumer
+    resumes from), broker_id int (the replica it was read from).
+    """
+    ok = records.where(F.col("txn_state").isin("none", "committed") & F.col("decode_error").isNull())
+    offset_recs = ok.where(F.col("record_type").isin(0, 1))
+    key_tomb = (offset_recs.where(F.col("is_tombstone"))
+                .groupBy("source_partition", *KEY).agg(F.max("offset").alias("key_deleted_at")))
+    group_tomb = (ok.where((F.col("record_type") == 2) & F.col("is_tombstone"))
+                  .groupBy("source_partition", "group_id").agg(F.max("offset").alias("group_deleted_at")))
+    commits = (offset_recs.where(~F.col("is_tombstone"))
+               .join(key_tomb, ["source_partition", *KEY], "left")
+               .join(group_tomb, ["source_partition", "group_id"], "left")
+               .where((F.col("offset") > F.coalesce("key_deleted_at", F.lit(-1)))
+                      & (F.col("offset") > F.coalesce("group_deleted_at", F.lit(-1)))))
+    w = Window.partitionBy(*KEY).orderBy(F.col("source_partition").desc(), F.col("offset").desc())
+    return commits.select(
+        *KEY,
+        "committed_offset",
+        F.col("leader_epoch").alias("committed_leader_epoch"),
+        "metadata",
+        F.timestamp_millis("commit_timestamp").alias("commit_timestamp"),
+        "value_version",
+        "source_partition",
+        F.col("offset").alias("source_offset"),
+        (F.row_number().over(w) == 1).alias("is_latest"),
+        "broker_id",
+    )
+
+
+def not_live(records: DataFrame) -> DataFrame:
+    """Offset-commit records that are not live, with ``reason``: aborted_transaction,
+    pending_transaction, deleted_by_tombstone (key or group deletion).  For the summary."""
+    offset_recs = records.where(F.col("record_type").isin(0, 1) & F.col("decode_error").isNull() & ~F.col("is_tombstone"))
+    txn = offset_recs.where(F.col("txn_state").isin("aborted", "pending")).select(
+        *KEY, "source_partition", "offset", F.concat(F.col("txn_state"), F.lit("_transaction")).alias("reason"))
+    return txn

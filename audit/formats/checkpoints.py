@@ -1,0 +1,126 @@
+"""Plain-text state files of a Kafka log dir.
+
+Follows Kafka's ``CheckpointFile`` / ``LeaderEpochCheckpointFile`` /
+``OffsetCheckpointFile`` (storage/src/main/java/org/apache/kafka/storage/internals/checkpoint/)
+and ``MetaProperties`` (``meta.properties``).  Pure functions; the Spark readers parse the
+same formats with SQL in :mod:`audit.sources.logdirs`.
+"""
+from __future__ import annotations
+
+import re
+
+#: ``<topic>-<partition>`` directory names; ``.../<topic>-<p>.<uuid>-delete`` and ``-future``
+#: directories (pending deletion or an in-flight ``alterReplicaLogDirs``) are not live logs.
+PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+#: Segment file names: 20-digit base offset.
+SEGMENT_FILE = re.compile(r"^(?P<base>\d{20})\.log$")
+#: KRaft snapshot files in ``__cluster_metadata-0``: ``<end offset>-<epoch>.checkpoint``.
+SNAPSHOT_FILE = re.compile(r"^(?P<end>\d{20})-(?P<epoch>\d{10})\.checkpoint$")
+#: Root checkpoint files of a log dir.
+ROOT_CHECKPOINTS = ("replication-offset-checkpoint", "log-start-offset-checkpoint",
+                    "recovery-point-offset-checkpoint", "cleaner-offset-checkpoint")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that does not follow Kafka's format; the message says where."""
+
+
+def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    """``"dev.payments-0"`` -> ``("dev.payments", 0)``; None for anything else (incl. ``-delete``/``-future``)."""
+    if name.endswith("-delete") or name.endswith("-future") or name.endswith("-stray"):
+        return None
+    m = PARTITION_DIR.match(name)
+    if not m:
+        return None
+    return m.group("topic"), int(m.group("partition"))
+
+
+def _lines(text: str, what: str) -> list[str]:
+    lines = text.splitlines()
+    if not lines:
+        return []  # Kafka tolerates an empty file written before the first flush
+    if lines[0].strip() != "0":
+        raise CheckpointError(f"{what}: unsupported version line {lines[0]!r} (expected 0)")
+    try:
+        count = int(lines[1])
+    except (IndexError, ValueError) as exc:
+        raise CheckpointError(f"{what}: bad entry-count line") from exc
+    body = [ln for ln in lines[2:] if ln.strip()]
+    if len(body) != count:
+        raise CheckpointError(f"{what}: header says {count} entries, found {len(body)}")
+    return body
+
+
+def parse_leader_epoch_checkpoint(text: str, what: str = "leader-epoch-checkpoint") -> list[tuple[int, int]]:
+    """Parse a ``leader-epoch-checkpoint``: ``[(leader_epoch, start_offset), ...]`` ascending.
+
+    Format (``LeaderEpochCheckpointFile``): version ``0``, entry count, then ``epoch offset`` lines.
+    An empty file means an empty cache.  Raises :class:`CheckpointError` naming the problem.
+    """
+    out = []
+    for ln in _lines(text, what):
+        parts = ln.split()
+        if len(parts) != 2:
+            raise CheckpointError(f"{what}: bad entry {ln!r}")
+        out.append((int(parts[0]), int(parts[1])))
+    return out
+
+
+def parse_offset_checkpoint(text: str, what: str = "offset checkpoint") -> dict[tuple[str, int], int]:
+    """Parse ``replication-offset-checkpoint`` / ``log-start-offset-checkpoint`` / ... files.
+
+    Format (``OffsetCheckpointFile``): version ``0``, count, then ``topic partition offset``.
+    Returns ``{(topic, partition): offset}``.  Raises :class:`CheckpointError`.
+    """
+    out = {}
+    for ln in _lines(text, what):
+        parts = ln.split()
+        if len(parts) != 3:
+            raise CheckpointError(f"{what}: bad entry {ln!r}")
+        out[(parts[0], int(parts[1]))] = int(parts[2])
+    return out
+
+
+def parse_meta_properties(text: str) -> dict[str, str]:
+    """``meta.properties`` as a dict (Java properties subset: ``key=value``, ``#`` comments)."""
+    out = {}
+    for ln in text.splitlines():
+        ln = ln.strip()
+        if not ln or ln.startswith("#") or ln.startswith("!"):
+            continue
+        key, _, value = ln.partition("=")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def broker_id_of(props: dict[str, str]) -> int | None:
+    """``node.id`` (KRaft) or ``broker.id`` (ZooKeeper mode) from parsed meta.properties."""
+    for key in ("node.id", "broker.id"):
+        if key in props:
+            try:
+                return int(props[key])
+            except ValueError:
+                return None
+    return None
+
+
+def end_offset_for(cache: list[tuple[int, int]], requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
+    """What OffsetsForLeaderEpoch answers for ``requested_epoch`` against one replica's cache.
+
+    Kafka's ``LeaderEpochFileCache.endOffsetFor``: the latest epoch -> (epoch, log end offset);
+    otherwise the largest cached epoch <= requested with the start offset of the next higher
+    epoch; requested below every epoch -> (requested, first start offset); requested above
+    every epoch, -1, or an empty cache -> (-1, -1).  Offsets in Kafka offsets.
+    """
+    if requested_epoch < 0 or not cache:
+        return -1, -1
+    epochs = [e for e, _ in cache]
+    if requested_epoch == epochs[-1]:
+        return requested_epoch, log_end_offset
+    higher = [(e, s) for e, s in cache if e > requested_epoch]
+    if not higher:
+        return -1, -1
+    floor = [(e, s) for e, s in cache if e <= requested_epoch]
+    if not floor:
+        return requested_epoch, higher[0][1]
+    return floor[-1][0], higher[0][1]

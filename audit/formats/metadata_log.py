@@ -1,0 +1,430 @@
+"""Decoder for KRaft ``__cluster_metadata`` record values (pure Python, no Spark).
+
+A metadata record value (the value bytes of one record inside a magic-2 record
+batch of ``__cluster_metadata-0``) is framed as written by Kafka's
+``org.apache.kafka.server.common.serialization.AbstractApiMessageSerde``
+(used through ``org.apache.kafka.metadata.MetadataRecordSerde``)::
+
+    frame_version  unsigned varint   (must be 1; 0 was the unsupported KRaft 2.8 preview)
+    api_key        unsigned varint   (``MetadataRecordType`` id)
+    version        unsigned varint   (record schema version)
+    body           the message in Kafka's flexible ("compact") encoding
+
+Flexible encoding as generated from the message JSON schemas (see
+``org.apache.kafka.common.protocol.types`` / ``ByteBufferAccessor``):
+
+* int8/16/32/64: big-endian, signed; ``bool``: one byte; ``uint16``: big-endian.
+* ``uuid``: 16 bytes (most- then least-significant long), shown here like
+  ``org.apache.kafka.common.Uuid.toString()``: URL-safe base64, no padding (22 chars).
+* compact string / compact array: unsigned varint ``length + 1`` (0 = null) then
+  the UTF-8 bytes / elements.
+* every struct ends with its tagged fields: unsigned varint count, then per field
+  unsigned varint tag, unsigned varint size, ``size`` bytes of value. Unknown tags
+  are skipped, exactly as Kafka keeps them as unknown tagged fields.
+
+Schemas followed (``metadata/src/main/resources/common/metadata/`` in apache/kafka),
+all with ``flexibleVersions: 0+``:
+
+* ``RegisterBrokerRecord.json`` (api key 0, versions 0-3): BrokerId int32,
+  IsMigratingZkBroker bool (v2+), IncarnationId uuid, BrokerEpoch int64,
+  EndPoints []{Name string, Host string, Port uint16, SecurityProtocol int16},
+  Features []{Name string, MinSupportedVersion int16, MaxSupportedVersion int16},
+  Rack nullable string, Fenced bool, InControlledShutdown bool (v1+);
+  tagged: LogDirs []uuid (tag 0, v3+).
+* ``TopicRecord.json`` (api key 2, version 0): Name string, TopicId uuid.
+* ``PartitionRecord.json`` (api key 3, versions 0-2): PartitionId int32,
+  TopicId uuid, Replicas []int32, Isr []int32, RemovingReplicas []int32,
+  AddingReplicas []int32, Leader int32, LeaderEpoch int32, PartitionEpoch int32,
+  Directories []uuid (v1+); tagged: LeaderRecoveryState int8 (tag 0, default 0),
+  EligibleLeaderReplicas []int32 (tag 1, v2+), LastKnownElr []int32 (tag 2, v2+).
+* ``PartitionChangeRecord.json`` (api key 5, versions 0-2): PartitionId int32,
+  TopicId uuid; all else tagged: Isr (tag 0, default null), Leader int32 (tag 1,
+  default -2 = leader did not change), Replicas (tag 2), RemovingReplicas (tag 3),
+  AddingReplicas (tag 4), LeaderRecoveryState int8 (tag 5, default -1 = did not
+  change), EligibleLeaderReplicas (tag 6, v2+), LastKnownElr (tag 7, v2+),
+  Directories []uuid (tag 8, v1+).
+* ``FenceBrokerRecord.json`` (api key 7, version 0) and ``UnfenceBrokerRecord.json``
+  (api key 8, version 0): Id int32, Epoch int64.
+* ``RemoveTopicRecord.json`` (api key 9, version 0): TopicId uuid.
+
+Like ``AbstractApiMessageSerde.read`` this rejects a frame version other than 1,
+bytes left over after the body, and (for the record types above) versions newer
+than the schemas listed, because their layout is unknown. Every other api key is
+reported as ``record_type = f"api_key_{n}"`` with no fields decoded (its body is not
+read, so it can never fail).
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+
+import pyarrow as pa
+
+__all__ = [
+    "MetadataDecodeError",
+    "METADATA_ROW_FIELDS",
+    "RECORD_TYPES",
+    "decode_metadata_value",
+    "uuid_to_str",
+]
+
+
+class MetadataDecodeError(ValueError):
+    """Raised for truncated or malformed metadata record values."""
+
+
+# Kafka's MetadataRecordType ids for the records this module decodes.
+REGISTER_BROKER_RECORD = 0
+TOPIC_RECORD = 2
+PARTITION_RECORD = 3
+PARTITION_CHANGE_RECORD = 5
+FENCE_BROKER_RECORD = 7
+UNFENCE_BROKER_RECORD = 8
+REMOVE_TOPIC_RECORD = 9
+
+#: api key -> (record_type name, highest schema version understood)
+RECORD_TYPES = {
+    REGISTER_BROKER_RECORD: ("RegisterBrokerRecord", 3),
+    TOPIC_RECORD: ("TopicRecord", 0),
+    PARTITION_RECORD: ("PartitionRecord", 2),
+    PARTITION_CHANGE_RECORD: ("PartitionChangeRecord", 2),
+    FENCE_BROKER_RECORD: ("FenceBrokerRecord", 0),
+    UNFENCE_BROKER_RECORD: ("UnfenceBrokerRecord", 0),
+    REMOVE_TOPIC_RECORD: ("RemoveTopicRecord", 0),
+}
+
+#: The only frame version Kafka's AbstractApiMessageSerde reads or writes.
+SUPPORTED_FRAME_VERSION = 1
+
+#: PartitionChangeRecord.Leader default: the leader did not change.
+NO_LEADER_CHANGE = -2
+#: Leader value meaning "no leader".
+NO_LEADER = -1
+#: LeaderRecoveryState values (org.apache.kafka.metadata.LeaderRecoveryState).
+RECOVERED = 0
+RECOVERING = 1
+
+#: Flattened row produced by decode_metadata_value, in column order.
+METADATA_ROW_FIELDS = [
+    ("api_key", pa.int16()),
+    ("record_version", pa.int16()),
+    ("record_type", pa.string()),
+    ("topic_name", pa.string()),
+    ("topic_id", pa.string()),
+    ("partition", pa.int32()),
+    ("leader", pa.int32()),
+    ("leader_epoch", pa.int32()),
+    ("partition_epoch", pa.int32()),
+    ("leader_recovery_state", pa.int8()),
+    ("replicas", pa.list_(pa.int32())),
+    ("isr", pa.list_(pa.int32())),
+    ("broker_id", pa.int32()),
+    ("broker_epoch", pa.int64()),
+]
+
+_FIELD_NAMES = tuple(name for name, _ in METADATA_ROW_FIELDS)
+
+_INT8 = struct.Struct(">b")
+_INT16 = struct.Struct(">h")
+_UINT16 = struct.Struct(">H")
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+
+
+def uuid_to_str(raw: bytes) -> str:
+    """16 uuid bytes -> Kafka ``Uuid.toString()`` (URL-safe base64, no padding)."""
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+class _Reader:
+    """Cursor over a bytes-like object; every read checks for truncation."""
+
+    __slots__ = ("buf", "pos", "end", "what")
+
+    def __init__(self, buf, pos: int, end: int, what: str):
+        self.buf = buf
+        self.pos = pos
+        self.end = end
+        self.what = what
+
+    def _need(self, n: int, field: str) -> int:
+        p = self.pos
+        if p + n > self.end:
+            raise MetadataDecodeError(
+                f"{self.what}: truncated reading {field} at byte {p} "
+                f"(need {n}, have {self.end - p})")
+        self.pos = p + n
+        return p
+
+    def uvarint(self, field: str) -> int:
+        result = 0
+        shift = 0
+        buf = self.buf
+        while True:
+            if self.pos >= self.end:
+                raise MetadataDecodeError(
+                    f"{self.what}: truncated unsigned varint for {field} at byte {self.pos}")
+            b = buf[self.pos]
+            self.pos += 1
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return result
+            shift += 7
+            if shift > 28:  # Kafka's readUnsignedVarint accepts at most 5 bytes
+                raise MetadataDecodeError(
+                    f"{self.what}: unsigned varint for {field} is longer than 5 bytes")
+
+    def int8(self, field: str) -> int:
+        return _INT8.unpack_from(self.buf, self._need(1, field))[0]
+
+    def boolean(self, field: str) -> bool:
+        return self.buf[self._need(1, field)] != 0
+
+    def int16(self, field: str) -> int:
+        return _INT16.unpack_from(self.buf, self._need(2, field))[0]
+
+    def uint16(self, field: str) -> int:
+        return _UINT16.unpack_from(self.buf, self._need(2, field))[0]
+
+    def int32(self, field: str) -> int:
+        return _INT32.unpack_from(self.buf, self._need(4, field))[0]
+
+    def int64(self, field: str) -> int:
+        return _INT64.unpack_from(self.buf, self._need(8, field))[0]
+
+    def uuid(self, field: str) -> str:
+        p = self._need(16, field)
+        return uuid_to_str(bytes(self.buf[p:p + 16]))
+
+    def compact_string(self, field: str, nullable: bool = False):
+        n = self.uvarint(field) - 1
+        if n < 0:
+            if nullable:
+                return None
+            raise MetadataDecodeError(f"{self.what}: non-nullable string {field} is null")
+        p = self._need(n, field)
+        try:
+            return bytes(self.buf[p:p + n]).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MetadataDecodeError(f"{self.what}: {field} is not valid UTF-8: {exc}") from None
+
+    def _array_len(self, field: str, nullable: bool, elem_size: int):
+        n = self.uvarint(field) - 1
+        if n < 0:
+            if nullable:
+                return None
+            raise MetadataDecodeError(f"{self.what}: non-nullable array {field} is null")
+        if elem_size and self.pos + n * elem_size > self.end:
+            raise MetadataDecodeError(
+                f"{self.what}: truncated array {field}: {n} elements of {elem_size} bytes "
+                f"at byte {self.pos}, only {self.end - self.pos} bytes left")
+        return n
+
+    def int32_array(self, field: str, nullable: bool = False):
+        n = self._array_len(field, nullable, 4)
+        if n is None:
+            return None
+        p = self._need(4 * n, field)
+        return list(struct.unpack_from(f">{n}i", self.buf, p))
+
+    def uuid_array(self, field: str, nullable: bool = False):
+        n = self._array_len(field, nullable, 16)
+        if n is None:
+            return None
+        return [self.uuid(field) for _ in range(n)]
+
+    def struct_array(self, field: str, read_one):
+        n = self._array_len(field, False, 0)
+        for _ in range(n):
+            read_one(self)
+
+    def tagged_fields(self, field: str = "tagged fields"):
+        """Yield (tag, sub-reader over exactly that field's bytes)."""
+        count = self.uvarint(field + " count")
+        for _ in range(count):
+            tag = self.uvarint(field + " tag")
+            size = self.uvarint(f"{field} size (tag {tag})")
+            p = self._need(size, f"{field} value (tag {tag})")
+            yield tag, _Reader(self.buf, p, p + size, f"{self.what} tag {tag}")
+
+    def skip_tagged_fields(self, field: str = "tagged fields"):
+        for _tag, _sub in self.tagged_fields(field):
+            pass
+
+    def done(self, field: str):
+        if self.pos != self.end:
+            raise MetadataDecodeError(
+                f"{self.what}: {self.end - self.pos} unexpected byte(s) after {field}")
+
+
+def _empty_row(api_key: int, version: int, record_type: str) -> dict:
+    row = dict.fromkeys(_FIELD_NAMES)
+    row["api_key"] = api_key
+    row["record_version"] = version
+    row["record_type"] = record_type
+    return row
+
+
+# --- per-record bodies -------------------------------------------------------
+
+def _read_topic(r: _Reader, version: int, row: dict):
+    # TopicRecord.json
+    row["topic_name"] = r.compact_string("Name")
+    row["topic_id"] = r.uuid("TopicId")
+    r.skip_tagged_fields()
+
+
+def _read_partition(r: _Reader, version: int, row: dict):
+    # PartitionRecord.json. Removing/AddingReplicas were nullable in the first
+    # schema revision, so a null (length 0) is accepted there.
+    row["partition"] = r.int32("PartitionId")
+    row["topic_id"] = r.uuid("TopicId")
+    row["replicas"] = r.int32_array("Replicas")
+    row["isr"] = r.int32_array("Isr")
+    r.int32_array("RemovingReplicas", nullable=True)
+    r.int32_array("AddingReplicas", nullable=True)
+    row["leader"] = r.int32("Leader")
+    row["leader_epoch"] = r.int32("LeaderEpoch")
+    row["partition_epoch"] = r.int32("PartitionEpoch")
+    if version >= 1:
+        r.uuid_array("Directories")
+    recovery = RECOVERED  # schema default of the tagged field (omitted when 0)
+    for tag, sub in r.tagged_fields():
+        if tag == 0:
+            recovery = sub.int8("LeaderRecoveryState")
+            sub.done("LeaderRecoveryState")
+        # tags 1 (EligibleLeaderReplicas) and 2 (LastKnownElr), v2+, and any
+        # unknown tag are skipped whole by the size prefix.
+    row["leader_recovery_state"] = recovery
+
+
+def _read_partition_change(r: _Reader, version: int, row: dict):
+    # PartitionChangeRecord.json: only PartitionId and TopicId are fixed.
+    row["partition"] = r.int32("PartitionId")
+    row["topic_id"] = r.uuid("TopicId")
+    leader = NO_LEADER_CHANGE
+    for tag, sub in r.tagged_fields():
+        if tag == 0:
+            row["isr"] = sub.int32_array("Isr", nullable=True)
+            sub.done("Isr")
+        elif tag == 1:
+            leader = sub.int32("Leader")
+            sub.done("Leader")
+        elif tag == 2:
+            row["replicas"] = sub.int32_array("Replicas", nullable=True)
+            sub.done("Replicas")
+        elif tag == 5:
+            state = sub.int8("LeaderRecoveryState")
+            sub.done("LeaderRecoveryState")
+            # -1 is the schema default, "did not change": same as absent.
+            row["leader_recovery_state"] = None if state == -1 else state
+        # tags 3/4 (Removing/AddingReplicas), 6/7 (ELR, LastKnownElr, v2+),
+        # 8 (Directories, v1+) and unknown tags are skipped by size.
+    row["leader"] = leader
+
+
+def _read_endpoint(r: _Reader):
+    r.compact_string("EndPoints.Name")
+    r.compact_string("EndPoints.Host")
+    r.uint16("EndPoints.Port")
+    r.int16("EndPoints.SecurityProtocol")
+    r.skip_tagged_fields("EndPoints tagged fields")
+
+
+def _read_feature(r: _Reader):
+    r.compact_string("Features.Name")
+    r.int16("Features.MinSupportedVersion")
+    r.int16("Features.MaxSupportedVersion")
+    r.skip_tagged_fields("Features tagged fields")
+
+
+def _read_register_broker(r: _Reader, version: int, row: dict):
+    # RegisterBrokerRecord.json
+    row["broker_id"] = r.int32("BrokerId")
+    if version >= 2:
+        r.boolean("IsMigratingZkBroker")
+    r.uuid("IncarnationId")
+    row["broker_epoch"] = r.int64("BrokerEpoch")
+    r.struct_array("EndPoints", _read_endpoint)
+    r.struct_array("Features", _read_feature)
+    r.compact_string("Rack", nullable=True)
+    r.boolean("Fenced")
+    if version >= 1:
+        r.boolean("InControlledShutdown")
+    r.skip_tagged_fields()  # tag 0 LogDirs (v3+) is not needed
+
+
+def _read_fence(r: _Reader, version: int, row: dict):
+    # FenceBrokerRecord.json / UnfenceBrokerRecord.json
+    row["broker_id"] = r.int32("Id")
+    row["broker_epoch"] = r.int64("Epoch")
+    r.skip_tagged_fields()
+
+
+def _read_remove_topic(r: _Reader, version: int, row: dict):
+    # RemoveTopicRecord.json
+    row["topic_id"] = r.uuid("TopicId")
+    r.skip_tagged_fields()
+
+
+_BODY_READERS = {
+    REGISTER_BROKER_RECORD: _read_register_broker,
+    TOPIC_RECORD: _read_topic,
+    PARTITION_RECORD: _read_partition,
+    PARTITION_CHANGE_RECORD: _read_partition_change,
+    FENCE_BROKER_RECORD: _read_fence,
+    UNFENCE_BROKER_RECORD: _read_fence,
+    REMOVE_TOPIC_RECORD: _read_remove_topic,
+}
+
+
+def decode_metadata_value(value: bytes) -> dict:
+    """Decode one ``__cluster_metadata`` record value into a flat dict.
+
+    The dict always has every key of :data:`METADATA_ROW_FIELDS`; keys that do
+    not apply to the record type are ``None``. Per type:
+
+    * TopicRecord: ``topic_name``, ``topic_id``.
+    * PartitionRecord: ``topic_id``, ``partition``, ``replicas``, ``isr``,
+      ``leader`` (-1 = none), ``leader_epoch``, ``partition_epoch``,
+      ``leader_recovery_state`` (tagged, default 0 when absent; 1 = RECOVERING).
+    * PartitionChangeRecord: ``topic_id``, ``partition``, ``leader`` (-2 =
+      NO_LEADER_CHANGE when the tag is absent, -1 = no leader), ``isr`` /
+      ``replicas`` (``None`` = unchanged), ``leader_recovery_state`` (``None`` =
+      unchanged, i.e. tag absent or -1; 1 = RECOVERING after an unclean
+      election, 0 = recovered / clean).
+    * RemoveTopicRecord: ``topic_id``.
+    * RegisterBrokerRecord / FenceBrokerRecord / UnfenceBrokerRecord:
+      ``broker_id``, ``broker_epoch``.
+    * any other api key: ``record_type = f"api_key_{n}"``, nothing else.
+
+    Raises :class:`MetadataDecodeError` for truncated or malformed bytes, a frame
+    version other than 1, or an unsupported version of a decoded record type.
+    """
+    if value is None:
+        raise MetadataDecodeError("metadata record value is null")
+    r = _Reader(value, 0, len(value), "metadata record")
+    frame_version = r.uvarint("frame version")
+    if frame_version != SUPPORTED_FRAME_VERSION:
+        raise MetadataDecodeError(
+            f"metadata record: unsupported frame version {frame_version} "
+            f"(only {SUPPORTED_FRAME_VERSION} exists)")
+    api_key = r.uvarint("api key")
+    version = r.uvarint("record version")
+    if api_key > 0x7FFF or version > 0x7FFF:
+        raise MetadataDecodeError(
+            f"metadata record: api key {api_key} / version {version} out of int16 range")
+
+    known = RECORD_TYPES.get(api_key)
+    if known is None:
+        return _empty_row(api_key, version, f"api_key_{api_key}")
+    record_type, max_version = known
+    if version > max_version:
+        raise MetadataDecodeError(
+            f"{record_type}: unsupported version {version} (highest known {max_version})")
+    row = _empty_row(api_key, version, record_type)
+    r.what = f"{record_type} v{version}"
+    _BODY_READERS[api_key](r, version, row)
+    r.done("record body")
+    return row

@@ -1,0 +1,102 @@
+"""The judge: one SQL query per finding (``sql/finding_*.sql``) over temp views.
+
+Input views (the contract between sources and judge, see DESIGN.md):
+
+* ``commits`` — live commits (:func:`audit.commits.live_commits`), with ``is_latest``;
+* ``epochs`` — topic, partition, broker_id, leader_epoch int, start_offset long, is_leader boolean;
+* ``bounds`` — topic, partition, log_start_offset, log_end_offset, high_watermark (long),
+  answered_by_broker int, authority string, history_captured_at timestamp, caches_disagree
+  boolean, unclean_elections int, last_unclean_election timestamp;
+* ``epoch_end_offsets`` — topic, partition, requested_epoch, leader_epoch, end_offset,
+  answered_by_broker (OffsetsForLeaderEpoch answers; computed by ``sql/epoch_end_offsets.sql``
+  from ``epochs`` when a source has caches, or given directly by the live-cluster source).
+
+Each rule is a separately loadable, separately tested query returning :data:`FINDING_COLUMNS`.
+"""
+from __future__ import annotations
+
+from functools import reduce
+from importlib import resources
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+#: finding name -> SQL file (without .sql) in ``sql/``; order = tie-break for verdicts.
+RULES = {
+    "LOG_TRUNCATION": "finding_log_truncation",
+    "OFFSET_OUT_OF_RANGE": "finding_offset_out_of_range",
+    "UNKNOWN_LEADER_EPOCH": "finding_unknown_leader_epoch",
+    "BEHIND_METADATA_EPOCH": "finding_behind_metadata_epoch",
+    "OFFSET_REWIND": "finding_offset_rewind",
+    "EPOCH_UNVERIFIABLE": "finding_epoch_unverifiable",
+}
+SEVERITY_RANK = {"critical": 4, "error": 3, "warning": 2, "info": 1}
+
+FINDING_COLUMNS = [
+    "group_id", "topic", "partition", "finding", "severity", "committed_offset", "committed_leader_epoch",
+    "commit_timestamp", "divergence_offset", "records_at_risk", "epoch_end_offset", "log_start_offset",
+    "log_end_offset", "previous_offset", "previous_leader_epoch", "answered_by_broker", "detail",
+]
+FINDING_TYPES = {
+    "partition": "int", "committed_offset": "bigint", "committed_leader_epoch": "int",
+    "divergence_offset": "bigint", "records_at_risk": "bigint", "epoch_end_offset": "bigint",
+    "log_start_offset": "bigint", "log_end_offset": "bigint", "previous_offset": "bigint",
+    "previous_leader_epoch": "int", "answered_by_broker": "int",
+}
+
+
+def load_sql(name: str) -> str:
+    """Text of ``sql/<name>.sql`` (installed as package ``audit.sql``)."""
+    return resources.files("audit.sql").joinpath(f"{name}.sql").read_text()
+
+
+def register_context(spark: SparkSession, commits: DataFrame, epochs: DataFrame, bounds: DataFrame,
+                     epoch_end_offsets: DataFrame | None = None, history: bool = False) -> DataFrame:
+    """Register the input views and ``commit_context``; return the context DataFrame.
+
+    ``history``: judge every live commit (``--mode history``) instead of only the latest one.
+    """
+    commits.createOrReplaceTempView("commits")
+    epochs.createOrReplaceTempView("epochs")
+    bounds.createOrReplaceTempView("bounds")
+    if epoch_end_offsets is None:
+        epoch_end_offsets = spark.sql(load_sql("epoch_end_offsets"))
+    epoch_end_offsets.createOrReplaceTempView("epoch_end_offsets")
+    ctx = spark.sql(load_sql("commit_context").replace("{judge_all}", "true" if history else "false"))
+    ctx.createOrReplaceTempView("commit_context")
+    return ctx
+
+
+def run_rule(spark: SparkSession, finding: str) -> DataFrame:
+    """Run one rule over the registered ``commit_context`` view; returns FINDING_COLUMNS rows."""
+    df = spark.sql(load_sql(RULES[finding]))
+    return df.select(*[F.col(c).cast(FINDING_TYPES[c]) if c in FINDING_TYPES else F.col(c) for c in FINDING_COLUMNS])
+
+
+def judge(spark: SparkSession, commits: DataFrame, epochs: DataFrame, bounds: DataFrame,
+          epoch_end_offsets: DataFrame | None = None, history: bool = False,
+          rules: list[str] | None = None) -> DataFrame:
+    """All findings (union of every rule), columns :data:`FINDING_COLUMNS`."""
+    register_context(spark, commits, epochs, bounds, epoch_end_offsets, history)
+    parts = [run_rule(spark, name) for name in (rules or list(RULES))]
+    return reduce(DataFrame.unionByName, parts)
+
+
+def with_verdicts(commits: DataFrame, findings: DataFrame) -> DataFrame:
+    """The ``committed_offsets`` table: the latest live commit per group-partition with ``verdict``.
+
+    ``verdict`` is ``OK`` or the name of the most severe finding on that commit (ties broken by
+    the order of :data:`RULES`).  Columns: group_id, topic, partition, committed_offset,
+    committed_leader_epoch, metadata, commit_timestamp, value_version, verdict.
+    """
+    latest = commits.where("is_latest")
+    sev = F.create_map(*[x for k, v in SEVERITY_RANK.items() for x in (F.lit(k), F.lit(v))])
+    order = F.create_map(*[x for i, k in enumerate(RULES) for x in (F.lit(k), F.lit(len(RULES) - i))])
+    keyed = findings.select("group_id", "topic", "partition", "committed_offset", "commit_timestamp", "finding",
+                            (sev[F.col("severity")] * 100 + order[F.col("finding")]).alias("rank"))
+    w = Window.partitionBy("group_id", "topic", "partition", "committed_offset", "commit_timestamp").orderBy(F.col("rank").desc())
+    top = keyed.withColumn("n", F.row_number().over(w)).where("n = 1").drop("n", "rank")
+    return (latest.join(top, ["group_id", "topic", "partition", "committed_offset", "commit_timestamp"], "left")
+            .select("group_id", "topic", "partition", "committed_offset", "committed_leader_epoch", "metadata",
+                    "commit_timestamp", "value_version", F.coalesce("finding", F.lit("OK")).alias("verdict")))

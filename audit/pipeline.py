@@ -1,0 +1,158 @@
+"""run(config, spark): sources -> commits -> judge -> outputs.  No rules of its own."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from . import __version__
+from .commits import live_commits, with_transaction_state
+from .formats.offsets import RECORD_TYPE_NAMES
+from .judge import SEVERITY_RANK, judge, with_verdicts
+from .report.outputs import StagedOutput, console_table
+from .sources.logdirs import read_log_dirs
+
+FAIL_ON = {"critical": 4, "error": 3, "warning": 2, "never": 99}
+MAX_WHERE = 1000
+
+
+class AuditConfig(BaseModel):
+    """Arguments of ``kafka-offset-audit audit`` / ``jobs/audit_offsets.py``."""
+
+    log_dirs: list[str] = Field(min_length=1)
+    output: str
+    mode: Literal["latest", "history"] = "latest"
+    fail_on: Literal["critical", "error", "warning", "never"] = "error"
+    quiet: bool = False
+
+    @field_validator("output")
+    @classmethod
+    def _output_not_empty(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("--output must name a directory")
+        return v
+
+
+@dataclass
+class RunResult:
+    exit_code: int
+    summary: dict
+    console: str
+
+
+def _progress(cfg: AuditConfig, msg: str) -> None:
+    if not cfg.quiet:
+        print(f"[kafka-offset-audit] {msg}", flush=True)
+
+
+def run(cfg: AuditConfig, spark: SparkSession) -> RunResult:
+    """Audit the log dirs of ``cfg`` and write the output contract under ``cfg.output``.
+
+    Exit code: 0 when no finding reaches ``cfg.fail_on``, 1 when one does.  Raises
+    :class:`audit.sources.fs.InputError` for unusable inputs (the CLI maps it to exit 2).
+    """
+    started = time.time()
+    started_at = datetime.now(timezone.utc).isoformat()
+    src = read_log_dirs(spark, cfg.log_dirs)
+    inv = src.inventory
+    _progress(cfg, f"read: {len(inv.log_dirs)} log dirs, {len(inv.replicas)} partition replicas, "
+                   f"{len(src.offsets_replicas)} __consumer_offsets partitions")
+
+    # localCheckpoint: materialise each stage once and keep query plans short
+    raw = src.raw_offsets.localCheckpoint()
+    records = with_transaction_state(raw).localCheckpoint()
+    commits = live_commits(records).localCheckpoint()
+    n_commits = commits.count()
+    _progress(cfg, f"decode: {raw.count()} __consumer_offsets rows, {n_commits} live commits")
+
+    history = cfg.mode == "history"
+    findings = judge(spark, commits, src.epochs, src.bounds, history=history).localCheckpoint()
+    committed = with_verdicts(commits, findings).localCheckpoint()
+    n_findings = findings.count()
+    _progress(cfg, f"judge: {n_findings} findings over {committed.count()} group-partitions")
+
+    summary = _summary(cfg, src, raw, records, commits, findings, started_at)
+    out = StagedOutput(spark, cfg.output)
+    try:
+        out.write_parquet("findings", findings)
+        out.write_parquet("committed_offsets", committed)
+        if history:
+            out.write_parquet("commits", commits.drop("is_latest", "broker_id"))
+        out.write_parquet("epochs", src.epochs)
+        out.write_parquet("bounds", src.bounds)
+        summary["elapsed_seconds"] = round(time.time() - started, 3)
+        out.write_json("summary.json", summary)
+        out.commit()
+    except BaseException:
+        out.abort()
+        raise
+    _progress(cfg, f"write: {cfg.output} ({n_findings} findings)")
+    console = console_table(findings, committed, src.bounds)
+    worst = max([SEVERITY_RANK[s] for s, n in summary["findings"]["by_severity"].items() if n] or [0])
+    code = 1 if worst >= FAIL_ON[cfg.fail_on] else 0
+    summary["exit_status"] = code
+    return RunResult(code, summary, console)
+
+
+def _summary(cfg, src, raw, records, commits, findings, started_at) -> dict:
+    """summary.json content; every collect here is an aggregate (bounded by names, not records)."""
+    by_type = {}
+    for r in (raw.where(F.col("kind") == "record")
+              .groupBy("record_type", "value_version", "is_tombstone").count().collect()):
+        name = RECORD_TYPE_NAMES.get(r["record_type"], f"type_{r['record_type']}")
+        key = f"{name} tombstone" if r["is_tombstone"] else f"{name} v{r['value_version']}"
+        by_type[key] = by_type.get(key, 0) + r["count"]
+    kinds = {r["kind"]: r["count"] for r in raw.groupBy("kind").count().collect()}
+    txn = {r["txn_state"]: r["count"] for r in
+           records.where(F.col("record_type").isin(0, 1) & ~F.col("is_tombstone"))
+           .groupBy("txn_state").count().collect()}
+    decoded_commits = sum(txn.get(k, 0) for k in ("none", "committed"))
+
+    skipped = raw.where((F.col("kind") == "issue") | F.col("decode_error").isNotNull()).select(
+        F.col("source_file").alias("file"), "position", F.col("decode_error").alias("reason"), "detail",
+        F.col("records_affected"), "record_type")
+    skipped = skipped.unionByName(src.read_issues.withColumn("record_type", F.lit(None).cast("short")))
+    by_reason = {r["reason"]: r["n"] for r in skipped.groupBy("reason").agg(F.count("*").alias("n")).collect()}
+    where = [{"file": r["file"], "position": r["position"], "reason": r["reason"], "detail": r["detail"],
+              "record_type": r["record_type"]}
+             for r in skipped.orderBy("file", "position").take(MAX_WHERE)]
+    sev = {s: 0 for s in SEVERITY_RANK}
+    names = {}
+    for r in findings.groupBy("finding", "severity").count().collect():
+        sev[r["severity"]] += r["count"]
+        names[r["finding"]] = names.get(r["finding"], 0) + r["count"]
+    n_live = commits.count()
+    n_latest = commits.where("is_latest").count()
+    return {
+        "tool": "kafka-offset-audit", "version": __version__, "started_at": started_at,
+        "inputs": {
+            "log_dirs": cfg.log_dirs, "mode": cfg.mode, "fail_on": cfg.fail_on,
+            "brokers": [{"log_dir": ld.uri, "broker_id": ld.broker_id, "broker_id_from_meta_properties": ld.broker_id_known}
+                        for ld in src.inventory.log_dirs],
+            "partition_replicas": len(src.inventory.replicas),
+            "metadata_log": src.metadata_source,
+            "consumer_offsets_replicas": {str(p): {"broker_id": v["answered_by_broker"], "chosen_as": v["authority"],
+                                                   "replicas": v["replica_count"]}
+                                          for p, v in sorted(src.offsets_replicas.items())},
+            "notes": src.inventory.notes,
+        },
+        "records_read": {
+            "total": int(sum(kinds.values())) - int(kinds.get("issue", 0)),
+            "control_records": int(kinds.get("control", 0)),
+            "by_record_type": by_type,
+        },
+        "offset_commits": {
+            "decoded": int(sum(txn.values())), "transactional_aborted": int(txn.get("aborted", 0)),
+            "transactional_pending": int(txn.get("pending", 0)),
+            "deleted_by_tombstone": int(decoded_commits - n_live), "live": int(n_live),
+            "group_partitions": int(n_latest),
+        },
+        "records_skipped": {"by_reason": by_reason, "where": where,
+                            "where_truncated": sum(by_reason.values()) > MAX_WHERE},
+        "findings": {"total": int(sum(sev.values())), "by_name": names, "by_severity": sev},
+    }

@@ -1,0 +1,533 @@
+"""Great Expectations suite over the audit's output directory.
+
+``run_expectations(spark, output_dir)`` reads the Parquet tables the audit
+wrote (``findings/``, ``committed_offsets/``, ``commits/`` if present,
+``epochs/``, ``bounds/``) and ``summary.json`` with Spark, validates each one
+against its own expectation suite through a GX Checkpoint (Spark DataFrame
+datasource, run in the caller's SparkSession), writes the combined validation
+result to ``<output>/expectations/validation_result.json`` and builds a Data
+Docs site into ``<output>/data_docs/`` (``index.html``).
+
+The GX context is ephemeral (in memory): nothing is written to the repository
+or the home directory; only the two output paths above are touched.
+
+What the suites check (thresholds from :class:`ExpectationsConfig`):
+
+* findings: contract columns present; keys not null; ``finding`` and
+  ``severity`` in the known sets and paired as AUDIT_RULES.md says; no finding
+  of a failing severity (default: no ``critical``); a ``LOG_TRUNCATION`` row
+  carries ``divergence_offset`` below its committed offset and
+  ``records_at_risk`` >= 1; every row has a ``detail`` text.
+* committed_offsets: contract columns present; at least N rows;
+  ``(group_id, topic, partition)`` unique; ``committed_offset`` >= 0;
+  ``committed_leader_epoch`` >= -1; the share of verifiable commits
+  (epoch >= 0) above a floor; ``verdict`` is ``OK`` or a known finding;
+  ``value_version`` known.
+* commits (history mode, when present): offsets >= 0, epochs >= -1, value
+  versions known.
+* epochs: epochs and start offsets >= 0; one entry per (topic, partition,
+  broker, epoch).
+* bounds: one row per (topic, partition); 0 <= log start <= high watermark <=
+  log end.
+* summary (from ``summary.json``): records were read; optionally the skipped
+  fraction and corrupt batch count are bounded; its findings total equals the
+  number of rows in ``findings/``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import os
+import shutil
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from audit.report.expectations_config import (
+    ConfigSource,
+    ExpectationsConfig,
+    load_expectations_config,
+)
+
+log = logging.getLogger(__name__)
+
+#: Tables read from the output directory, in validation order.
+PARQUET_ASSETS: Tuple[str, ...] = ("findings", "committed_offsets", "commits", "epochs", "bounds")
+#: Tables that must exist; the others are validated only when present.
+REQUIRED_ASSETS: Tuple[str, ...] = ("findings", "committed_offsets", "epochs", "bounds")
+
+FINDINGS_COLUMNS = (
+    "group_id", "topic", "partition", "finding", "severity", "committed_offset",
+    "committed_leader_epoch", "commit_timestamp", "divergence_offset", "records_at_risk",
+    "epoch_end_offset", "log_start_offset", "log_end_offset", "previous_offset",
+    "previous_leader_epoch", "answered_by_broker", "detail",
+)
+COMMITTED_COLUMNS = (
+    "group_id", "topic", "partition", "committed_offset", "committed_leader_epoch",
+    "metadata", "commit_timestamp", "value_version", "verdict",
+)
+COMMITS_COLUMNS = COMMITTED_COLUMNS[:-1] + ("source_partition", "source_offset")
+EPOCHS_COLUMNS = ("topic", "partition", "broker_id", "leader_epoch", "start_offset", "is_leader")
+BOUNDS_COLUMNS = (
+    "topic", "partition", "log_start_offset", "log_end_offset", "high_watermark", "leader_id",
+)
+
+RESULT_RELPATH = os.path.join("expectations", "validation_result.json")
+DATA_DOCS_DIRNAME = "data_docs"
+_SITE_NAME = "audit_output"
+
+
+@dataclass(frozen=True)
+class FailedExpectation:
+    """One expectation that did not pass.
+
+    ``check`` is the stable name this module gives the expectation (e.g.
+    ``findings.no_failing_severity``); ``observed`` is GX's result dict
+    (observed value, unexpected counts and a few unexpected values);
+    ``exception`` is set when GX could not evaluate it (e.g. a missing column).
+    """
+
+    asset: str
+    check: str
+    expectation_type: str
+    column: Optional[str]
+    observed: Dict[str, Any]
+    exception: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class ExpectationsOutcome:
+    """What :func:`run_expectations` found.
+
+    Attributes:
+        success: every evaluated expectation passed.
+        statistics: ``evaluated_expectations``, ``successful_expectations``,
+            ``unsuccessful_expectations``, ``success_percent`` over all assets,
+            plus ``by_asset`` with the same four per asset.
+        result_path: path of the combined validation result JSON.
+        data_docs_index: path of the Data Docs ``index.html`` (None when not built).
+        failed: the expectations that failed.
+        skipped_assets: optional tables that were absent (e.g. ``commits``).
+    """
+
+    success: bool
+    statistics: Dict[str, Any]
+    result_path: str
+    data_docs_index: Optional[str]
+    failed: List[FailedExpectation] = field(default_factory=list)
+    skipped_assets: List[str] = field(default_factory=list)
+
+    @property
+    def failed_checks(self) -> List[str]:
+        """Names (``<asset>.<check>``) of the failed expectations, sorted."""
+        return sorted(f.check for f in self.failed)
+
+
+# --------------------------------------------------------------------------- suites
+
+
+def _gx():
+    """Import great_expectations lazily, quietly (its import is slow and chatty)."""
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import great_expectations as gx  # noqa: WPS433
+    return gx
+
+
+def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
+    """Build the expectation suites, one per asset, without validating anything.
+
+    Args:
+        config: an :class:`ExpectationsConfig`, a mapping of overrides, a
+            JSON/YAML path, or None for the defaults.
+
+    Returns:
+        ``{asset_name: gx.ExpectationSuite}`` for ``findings``,
+        ``committed_offsets``, ``commits``, ``epochs``, ``bounds`` and
+        ``summary``.  Every expectation's ``meta["check"]`` holds its stable
+        name (``<asset>.<check>``).
+    """
+    cfg = load_expectations_config(config)
+    gx = _gx()
+    from great_expectations.expectations.row_conditions import Column
+
+    E = gx.expectations
+    suites: Dict[str, Any] = {}
+
+    def suite(asset: str, checks: List[Tuple[str, Any]]) -> None:
+        for check, exp in checks:
+            exp.meta = {"check": f"{asset}.{check}"}
+        suites[asset] = gx.ExpectationSuite(
+            name=f"{cfg.suite_prefix}.{asset}", expectations=[exp for _, exp in checks]
+        )
+
+    def columns(cols) -> Any:
+        return E.ExpectTableColumnsToMatchSet(column_set=list(cols), exact_match=False)
+
+    def not_null(col: str) -> Any:
+        return E.ExpectColumnValuesToNotBeNull(column=col)
+
+    is_trunc = Column("finding") == "LOG_TRUNCATION"
+
+    # findings ---------------------------------------------------------------------
+    f_checks: List[Tuple[str, Any]] = [
+        ("columns", columns(FINDINGS_COLUMNS)),
+        ("group_id_not_null", not_null("group_id")),
+        ("topic_not_null", not_null("topic")),
+        ("partition_not_negative", E.ExpectColumnValuesToBeBetween(
+            column="partition", min_value=0)),
+        ("finding_known", E.ExpectColumnValuesToBeInSet(
+            column="finding", value_set=list(cfg.known_findings))),
+        ("severity_known", E.ExpectColumnValuesToBeInSet(
+            column="severity", value_set=list(cfg.known_severities))),
+        ("severity_matches_finding", E.ExpectColumnPairValuesToBeInSet(
+            column_A="finding", column_B="severity",
+            value_pairs_set=cfg.finding_severity_pairs(), ignore_row_if="either_value_is_missing")),
+        ("detail_present", E.ExpectColumnValueLengthsToBeBetween(
+            column="detail", min_value=max(cfg.min_detail_length, 0))),
+        ("detail_not_null", not_null("detail")),
+        ("truncation_has_divergence", E.ExpectColumnValuesToNotBeNull(
+            column="divergence_offset", row_condition=is_trunc)),
+        ("truncation_records_at_risk", E.ExpectColumnValuesToBeBetween(
+            column="records_at_risk", min_value=1, row_condition=is_trunc)),
+        ("truncation_divergence_below_commit", E.ExpectColumnPairValuesAToBeGreaterThanB(
+            column_A="committed_offset", column_B="divergence_offset", or_equal=False,
+            ignore_row_if="either_value_is_missing", row_condition=is_trunc)),
+    ]
+    if cfg.fail_on_severities:
+        f_checks.insert(1, ("no_failing_severity", E.ExpectColumnValuesToNotBeInSet(
+            column="severity", value_set=list(cfg.fail_on_severities))))
+    suite("findings", f_checks)
+
+    # committed_offsets ---------------------------------------------------------------
+    verdicts = ["OK"] + list(cfg.known_findings)
+    c_checks: List[Tuple[str, Any]] = [
+        ("columns", columns(COMMITTED_COLUMNS)),
+        ("row_count", E.ExpectTableRowCountToBeBetween(min_value=cfg.min_committed_offsets)),
+        ("key_unique", E.ExpectCompoundColumnsToBeUnique(
+            column_list=["group_id", "topic", "partition"])),
+        ("group_id_not_null", not_null("group_id")),
+        ("committed_offset_not_null", not_null("committed_offset")),
+        ("committed_offset_not_negative", E.ExpectColumnValuesToBeBetween(
+            column="committed_offset", min_value=0)),
+        ("leader_epoch_valid", E.ExpectColumnValuesToBeBetween(
+            column="committed_leader_epoch", min_value=-1)),
+        ("verdict_known", E.ExpectColumnValuesToBeInSet(column="verdict", value_set=verdicts)),
+        ("value_version_known", E.ExpectColumnValuesToBeInSet(
+            column="value_version", value_set=list(cfg.known_value_versions))),
+    ]
+    if cfg.min_verifiable_commit_share > 0:
+        c_checks.append(("verifiable_share", E.ExpectColumnValuesToBeBetween(
+            column="committed_leader_epoch", min_value=0,
+            mostly=float(cfg.min_verifiable_commit_share))))
+    suite("committed_offsets", c_checks)
+
+    # commits (history mode) -------------------------------------------------------
+    suite("commits", [
+        ("columns", columns(COMMITS_COLUMNS)),
+        ("committed_offset_not_negative", E.ExpectColumnValuesToBeBetween(
+            column="committed_offset", min_value=0)),
+        ("leader_epoch_valid", E.ExpectColumnValuesToBeBetween(
+            column="committed_leader_epoch", min_value=-1)),
+        ("value_version_known", E.ExpectColumnValuesToBeInSet(
+            column="value_version", value_set=list(cfg.known_value_versions))),
+    ])
+
+    # epochs -----------------------------------------------------------------------
+    suite("epochs", [
+        ("columns", columns(EPOCHS_COLUMNS)),
+        ("leader_epoch_not_negative", E.ExpectColumnValuesToBeBetween(
+            column="leader_epoch", min_value=0)),
+        ("start_offset_not_negative", E.ExpectColumnValuesToBeBetween(
+            column="start_offset", min_value=0)),
+        ("entry_unique", E.ExpectCompoundColumnsToBeUnique(
+            column_list=["topic", "partition", "broker_id", "leader_epoch"])),
+    ])
+
+    # bounds -----------------------------------------------------------------------
+    suite("bounds", [
+        ("columns", columns(BOUNDS_COLUMNS)),
+        ("key_unique", E.ExpectCompoundColumnsToBeUnique(column_list=["topic", "partition"])),
+        ("log_start_not_negative", E.ExpectColumnValuesToBeBetween(
+            column="log_start_offset", min_value=0)),
+        ("log_end_not_below_start", E.ExpectColumnPairValuesAToBeGreaterThanB(
+            column_A="log_end_offset", column_B="log_start_offset", or_equal=True,
+            ignore_row_if="either_value_is_missing")),
+        ("high_watermark_not_above_end", E.ExpectColumnPairValuesAToBeGreaterThanB(
+            column_A="log_end_offset", column_B="high_watermark", or_equal=True,
+            ignore_row_if="either_value_is_missing")),
+    ])
+
+    # summary ----------------------------------------------------------------------
+    s_checks: List[Tuple[str, Any]] = [
+        ("records_read", E.ExpectColumnValuesToBeBetween(
+            column="records_read_total", min_value=cfg.min_records_read)),
+        ("findings_total_matches", E.ExpectColumnPairValuesToBeEqual(
+            column_A="findings_total", column_B="findings_rows")),
+    ]
+    if cfg.max_skipped_fraction is not None:
+        s_checks.append(("skipped_fraction", E.ExpectColumnValuesToBeBetween(
+            column="skipped_fraction", max_value=float(cfg.max_skipped_fraction))))
+    if cfg.max_corrupt_batches is not None:
+        s_checks.append(("corrupt_batches", E.ExpectColumnValuesToBeBetween(
+            column="corrupt_batches", max_value=int(cfg.max_corrupt_batches))))
+    suite("summary", s_checks)
+    return suites
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _sum_counts(node: Any) -> int:
+    """Sum the integer leaves of a ``{name: count}`` mapping (tolerates nesting)."""
+    if isinstance(node, bool):
+        return 0
+    if isinstance(node, (int, float)):
+        return int(node)
+    if isinstance(node, dict):
+        return sum(_sum_counts(v) for v in node.values())
+    return 0
+
+
+def _summary_frame(spark, summary: Dict[str, Any], findings_rows: int):
+    """One-row Spark DataFrame of the ``summary.json`` figures the suite checks."""
+    from pyspark.sql.types import DoubleType, LongType, StructField, StructType
+
+    read = _sum_counts((summary.get("records_read") or {}).get("by_record_type") or {})
+    skipped_block = summary.get("records_skipped") or {}
+    skipped = _sum_counts(skipped_block.get("by_reason") or {})
+    where = skipped_block.get("where") or []
+    findings_total = _sum_counts((summary.get("findings") or {}).get("by_name") or {})
+    total = read + skipped
+    schema = StructType([
+        StructField("records_read_total", LongType(), False),
+        StructField("records_skipped_total", LongType(), False),
+        StructField("skipped_fraction", DoubleType(), False),
+        StructField("corrupt_batches", LongType(), False),
+        StructField("findings_total", LongType(), False),
+        StructField("findings_rows", LongType(), False),
+    ])
+    row = (read, skipped, (skipped / total) if total else 0.0, len(where), findings_total,
+           findings_rows)
+    return spark.createDataFrame([row], schema=schema)
+
+
+def _read_inputs(spark, output_dir: str) -> Tuple[Dict[str, Any], List[str]]:
+    """Read the output tables as Spark DataFrames; report absent optional ones."""
+    frames: Dict[str, Any] = {}
+    skipped: List[str] = []
+    for name in PARQUET_ASSETS:
+        path = os.path.join(output_dir, name)
+        if not os.path.isdir(path):
+            if name in REQUIRED_ASSETS:
+                raise FileNotFoundError(
+                    f"audit output table {name}/ is missing under {output_dir}"
+                )
+            skipped.append(name)
+            continue
+        frames[name] = spark.read.parquet(path)
+    summary_path = os.path.join(output_dir, "summary.json")
+    if os.path.isfile(summary_path):
+        with open(summary_path, "r", encoding="utf-8") as fh:
+            summary = json.load(fh)
+        frames["summary"] = _summary_frame(spark, summary, frames["findings"].count())
+    else:
+        skipped.append("summary")
+    return frames, skipped
+
+
+# --------------------------------------------------------------------------- running
+
+
+def _result_format(cfg: ExpectationsConfig) -> Dict[str, Any]:
+    return {
+        "result_format": cfg.result_format,
+        "partial_unexpected_count": cfg.partial_unexpected_count,
+    }
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, (_dt.datetime, _dt.date)):
+        return obj.isoformat()
+    if hasattr(obj, "to_json_dict"):
+        return obj.to_json_dict()
+    return str(obj)
+
+
+def run_expectations(
+    spark,
+    output_dir: str,
+    config: ConfigSource = None,
+) -> ExpectationsOutcome:
+    """Validate an audit output directory with Great Expectations, in Spark.
+
+    Args:
+        spark: the active ``pyspark.sql.SparkSession`` (GX validates in it).
+        output_dir: the audit's output directory, holding the Parquet tables
+            ``findings/``, ``committed_offsets/``, ``epochs/``, ``bounds/``,
+            optionally ``commits/`` (history mode) and ``summary.json``.  The
+            tables need the contract's columns (see the module docstring);
+            extra columns are allowed.
+        config: thresholds: an :class:`ExpectationsConfig`, a mapping of
+            overrides, a JSON/YAML file path, or None for the defaults.
+
+    Returns:
+        An :class:`ExpectationsOutcome`.  Side effects: writes
+        ``<output_dir>/expectations/validation_result.json`` (overall success
+        and statistics, the config used, and each asset's GX validation
+        result) and, unless ``config.build_data_docs`` is false, replaces
+        ``<output_dir>/data_docs/`` with a fresh Data Docs site.
+
+    Raises:
+        FileNotFoundError: ``output_dir`` or a required table is missing.
+        pydantic.ValidationError / ValueError: a bad config.
+    """
+    cfg = load_expectations_config(config)
+    output_dir = os.path.abspath(output_dir)
+    if not os.path.isdir(output_dir):
+        raise FileNotFoundError(f"audit output directory not found: {output_dir}")
+
+    gx = _gx()
+    suites = build_suites(cfg)
+    frames, skipped = _read_inputs(spark, output_dir)
+
+    docs_dir = os.path.join(output_dir, DATA_DOCS_DIRNAME)
+    ctx = gx.get_context(mode="ephemeral")
+    try:
+        ctx.enable_analytics(False)
+    except Exception:  # pragma: no cover - older/newer GX without the switch
+        pass
+    try:
+        ctx.variables.progress_bars = {"globally": False, "metric_calculations": False}
+    except Exception:  # pragma: no cover
+        pass
+    for site in list((ctx.get_config().data_docs_sites or {}).keys()):
+        ctx.delete_data_docs_site(site)
+    if cfg.build_data_docs:
+        if os.path.isdir(docs_dir):
+            shutil.rmtree(docs_dir)
+        ctx.add_data_docs_site(
+            site_name=_SITE_NAME,
+            site_config={
+                "class_name": "SiteBuilder",
+                "show_how_to_buttons": False,
+                "store_backend": {
+                    "class_name": "TupleFilesystemStoreBackend",
+                    "base_directory": docs_dir,
+                },
+                "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+            },
+        )
+
+    datasource = ctx.data_sources.add_spark(name="audit_output", persist=False)
+    run_id = gx.RunIdentifier(run_name=f"audit-{os.path.basename(output_dir)}")
+    results: Dict[str, Any] = {}
+    cached = []
+    try:
+        for asset_name, df in frames.items():
+            df = df.persist()
+            cached.append(df)
+            asset = datasource.add_dataframe_asset(name=asset_name)
+            batch_def = asset.add_batch_definition_whole_dataframe(name=f"{asset_name}_all")
+            gx_suite = ctx.suites.add(suites[asset_name])
+            vdef = ctx.validation_definitions.add(
+                gx.ValidationDefinition(name=f"validate_{asset_name}", data=batch_def,
+                                        suite=gx_suite)
+            )
+            checkpoint = ctx.checkpoints.add(
+                gx.Checkpoint(
+                    name=f"checkpoint_{asset_name}",
+                    validation_definitions=[vdef],
+                    actions=[],
+                    result_format=_result_format(cfg),
+                )
+            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                cp_result = checkpoint.run(batch_parameters={"dataframe": df}, run_id=run_id)
+            results[asset_name] = list(cp_result.run_results.values())[0]
+        docs_index = None
+        if cfg.build_data_docs:
+            ctx.build_data_docs(site_names=[_SITE_NAME])
+            index = os.path.join(docs_dir, "index.html")
+            docs_index = index if os.path.isfile(index) else None
+    finally:
+        for df in cached:
+            try:
+                df.unpersist()
+            except Exception:  # pragma: no cover
+                pass
+
+    return _write_outcome(output_dir, cfg, results, skipped, docs_index)
+
+
+def _write_outcome(
+    output_dir: str,
+    cfg: ExpectationsConfig,
+    results: Dict[str, Any],
+    skipped: List[str],
+    docs_index: Optional[str],
+) -> ExpectationsOutcome:
+    failed: List[FailedExpectation] = []
+    by_asset: Dict[str, Dict[str, Any]] = {}
+    totals = {"evaluated_expectations": 0, "successful_expectations": 0,
+              "unsuccessful_expectations": 0}
+    for asset_name, vr in results.items():
+        stats = dict(vr.statistics)
+        by_asset[asset_name] = {k: stats.get(k) for k in
+                                ("evaluated_expectations", "successful_expectations",
+                                 "unsuccessful_expectations", "success_percent")}
+        for k in totals:
+            totals[k] += int(stats.get(k) or 0)
+        for r in vr.results:
+            if r.success:
+                continue
+            conf = r.expectation_config
+            meta = conf.meta or {}
+            exc = None
+            info = r.exception_info or {}
+            if isinstance(info, dict) and info.get("raised_exception"):
+                exc = str(info.get("exception_message"))
+            failed.append(
+                FailedExpectation(
+                    asset=asset_name,
+                    check=str(meta.get("check", f"{asset_name}.{conf.type}")),
+                    expectation_type=conf.type,
+                    column=conf.kwargs.get("column"),
+                    observed=json.loads(json.dumps(r.result or {}, default=_json_default)),
+                    exception=exc,
+                )
+            )
+    evaluated = totals["evaluated_expectations"]
+    statistics = dict(totals)
+    statistics["success_percent"] = (
+        100.0 * totals["successful_expectations"] / evaluated if evaluated else 100.0
+    )
+    statistics["by_asset"] = by_asset
+    success = all(vr.success for vr in results.values())
+
+    result_path = os.path.join(output_dir, RESULT_RELPATH)
+    os.makedirs(os.path.dirname(result_path), exist_ok=True)
+    document = {
+        "success": success,
+        "statistics": statistics,
+        "failed_checks": sorted(f.check for f in failed),
+        "skipped_assets": skipped,
+        "data_docs_index": docs_index,
+        "config": cfg.model_dump(),
+        "validation_results": {name: vr.to_json_dict() for name, vr in results.items()},
+    }
+    with open(result_path, "w", encoding="utf-8") as fh:
+        json.dump(document, fh, indent=2, default=_json_default)
+
+    return ExpectationsOutcome(
+        success=success,
+        statistics=statistics,
+        result_path=result_path,
+        data_docs_index=docs_index,
+        failed=failed,
+        skipped_assets=skipped,
+    )

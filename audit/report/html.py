@@ -1,0 +1,760 @@
+"""Self-contained HTML report of an audit output directory.
+
+``write_html_report(spark, output_dir)`` writes ``<output_dir>/report.html``:
+a single file that opens offline (no external script, stylesheet, font or
+image: plots are matplotlib PNGs embedded as base64 ``data:`` URIs, CSS and
+the small table filter script are inline).
+
+Sections:
+
+1. Run summary (``summary.json``: inputs, records read/skipped, where corrupt
+   data was skipped, findings by name and severity, elapsed time), verdict
+   counts of ``committed_offsets/`` and, when present, the Great Expectations
+   outcome (``expectations/validation_result.json``, link to ``data_docs/``).
+2. Findings, most severe first, each with its ``detail`` text (what is
+   wrong, the risk, the action); capped at ``max_findings`` rows with a note.
+3. A chart of findings per consumer group, stacked by severity.
+4. For every topic-partition with a finding (capped at ``max_plots``, most
+   severe first): its leader-epoch history per replica as steps (x: offset,
+   y: leader epoch), the log start/end offsets, the divergence points of
+   ``LOG_TRUNCATION`` findings, and every group's committed offset marked at
+   (offset, committed epoch).
+
+Only bounded data is collected from Spark: at most ``max_findings``
+findings, the per-group counts of at most ``max_groups_in_chart`` groups, and
+epochs, bounds and committed offsets of the plotted partitions only.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import html
+import io
+import json
+import os
+from collections import defaultdict
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+SEVERITY_ORDER: Tuple[str, ...] = ("critical", "error", "warning", "info")
+SEVERITY_COLORS: Dict[str, str] = {
+    "critical": "#b3001b",
+    "error": "#e8590c",
+    "warning": "#f2b705",
+    "info": "#4c6ef5",
+    "OK": "#2b8a3e",
+}
+REPORT_FILENAME = "report.html"
+
+_FINDING_COLUMNS = (
+    "group_id", "topic", "partition", "finding", "severity", "committed_offset",
+    "committed_leader_epoch", "commit_timestamp", "divergence_offset", "records_at_risk",
+    "epoch_end_offset", "log_start_offset", "log_end_offset", "previous_offset",
+    "previous_leader_epoch", "answered_by_broker", "detail",
+)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _esc(value: Any) -> str:
+    if value is None:
+        return ""
+    return html.escape(str(value), quote=True)
+
+
+def _fmt_offset_epoch(offset: Any, epoch: Any) -> str:
+    if offset is None:
+        return ""
+    return f"{offset}@{epoch}" if epoch is not None else str(offset)
+
+
+def _fmt_ts(value: Any) -> str:
+    if isinstance(value, _dt.datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return "" if value is None else str(value)
+
+
+def _severity_rank_expr(col_name: str = "severity"):
+    from pyspark.sql import functions as F
+
+    expr = None
+    for rank, sev in enumerate(SEVERITY_ORDER):
+        cond = F.col(col_name) == F.lit(sev)
+        expr = F.when(cond, F.lit(rank)) if expr is None else expr.when(cond, F.lit(rank))
+    return expr.otherwise(F.lit(len(SEVERITY_ORDER)))
+
+
+def _read_parquet(spark, output_dir: str, name: str):
+    path = os.path.join(output_dir, name)
+    if not os.path.isdir(path):
+        return None
+    return spark.read.parquet(path)
+
+
+def _figure_to_data_uri(fig) -> str:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight", metadata={"Software": None})
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _new_figure(width: float, height: float):
+    from matplotlib.figure import Figure  # no pyplot: no global backend or state
+
+    return Figure(figsize=(width, height))
+
+
+# --------------------------------------------------------------------------- collecting
+
+
+def _collect_findings(findings_df, max_findings: int) -> Tuple[List[Dict[str, Any]], int]:
+    from pyspark.sql import functions as F
+
+    total = findings_df.count()
+    cols = [c for c in _FINDING_COLUMNS if c in findings_df.columns]
+    rows = (
+        findings_df.select(*cols)
+        .withColumn("_rank", _severity_rank_expr())
+        .orderBy("_rank", F.col("records_at_risk").desc_nulls_last() if "records_at_risk" in cols
+                 else F.lit(0), "group_id", "topic", "partition", "finding")
+        .limit(max_findings)
+        .drop("_rank")
+        .collect()
+    )
+    return [r.asDict() for r in rows], total
+
+
+def _collect_group_counts(findings_df, max_groups: int) -> Tuple[Dict[str, Dict[str, int]], int]:
+    from pyspark.sql import functions as F
+
+    per_group = findings_df.groupBy("group_id").agg(
+        *[F.sum(F.when(F.col("severity") == s, 1).otherwise(0)).alias(s) for s in SEVERITY_ORDER],
+        F.count(F.lit(1)).alias("_total"),
+    )
+    n_groups = per_group.count()
+    rows = per_group.orderBy(F.col(SEVERITY_ORDER[0]).desc(), F.col("_total").desc(),
+                             "group_id").limit(max_groups).collect()
+    return {r["group_id"]: {s: int(r[s] or 0) for s in SEVERITY_ORDER} for r in rows}, n_groups
+
+
+def _collect_plot_partitions(findings_df, max_plots: int):
+    """The (topic, partition) keys to plot, most severe first, with their divergences."""
+    from pyspark.sql import functions as F
+
+    per_tp = findings_df.withColumn("_rank", _severity_rank_expr()).groupBy("topic", "partition").agg(
+        F.min("_rank").alias("_worst"),
+        F.count(F.lit(1)).alias("_n"),
+        F.slice(
+            F.array_sort(F.collect_set(
+                F.when(F.col("finding") == "LOG_TRUNCATION", F.col("divergence_offset"))
+            )), 1, 10,
+        ).alias("divergences"),
+    )
+    n_tp = per_tp.count()
+    rows = per_tp.orderBy("_worst", F.col("_n").desc(), "topic", "partition").limit(max_plots).collect()
+    return rows, n_tp
+
+
+def _collect_for_partitions(spark, df, keys_df, max_rows: int) -> List[Dict[str, Any]]:
+    from pyspark.sql import functions as F
+
+    if df is None:
+        return []
+    joined = df.join(F.broadcast(keys_df), on=["topic", "partition"], how="inner")
+    return [r.asDict() for r in joined.limit(max_rows).collect()]
+
+
+def _collect_commits_for_partitions(df, keys_df, max_per_partition: int) -> List[Dict[str, Any]]:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    if df is None:
+        return []
+    rank = F.when(F.col("verdict") == "OK", F.lit(9)).otherwise(F.lit(0)) if "verdict" in df.columns \
+        else F.lit(0)
+    w = Window.partitionBy("topic", "partition").orderBy(rank, "group_id")
+    cols = [c for c in ("group_id", "topic", "partition", "committed_offset",
+                        "committed_leader_epoch", "verdict") if c in df.columns]
+    joined = (
+        df.select(*cols)
+        .join(F.broadcast(keys_df), on=["topic", "partition"], how="inner")
+        .withColumn("_rn", F.row_number().over(w))
+        .withColumn("_n", F.count(F.lit(1)).over(Window.partitionBy("topic", "partition")))
+        .where(F.col("_rn") <= max_per_partition)
+    )
+    return [r.asDict() for r in joined.collect()]
+
+
+def _verdict_counts(committed_df) -> Dict[str, int]:
+    if committed_df is None or "verdict" not in committed_df.columns:
+        return {}
+    rows = committed_df.groupBy("verdict").count().orderBy("verdict").limit(100).collect()
+    return {str(r["verdict"]): int(r["count"]) for r in rows}
+
+
+# --------------------------------------------------------------------------- plots
+
+
+def _plot_group_chart(group_counts: Dict[str, Dict[str, int]]) -> Optional[str]:
+    if not group_counts:
+        return None
+    groups = list(group_counts.keys())[::-1]  # most severe at the top
+    fig = _new_figure(9.5, max(1.6, 0.38 * len(groups) + 1.0))
+    ax = fig.add_subplot(111)
+    left = [0] * len(groups)
+    for sev in SEVERITY_ORDER:
+        vals = [group_counts[g][sev] for g in groups]
+        if any(vals):
+            ax.barh(groups, vals, left=left, color=SEVERITY_COLORS[sev], label=sev)
+            left = [a + b for a, b in zip(left, vals)]
+    ax.set_xlabel("findings")
+    ax.set_title("Findings per consumer group")
+    ax.legend(loc="lower right", fontsize=8)
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.grid(axis="x", alpha=0.3)
+    return _figure_to_data_uri(fig)
+
+
+def _plot_partition(
+    topic: str,
+    partition: int,
+    epochs: Sequence[Dict[str, Any]],
+    bounds: Optional[Dict[str, Any]],
+    commits: Sequence[Dict[str, Any]],
+    divergences: Sequence[int],
+) -> str:
+    """Leader-epoch history of one partition with the groups' committed offsets."""
+    by_broker: Dict[int, List[Tuple[int, int]]] = defaultdict(list)
+    leaders = set()
+    for e in epochs:
+        by_broker[e["broker_id"]].append((int(e["leader_epoch"]), int(e["start_offset"])))
+        if e.get("is_leader"):
+            leaders.add(e["broker_id"])
+    log_start = bounds.get("log_start_offset") if bounds else None
+    log_end = bounds.get("log_end_offset") if bounds else None
+    xs_all = [o for entries in by_broker.values() for _, o in entries]
+    xs_all += [c["committed_offset"] for c in commits if c.get("committed_offset") is not None]
+    xs_all += [d for d in divergences if d is not None]
+    xs_all += [v for v in (log_start, log_end) if v is not None]
+    x_max = max(xs_all) if xs_all else 1
+    x_end = max(x_max, log_end or 0)
+    # Replica caches say nothing past the log end: stop the steps there.
+    step_end = log_end if log_end is not None else x_max
+    pad = max(1.0, 0.04 * (x_end - min(xs_all or [0])))
+
+    fig = _new_figure(10, 3.8)
+    ax = fig.add_subplot(111)
+    if log_start is not None and log_end is not None:
+        ax.axvspan(log_start, log_end, color="#e7f5ff", zorder=0, label="live log")
+    if log_start is not None:
+        ax.axvline(log_start, color="#1c7ed6", lw=1.2, label=f"log start {log_start}")
+    if log_end is not None:
+        ax.axvline(log_end, color="#1864ab", lw=1.2, ls="-.", label=f"log end {log_end}")
+
+    y_values: List[int] = []
+    for idx, broker in enumerate(sorted(by_broker, key=lambda b: (b not in leaders, b))):
+        entries = sorted(by_broker[broker])
+        xs = [o for _, o in entries] + [max(step_end, entries[-1][1])]
+        ys = [ep for ep, _ in entries] + [entries[-1][0]]
+        y_values += ys
+        leader = broker in leaders
+        ax.step(
+            xs, ys, where="post",
+            lw=3.0 if leader else 1.4,
+            ls="-" if leader else "--",
+            alpha=0.75 if leader else 0.95,
+            label=f"broker {broker} epochs" + (" (leader)" if leader else ""),
+            zorder=2 + idx,
+        )
+        for ep, off in entries:
+            ax.plot([off], [ep], marker="o", ms=4, color="#343a40", zorder=5)
+            if leader:
+                ax.annotate(f"e{ep}@{off}", (off, ep), textcoords="offset points",
+                            xytext=(3, 5), fontsize=7, color="#343a40")
+
+    for i, d in enumerate(divergences):
+        ax.axvline(d, color="#b3001b", lw=1.8, ls=":",
+                   label="divergence" if i == 0 else None, zorder=6)
+        ax.annotate(f"diverges at {d}", (d, 1.0), xycoords=("data", "axes fraction"),
+                    xytext=(3, -12), textcoords="offset points", fontsize=8, color="#b3001b")
+
+    used_verdicts: Dict[str, str] = {}
+    seen_points: Dict[Tuple[int, int], int] = {}
+    x_lo = min(xs_all or [0])
+    x_span = x_end - x_lo
+    for c in commits:
+        off = c.get("committed_offset")
+        if off is None:
+            continue
+        ep = c.get("committed_leader_epoch")
+        ep = -1 if ep is None else int(ep)
+        y_values.append(ep)
+        verdict = str(c.get("verdict") or "OK")
+        color = _verdict_color(verdict)
+        used_verdicts.setdefault(verdict, color)
+        ax.plot([off], [ep], marker="v", ms=9, color=color, mec="black", mew=0.6, zorder=8)
+        # Labels of the right quarter go left of the marker (away from the legend);
+        # several groups at the same point are stacked.
+        right = x_span > 0 and (off - x_lo) > 0.75 * x_span
+        n_here = seen_points.get((off, ep), 0)
+        seen_points[(off, ep)] = n_here + 1
+        ax.annotate(f"{c['group_id']} {off}@{ep}", (off, ep), textcoords="offset points",
+                    xytext=(-4 if right else 4, -12 - 9 * n_here), fontsize=7, color=color,
+                    ha="right" if right else "left")
+    for verdict, color in sorted(used_verdicts.items(), key=lambda kv: _verdict_rank(kv[0])):
+        ax.plot([], [], marker="v", ls="", color=color, mec="black",
+                label=f"committed: {verdict}")
+
+    y_lo = min(y_values + [0]) - 0.6
+    y_hi = max(y_values + [0]) + 0.8
+    ax.set_ylim(y_lo, y_hi)
+    ax.set_xlim(min(xs_all or [0]) - pad, x_end + pad)
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.set_xlabel("offset")
+    ax.set_ylabel("leader epoch (-1: none)")
+    ax.set_title(f"{topic}-{partition}: leader-epoch history and committed offsets")
+    ax.grid(alpha=0.25)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=7, frameon=False)
+    return _figure_to_data_uri(fig)
+
+
+#: Worst severity each finding can have; colours a commit marker by its verdict.
+_VERDICT_SEVERITY = {
+    "LOG_TRUNCATION": "critical",
+    "UNKNOWN_LEADER_EPOCH": "error",
+    "BEHIND_METADATA_EPOCH": "error",
+    "OFFSET_OUT_OF_RANGE": "error",
+    "OFFSET_REWIND": "warning",
+    "EPOCH_UNVERIFIABLE": "info",
+}
+
+
+def _verdict_color(verdict: str) -> str:
+    if verdict == "OK":
+        return SEVERITY_COLORS["OK"]
+    return SEVERITY_COLORS[_VERDICT_SEVERITY.get(verdict, "error")]
+
+
+def _verdict_rank(verdict: str) -> int:
+    if verdict == "OK":
+        return len(SEVERITY_ORDER)
+    return SEVERITY_ORDER.index(_VERDICT_SEVERITY.get(verdict, "error"))
+
+
+def _cache_disagreements(epochs: Iterable[Dict[str, Any]]) -> List[str]:
+    starts: Dict[int, Dict[int, int]] = defaultdict(dict)
+    for e in epochs:
+        starts[int(e["leader_epoch"])][int(e["broker_id"])] = int(e["start_offset"])
+    notes = []
+    for ep in sorted(starts):
+        values = starts[ep]
+        if len(set(values.values())) > 1:
+            parts = ", ".join(f"broker {b}: {o}" for b, o in sorted(values.items()))
+            notes.append(f"replicas disagree on the start offset of epoch {ep} ({parts})")
+    return notes
+
+
+# --------------------------------------------------------------------------- html
+
+
+_CSS = """
+:root { --fg:#212529; --muted:#6c757d; --line:#dee2e6; --bg:#fff; }
+* { box-sizing: border-box; }
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", Arial, sans-serif;
+       color: var(--fg); background: var(--bg); margin: 0 auto; padding: 1rem 2rem; max-width: 1400px; }
+h1 { font-size: 1.6rem; margin: .2rem 0 .4rem; }
+h2 { font-size: 1.25rem; border-bottom: 2px solid var(--line); padding-bottom: .2rem; margin-top: 2rem; }
+h3 { font-size: 1.05rem; margin: 1.4rem 0 .3rem; }
+.muted { color: var(--muted); }
+.note { background: #fff3bf; border-left: 4px solid #f08c00; padding: .4rem .8rem; margin: .6rem 0; }
+.ok { color: #2b8a3e; font-weight: 600; } .bad { color: #b3001b; font-weight: 600; }
+.cards { display: flex; flex-wrap: wrap; gap: .8rem; }
+.card { border: 1px solid var(--line); border-radius: 6px; padding: .5rem .9rem; min-width: 12rem; }
+.card h4 { margin: 0 0 .3rem; font-size: .9rem; color: var(--muted); font-weight: 600; }
+table { border-collapse: collapse; width: 100%; font-size: .85rem; }
+th, td { border: 1px solid var(--line); padding: .25rem .45rem; vertical-align: top; text-align: left; }
+th { background: #f1f3f5; position: sticky; top: 0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+table.kv td:first-child { color: var(--muted); white-space: nowrap; }
+.sev { display: inline-block; padding: 0 .45rem; border-radius: 4px; color: #fff; font-weight: 600; font-size: .78rem; }
+.sev-critical { background: #b3001b; } .sev-error { background: #e8590c; }
+.sev-warning { background: #f2b705; color: #212529; } .sev-info { background: #4c6ef5; }
+td { white-space: nowrap; }
+td.detail { white-space: normal; min-width: 26rem; max-width: 52rem; }
+.filters { margin: .5rem 0; display: flex; gap: 1rem; align-items: center; }
+figure { margin: .8rem 0 1.6rem; }
+figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }
+figcaption { font-size: .85rem; color: var(--muted); }
+nav a { margin-right: 1rem; }
+"""
+
+_SCRIPT = """
+(function () {
+  var errors = [];
+  window.__reportErrors = errors;
+  window.addEventListener('error', function (e) {
+    var t = e.target;
+    errors.push(t && t !== window && t.tagName ? ('failed to load ' + t.tagName) : String(e.message));
+  }, true);
+  var origError = console.error;
+  console.error = function () { errors.push(Array.prototype.join.call(arguments, ' ')); origError.apply(console, arguments); };
+  function applyFilters() {
+    var sev = document.getElementById('sev-filter');
+    var q = document.getElementById('text-filter');
+    if (!sev || !q) { return; }
+    var want = sev.value, text = q.value.toLowerCase(), shown = 0;
+    var rows = document.querySelectorAll('#findings-table tbody tr');
+    for (var i = 0; i < rows.length; i++) {
+      var r = rows[i];
+      var ok = (!want || r.getAttribute('data-severity') === want) &&
+               (!text || r.textContent.toLowerCase().indexOf(text) >= 0);
+      r.style.display = ok ? '' : 'none';
+      if (ok) { shown++; }
+    }
+    var c = document.getElementById('shown-count');
+    if (c) { c.textContent = String(shown); }
+  }
+  window.addEventListener('DOMContentLoaded', function () {
+    var sev = document.getElementById('sev-filter');
+    var q = document.getElementById('text-filter');
+    if (sev) { sev.addEventListener('change', applyFilters); }
+    if (q) { q.addEventListener('input', applyFilters); }
+  });
+  window.addEventListener('load', function () {
+    var imgs = document.querySelectorAll('img.plot');
+    var okCount = 0, bad = 0;
+    for (var i = 0; i < imgs.length; i++) {
+      if (imgs[i].complete && imgs[i].naturalWidth > 0) { okCount++; } else { bad++; }
+    }
+    var b = document.body;
+    b.setAttribute('data-plots-rendered', String(okCount));
+    b.setAttribute('data-plots-broken', String(bad));
+    b.setAttribute('data-table-rows', String(document.querySelectorAll('#findings-table tbody tr').length));
+    b.setAttribute('data-errors', String(errors.length));
+    b.setAttribute('data-error-text', errors.join(' | '));
+    b.setAttribute('data-report-ready', '1');
+  });
+})();
+"""
+
+
+def _kv_table(items: Iterable[Tuple[str, Any]]) -> str:
+    rows = "".join(
+        f"<tr><td>{_esc(k)}</td><td>{_esc(v)}</td></tr>" for k, v in items
+    )
+    return f'<table class="kv">{rows}</table>' if rows else '<p class="muted">none</p>'
+
+
+def _counts_card(title: str, counts: Any) -> str:
+    if isinstance(counts, dict) and counts:
+        body = _kv_table(sorted(((str(k), v) for k, v in counts.items()),
+                                key=lambda kv: (-kv[1] if isinstance(kv[1], (int, float)) else 0,
+                                                kv[0])))
+    else:
+        body = '<p class="muted">none</p>'
+    return f'<div class="card"><h4>{_esc(title)}</h4>{body}</div>'
+
+
+def _summary_section(summary: Optional[Dict[str, Any]], verdicts: Dict[str, int],
+                     expectations: Optional[Dict[str, Any]], output_dir: str,
+                     max_skipped_locations: int) -> str:
+    parts = ['<section id="summary"><h2>Run summary</h2>']
+    if summary is None:
+        parts.append('<p class="note">summary.json is missing from the output directory.</p>')
+        summary = {}
+    inputs = summary.get("inputs") or {}
+    elapsed = summary.get("elapsed_seconds")
+    parts.append('<div class="cards">')
+    parts.append(
+        '<div class="card"><h4>Inputs</h4>'
+        + _kv_table([(k, json.dumps(v) if isinstance(v, (dict, list)) else v)
+                     for k, v in (inputs.items() if isinstance(inputs, dict) else [])])
+        + (f'<p>elapsed: {float(elapsed):.2f} s</p>' if isinstance(elapsed, (int, float)) else "")
+        + "</div>"
+    )
+    read = summary.get("records_read") or {}
+    skipped = summary.get("records_skipped") or {}
+    found = summary.get("findings") or {}
+    parts.append(_counts_card("Records read by type", read.get("by_record_type")))
+    parts.append(_counts_card("Records read by value version", read.get("by_value_version")))
+    parts.append(_counts_card("Records skipped by reason", skipped.get("by_reason")))
+    parts.append(_counts_card("Findings by severity", found.get("by_severity")))
+    parts.append(_counts_card("Findings by name", found.get("by_name")))
+    parts.append(_counts_card("Latest commits by verdict", verdicts))
+    if expectations is not None:
+        ok = bool(expectations.get("success"))
+        stats = expectations.get("statistics") or {}
+        failed = expectations.get("failed_checks") or []
+        docs = os.path.join(output_dir, "data_docs", "index.html")
+        link = ('<p><a href="data_docs/index.html">Data Docs</a></p>'
+                if os.path.isfile(docs) else "")
+        parts.append(
+            '<div class="card"><h4>Data expectations</h4>'
+            f'<p class="{"ok" if ok else "bad"}">{"passed" if ok else "FAILED"}</p>'
+            f'<p>{_esc(stats.get("successful_expectations"))} of '
+            f'{_esc(stats.get("evaluated_expectations"))} expectations met</p>'
+            + ("<ul>" + "".join(f"<li>{_esc(f)}</li>" for f in failed[:50]) + "</ul>"
+               if failed else "")
+            + link + "</div>"
+        )
+    parts.append("</div>")
+    where = skipped.get("where") or []
+    if where:
+        shown = where[:max_skipped_locations]
+        rows = "".join(
+            f"<tr><td>{_esc(w.get('file'))}</td><td class=\"num\">{_esc(w.get('position'))}</td>"
+            f"<td>{_esc(w.get('reason'))}</td></tr>"
+            for w in shown if isinstance(w, dict)
+        )
+        parts.append(
+            "<h3>Skipped data (corrupt or partial batches)</h3>"
+            "<table><thead><tr><th>file</th><th>byte position</th><th>reason</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>"
+        )
+        if len(where) > len(shown):
+            parts.append(f'<p class="note">{len(where) - len(shown)} more skipped locations '
+                         "are listed in summary.json.</p>")
+    known = {"inputs", "records_read", "records_skipped", "findings", "elapsed_seconds"}
+    extra = {k: v for k, v in summary.items() if k not in known}
+    if extra:
+        text = json.dumps(extra, indent=2, default=str)
+        if len(text) > 20000:
+            text = text[:20000] + "\n..."
+        parts.append("<details><summary>Other summary fields</summary>"
+                     f"<pre>{_esc(text)}</pre></details>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _findings_section(rows: List[Dict[str, Any]], total: int, cap: int) -> str:
+    parts = ['<section id="findings"><h2>Findings</h2>']
+    if total == 0:
+        parts.append('<p class="ok">No findings: every committed offset checked out.</p></section>')
+        return "".join(parts)
+    parts.append(
+        f'<p>{total} finding(s), most severe first; showing <span id="shown-count">{len(rows)}'
+        "</span>.</p>"
+    )
+    if total > len(rows):
+        parts.append(
+            f'<p class="note">Only the first {len(rows)} of {total} findings are shown '
+            f"(cap {cap}); the full list is in findings/ (Parquet).</p>"
+        )
+    options = "".join(f'<option value="{s}">{s}</option>' for s in SEVERITY_ORDER)
+    parts.append(
+        '<div class="filters"><label>severity <select id="sev-filter"><option value="">all</option>'
+        f"{options}</select></label>"
+        '<label>filter <input id="text-filter" type="search" placeholder="group, topic, text">'
+        "</label></div>"
+    )
+    head = ("severity", "finding", "group", "partition", "committed", "commit time",
+            "divergence", "records at risk", "log start..end", "previous", "broker", "what / risk / action")
+    parts.append('<table id="findings-table"><thead><tr>'
+                 + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>")
+    for r in rows:
+        sev = str(r.get("severity") or "")
+        tp = f"{r.get('topic')}-{r.get('partition')}"
+        bounds = ""
+        if r.get("log_start_offset") is not None or r.get("log_end_offset") is not None:
+            bounds = f"{_esc(r.get('log_start_offset'))}..{_esc(r.get('log_end_offset'))}"
+        parts.append(
+            f'<tr data-severity="{_esc(sev)}" data-finding="{_esc(r.get("finding"))}">'
+            f'<td><span class="sev sev-{_esc(sev)}">{_esc(sev)}</span></td>'
+            f"<td>{_esc(r.get('finding'))}</td>"
+            f"<td>{_esc(r.get('group_id'))}</td>"
+            f'<td><a href="#plot-{_esc(tp)}">{_esc(tp)}</a></td>'
+            f'<td class="num">{_esc(_fmt_offset_epoch(r.get("committed_offset"), r.get("committed_leader_epoch")))}</td>'
+            f"<td>{_esc(_fmt_ts(r.get('commit_timestamp')))}</td>"
+            f'<td class="num">{_esc(r.get("divergence_offset"))}</td>'
+            f'<td class="num">{_esc(r.get("records_at_risk"))}</td>'
+            f'<td class="num">{bounds}</td>'
+            f'<td class="num">{_esc(_fmt_offset_epoch(r.get("previous_offset"), r.get("previous_leader_epoch")))}</td>'
+            f'<td class="num">{_esc(r.get("answered_by_broker"))}</td>'
+            f'<td class="detail">{_esc(r.get("detail"))}</td></tr>'
+        )
+    parts.append("</tbody></table></section>")
+    return "".join(parts)
+
+
+def write_html_report(
+    spark,
+    output_dir: str,
+    *,
+    max_findings: int = 5000,
+    max_plots: int = 200,
+    max_groups_per_plot: int = 25,
+    max_groups_in_chart: int = 40,
+    max_epoch_rows: int = 100_000,
+    max_skipped_locations: int = 200,
+    title: str = "Kafka consumer offset audit",
+) -> str:
+    """Write ``<output_dir>/report.html``, a self-contained report of an audit run.
+
+    Args:
+        spark: an active ``pyspark.sql.SparkSession``.
+        output_dir: the audit's output directory.  Reads ``findings/``
+            (required; columns ``group_id, topic, partition, finding,
+            severity, committed_offset, committed_leader_epoch,
+            commit_timestamp, divergence_offset, records_at_risk,
+            epoch_end_offset, log_start_offset, log_end_offset,
+            previous_offset, previous_leader_epoch, answered_by_broker,
+            detail``), and when present ``committed_offsets/`` (``group_id,
+            topic, partition, committed_offset, committed_leader_epoch,
+            verdict``), ``epochs/`` (``topic, partition, broker_id,
+            leader_epoch, start_offset, is_leader``), ``bounds/`` (``topic,
+            partition, log_start_offset, log_end_offset, high_watermark,
+            leader_id``), ``summary.json`` and
+            ``expectations/validation_result.json``.
+        max_findings: most findings listed in the table (most severe first);
+            a note says how many were left out.
+        max_plots: most topic-partitions plotted (those with the most severe
+            findings first); a note says how many were left out.
+        max_groups_per_plot: most groups' committed offsets marked per plot
+            (groups with a finding first).
+        max_groups_in_chart: most groups in the findings-per-group chart.
+        max_epoch_rows: most epoch-cache rows collected for all plots together.
+        max_skipped_locations: most ``records_skipped.where`` entries listed.
+        title: the page title.
+
+    Returns:
+        The path of the written ``report.html``.
+
+    Raises:
+        FileNotFoundError: ``output_dir`` or its ``findings/`` table is missing.
+    """
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+    output_dir = os.path.abspath(output_dir)
+    findings_df = _read_parquet(spark, output_dir, "findings")
+    if findings_df is None:
+        raise FileNotFoundError(f"findings/ not found under {output_dir}")
+    committed_df = _read_parquet(spark, output_dir, "committed_offsets")
+    epochs_df = _read_parquet(spark, output_dir, "epochs")
+    bounds_df = _read_parquet(spark, output_dir, "bounds")
+
+    summary = None
+    summary_path = os.path.join(output_dir, "summary.json")
+    if os.path.isfile(summary_path):
+        with open(summary_path, "r", encoding="utf-8") as fh:
+            summary = json.load(fh)
+    expectations = None
+    exp_path = os.path.join(output_dir, "expectations", "validation_result.json")
+    if os.path.isfile(exp_path):
+        with open(exp_path, "r", encoding="utf-8") as fh:
+            expectations = json.load(fh)
+
+    findings_df = findings_df.cache()
+    try:
+        rows, total = _collect_findings(findings_df, max_findings)
+        group_counts, n_groups = _collect_group_counts(findings_df, max_groups_in_chart)
+        plot_rows, n_tp = _collect_plot_partitions(findings_df, max_plots)
+    finally:
+        findings_df.unpersist()
+    verdicts = _verdict_counts(committed_df)
+
+    keys = [(r["topic"], int(r["partition"])) for r in plot_rows]
+    keys_df = spark.createDataFrame(
+        keys, StructType([StructField("topic", StringType()), StructField("partition", IntegerType())])
+    )
+    epoch_rows = _collect_for_partitions(spark, epochs_df, keys_df, max_epoch_rows) if keys else []
+    bound_rows = _collect_for_partitions(spark, bounds_df, keys_df, len(keys) * 4 + 1) if keys else []
+    commit_rows = (_collect_commits_for_partitions(committed_df, keys_df, max_groups_per_plot)
+                   if keys else [])
+
+    epochs_by_tp: Dict[Tuple[str, int], List[Dict[str, Any]]] = defaultdict(list)
+    for e in epoch_rows:
+        epochs_by_tp[(e["topic"], int(e["partition"]))].append(e)
+    bounds_by_tp = {(b["topic"], int(b["partition"])): b for b in bound_rows}
+    commits_by_tp: Dict[Tuple[str, int], List[Dict[str, Any]]] = defaultdict(list)
+    for c in commit_rows:
+        commits_by_tp[(c["topic"], int(c["partition"]))].append(c)
+
+    # ---- plots
+    plot_html: List[str] = []
+    for r in plot_rows:
+        tp = (r["topic"], int(r["partition"]))
+        divergences = [int(d) for d in (r["divergences"] or []) if d is not None]
+        eps = epochs_by_tp.get(tp, [])
+        b = bounds_by_tp.get(tp)
+        cs = commits_by_tp.get(tp, [])
+        uri = _plot_partition(tp[0], tp[1], eps, b, cs, divergences)
+        anchor = f"plot-{tp[0]}-{tp[1]}"
+        notes = _cache_disagreements(eps)
+        if not eps:
+            notes.append("no leader-epoch cache entries for this partition in epochs/")
+        omitted = (cs[0].get("_n", len(cs)) - len(cs)) if cs else 0
+        if omitted > 0:
+            notes.append(f"{omitted} more groups' committed offsets not marked")
+        caption_bits = []
+        if b:
+            caption_bits.append(
+                f"log {b.get('log_start_offset')}..{b.get('log_end_offset')}, high watermark "
+                f"{b.get('high_watermark')}, leader broker {b.get('leader_id')}"
+            )
+        if divergences:
+            caption_bits.append("divergence at " + ", ".join(str(d) for d in divergences))
+        caption_bits += notes
+        alt = (f"Leader-epoch history of {tp[0]}-{tp[1]} with the committed offsets of "
+               f"{len(cs)} group(s)")
+        plot_html.append(
+            f'<figure class="partition-plot" id="{_esc(anchor)}" data-topic="{_esc(tp[0])}" '
+            f'data-partition="{tp[1]}" data-divergence="{_esc(",".join(map(str, divergences)))}">'
+            f'<h3>{_esc(tp[0])}-{tp[1]}</h3>'
+            f'<img class="plot" alt="{_esc(alt)}" src="{uri}">'
+            f"<figcaption>{_esc('; '.join(caption_bits))}</figcaption></figure>"
+        )
+    group_uri = _plot_group_chart(group_counts)
+
+    # ---- page
+    generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    body: List[str] = [
+        f"<h1>{_esc(title)}</h1>",
+        f'<p class="muted">Output directory <code>{_esc(output_dir)}</code>; report generated {generated}.</p>',
+        '<nav><a href="#summary">Summary</a><a href="#findings">Findings</a>'
+        '<a href="#groups">Per group</a><a href="#partitions">Partitions</a></nav>',
+        _summary_section(summary, verdicts, expectations, output_dir, max_skipped_locations),
+        _findings_section(rows, total, max_findings),
+        '<section id="groups"><h2>Findings per consumer group</h2>',
+    ]
+    if group_uri:
+        body.append(f'<figure class="group-chart"><img class="plot" id="group-chart" '
+                    f'alt="Findings per consumer group, stacked by severity" src="{group_uri}">'
+                    "</figure>")
+        if n_groups > len(group_counts):
+            body.append(f'<p class="note">{n_groups - len(group_counts)} more groups with findings '
+                        f"are not in the chart (cap {max_groups_in_chart}).</p>")
+    else:
+        body.append('<p class="muted">No group has a finding.</p>')
+    body.append("</section>")
+    body.append('<section id="partitions"><h2>Topic-partitions with findings</h2>')
+    if plot_html:
+        body.append(
+            '<p class="muted">x: offset; y: leader epoch. Steps: each replica\'s leader-epoch '
+            "cache (the thick line is the current leader's, the authoritative one). "
+            "Shaded: the live log (log start to log end). Dotted red: the divergence point of a "
+            "LOG_TRUNCATION. Triangles: each group's latest committed offset at its committed "
+            "epoch (-1: committed without an epoch).</p>"
+        )
+        body.extend(plot_html)
+        if n_tp > len(plot_rows):
+            body.append(f'<p class="note">{n_tp - len(plot_rows)} more topic-partitions have '
+                        f"findings but are not plotted (cap {max_plots}).</p>")
+    else:
+        body.append('<p class="muted">No partition has a finding.</p>')
+    body.append("</section>")
+
+    page = (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_esc(title)}</title><style>{_CSS}</style><script>{_SCRIPT}</script></head>"
+        "<body>" + "\n".join(body) + "</body></html>\n"
+    )
+    path = os.path.join(output_dir, REPORT_FILENAME)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(page)
+    os.replace(tmp, path)
+    return path

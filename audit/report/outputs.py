@@ -1,0 +1,103 @@
+"""Writing the output contract atomically, and the console table.
+
+Layout under ``--output DIR``:
+
+* ``findings/``, ``committed_offsets/``, ``epochs/``, ``bounds/`` (Parquet) and, in history mode,
+  ``commits/`` (Parquet);
+* ``summary.json``.
+
+Everything is first written to a sibling staging dir ``DIR.staging-<run id>``; only when all of it
+is written does the staging dir replace ``DIR`` (rename), so a rerun either fully replaces the
+previous result or leaves it untouched.
+"""
+from __future__ import annotations
+
+import json
+import uuid
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ..sources import fs
+
+SEVERITY_ORDER = ["critical", "error", "warning", "info"]
+CONSOLE_FINDINGS = 50
+
+
+class StagedOutput:
+    """A staging directory that becomes ``output`` on :meth:`commit`."""
+
+    def __init__(self, spark: SparkSession, output: str):
+        self.spark = spark
+        self.output = fs.to_uri(output).rstrip("/")
+        run = uuid.uuid4().hex[:12]
+        self.staging = f"{self.output}.staging-{run}"
+        self.old = f"{self.output}.old-{run}"
+
+    def path(self, name: str) -> str:
+        return f"{self.staging}/{name}"
+
+    def write_parquet(self, name: str, df: DataFrame) -> None:
+        df.write.mode("overwrite").parquet(self.path(name))
+
+    def write_json(self, name: str, obj) -> None:
+        fs.write_small(self.spark, self.path(name), json.dumps(obj, indent=2, sort_keys=False, default=str).encode())
+
+    def commit(self) -> None:
+        """Replace ``output`` with the staging dir (old result removed only after the swap)."""
+        had_old = fs.exists(self.spark, self.output)
+        if had_old:
+            fs.rename(self.spark, self.output, self.old)
+        try:
+            fs.rename(self.spark, self.staging, self.output)
+        except Exception:
+            if had_old:
+                fs.rename(self.spark, self.old, self.output)
+            raise
+        if had_old:
+            fs.delete(self.spark, self.old)
+
+    def abort(self) -> None:
+        fs.delete(self.spark, self.staging)
+
+
+def _fmt(v) -> str:
+    return "-" if v is None else str(v)
+
+
+def console_table(findings: DataFrame, committed: DataFrame, bounds: DataFrame, limit: int = CONSOLE_FINDINGS) -> str:
+    """A ``kafka-consumer-groups --describe``-style text table, findings first.
+
+    Collects at most ``limit`` findings and ``limit`` commit rows (bounded, sorted by severity).
+    """
+    sev = F.create_map(*[x for i, s in enumerate(SEVERITY_ORDER) for x in (F.lit(s), F.lit(i))])
+    frows = (findings.orderBy(sev[F.col("severity")], "group_id", "topic", "partition", "finding")
+             .select("severity", "finding", "group_id", "topic", "partition", "committed_offset",
+                     "committed_leader_epoch", "divergence_offset", "records_at_risk", "log_start_offset",
+                     "log_end_offset").take(limit + 1))
+    out = []
+    heads = ["SEVERITY", "FINDING", "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "EPOCH",
+             "DIVERGENCE-OFFSET", "AT-RISK", "LOG-START-OFFSET", "LOG-END-OFFSET"]
+    rows = [[_fmt(v) for v in r] for r in frows[:limit]]
+    out.append("FINDINGS" if rows else "FINDINGS: none")
+    if rows:
+        out.append(_table(heads, rows))
+        if len(frows) > limit:
+            out.append(f"... more findings in findings/ (showing {limit})")
+    crow = (committed.join(bounds.select("topic", "partition", "log_end_offset"), ["topic", "partition"], "left")
+            .orderBy(F.col("verdict") == "OK", "group_id", "topic", "partition")
+            .select("group_id", "topic", "partition", "committed_offset", "committed_leader_epoch", "log_end_offset",
+                    (F.col("log_end_offset") - F.col("committed_offset")).alias("lag"), "verdict").take(limit + 1))
+    out.append("")
+    out.append("COMMITTED OFFSETS")
+    out.append(_table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "EPOCH", "LOG-END-OFFSET", "LAG", "VERDICT"],
+                      [[_fmt(v) for v in r] for r in crow[:limit]]))
+    if len(crow) > limit:
+        out.append(f"... more in committed_offsets/ (showing {limit})")
+    return "\n".join(out)
+
+
+def _table(heads: list[str], rows: list[list[str]]) -> str:
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(heads)]
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(heads)] + [line(r) for r in rows])

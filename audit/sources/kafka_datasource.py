@@ -1,0 +1,360 @@
+"""Spark 4 Python data source ``kafka_offsets_topic``: the live ``__consumer_offsets`` topic.
+
+Reads the raw records of ``__consumer_offsets`` with kafka-python's
+``KafkaConsumer`` - read-only: no ``group_id``, ``enable_auto_commit=False``,
+partitions assigned explicitly, nothing ever committed - with
+``isolation_level='read_committed'`` so that offsets written in aborted
+transactions (TxnOffsetCommit, KIP-98) and the transaction control batches are
+dropped exactly as Kafka's own readers drop them.
+
+Planning (``reader.partitions()``) captures, per ``__consumer_offsets``
+partition, the log start offset (ListOffsets EARLIEST) and the read_committed
+end offset (ListOffsets LATEST = last stable offset); every Spark task then
+reads one partition from that start up to (excluding) that end, so the result
+is a consistent snapshot no matter how long the job runs.
+
+Rows (``SCHEMA``): ``source_partition int, source_offset bigint,
+timestamp bigint (ms since epoch, the record timestamp), key binary,
+value binary (null for tombstones)``.  Decoding keys/values is left to
+``audit.formats.offsets``.
+
+Usage::
+
+    from audit.sources.kafka_datasource import register
+    register(spark)                                   # real kafka-python consumer
+    df = (spark.read.format("kafka_offsets_topic")
+          .option("bootstrap.servers", "b1:9092,b2:9092")
+          .option("client.properties", "/etc/kafka/audit.properties")
+          .option("kafka.client.id", "offset-audit")  # any client property, prefixed
+          .option("poll.timeout.ms", "30000")
+          .load())
+
+Options: ``bootstrap.servers``; ``client.properties`` (path to a Kafka client
+``.properties`` file, parsed by :mod:`audit.sources.client_config`);
+``kafka.<property>`` (one client property, overrides the file);
+``poll.timeout.ms`` (how long a task may wait without progress before it
+fails, default 30000); ``topic`` (default ``__consumer_offsets``, e.g. for a
+mirrored copy); ``consumer.factory`` (``module:callable`` used instead of
+``kafka.KafkaConsumer``).  Any other option is an error naming it.  Secrets
+never appear in error messages (:func:`audit.sources.client_config.redact`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from typing import Any, Callable, Iterator, Mapping
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from .client_config import ClientConfig, ClientConfigError, parse_client_properties, parse_properties, redact
+
+__all__ = [
+    "DEFAULT_POLL_TIMEOUT_MS",
+    "SCHEMA",
+    "SHORT_NAME",
+    "KafkaOffsetsTopicDataSource",
+    "KafkaOffsetsTopicError",
+    "KafkaOffsetsTopicReader",
+    "OffsetsTopicPartition",
+    "consumer_settings",
+    "register",
+    "with_consumer_factory",
+]
+
+SHORT_NAME = "kafka_offsets_topic"
+OFFSETS_TOPIC = "__consumer_offsets"
+#: Output schema (Spark DDL).
+SCHEMA = "source_partition int, source_offset bigint, timestamp bigint, key binary, value binary"
+DEFAULT_POLL_TIMEOUT_MS = 30_000
+_POLL_SLICE_MS = 1_000
+
+_KNOWN_OPTIONS = {"bootstrap.servers", "client.properties", "poll.timeout.ms", "topic", "consumer.factory", "path"}
+
+
+class KafkaOffsetsTopicError(RuntimeError):
+    """Reading the offsets topic failed. The message names the stage, the topic
+    partition and the bootstrap servers and shows the client configuration
+    redacted; it never contains a secret."""
+
+    def __init__(self, message: str):
+        super().__init__(redact(message))
+
+
+class OffsetsTopicPartition(InputPartition):
+    """One Spark input partition = one offsets-topic partition and its
+    ``[start_offset, end_offset)`` range captured at planning time."""
+
+    def __init__(self, partition: int, start_offset: int, end_offset: int):
+        super().__init__((partition, start_offset, end_offset))
+        self.partition = int(partition)
+        self.start_offset = int(start_offset)
+        self.end_offset = int(end_offset)
+
+    def __repr__(self) -> str:
+        return f"OffsetsTopicPartition({self.partition}, {self.start_offset}, {self.end_offset})"
+
+
+def consumer_settings(client_config: ClientConfig) -> dict[str, Any]:
+    """kafka-python ``KafkaConsumer`` keyword settings for a read-only reader.
+
+    The client configuration's connection/security settings are kept; the
+    auditor forces ``group_id=None``, ``enable_auto_commit=False``,
+    ``isolation_level='read_committed'``, ``auto_offset_reset='earliest'``,
+    ``allow_auto_create_topics=False`` and raw-bytes keys/values.
+    """
+    kw = client_config.consumer_kwargs()
+    kw.update(
+        group_id=None,
+        enable_auto_commit=False,
+        isolation_level="read_committed",
+        auto_offset_reset="earliest",
+        allow_auto_create_topics=False,
+        key_deserializer=None,
+        value_deserializer=None,
+    )
+    kw.setdefault("client_id", "kafka-offset-audit")
+    return kw
+
+
+def _default_consumer_factory(**settings: Any) -> Any:
+    from kafka import KafkaConsumer
+    return KafkaConsumer(**settings)
+
+
+def _load_factory(spec: str) -> Callable[..., Any]:
+    module, _, attr = spec.partition(":")
+    if not module or not attr:
+        raise KafkaOffsetsTopicError(f"option consumer.factory={spec!r}: expected 'module:callable'")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise KafkaOffsetsTopicError(f"option consumer.factory={spec!r}: {exc}") from None
+
+
+def _close(consumer: Any) -> None:
+    try:
+        consumer.close(autocommit=False)
+    except TypeError:
+        consumer.close()
+
+
+class KafkaOffsetsTopicReader(DataSourceReader):
+    """Batch reader; see the module docstring.
+
+    Args:
+        client_config: parsed client configuration (must carry bootstrap servers).
+        topic: the offsets topic (``__consumer_offsets``).
+        poll_timeout_ms: longest wait without progress in a task, ms.
+        consumer_factory: ``factory(**kafka_python_settings) -> consumer`` with
+            KafkaConsumer's ``partitions_for_topic``, ``beginning_offsets``,
+            ``end_offsets``, ``assign``, ``seek``, ``poll``, ``position``, ``close``.
+    """
+
+    def __init__(self, client_config: ClientConfig, topic: str = OFFSETS_TOPIC,
+                 poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS,
+                 consumer_factory: Callable[..., Any] | None = None):
+        self.client_config = client_config
+        self.topic = topic
+        self.poll_timeout_ms = int(poll_timeout_ms)
+        self.consumer_factory = consumer_factory or _default_consumer_factory
+
+    # -- helpers
+
+    def _where(self) -> str:
+        servers = ",".join(self.client_config.bootstrap_servers or [])
+        return f"bootstrap.servers={servers}; client config {self.client_config.redacted()}"
+
+    def _fail(self, stage: str, partition: int | None, exc: BaseException) -> KafkaOffsetsTopicError:
+        import kafka.errors as Errors
+        tp = f"{self.topic}-{partition}" if partition is not None else self.topic
+        if isinstance(exc, Errors.TopicAuthorizationFailedError):
+            hint = (f"TOPIC_AUTHORIZATION_FAILED: the client principal needs READ and DESCRIBE on "
+                    f"Topic:{self.topic}")
+        elif isinstance(exc, Errors.GroupAuthorizationFailedError):
+            hint = "GROUP_AUTHORIZATION_FAILED: the reader uses no group; check the client configuration"
+        elif isinstance(exc, (Errors.SaslAuthenticationFailedError, Errors.UnsupportedSaslMechanismError)) \
+                or "CERTIFICATE_VERIFY_FAILED" in str(exc):
+            hint = "authentication failed; check security.protocol, sasl.jaas.config and ssl.* settings"
+        elif isinstance(exc, Errors.NoBrokersAvailable):
+            hint = "no broker reachable"
+        else:
+            hint = ""
+        message = f"{stage} {tp} failed: {redact(exc)}"
+        if hint:
+            message += f" ({hint})"
+        return KafkaOffsetsTopicError(f"{message}; {self._where()}")
+
+    def _consumer(self, stage: str, partition: int | None) -> Any:
+        try:
+            return self.consumer_factory(**consumer_settings(self.client_config))
+        except Exception as exc:  # noqa: BLE001
+            raise self._fail(stage, partition, exc) from None
+
+    # -- planning
+
+    def partitions(self) -> list[OffsetsTopicPartition]:
+        """One input partition per offsets-topic partition, with its
+        ``[log start, read_committed end)`` captured now (ListOffsets
+        EARLIEST / LATEST under read_committed, i.e. the last stable offset).
+
+        Raises:
+            KafkaOffsetsTopicError: topic missing/unauthorized, brokers unreachable.
+        """
+        from kafka.structs import TopicPartition
+        consumer = self._consumer("planning: connect for", None)
+        try:
+            ids = consumer.partitions_for_topic(self.topic)
+            if not ids:
+                raise KafkaOffsetsTopicError(
+                    f"planning: topic {self.topic} not found (or the principal lacks DESCRIBE on it); "
+                    f"{self._where()}")
+            tps = [TopicPartition(self.topic, p) for p in sorted(ids)]
+            starts = consumer.beginning_offsets(tps)
+            ends = consumer.end_offsets(tps)
+        except KafkaOffsetsTopicError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise self._fail("planning: list offsets of", None, exc) from None
+        finally:
+            _close(consumer)
+        return [OffsetsTopicPartition(tp.partition, starts[tp], ends[tp]) for tp in tps]
+
+    # -- reading
+
+    def read(self, partition: OffsetsTopicPartition) -> Iterator[tuple]:
+        """Yield ``(source_partition, source_offset, timestamp_ms, key, value)``
+        for every committed record with ``start_offset <= offset < end_offset``.
+
+        Raises:
+            KafkaOffsetsTopicError: no progress for ``poll.timeout.ms``, or any
+                consumer failure (named partition, redacted configuration).
+        """
+        if partition.end_offset <= partition.start_offset:
+            return
+        from kafka.structs import TopicPartition
+        p = partition.partition
+        tp = TopicPartition(self.topic, p)
+        consumer = self._consumer("read: connect for", p)
+        try:
+            try:
+                consumer.assign([tp])
+                consumer.seek(tp, partition.start_offset)
+            except Exception as exc:  # noqa: BLE001
+                raise self._fail("read: assign/seek", p, exc) from None
+            last_progress = time.monotonic()
+            done = False
+            while not done:
+                try:
+                    position = consumer.position(tp)
+                    if position is not None and position >= partition.end_offset:
+                        break
+                    batch = consumer.poll(timeout_ms=min(_POLL_SLICE_MS, self.poll_timeout_ms))
+                    new_position = consumer.position(tp)
+                except Exception as exc:  # noqa: BLE001
+                    raise self._fail("read: poll", p, exc) from None
+                records = batch.get(tp, []) if batch else []
+                for record in records:
+                    offset = record.offset
+                    if offset < partition.start_offset:
+                        continue
+                    if offset >= partition.end_offset:
+                        done = True
+                        break
+                    key = record.key
+                    value = record.value
+                    yield (p, int(offset), int(record.timestamp),
+                           bytes(key) if key is not None else None,
+                           bytes(value) if value is not None else None)
+                if records or new_position != position:
+                    last_progress = time.monotonic()
+                elif (time.monotonic() - last_progress) * 1000 >= self.poll_timeout_ms:
+                    raise KafkaOffsetsTopicError(
+                        f"read: {self.topic}-{p} made no progress for {self.poll_timeout_ms} ms at offset "
+                        f"{position} (planned end {partition.end_offset}); {self._where()}")
+        finally:
+            _close(consumer)
+
+
+def _read_properties(path: str) -> dict[str, str]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return parse_properties(fh.read())
+    except OSError as exc:
+        raise ClientConfigError(f"cannot read client properties {path}: {exc.strerror}") from None
+
+
+def _reader_from_options(options: Mapping[str, str], factory: Callable[..., Any] | None) -> KafkaOffsetsTopicReader:
+    opts = {str(k).lower(): str(v) for k, v in dict(options).items()}
+    unknown = sorted(k for k in opts if k not in _KNOWN_OPTIONS and not k.startswith("kafka."))
+    if unknown:
+        raise KafkaOffsetsTopicError(
+            f"unknown option(s) {', '.join(unknown)} for data source {SHORT_NAME}; known: "
+            f"{', '.join(sorted(_KNOWN_OPTIONS - {'path'}))}, kafka.<client property>")
+    try:
+        props: dict[str, str] = {}
+        source = None
+        if "client.properties" in opts:
+            source = opts["client.properties"]
+            props.update(_read_properties(source))
+        inline = {k[len("kafka."):]: v for k, v in opts.items() if k.startswith("kafka.")}
+        if inline:
+            props.update(inline)
+            source = f"{source} + kafka.* options" if source else "kafka.* options"
+        config = parse_client_properties(props, source=source)
+    except ClientConfigError as exc:
+        raise KafkaOffsetsTopicError(f"client configuration: {exc}") from None
+    if "bootstrap.servers" in opts:
+        servers = [s.strip() for s in opts["bootstrap.servers"].split(",") if s.strip()]
+        config = config.with_overrides(bootstrap_servers=servers)
+    if not config.bootstrap_servers:
+        raise KafkaOffsetsTopicError(
+            f"data source {SHORT_NAME} needs the option bootstrap.servers (or bootstrap.servers in client.properties)")
+    try:
+        poll_timeout_ms = int(opts.get("poll.timeout.ms", DEFAULT_POLL_TIMEOUT_MS))
+        if poll_timeout_ms <= 0:
+            raise ValueError
+    except ValueError:
+        raise KafkaOffsetsTopicError(
+            f"option poll.timeout.ms={opts.get('poll.timeout.ms')!r}: expected a positive integer (ms)") from None
+    if "consumer.factory" in opts:
+        factory = _load_factory(opts["consumer.factory"])
+    return KafkaOffsetsTopicReader(config, opts.get("topic", OFFSETS_TOPIC), poll_timeout_ms, factory)
+
+
+class KafkaOffsetsTopicDataSource(DataSource):
+    """``spark.read.format("kafka_offsets_topic")``: raw ``__consumer_offsets``
+    records (schema :data:`SCHEMA`). See the module docstring for options.
+
+    ``consumer_factory`` (class attribute) replaces ``kafka.KafkaConsumer``;
+    use :func:`with_consumer_factory` to make a subclass with another one.
+    """
+
+    consumer_factory: Callable[..., Any] | None = None
+
+    @classmethod
+    def name(cls) -> str:
+        return SHORT_NAME
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def reader(self, schema: Any) -> KafkaOffsetsTopicReader:
+        factory = type(self).consumer_factory
+        return _reader_from_options(self.options, factory)
+
+
+def with_consumer_factory(factory: Callable[..., Any]) -> type[KafkaOffsetsTopicDataSource]:
+    """A :class:`KafkaOffsetsTopicDataSource` subclass (same short name) whose
+    consumers come from ``factory(**kafka_python_settings)`` - for tests and
+    for alternative clients. ``factory`` must be picklable (Spark ships it to
+    executors)."""
+    return type("KafkaOffsetsTopicDataSource", (KafkaOffsetsTopicDataSource,),
+                {"consumer_factory": staticmethod(factory), "__module__": __name__})
+
+
+def register(spark: Any, consumer_factory: Callable[..., Any] | None = None) -> type[KafkaOffsetsTopicDataSource]:
+    """Register the data source under ``kafka_offsets_topic`` on ``spark`` and return the class."""
+    cls = with_consumer_factory(consumer_factory) if consumer_factory else KafkaOffsetsTopicDataSource
+    spark.dataSource.register(cls)
+    return cls

@@ -1,0 +1,512 @@
+"""Broker log dirs -> the tables the judge reads (commits, epochs, bounds) plus read statistics.
+
+Work split:
+
+* the driver lists files (names, sizes, times only) and reads one ``meta.properties`` per log dir;
+* executors read segment bytes (``binaryFile``) and decode them with ``mapInArrow``
+  (:mod:`audit.formats.segments`, vectorised numpy), one segment file per row;
+* checkpoints are read with ``spark.read.text`` and parsed with SQL;
+* replica selection, the leader-epoch replay of the KRaft metadata log and every join
+  run in Spark SQL.  The driver collects only per-partition rows of ``__consumer_offsets``
+  and ``__cluster_metadata`` (bounded by partition counts, never by record counts).
+
+Follows Kafka's on-disk layout (``UnifiedLog``, ``LogSegment``, ``LeaderEpochFileCache``,
+``OffsetCheckpointFile``) and, for the metadata log, ``PartitionRegistration.merge``.
+"""
+from __future__ import annotations
+
+import posixpath
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..formats.checkpoints import (ROOT_CHECKPOINTS, SEGMENT_FILE, SNAPSHOT_FILE, broker_id_of,
+                                   parse_meta_properties, parse_partition_dir)
+from .fs import FileInfo, InputError, list_files, read_small, to_uri
+
+OFFSETS_TOPIC = "__consumer_offsets"
+METADATA_TOPIC = "__cluster_metadata"
+PARTITION_FILES = {"leader-epoch-checkpoint", "partition.metadata", "quorum-state"}
+PARTITION_SUFFIXES = (".log", ".index", ".timeindex", ".snapshot", ".txnindex", ".checkpoint", ".deleted", ".cleaned", ".swap")
+
+
+@dataclass
+class Replica:
+    """One partition directory in one log dir."""
+
+    broker_id: int
+    log_dir: str
+    topic: str
+    partition: int
+    dir_uri: str
+    segments: list[tuple[int, str, int]] = field(default_factory=list)  # (base offset, uri, size)
+    snapshots: list[tuple[int, str]] = field(default_factory=list)       # KRaft (end offset, uri)
+    epoch_checkpoint: str | None = None
+    epoch_checkpoint_mtime: int | None = None
+
+
+@dataclass
+class LogDir:
+    uri: str
+    broker_id: int
+    broker_id_known: bool
+    files: list[FileInfo]
+    root_checkpoints: dict[str, str] = field(default_factory=dict)  # name -> uri
+
+
+@dataclass
+class Inventory:
+    """What the listing found: log dirs, their replicas, and notes for the summary."""
+
+    log_dirs: list[LogDir]
+    replicas: list[Replica]
+    notes: list[str] = field(default_factory=list)
+
+
+def _parent(uri: str) -> str:
+    return uri.rsplit("/", 1)[0]
+
+
+def _name(uri: str) -> str:
+    return uri.rsplit("/", 1)[1]
+
+
+def discover(spark: SparkSession, roots: list[str]) -> Inventory:
+    """List every given root and find the broker log dirs below it.
+
+    A root may be a log dir itself or a folder of log dirs (``brokers/`` holding
+    ``broker-1/``, ``broker-2/`` ...).  A log dir is recognised by its ``meta.properties``
+    or by ``<topic>-<partition>/`` children holding Kafka partition files.  Broker ids come
+    from ``meta.properties`` (``node.id`` or ``broker.id``); a log dir without one gets a
+    synthetic negative id (reported in the notes).
+
+    Raises :class:`InputError` for a missing root, or a root with no Kafka log dir inside.
+    """
+    if not roots:
+        raise InputError("no log dirs given: pass --log-dirs DIR [DIR ...]")
+    by_dir: dict[str, list[FileInfo]] = defaultdict(list)
+    for root in roots:
+        files = list_files(spark, to_uri(root))
+        found = set()
+        for f in files:
+            parent = _parent(f.uri)
+            name = _name(f.uri)
+            if name == "meta.properties" or name in ROOT_CHECKPOINTS:
+                found.add(parent)
+                by_dir[parent].append(f)
+            elif (name in PARTITION_FILES or name.endswith(PARTITION_SUFFIXES)) and parse_partition_dir(_name(parent)):
+                by_dir[_parent(parent)].append(f)
+                found.add(_parent(parent))
+        if not found:
+            raise InputError(
+                f"no Kafka log dir found under {root!r}: expected meta.properties or <topic>-<partition>/ "
+                "folders with .log segments (a broker's log.dirs directory)")
+    notes: list[str] = []
+    log_dirs: list[LogDir] = []
+    synthetic = -1
+    for uri in sorted(by_dir):
+        files = by_dir[uri]
+        props = {}
+        meta = [f for f in files if f.uri == uri + "/meta.properties"]
+        if meta:
+            props = parse_meta_properties(read_small(spark, meta[0].uri).decode("utf-8", "replace"))
+        bid = broker_id_of(props)
+        known = bid is not None
+        if not known:
+            bid = synthetic
+            synthetic -= 1
+            notes.append(f"{uri}: no node.id/broker.id in meta.properties; using broker id {bid}")
+        ld = LogDir(uri, bid, known, files)
+        for f in files:
+            if _parent(f.uri) == uri and _name(f.uri) in ROOT_CHECKPOINTS:
+                ld.root_checkpoints[_name(f.uri)] = f.uri
+        log_dirs.append(ld)
+
+    replicas: dict[tuple[int, str, int], Replica] = {}
+    for ld in log_dirs:
+        for f in ld.files:
+            pdir = _parent(f.uri)
+            if pdir == ld.uri:
+                continue
+            tp = parse_partition_dir(_name(pdir))
+            if tp is None:
+                continue
+            key = (ld.broker_id, tp[0], tp[1])
+            rep = replicas.get(key)
+            if rep is None:
+                rep = replicas[key] = Replica(ld.broker_id, ld.uri, tp[0], tp[1], pdir)
+            elif rep.dir_uri != pdir:
+                notes.append(f"broker {ld.broker_id} has {tp[0]}-{tp[1]} twice ({rep.dir_uri}, {pdir}); using the first")
+                continue
+            name = _name(f.uri)
+            m = SEGMENT_FILE.match(name)
+            if m:
+                rep.segments.append((int(m.group("base")), f.uri, f.size))
+            elif name == "leader-epoch-checkpoint":
+                rep.epoch_checkpoint, rep.epoch_checkpoint_mtime = f.uri, f.mtime_ms
+            else:
+                s = SNAPSHOT_FILE.match(name)
+                if s:
+                    rep.snapshots.append((int(s.group("end")), f.uri))
+    for rep in replicas.values():
+        rep.segments.sort()
+        rep.snapshots.sort()
+    ids = [ld.broker_id for ld in log_dirs if ld.broker_id_known]
+    dup = {b for b in ids if ids.count(b) > 1}
+    if dup:
+        notes.append(f"broker ids {sorted(dup)} appear in more than one log dir (JBOD or duplicate copies)")
+    return Inventory(log_dirs, sorted(replicas.values(), key=lambda r: (r.topic, r.partition, r.broker_id)), notes)
+
+
+# --------------------------------------------------------------------------- executor-side functions
+
+TAIL_SCHEMA = pa.schema([
+    ("path", pa.string()), ("end_offset", pa.int64()), ("first_offset", pa.int64()),
+    ("last_batch_epoch", pa.int32()), ("batches", pa.int64()),
+    ("issue_reason", pa.string()), ("issue_position", pa.int64()), ("issue_detail", pa.string()),
+])
+
+
+def _scan_tails(batches):
+    """mapInArrow: (path, content) -> one TAIL_SCHEMA row per file (+ one per issue)."""
+    from audit.formats.record_batch import scan_batches
+    for rb in batches:
+        paths = rb.column("path").to_pylist()
+        contents = rb.column("content")
+        rows = defaultdict(list)
+        for i, path in enumerate(paths):
+            buf = contents[i].as_buffer()
+            scan = scan_batches(memoryview(buf) if buf is not None else b"")
+            ok = scan.crc_ok
+            last_epoch = int(scan.partition_leader_epoch[ok][-1]) if ok.any() else -1
+            first = int(scan.base_offset[ok][0]) if ok.any() else -1
+            issues = scan.issues or [None]
+            for iss in issues:
+                rows["path"].append(path)
+                rows["end_offset"].append(scan.end_offset)
+                rows["first_offset"].append(first)
+                rows["last_batch_epoch"].append(last_epoch)
+                rows["batches"].append(int(ok.sum()))
+                rows["issue_reason"].append(iss.reason if iss else None)
+                rows["issue_position"].append(iss.position if iss else None)
+                rows["issue_detail"].append(iss.detail if iss else None)
+        yield pa.RecordBatch.from_pydict(dict(rows), schema=TAIL_SCHEMA)
+
+
+def _decode_offsets_files(batches):
+    """mapInArrow: (path, content) -> RAW_SCHEMA rows of every record of each segment."""
+    from audit.formats.checkpoints import parse_partition_dir
+    from audit.formats.segments import decode_offsets_segment
+    for rb in batches:
+        paths = rb.column("path").to_pylist()
+        contents = rb.column("content")
+        for i, path in enumerate(paths):
+            tp = parse_partition_dir(path.rsplit("/", 2)[-2])
+            buf = contents[i].as_buffer()
+            for out in decode_offsets_segment(memoryview(buf) if buf is not None else b"", path, tp[1] if tp else -1):
+                yield out
+
+
+def _metadata_schema() -> pa.Schema:
+    from audit.formats.metadata_log import METADATA_ROW_FIELDS
+    return pa.schema([("source_file", pa.string()), ("offset", pa.int64()), ("timestamp", pa.int64()),
+                      ("decode_error", pa.string())] + list(METADATA_ROW_FIELDS))
+
+
+def _decode_metadata_files(batches):
+    """mapInArrow: (path, content) -> one row per KRaft metadata record (control batches skipped)."""
+    from audit.formats.metadata_log import MetadataDecodeError, decode_metadata_value
+    from audit.formats.record_batch import ATTR_CONTROL, extract_records, scan_batches
+    schema = _metadata_schema()
+    names = schema.names
+    for rb in batches:
+        paths = rb.column("path").to_pylist()
+        contents = rb.column("content")
+        for i, path in enumerate(paths):
+            buf = contents[i].as_buffer()
+            data = memoryview(buf) if buf is not None else b""
+            scan = scan_batches(data)
+            recs = extract_records(data, scan)
+            rows = {n: [] for n in names}
+            ctl = (scan.attributes[recs.batch] & ATTR_CONTROL) != 0
+            for j in range(len(recs)):
+                if ctl[j] or recs.value_len[j] < 0:
+                    continue
+                s, ln = int(recs.value_start[j]), int(recs.value_len[j])
+                try:
+                    row = decode_metadata_value(recs.data[s:s + ln].tobytes())
+                    err = None
+                except MetadataDecodeError as exc:
+                    row, err = {}, str(exc)[:200]
+                row.update(source_file=path, offset=int(recs.offset[j]), timestamp=int(recs.timestamp[j]), decode_error=err)
+                for n in names:
+                    rows[n].append(row.get(n))
+            for iss in scan.issues + recs.issues:
+                for n in names:
+                    rows[n].append(None)
+                rows["source_file"][-1] = path
+                rows["offset"][-1] = iss.base_offset
+                rows["decode_error"][-1] = f"{iss.reason} at byte {iss.position}"
+            yield pa.RecordBatch.from_pydict(rows, schema=schema)
+
+
+# --------------------------------------------------------------------------- Spark stages
+
+@dataclass
+class LogDirSources:
+    """DataFrames produced from log dirs (see :func:`read_log_dirs`)."""
+
+    raw_offsets: DataFrame
+    replicas: DataFrame
+    epochs: DataFrame
+    bounds: DataFrame
+    partition_state: DataFrame
+    read_issues: DataFrame
+    inventory: Inventory
+    offsets_replicas: dict[int, dict]
+    metadata_source: str | None
+
+
+REPLICA_SCHEMA = T.StructType([
+    T.StructField("broker_id", T.IntegerType()), T.StructField("log_dir", T.StringType()),
+    T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
+    T.StructField("first_segment_base", T.LongType()), T.StructField("last_segment_base", T.LongType()),
+    T.StructField("tail_path", T.StringType()), T.StructField("epoch_checkpoint", T.StringType()),
+    T.StructField("epoch_checkpoint_mtime", T.LongType()), T.StructField("segment_count", T.IntegerType()),
+])
+
+
+def spark_schema(schema: pa.Schema) -> T.StructType:
+    """Arrow schema -> Spark StructType (for ``mapInArrow``)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+    return from_arrow_schema(schema)
+
+
+def _binary(spark: SparkSession, uris: list[str]) -> DataFrame:
+    return spark.read.format("binaryFile").load(uris).select("path", "content")
+
+
+def _text(spark: SparkSession, uris: list[str]) -> DataFrame:
+    return (spark.read.text(uris, wholetext=True)
+            .select(F.col("_metadata.file_path").alias("path"), F.col("value")))
+
+
+def _lines(df: DataFrame) -> DataFrame:
+    """(path, value) -> (path, pos, line) for the entry lines (after version and count)."""
+    return (df.select("path", F.posexplode(F.split("value", "\n")).alias("pos", "line"))
+            .where((F.col("pos") >= 2) & (F.trim("line") != "")))
+
+
+def read_log_dirs(spark: SparkSession, roots: list[str]) -> LogDirSources:
+    """Read broker log dirs into DataFrames.
+
+    Returns :class:`LogDirSources` with
+
+    - ``raw_offsets``: :data:`audit.formats.segments.RAW_SCHEMA` rows of the chosen replica of
+      every ``__consumer_offsets`` partition, plus ``broker_id int``;
+    - ``replicas``: broker_id, topic, partition, log_start_offset, log_end_offset (long, offsets),
+      high_watermark, max_epoch, epoch_checkpoint_mtime (ms) per partition replica;
+    - ``epochs``: topic, partition, broker_id, leader_epoch int, start_offset long, is_leader boolean;
+    - ``bounds``: topic, partition, log_start_offset, log_end_offset, high_watermark (long),
+      leader_id int, answered_by_broker int, authority string, history_captured_at timestamp,
+      replica_count int, caches_disagree boolean, unclean_elections int, last_unclean_election timestamp;
+    - ``partition_state``: the KRaft metadata replay per partition (may be empty);
+    - ``read_issues``: file, position, reason, detail, records_affected of everything skipped.
+
+    Raises :class:`InputError` for unusable paths.
+    """
+    inv = discover(spark, roots)
+    rows = []
+    for r in inv.replicas:
+        nonempty = [s for s in r.segments if s[2] > 0]
+        rows.append((r.broker_id, r.log_dir, r.topic, r.partition,
+                     r.segments[0][0] if r.segments else None, r.segments[-1][0] if r.segments else None,
+                     nonempty[-1][1] if nonempty else None, r.epoch_checkpoint, r.epoch_checkpoint_mtime,
+                     len(r.segments)))
+    replicas0 = spark.createDataFrame(rows, REPLICA_SCHEMA)
+
+    tails_uris = sorted({row[6] for row in rows if row[6]})
+    tail_df = (_binary(spark, tails_uris).mapInArrow(_scan_tails, spark_schema(TAIL_SCHEMA)) if tails_uris
+               else spark.createDataFrame([], spark_schema(TAIL_SCHEMA)))
+    tail_df = tail_df.localCheckpoint()
+    tails = tail_df.groupBy("path").agg(F.max("end_offset").alias("tail_end"), F.max("last_batch_epoch").alias("tail_epoch"))
+
+    # leader-epoch caches
+    ckpt_uris = sorted({r.epoch_checkpoint for r in inv.replicas if r.epoch_checkpoint})
+    if ckpt_uris:
+        lines = _lines(_text(spark, ckpt_uris))
+        parts = F.split(F.trim("line"), " +")
+        cache = lines.select("path", parts.getItem(0).try_cast("int").alias("leader_epoch"),
+                             parts.getItem(1).try_cast("long").alias("start_offset"), "line")
+    else:
+        cache = spark.createDataFrame([], "path string, leader_epoch int, start_offset long, line string")
+    cache = cache.localCheckpoint()
+    bad_cache_lines = cache.where(F.col("leader_epoch").isNull() | F.col("start_offset").isNull())
+    cache = cache.where(F.col("leader_epoch").isNotNull() & F.col("start_offset").isNotNull())
+    rep_cache = (replicas0.select("broker_id", "topic", "partition", F.col("epoch_checkpoint").alias("path"))
+                 .join(cache, "path"))
+
+    # root checkpoints: log start offsets and high watermarks
+    root_rows = [(ld.broker_id, name, uri) for ld in inv.log_dirs for name, uri in ld.root_checkpoints.items()
+                 if name in ("replication-offset-checkpoint", "log-start-offset-checkpoint")]
+    if root_rows:
+        roots_df = spark.createDataFrame(root_rows, "broker_id int, kind string, path string")
+        lines = _lines(_text(spark, [r[2] for r in root_rows]))
+        parts = F.split(F.trim("line"), " +")
+        ck = (lines.join(roots_df, "path")
+              .select("broker_id", "kind", parts.getItem(0).alias("topic"),
+                      parts.getItem(1).try_cast("int").alias("partition"),
+                      parts.getItem(2).try_cast("long").alias("value")))
+        ck = (ck.groupBy("broker_id", "topic", "partition")
+              .agg(F.max(F.when(F.col("kind") == "log-start-offset-checkpoint", F.col("value"))).alias("ckpt_log_start"),
+                   F.max(F.when(F.col("kind") == "replication-offset-checkpoint", F.col("value"))).alias("high_watermark")))
+    else:
+        ck = spark.createDataFrame([], "broker_id int, topic string, partition int, ckpt_log_start long, high_watermark long")
+
+    max_epoch = rep_cache.groupBy("broker_id", "topic", "partition").agg(F.max("leader_epoch").alias("max_epoch"))
+    replicas = (replicas0.join(tails, replicas0.tail_path == tails.path, "left").drop("path")
+                .join(ck, ["broker_id", "topic", "partition"], "left")
+                .join(max_epoch, ["broker_id", "topic", "partition"], "left")
+                .select("broker_id", "log_dir", "topic", "partition",
+                        F.greatest("first_segment_base", "ckpt_log_start").alias("log_start_offset"),
+                        F.greatest("last_segment_base", "tail_end").alias("log_end_offset"),
+                        "high_watermark", "max_epoch", "epoch_checkpoint_mtime", "segment_count")).localCheckpoint()
+
+    # KRaft metadata log (if any replica of __cluster_metadata-0 is among the inputs)
+    meta_reps = [r for r in inv.replicas if r.topic == METADATA_TOPIC and r.segments]
+    partition_state, metadata_source, meta_issues = _metadata_state(spark, meta_reps, replicas)
+
+    authority = _authority(replicas, partition_state)
+    partition_state = partition_state.localCheckpoint()
+    bounds = _bounds(authority, rep_cache, partition_state).localCheckpoint()
+    epochs = (rep_cache.join(bounds.select("topic", "partition", F.col("answered_by_broker").alias("leader_b")),
+                             ["topic", "partition"], "left")
+              .select("topic", "partition", "broker_id", "leader_epoch", "start_offset",
+                      F.coalesce(F.col("broker_id") == F.col("leader_b"), F.lit(False)).alias("is_leader"))
+              ).localCheckpoint()
+
+    # __consumer_offsets: one replica per partition
+    chosen = {row["partition"]: row.asDict() for row in
+              bounds.where(F.col("topic") == OFFSETS_TOPIC)
+              .select("partition", "answered_by_broker", "authority", "replica_count").collect()}
+    seg_uris, broker_of_file = [], {}
+    rep_index = {(r.broker_id, r.topic, r.partition): r for r in inv.replicas}
+    for p, info in sorted(chosen.items()):
+        rep = rep_index.get((info["answered_by_broker"], OFFSETS_TOPIC, p))
+        if rep is None:
+            continue
+        for _base, uri, size in rep.segments:
+            if size > 0:
+                seg_uris.append(uri)
+                broker_of_file[uri] = rep.broker_id
+    # partitions with no epoch cache and no tail still need a replica: take any
+    for rep in inv.replicas:
+        if rep.topic == OFFSETS_TOPIC and rep.partition not in chosen and rep.segments:
+            chosen[rep.partition] = {"partition": rep.partition, "answered_by_broker": rep.broker_id,
+                                     "authority": "only replica", "replica_count": 1}
+            for _b, uri, size in rep.segments:
+                if size > 0:
+                    seg_uris.append(uri)
+                    broker_of_file[uri] = rep.broker_id
+    from ..formats.segments import RAW_SCHEMA
+    if seg_uris:
+        raw = _binary(spark, seg_uris).mapInArrow(_decode_offsets_files, spark_schema(RAW_SCHEMA))
+        fmap = spark.createDataFrame(list(broker_of_file.items()), "source_file string, broker_id int")
+        raw = raw.join(F.broadcast(fmap), "source_file", "left")
+    else:
+        raw = spark.createDataFrame([], spark_schema(RAW_SCHEMA)).withColumn("broker_id", F.lit(None).cast("int"))
+
+    issues = [
+        tail_df.where(F.col("issue_reason").isNotNull()).select(
+            F.col("path").alias("file"), F.col("issue_position").alias("position"),
+            F.col("issue_reason").alias("reason"), F.col("issue_detail").alias("detail"),
+            F.lit(0).alias("records_affected")),
+        bad_cache_lines.select(F.col("path").alias("file"), F.lit(None).cast("long").alias("position"),
+                               F.lit("bad_checkpoint_line").alias("reason"), F.col("line").alias("detail"),
+                               F.lit(0).alias("records_affected")),
+    ]
+    if meta_issues is not None:
+        issues.append(meta_issues)
+    read_issues = issues[0]
+    for d in issues[1:]:
+        read_issues = read_issues.unionByName(d)
+    return LogDirSources(raw, replicas, epochs, bounds, partition_state, read_issues, inv, chosen, metadata_source)
+
+
+PARTITION_STATE_DDL = ("topic string, partition int, last_leader int, leader_epoch int, "
+                       "unclean_elections int, last_unclean_election timestamp")
+
+
+def _metadata_state(spark, meta_reps: list[Replica], replicas: DataFrame):
+    """Replay ``__cluster_metadata`` into one row per partition.
+
+    Uses the replica of ``__cluster_metadata-0`` with the highest log end offset (ties: the
+    lowest broker id, which is usually a dedicated controller).  Leader epochs follow
+    ``PartitionRegistration.merge``: a PartitionRecord sets (leader, epoch); a
+    PartitionChangeRecord whose ``leader`` is not -2 (NO_LEADER_CHANGE) sets the leader and
+    bumps the epoch by one.  ``last_leader`` is the last leader >= 0 (after a clean shutdown
+    the final state is leader -1).  ``unclean_elections`` counts records with
+    ``leader_recovery_state = 1`` (RECOVERING).
+    """
+    if not meta_reps:
+        return spark.createDataFrame([], PARTITION_STATE_DDL), None, None
+    ends = {(r["broker_id"]): r["log_end_offset"] for r in replicas.where(F.col("topic") == METADATA_TOPIC)
+            .select("broker_id", "log_end_offset").collect()}
+    best = sorted(meta_reps, key=lambda r: (-(ends.get(r.broker_id) or -1), r.broker_id))[0]
+    uris = [u for _b, u, size in best.segments if size > 0]
+    snap_end = None
+    if best.snapshots:
+        snap_end, snap_uri = best.snapshots[-1]
+        uris = [snap_uri] + uris
+    meta = _binary(spark, uris).mapInArrow(_decode_metadata_files, spark_schema(_metadata_schema()))
+    meta = meta.withColumn("is_snapshot", F.col("source_file").endswith(".checkpoint"))
+    if snap_end is not None:
+        meta = meta.where(F.col("is_snapshot") | (F.col("offset") >= snap_end))
+    meta = meta.withColumn("seq", F.when(F.col("is_snapshot"), F.col("offset") - F.lit(1 << 50)).otherwise(F.col("offset"))).cache()
+    issues = meta.where(F.col("decode_error").isNotNull()).select(
+        F.col("source_file").alias("file"), F.lit(None).cast("long").alias("position"),
+        F.lit("metadata_record_undecodable").alias("reason"), F.col("decode_error").alias("detail"),
+        F.lit(1).alias("records_affected"))
+    meta.createOrReplaceTempView("metadata_records")
+    from ..judge import load_sql
+    state = spark.sql(load_sql("metadata_replay"))
+    return state, f"broker {best.broker_id} {best.dir_uri}", issues
+
+
+def _authority(replicas: DataFrame, state: DataFrame) -> DataFrame:
+    """Rank each partition's replicas: the metadata log's last leader first, else newest epoch, highest end."""
+    from pyspark.sql.window import Window
+    r = replicas.join(state.select("topic", "partition", "last_leader"), ["topic", "partition"], "left")
+    is_meta_leader = F.coalesce(F.col("broker_id") == F.col("last_leader"), F.lit(False))
+    w = Window.partitionBy("topic", "partition").orderBy(
+        is_meta_leader.desc(), F.col("max_epoch").desc_nulls_last(), F.col("log_end_offset").desc_nulls_last(),
+        F.col("broker_id").asc())
+    return (r.withColumn("rank", F.row_number().over(w))
+            .withColumn("replica_count", F.count(F.lit(1)).over(Window.partitionBy("topic", "partition")))
+            .withColumn("authority", F.when(is_meta_leader, F.lit("leader per metadata log"))
+                        .when(F.col("replica_count") == 1, F.lit("only replica"))
+                        .otherwise(F.lit("replica with newest epoch and highest end offset"))))
+
+
+def _bounds(authority: DataFrame, rep_cache: DataFrame, state: DataFrame) -> DataFrame:
+    lead = authority.where(F.col("rank") == 1)
+    disagree = (rep_cache.groupBy("topic", "partition", "leader_epoch")
+                .agg(F.countDistinct("start_offset").alias("n"))
+                .where(F.col("n") > 1).select("topic", "partition").distinct()
+                .withColumn("caches_disagree", F.lit(True)))
+    return (lead.join(state.select("topic", "partition", "unclean_elections", "last_unclean_election"),
+                      ["topic", "partition"], "left")
+            .join(disagree, ["topic", "partition"], "left")
+            .select("topic", "partition", "log_start_offset", "log_end_offset",
+                    F.coalesce("high_watermark", "log_end_offset").alias("high_watermark"),
+                    F.coalesce("last_leader", "broker_id").alias("leader_id"),
+                    F.col("broker_id").alias("answered_by_broker"), "authority",
+                    F.timestamp_millis("epoch_checkpoint_mtime").alias("history_captured_at"),
+                    "replica_count",
+                    F.coalesce("caches_disagree", F.lit(False)).alias("caches_disagree"),
+                    F.coalesce("unclean_elections", F.lit(0)).alias("unclean_elections"),
+                    "last_unclean_election"))

@@ -1,0 +1,49 @@
+-- LOG_TRUNCATION (critical) [KIP-320: LOG_TRUNCATION, LogTruncationException]
+-- Committed epoch E >= 0 and the leader's end offset for E (OffsetsForLeaderEpoch, FORMATS.md §4)
+-- is below the committed offset O. divergence_offset = that end offset, exactly what Kafka's
+-- SubscriptionState.maybeCompleteValidation puts in LogTruncationException.divergentOffsets().
+-- Evidence, strongest first: an unclean election in the metadata log, replicas' caches that
+-- disagree, or an epoch older than the one offset O-1 was written in (a stale client epoch).
+WITH t AS (
+  SELECT * FROM commit_context
+  WHERE committed_leader_epoch >= 0 AND epoch_end_offset >= 0 AND epoch_end_offset < committed_offset
+),
+written AS (
+  SELECT t.group_id, t.topic, t.partition, t.source_partition, t.source_offset, max(x.leader_epoch) AS written_epoch
+  FROM t JOIN epochs x
+    ON x.is_leader AND x.topic = t.topic AND x.partition = t.partition AND x.start_offset <= t.committed_offset - 1
+  GROUP BY t.group_id, t.topic, t.partition, t.source_partition, t.source_offset
+)
+SELECT t.group_id, t.topic, t.partition,
+       'LOG_TRUNCATION' AS finding, 'critical' AS severity,
+       t.committed_offset, t.committed_leader_epoch, t.commit_timestamp,
+       t.epoch_end_offset AS divergence_offset,
+       t.committed_offset - t.epoch_end_offset AS records_at_risk,
+       t.epoch_end_offset, t.log_start_offset, t.log_end_offset,
+       t.previous_offset, t.previous_leader_epoch, t.answered_by_broker,
+       concat(
+         format_string('Committed offset %d (leader epoch %d) of %s-%d is past the divergence point: the leader''s epoch %d ends at offset %d (OffsetsForLeaderEpoch answered by broker %s, %s). ',
+                       t.committed_offset, t.committed_leader_epoch, t.topic, t.partition,
+                       t.end_epoch, t.epoch_end_offset, coalesce(cast(t.answered_by_broker AS STRING), '?'), coalesce(t.authority, 'authoritative cache')),
+         CASE
+           WHEN t.unclean_elections > 0 THEN format_string(
+             'Why: the partition had an unclean leader election (leader_recovery_state=RECOVERING in the metadata log%s), so offsets %d..%d were truncated and rewritten by a new lineage. Risk: the %d records this group consumed there are gone (loss), and a client that resumes at %d without epoch validation skips the %d new records written there. ',
+             coalesce(concat(', last at ', cast(t.last_unclean_election AS STRING)), ''),
+             t.epoch_end_offset, t.committed_offset - 1, t.committed_offset - t.epoch_end_offset,
+             t.committed_offset, t.committed_offset - t.epoch_end_offset)
+           WHEN t.caches_disagree THEN format_string(
+             'Why: replicas'' leader-epoch caches disagree about an epoch''s start offset (the footprint of an unclean election). Risk: %d records consumed past offset %d may be lost or replaced; resuming at %d without validation skips new records. ',
+             t.committed_offset - t.epoch_end_offset, t.epoch_end_offset, t.committed_offset)
+           WHEN w.written_epoch > t.committed_leader_epoch THEN format_string(
+             'Why: no sign of data loss; the commit carries epoch %d although offset %d was written in epoch %d (a stale client epoch). Risk: Kafka''s consumer will raise LogTruncationException or rewind to %d and replay %d records (duplicates). ',
+             t.committed_leader_epoch, t.committed_offset - 1, w.written_epoch, t.epoch_end_offset, t.committed_offset - t.epoch_end_offset)
+           ELSE format_string('Why: the inputs show no unclean election or cache disagreement. Risk: %d records between %d and %d may be lost or replayed. ',
+             t.committed_offset - t.epoch_end_offset, t.epoch_end_offset, t.committed_offset)
+         END,
+         format_string('Action: check downstream for the affected range, then kafka-consumer-groups --bootstrap-server <broker> --group %s --topic %s:%d --reset-offsets --to-offset %d --execute (the group must be inactive).',
+                       t.group_id, t.topic, t.partition, t.epoch_end_offset)
+       ) AS detail
+FROM t
+LEFT JOIN written w
+  ON t.group_id = w.group_id AND t.topic = w.topic AND t.partition = w.partition
+ AND t.source_partition = w.source_partition AND t.source_offset = w.source_offset

@@ -1,0 +1,45 @@
+-- KRaft __cluster_metadata replay -> one row per topic-partition.
+-- Input view: metadata_records (decoded records of one replica of __cluster_metadata-0, ordered by seq).
+-- Follows PartitionRegistration.merge: a PartitionRecord sets (leader, leader epoch); a
+-- PartitionChangeRecord whose leader is not -2 (NO_LEADER_CHANGE) sets the leader and bumps the
+-- leader epoch by one. leader_recovery_state = 1 (RECOVERING) marks an unclean election.
+WITH topics AS (
+  SELECT topic_id, max_by(topic_name, seq) AS topic
+  FROM metadata_records WHERE record_type = 'TopicRecord' AND decode_error IS NULL
+  GROUP BY topic_id
+),
+removed AS (
+  SELECT DISTINCT topic_id FROM metadata_records WHERE record_type = 'RemoveTopicRecord' AND decode_error IS NULL
+),
+changes AS (
+  SELECT topic_id, partition, seq, timestamp, record_type, leader_recovery_state,
+         CASE WHEN record_type = 'PartitionRecord' THEN leader
+              WHEN leader IS NULL OR leader = -2 THEN NULL
+              ELSE leader END AS leader_set,
+         CASE WHEN record_type = 'PartitionRecord' THEN leader_epoch END AS epoch_set
+  FROM metadata_records
+  WHERE record_type IN ('PartitionRecord', 'PartitionChangeRecord') AND decode_error IS NULL
+),
+grouped AS (
+  SELECT *, sum(CASE WHEN record_type = 'PartitionRecord' THEN 1 ELSE 0 END)
+              OVER (PARTITION BY topic_id, partition ORDER BY seq) AS grp
+  FROM changes
+),
+replayed AS (
+  SELECT *,
+         first(epoch_set, true) OVER g + count(leader_set) OVER g - 1 AS epoch_now,
+         last(leader_set, true) OVER g AS leader_now
+  FROM grouped
+  WHERE grp > 0
+  WINDOW g AS (PARTITION BY topic_id, partition, grp ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+)
+SELECT t.topic,
+       r.partition,
+       CAST(max_by(CASE WHEN leader_now >= 0 THEN leader_now END, CASE WHEN leader_now >= 0 THEN seq END) AS INT) AS last_leader,
+       CAST(max_by(epoch_now, seq) AS INT) AS leader_epoch,
+       CAST(sum(CASE WHEN leader_recovery_state = 1 THEN 1 ELSE 0 END) AS INT) AS unclean_elections,
+       timestamp_millis(max(CASE WHEN leader_recovery_state = 1 THEN timestamp END)) AS last_unclean_election
+FROM replayed r
+JOIN topics t ON r.topic_id = t.topic_id
+LEFT ANTI JOIN removed x ON r.topic_id = x.topic_id
+GROUP BY t.topic, r.partition
