@@ -47,7 +47,7 @@ class RunResult:
 
 def _progress(cfg: AuditConfig, msg: str) -> None:
     if not cfg.quiet:
-        print(f"[kafka-offset-audit] {msg}", flush=True)
+        print(f"[kafka-offset-audit {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
 def run(cfg: AuditConfig, spark: SparkSession) -> RunResult:

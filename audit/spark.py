@@ -27,6 +27,10 @@ def build_session(master: str | None = None, app_name: str = "kafka-offset-audit
                .config("spark.sql.execution.arrow.maxRecordsPerBatch", "8")
                .config("spark.sql.shuffle.partitions", os.environ.get("KOA_SHUFFLE_PARTITIONS", "8"))
                .config("spark.sql.session.timeZone", "UTC")
+               # inputs are explicit file lists: stat them on the driver rather than in a listing job
+               .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "100000")
+               .config("spark.sql.files.openCostInBytes", str(1 << 20))
+               .config("spark.sql.adaptive.coalescePartitions.initialPartitionNum", "8")
                .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"]))
     spark = builder.getOrCreate()
     if not verbose:
