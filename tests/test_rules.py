@@ -1,0 +1,193 @@
+"""Each rule of AUDIT_RULES.md as its own unit, on a handful of inline rows."""
+from datetime import datetime
+
+import pytest
+
+from audit.formats.checkpoints import end_offset_for
+from audit.judge import FINDING_COLUMNS, judge, with_verdicts
+
+COMMITS = ("group_id string, topic string, partition int, committed_offset long, committed_leader_epoch int, "
+           "metadata string, commit_timestamp timestamp, value_version short, source_partition int, "
+           "source_offset long, is_latest boolean, broker_id int")
+EPOCHS = "topic string, partition int, broker_id int, leader_epoch int, start_offset long, is_leader boolean"
+BOUNDS = ("topic string, partition int, log_start_offset long, log_end_offset long, high_watermark long, "
+          "leader_id int, answered_by_broker int, authority string, history_captured_at timestamp, replica_count int, "
+          "caches_disagree boolean, unclean_elections int, last_unclean_election timestamp")
+T0 = datetime(2026, 11, 22, 7, 0, 0)
+LATER = datetime(2026, 11, 22, 8, 0, 0)
+
+
+def commit(offset, epoch, n=0, latest=True, group="g", topic="t", partition=0, version=3, ts=T0):
+    return (group, topic, partition, offset, epoch, "", ts, version, 0, n, latest, 1)
+
+
+def tables(spark, commits, cache=((0, 0), (2, 60), (3, 110)), log_start=0, log_end=120, unclean=0,
+           disagree=False, captured=LATER, extra_epochs=()):
+    c = spark.createDataFrame(commits, COMMITS)
+    e = spark.createDataFrame([("t", 0, 1, ep, so, True) for ep, so in cache] + list(extra_epochs), EPOCHS)
+    b = spark.createDataFrame([("t", 0, log_start, log_end, log_end, 1, 1, "test", captured, 2, disagree, unclean, None)], BOUNDS)
+    return c, e, b
+
+
+def run(spark, rule, commits, history=False, **kw):
+    c, e, b = tables(spark, commits, **kw)
+    rows = judge(spark, c, e, b, history=history, rules=[rule]).collect()
+    return [r.asDict() for r in rows]
+
+
+# ---- FORMATS.md §4 (LeaderEpochFileCache.endOffsetFor), pure
+
+@pytest.mark.parametrize("epoch,expected", [
+    (3, (3, 120)),      # latest epoch -> log end offset
+    (0, (0, 60)),       # start offset of the next higher epoch
+    (1, (0, 60)),       # epoch with no entry: largest epoch below it
+    (2, (2, 110)),
+    (4, (-1, -1)),      # above every epoch: undefined
+    (-1, (-1, -1)),
+])
+def test_end_offset_for(epoch, expected):
+    assert end_offset_for([(0, 0), (2, 60), (3, 110)], epoch, 120) == expected
+
+
+def test_end_offset_for_epoch_below_first_entry():
+    assert end_offset_for([(5, 50)], 2, 90) == (2, 50)
+    assert end_offset_for([], 0, 90) == (-1, -1)
+
+
+# ---- LOG_TRUNCATION
+
+def test_truncation_past_divergence_point(spark):
+    rows = run(spark, "LOG_TRUNCATION", [commit(100, 0)], unclean=1)
+    assert len(rows) == 1
+    r = rows[0]
+    assert (r["finding"], r["severity"], r["divergence_offset"], r["records_at_risk"], r["epoch_end_offset"]) == \
+        ("LOG_TRUNCATION", "critical", 60, 40, 60)
+    assert r["answered_by_broker"] == 1 and "unclean leader election" in r["detail"]
+    assert list(r) == FINDING_COLUMNS
+
+
+def test_commit_at_divergence_point_is_fine(spark):
+    assert run(spark, "LOG_TRUNCATION", [commit(60, 0), commit(59, 0, n=1, group="h")]) == []
+
+
+def test_clean_leader_change_gives_no_finding(spark):
+    # epochs bumped with no lost records: commit within epoch 2's range
+    assert run(spark, "LOG_TRUNCATION", [commit(105, 2)]) == []
+    assert run(spark, "LOG_TRUNCATION", [commit(120, 3)]) == []
+
+
+def test_stale_client_epoch_is_explained(spark):
+    rows = run(spark, "LOG_TRUNCATION", [commit(78, 0)], cache=((0, 0), (2, 50)))
+    assert rows[0]["divergence_offset"] == 50 and "stale client epoch" in rows[0]["detail"]
+
+
+def test_cache_disagreement_is_evidence(spark):
+    rows = run(spark, "LOG_TRUNCATION", [commit(100, 0)], disagree=True)
+    assert "disagree" in rows[0]["detail"]
+
+
+def test_only_the_leaders_cache_answers(spark):
+    # a follower's stale cache (epoch 0 up to 200) must not hide the truncation
+    rows = run(spark, "LOG_TRUNCATION", [commit(100, 0)], extra_epochs=[("t", 0, 2, 0, 0, False)])
+    assert [r["divergence_offset"] for r in rows] == [60]
+
+
+# ---- UNKNOWN_LEADER_EPOCH
+
+def test_unknown_leader_epoch_error_when_history_newer(spark):
+    rows = run(spark, "UNKNOWN_LEADER_EPOCH", [commit(50, 7)])
+    assert [(r["finding"], r["severity"]) for r in rows] == [("UNKNOWN_LEADER_EPOCH", "error")]
+    assert "newest: 3" in rows[0]["detail"]
+
+
+def test_unknown_leader_epoch_warning_when_history_older(spark):
+    rows = run(spark, "UNKNOWN_LEADER_EPOCH", [commit(50, 7, ts=LATER)], captured=T0)
+    assert rows[0]["severity"] == "warning"
+
+
+def test_known_epoch_is_not_unknown(spark):
+    assert run(spark, "UNKNOWN_LEADER_EPOCH", [commit(50, 3)]) == []
+
+
+# ---- BEHIND_METADATA_EPOCH
+
+def test_epoch_regression_forward_move_is_error(spark):
+    rows = run(spark, "BEHIND_METADATA_EPOCH", [commit(75, 2, n=0, latest=False), commit(78, 0, n=1)])
+    assert [(r["severity"], r["previous_offset"], r["previous_leader_epoch"]) for r in rows] == [("error", 75, 2)]
+
+
+def test_epoch_regression_backward_move_is_warning(spark):
+    rows = run(spark, "BEHIND_METADATA_EPOCH", [commit(95, 2, n=0, latest=False), commit(61, 0, n=1)])
+    assert [r["severity"] for r in rows] == ["warning"]
+
+
+def test_regression_reference_is_highest_earlier_epoch(spark):
+    rows = run(spark, "BEHIND_METADATA_EPOCH",
+               [commit(90, 3, n=0, latest=False), commit(95, 2, n=1, latest=False), commit(96, 1, n=2)])
+    assert [(r["previous_offset"], r["previous_leader_epoch"]) for r in rows] == [(90, 3)]
+
+
+def test_epoch_increase_and_epoch_minus_one_are_not_regressions(spark):
+    assert run(spark, "BEHIND_METADATA_EPOCH", [commit(50, 0, n=0, latest=False), commit(70, 2, n=1)]) == []
+    assert run(spark, "BEHIND_METADATA_EPOCH", [commit(50, 2, n=0, latest=False), commit(70, -1, n=1)]) == []
+
+
+def test_history_mode_judges_earlier_commits(spark):
+    commits = [commit(75, 2, n=0, latest=False), commit(78, 0, n=1, latest=False), commit(80, 3, n=2)]
+    assert run(spark, "BEHIND_METADATA_EPOCH", commits) == []
+    assert len(run(spark, "BEHIND_METADATA_EPOCH", commits, history=True)) == 1
+
+
+# ---- OFFSET_OUT_OF_RANGE
+
+def test_below_log_start(spark):
+    rows = run(spark, "OFFSET_OUT_OF_RANGE", [commit(30, 0)], cache=((0, 50),), log_start=50, log_end=90)
+    assert [(r["severity"], r["records_at_risk"], r["log_start_offset"]) for r in rows] == [("error", 20, 50)]
+    assert "below the log start offset 50" in rows[0]["detail"]
+
+
+def test_above_log_end_is_not_clamped(spark):
+    rows = run(spark, "OFFSET_OUT_OF_RANGE", [commit(75, -1)], log_end=60)
+    assert [(r["records_at_risk"], r["log_end_offset"]) for r in rows] == [(15, 60)]
+    assert "above the log end offset 60" in rows[0]["detail"]
+
+
+def test_bounds_are_inclusive(spark):
+    assert run(spark, "OFFSET_OUT_OF_RANGE", [commit(50, 0), commit(90, 0, n=1, group="h")],
+               cache=((0, 50),), log_start=50, log_end=90) == []
+
+
+# ---- OFFSET_REWIND
+
+def test_rewind(spark):
+    rows = run(spark, "OFFSET_REWIND", [commit(70, 0, n=0, latest=False), commit(32, 0, n=1)])
+    assert [(r["severity"], r["previous_offset"], r["committed_offset"], r["records_at_risk"]) for r in rows] == \
+        [("warning", 70, 32, 38)]
+
+
+def test_same_offset_again_is_not_a_rewind(spark):
+    assert run(spark, "OFFSET_REWIND", [commit(70, 0, n=0, latest=False), commit(70, 0, n=1)]) == []
+
+
+# ---- EPOCH_UNVERIFIABLE
+
+def test_epoch_minus_one_is_unverifiable(spark):
+    rows = run(spark, "EPOCH_UNVERIFIABLE", [commit(12, -1, version=1), commit(13, 0, n=1, group="h")])
+    assert [(r["group_id"], r["severity"]) for r in rows] == [("g", "info")]
+    assert "value version 1" in rows[0]["detail"]
+
+
+def test_partition_missing_from_inputs_is_unverifiable(spark):
+    rows = run(spark, "EPOCH_UNVERIFIABLE", [commit(12, 0, topic="gone")])
+    assert len(rows) == 1 and "No replica of gone-0" in rows[0]["detail"]
+
+
+# ---- verdicts
+
+def test_verdict_is_most_severe_finding(spark):
+    c, e, b = tables(spark, [commit(95, 2, n=0, latest=False), commit(130, 0, n=1)])
+    f = judge(spark, c, e, b)
+    names = {r.finding for r in f.collect()}
+    assert {"LOG_TRUNCATION", "OFFSET_OUT_OF_RANGE", "BEHIND_METADATA_EPOCH"} <= names
+    v = with_verdicts(c, f).collect()
+    assert [(r.committed_offset, r.verdict) for r in v] == [(130, "LOG_TRUNCATION")]
