@@ -420,8 +420,12 @@ def read_log_dirs(spark: SparkSession, roots: list[str]) -> LogDirSources:
     else:
         raw = spark.createDataFrame([], spark_schema(RAW_SCHEMA)).withColumn("broker_id", F.lit(None).cast("int"))
 
+    tail_issues = tail_df.where(F.col("issue_reason").isNotNull())
+    if seg_uris:  # the decode reports those files' issues itself
+        decoded = spark.createDataFrame([(u,) for u in seg_uris], "path string")
+        tail_issues = tail_issues.join(F.broadcast(decoded), "path", "left_anti")
     issues = [
-        tail_df.where(F.col("issue_reason").isNotNull()).select(
+        tail_issues.select(
             F.col("path").alias("file"), F.col("issue_position").alias("position"),
             F.col("issue_reason").alias("reason"), F.col("issue_detail").alias("detail"),
             F.lit(0).alias("records_affected")),

@@ -1,0 +1,132 @@
+"""Bad input is counted and reported with where it was; it never crashes the audit."""
+import shutil
+import struct
+
+import pyarrow as pa
+import pytest
+
+from audit.cli import main
+from audit.formats.record_batch import scan_batches
+from audit.formats.segments import decode_offsets_segment
+
+from .paths import REAL, SCENARIO
+
+SEG = SCENARIO / "brokers/broker-1/__consumer_offsets-0/00000000000000000000.log"
+
+
+def _rows(buf):
+    from audit.formats.segments import RAW_SCHEMA
+    return pa.Table.from_batches(decode_offsets_segment(buf, "seg.log", 0), schema=RAW_SCHEMA).to_pylist()
+
+
+def _batch_positions(buf):
+    return scan_batches(buf).position.tolist()
+
+
+def test_flipped_crc_byte_skips_that_batch_only():
+    buf = bytearray(SEG.read_bytes())
+    good = _rows(bytes(buf))
+    positions = _batch_positions(bytes(buf))
+    target = positions[2]
+    buf[target + 70] ^= 0xFF  # a byte inside the batch's records
+    rows = _rows(bytes(buf))
+    issues = [r for r in rows if r["kind"] == "issue"]
+    assert [(i["decode_error"], i["position"]) for i in issues] == [("crc_mismatch", target)]
+    kept = [r for r in rows if r["kind"] != "issue"]
+    lost = [r for r in good if r["position"] == target]
+    assert len(kept) == len(good) - len(lost) and lost
+
+
+def test_cut_off_tail_is_reported_and_earlier_batches_kept():
+    buf = SEG.read_bytes()
+    positions = _batch_positions(buf)
+    cut = buf[:positions[-1] + 30]
+    rows = _rows(cut)
+    issues = [r for r in rows if r["kind"] == "issue"]
+    assert [(i["decode_error"], i["position"]) for i in issues] == [("partial_batch", positions[-1])]
+    assert len([r for r in rows if r["kind"] != "issue"]) == len([r for r in _rows(buf) if r["position"] < positions[-1]])
+
+
+def test_non_kafka_file_is_reported():
+    rows = _rows(b"this is not a kafka segment at all, just some text\n" * 20)
+    assert rows and all(r["kind"] == "issue" for r in rows)
+    assert rows[0]["position"] == 0
+
+
+def test_empty_segment_has_no_rows():
+    assert _rows(b"") == []
+
+
+def test_unknown_record_type_is_counted_not_fatal():
+    """Rewrite one record's key type to 9 (a share-group record) inside a valid batch."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                                  producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+    commit_key = struct.pack(">hh1sh1si", 1, 1, b"g", 1, b"t", 0)
+    commit_val = struct.pack(">hqih0sq", 3, 42, 5, 0, b"", 1700000000000)
+    b.append(0, timestamp=1700000000000, key=commit_key, value=commit_val, headers=[])
+    b.append(1, timestamp=1700000000000, key=struct.pack(">hh1s", 9, 1, b"g"), value=b"\x00\x00\x01", headers=[])
+    b.append(2, timestamp=1700000000000, key=struct.pack(">hh1s", 2, 1, b"g"), value=None, headers=[])
+    rows = _rows(bytes(b.build()))
+    assert [r["decode_error"] for r in rows] == [None, "unknown_record_type", None]
+    assert rows[0]["committed_offset"] == 42 and rows[0]["leader_epoch"] == 5
+    assert rows[2]["is_tombstone"] and rows[2]["record_type"] == 2
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4], ids=["gzip", "snappy", "lz4", "zstd"])
+def test_all_compression_codecs(codec):
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=codec, is_transactional=False, producer_id=-1,
+                                  producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+    for i in range(50):
+        key = struct.pack(">hh1sh1si", 1, 1, b"g", 1, b"t", i)
+        val = struct.pack(">hqih0sq", 3, 1000 + i, 2, 0, b"", 1700000000000 + i)
+        b.append(i, timestamp=1700000000000 + i, key=key, value=val, headers=[])
+    rows = _rows(bytes(b.build()))
+    assert [r["committed_offset"] for r in rows] == [1000 + i for i in range(50)]
+    assert {r["partition"] for r in rows} == set(range(50)) and not [r for r in rows if r["decode_error"]]
+
+
+def test_audit_survives_corrupt_copy_and_reports_file_and_position(audit_dirs, tmp_path):
+    src = REAL / "kraft-3.6-single-broker/data"
+    dst = tmp_path / "broker"
+    shutil.copytree(src, dst)
+    for p in dst.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    seg = dst / "__consumer_offsets-24/00000000000000000000.log"
+    buf = bytearray(seg.read_bytes())
+    pos = _batch_positions(bytes(buf))
+    buf[pos[1] + 65] ^= 0x55
+    seg.write_bytes(bytes(buf))
+    seg2 = dst / "__consumer_offsets-27/00000000000000000000.log"
+    seg2.write_bytes(seg2.read_bytes()[:-7])
+    (dst / "__consumer_offsets-31/00000000000000000000.log").write_bytes(b"garbage" * 10)
+    result, out = audit_dirs("corrupt", [dst], fail_on="never")
+    skipped = result.summary["records_skipped"]
+    assert skipped["by_reason"].get("crc_mismatch") == 1
+    assert skipped["by_reason"].get("partial_batch", 0) >= 1
+    where = {(w["file"].rsplit("/", 2)[-2], w["reason"], w["position"]) for w in skipped["where"]}
+    assert ("__consumer_offsets-24", "crc_mismatch", pos[1]) in where
+    assert any(w[0] == "__consumer_offsets-31" for w in where)
+    assert result.exit_code == 0 and (out / "findings").exists() and (out / "summary.json").exists()
+    # the rest was still decoded
+    assert result.summary["offset_commits"]["live"] > 0
+
+
+def test_missing_dir_is_usage_error(capsys, tmp_path):
+    code = main(["audit", "--log-dirs", str(tmp_path / "nope"), "--output", str(tmp_path / "out")])
+    assert code == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_empty_dir_is_usage_error(capsys, tmp_path):
+    (tmp_path / "empty").mkdir()
+    code = main(["audit", "--log-dirs", str(tmp_path / "empty"), "--output", str(tmp_path / "out")])
+    assert code == 2
+    assert "no Kafka log dir found" in capsys.readouterr().err
+
+
+def test_bad_arguments_exit_2(tmp_path):
+    with pytest.raises(SystemExit) as exc:
+        main(["audit", "--log-dirs", str(tmp_path), "--output", str(tmp_path / "o"), "--mode", "sometimes"])
+    assert exc.value.code == 2
