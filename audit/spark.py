@@ -18,7 +18,8 @@ def build_session(master: str | None = None, app_name: str = "kafka-offset-audit
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    elif not os.environ.get("SPARK_SUBMIT_OPTS") and "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
+    elif "PYSPARK_GATEWAY_PORT" not in os.environ:
+        # not under spark-submit (which sets the gateway and its own spark.master)
         builder = builder.config("spark.master", os.environ.get("KOA_SPARK_MASTER", "local[*]"))
     builder = (builder
                .config("spark.ui.enabled", "false")
