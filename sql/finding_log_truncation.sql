@@ -2,11 +2,14 @@
 -- Committed epoch E >= 0 and the leader's end offset for E (OffsetsForLeaderEpoch, FORMATS.md §4)
 -- is below the committed offset O. divergence_offset = that end offset, exactly what Kafka's
 -- SubscriptionState.maybeCompleteValidation puts in LogTruncationException.divergentOffsets().
--- Evidence, strongest first: an unclean election in the metadata log, replicas' caches that
+-- An undefined answer (-1, -1: the epoch is above every cached epoch, or the cache is empty) is a
+-- truncation with no known divergence point, as the Java consumer treats it (divergence_offset null;
+-- UNKNOWN_LEADER_EPOCH explains it). Evidence, strongest first: an unclean election in the metadata log, replicas' caches that
 -- disagree, or an epoch older than the one offset O-1 was written in (a stale client epoch).
 WITH t AS (
   SELECT * FROM commit_context
-  WHERE committed_leader_epoch >= 0 AND epoch_end_offset >= 0 AND epoch_end_offset < committed_offset
+  WHERE committed_leader_epoch >= 0 AND partition_known AND epoch_end_offset IS NOT NULL
+    AND epoch_end_offset < committed_offset
 ),
 written AS (
   SELECT t.group_id, t.topic, t.partition, t.source_partition, t.source_offset, max(x.leader_epoch) AS written_epoch
@@ -17,11 +20,15 @@ written AS (
 SELECT t.group_id, t.topic, t.partition,
        'LOG_TRUNCATION' AS finding, 'critical' AS severity,
        t.committed_offset, t.committed_leader_epoch, t.commit_timestamp,
-       t.epoch_end_offset AS divergence_offset,
-       t.committed_offset - t.epoch_end_offset AS records_at_risk,
+       CASE WHEN t.epoch_end_offset >= 0 THEN t.epoch_end_offset END AS divergence_offset,
+       CASE WHEN t.epoch_end_offset >= 0 THEN t.committed_offset - t.epoch_end_offset END AS records_at_risk,
        t.epoch_end_offset, t.log_start_offset, t.log_end_offset,
        t.previous_offset, t.previous_leader_epoch, t.answered_by_broker,
-       concat(
+       CASE WHEN t.epoch_end_offset < 0 THEN format_string(
+         'Committed offset %d (leader epoch %d) of %s-%d cannot be validated: the leader (broker %s) has no end offset for epoch %d (its newest epoch is %s), so OffsetsForLeaderEpoch answers undefined and Kafka''s consumer treats the position as truncated with no known divergence point (LogTruncationException, or a reset per auto.offset.reset). Risk: the group resumes wherever its reset policy says: loss or replay of unknown size. Action: find where processing really stopped, then kafka-consumer-groups --bootstrap-server <broker> --group %s --topic %s:%d --reset-offsets --to-offset <offset> --execute.',
+         t.committed_offset, t.committed_leader_epoch, t.topic, t.partition, coalesce(cast(t.answered_by_broker AS STRING), '?'),
+         t.committed_leader_epoch, coalesce(cast(t.history_latest_epoch AS STRING), 'none: empty cache'), t.group_id, t.topic, t.partition)
+       ELSE concat(
          format_string('Committed offset %d (leader epoch %d) of %s-%d is past the divergence point: the leader''s epoch %d ends at offset %d (OffsetsForLeaderEpoch answered by broker %s, %s). ',
                        t.committed_offset, t.committed_leader_epoch, t.topic, t.partition,
                        t.end_epoch, t.epoch_end_offset, coalesce(cast(t.answered_by_broker AS STRING), '?'), coalesce(t.authority, 'authoritative cache')),
@@ -42,7 +49,7 @@ SELECT t.group_id, t.topic, t.partition,
          END,
          format_string('Action: check downstream for the affected range, then kafka-consumer-groups --bootstrap-server <broker> --group %s --topic %s:%d --reset-offsets --to-offset %d --execute (the group must be inactive).',
                        t.group_id, t.topic, t.partition, t.epoch_end_offset)
-       ) AS detail
+       ) END AS detail
 FROM t
 LEFT JOIN written w
   ON t.group_id = w.group_id AND t.topic = w.topic AND t.partition = w.partition

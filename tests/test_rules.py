@@ -94,6 +94,13 @@ def test_only_the_leaders_cache_answers(spark):
 
 # ---- UNKNOWN_LEADER_EPOCH
 
+def test_undefined_answer_is_truncation_without_divergence_point(spark):
+    """Java consumer: an undefined OffsetsForLeaderEpoch answer is a truncation with no divergent offset."""
+    rows = run(spark, "LOG_TRUNCATION", [commit(50, 7)])
+    assert [(r["severity"], r["divergence_offset"], r["records_at_risk"]) for r in rows] == [("critical", None, None)]
+    assert "no known divergence point" in rows[0]["detail"]
+
+
 def test_unknown_leader_epoch_error_when_history_newer(spark):
     rows = run(spark, "UNKNOWN_LEADER_EPOCH", [commit(50, 7)])
     assert [(r["finding"], r["severity"]) for r in rows] == [("UNKNOWN_LEADER_EPOCH", "error")]
