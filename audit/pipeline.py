@@ -126,6 +126,10 @@ def _summary(cfg, src, raw, records, commits, findings, started_at) -> dict:
     for r in findings.groupBy("finding", "severity").count().collect():
         sev[r["severity"]] += r["count"]
         names[r["finding"]] = names.get(r["finding"], 0) + r["count"]
+    disagree = (src.epochs.groupBy("topic", "partition", "leader_epoch")
+                .agg(F.countDistinct("start_offset").alias("n"),
+                     F.map_from_entries(F.collect_list(F.struct(F.col("broker_id").cast("string"), "start_offset"))).alias("start_offsets"))
+                .where("n > 1").orderBy("topic", "partition", "leader_epoch").take(MAX_WHERE))
     n_live = commits.count()
     n_latest = commits.where("is_latest").count()
     return {
@@ -155,4 +159,7 @@ def _summary(cfg, src, raw, records, commits, findings, started_at) -> dict:
         "records_skipped": {"by_reason": by_reason, "where": where,
                             "where_truncated": sum(by_reason.values()) > MAX_WHERE},
         "findings": {"total": int(sum(sev.values())), "by_name": names, "by_severity": sev},
+        "epoch_cache_disagreements": [
+            {"topic": r["topic"], "partition": r["partition"], "leader_epoch": r["leader_epoch"],
+             "start_offset_by_broker": dict(r["start_offsets"])} for r in disagree],
     }

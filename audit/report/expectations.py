@@ -43,7 +43,7 @@ import os
 import shutil
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from audit.report.expectations_config import (
     ConfigSource,
@@ -55,6 +55,8 @@ log = logging.getLogger(__name__)
 
 #: Tables read from the output directory, in validation order.
 PARQUET_ASSETS: Tuple[str, ...] = ("findings", "committed_offsets", "commits", "epochs", "bounds")
+#: Everything that can be validated: the tables plus ``summary`` (summary.json).
+ALL_ASSETS: Tuple[str, ...] = PARQUET_ASSETS + ("summary",)
 #: Tables that must exist; the others are validated only when present.
 REQUIRED_ASSETS: Tuple[str, ...] = ("findings", "committed_offsets", "epochs", "bounds")
 
@@ -315,11 +317,13 @@ def _summary_frame(spark, summary: Dict[str, Any], findings_rows: int):
     return spark.createDataFrame([row], schema=schema)
 
 
-def _read_inputs(spark, output_dir: str) -> Tuple[Dict[str, Any], List[str]]:
-    """Read the output tables as Spark DataFrames; report absent optional ones."""
+def _read_inputs(spark, output_dir: str, wanted: Sequence[str]) -> Tuple[Dict[str, Any], List[str]]:
+    """Read the wanted tables as Spark DataFrames; report absent optional ones."""
     frames: Dict[str, Any] = {}
     skipped: List[str] = []
     for name in PARQUET_ASSETS:
+        if name not in wanted:
+            continue
         path = os.path.join(output_dir, name)
         if not os.path.isdir(path):
             if name in REQUIRED_ASSETS:
@@ -330,10 +334,16 @@ def _read_inputs(spark, output_dir: str) -> Tuple[Dict[str, Any], List[str]]:
             continue
         frames[name] = spark.read.parquet(path)
     summary_path = os.path.join(output_dir, "summary.json")
-    if os.path.isfile(summary_path):
+    if "summary" not in wanted:
+        pass
+    elif os.path.isfile(summary_path):
         with open(summary_path, "r", encoding="utf-8") as fh:
             summary = json.load(fh)
-        frames["summary"] = _summary_frame(spark, summary, frames["findings"].count())
+        findings_path = os.path.join(output_dir, "findings")
+        if not os.path.isdir(findings_path):
+            raise FileNotFoundError(f"audit output table findings/ is missing under {output_dir}")
+        findings_rows = spark.read.parquet(findings_path).count()
+        frames["summary"] = _summary_frame(spark, summary, findings_rows)
     else:
         skipped.append("summary")
     return frames, skipped
@@ -361,6 +371,7 @@ def run_expectations(
     spark,
     output_dir: str,
     config: ConfigSource = None,
+    assets: Optional[Sequence[str]] = None,
 ) -> ExpectationsOutcome:
     """Validate an audit output directory with Great Expectations, in Spark.
 
@@ -373,6 +384,8 @@ def run_expectations(
             extra columns are allowed.
         config: thresholds: an :class:`ExpectationsConfig`, a mapping of
             overrides, a JSON/YAML file path, or None for the defaults.
+        assets: validate only these of :data:`ALL_ASSETS` (default: all);
+            e.g. ``["committed_offsets"]`` for a quick check.
 
     Returns:
         An :class:`ExpectationsOutcome`.  Side effects: writes
@@ -383,16 +396,20 @@ def run_expectations(
 
     Raises:
         FileNotFoundError: ``output_dir`` or a required table is missing.
-        pydantic.ValidationError / ValueError: a bad config.
+        pydantic.ValidationError / ValueError: a bad config or asset name.
     """
     cfg = load_expectations_config(config)
+    wanted = list(ALL_ASSETS) if assets is None else list(assets)
+    unknown = sorted(set(wanted) - set(ALL_ASSETS))
+    if unknown or not wanted:
+        raise ValueError(f"assets must be a non-empty subset of {list(ALL_ASSETS)}: {unknown}")
     output_dir = os.path.abspath(output_dir)
     if not os.path.isdir(output_dir):
         raise FileNotFoundError(f"audit output directory not found: {output_dir}")
 
     gx = _gx()
     suites = build_suites(cfg)
-    frames, skipped = _read_inputs(spark, output_dir)
+    frames, skipped = _read_inputs(spark, output_dir, wanted)
 
     docs_dir = os.path.join(output_dir, DATA_DOCS_DIRNAME)
     ctx = gx.get_context(mode="ephemeral")
@@ -464,6 +481,20 @@ def run_expectations(
     return _write_outcome(output_dir, cfg, results, skipped, docs_index)
 
 
+def _exception_message(info: Any) -> Optional[str]:
+    """GX's exception_info is either one {raised_exception, exception_message} dict or,
+    for metric errors, a dict of them keyed by metric id."""
+    if not isinstance(info, dict):
+        return None
+    if "raised_exception" in info or "exception_message" in info:
+        if info.get("raised_exception") or info.get("exception_message"):
+            return str(info.get("exception_message"))
+        return None
+    messages = [str(v.get("exception_message")) for v in info.values()
+                if isinstance(v, dict) and v.get("exception_message")]
+    return "; ".join(dict.fromkeys(messages)) or None
+
+
 def _write_outcome(
     output_dir: str,
     cfg: ExpectationsConfig,
@@ -487,10 +518,7 @@ def _write_outcome(
                 continue
             conf = r.expectation_config
             meta = conf.meta or {}
-            exc = None
-            info = r.exception_info or {}
-            if isinstance(info, dict) and info.get("raised_exception"):
-                exc = str(info.get("exception_message"))
+            exc = _exception_message(r.exception_info)
             failed.append(
                 FailedExpectation(
                     asset=asset_name,
@@ -523,6 +551,13 @@ def _write_outcome(
     with open(result_path, "w", encoding="utf-8") as fh:
         json.dump(document, fh, indent=2, default=_json_default)
 
+    log.info(
+        "audit output expectations %s: %d of %d met%s; result %s",
+        "passed" if success else "FAILED",
+        totals["successful_expectations"], evaluated,
+        f" (failed: {', '.join(sorted(f.check for f in failed))})" if failed else "",
+        result_path,
+    )
     return ExpectationsOutcome(
         success=success,
         statistics=statistics,

@@ -364,7 +364,7 @@ _CSS = """
 :root { --fg:#212529; --muted:#6c757d; --line:#dee2e6; --bg:#fff; }
 * { box-sizing: border-box; }
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", Arial, sans-serif;
-       color: var(--fg); background: var(--bg); margin: 0 auto; padding: 1rem 2rem; max-width: 1400px; }
+       color: var(--fg); background: var(--bg); margin: 0 auto; padding: 1rem 2rem; max-width: 1600px; }
 h1 { font-size: 1.6rem; margin: .2rem 0 .4rem; }
 h2 { font-size: 1.25rem; border-bottom: 2px solid var(--line); padding-bottom: .2rem; margin-top: 2rem; }
 h3 { font-size: 1.05rem; margin: 1.4rem 0 .3rem; }
@@ -382,8 +382,13 @@ table.kv td:first-child { color: var(--muted); white-space: nowrap; }
 .sev { display: inline-block; padding: 0 .45rem; border-radius: 4px; color: #fff; font-weight: 600; font-size: .78rem; }
 .sev-critical { background: #b3001b; } .sev-error { background: #e8590c; }
 .sev-warning { background: #f2b705; color: #212529; } .sev-info { background: #4c6ef5; }
-td { white-space: nowrap; }
-td.detail { white-space: normal; min-width: 26rem; max-width: 52rem; }
+td.num { white-space: nowrap; }
+td.detail { color: #343a40; background: #f8f9fa; padding-left: 1.2rem; border-left-width: 5px; }
+tbody.sev-row-critical td.detail { border-left-color: #b3001b; }
+tbody.sev-row-error td.detail { border-left-color: #e8590c; }
+tbody.sev-row-warning td.detail { border-left-color: #f2b705; }
+tbody.sev-row-info td.detail { border-left-color: #4c6ef5; }
+.table-wrap { overflow-x: auto; }
 .filters { margin: .5rem 0; display: flex; gap: 1rem; align-items: center; }
 figure { margin: .8rem 0 1.6rem; }
 figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }
@@ -406,7 +411,7 @@ _SCRIPT = """
     var q = document.getElementById('text-filter');
     if (!sev || !q) { return; }
     var want = sev.value, text = q.value.toLowerCase(), shown = 0;
-    var rows = document.querySelectorAll('#findings-table tbody tr');
+    var rows = document.querySelectorAll('#findings-table tbody.finding');
     for (var i = 0; i < rows.length; i++) {
       var r = rows[i];
       var ok = (!want || r.getAttribute('data-severity') === want) &&
@@ -432,7 +437,7 @@ _SCRIPT = """
     var b = document.body;
     b.setAttribute('data-plots-rendered', String(okCount));
     b.setAttribute('data-plots-broken', String(bad));
-    b.setAttribute('data-table-rows', String(document.querySelectorAll('#findings-table tbody tr').length));
+    b.setAttribute('data-table-rows', String(document.querySelectorAll('#findings-table tbody.finding').length));
     b.setAttribute('data-errors', String(errors.length));
     b.setAttribute('data-error-text', errors.join(' | '));
     b.setAttribute('data-report-ready', '1');
@@ -448,11 +453,14 @@ def _kv_table(items: Iterable[Tuple[str, Any]]) -> str:
     return f'<table class="kv">{rows}</table>' if rows else '<p class="muted">none</p>'
 
 
-def _counts_card(title: str, counts: Any) -> str:
+def _counts_card(title: str, counts: Any, order: Sequence[str] = ()) -> str:
     if isinstance(counts, dict) and counts:
-        body = _kv_table(sorted(((str(k), v) for k, v in counts.items()),
-                                key=lambda kv: (-kv[1] if isinstance(kv[1], (int, float)) else 0,
-                                                kv[0])))
+        def key(kv):
+            if kv[0] in order:
+                return (0, order.index(kv[0]), 0, kv[0])
+            return (1, 0, -kv[1] if isinstance(kv[1], (int, float)) else 0, kv[0])
+
+        body = _kv_table(sorted(((str(k), v) for k, v in counts.items()), key=key))
     else:
         body = '<p class="muted">none</p>'
     return f'<div class="card"><h4>{_esc(title)}</h4>{body}</div>'
@@ -481,9 +489,9 @@ def _summary_section(summary: Optional[Dict[str, Any]], verdicts: Dict[str, int]
     parts.append(_counts_card("Records read by type", read.get("by_record_type")))
     parts.append(_counts_card("Records read by value version", read.get("by_value_version")))
     parts.append(_counts_card("Records skipped by reason", skipped.get("by_reason")))
-    parts.append(_counts_card("Findings by severity", found.get("by_severity")))
+    parts.append(_counts_card("Findings by severity", found.get("by_severity"), SEVERITY_ORDER))
     parts.append(_counts_card("Findings by name", found.get("by_name")))
-    parts.append(_counts_card("Latest commits by verdict", verdicts))
+    parts.append(_counts_card("Latest commits by verdict", verdicts, ("OK",)))
     if expectations is not None:
         ok = bool(expectations.get("success"))
         stats = expectations.get("statistics") or {}
@@ -551,9 +559,10 @@ def _findings_section(rows: List[Dict[str, Any]], total: int, cap: int) -> str:
         "</label></div>"
     )
     head = ("severity", "finding", "group", "partition", "committed", "commit time",
-            "divergence", "records at risk", "log start..end", "previous", "broker", "what / risk / action")
-    parts.append('<table id="findings-table"><thead><tr>'
-                 + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>")
+            "divergence", "records at risk", "log start..end", "previous", "broker")
+    parts.append('<div class="table-wrap"><table id="findings-table"><thead><tr>'
+                 + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead>")
+    # One <tbody> per finding: its figures, then its what/risk/action text across the table.
     for r in rows:
         sev = str(r.get("severity") or "")
         tp = f"{r.get('topic')}-{r.get('partition')}"
@@ -561,21 +570,23 @@ def _findings_section(rows: List[Dict[str, Any]], total: int, cap: int) -> str:
         if r.get("log_start_offset") is not None or r.get("log_end_offset") is not None:
             bounds = f"{_esc(r.get('log_start_offset'))}..{_esc(r.get('log_end_offset'))}"
         parts.append(
-            f'<tr data-severity="{_esc(sev)}" data-finding="{_esc(r.get("finding"))}">'
+            f'<tbody class="finding sev-row-{_esc(sev)}" data-severity="{_esc(sev)}" '
+            f'data-finding="{_esc(r.get("finding"))}"><tr>'
             f'<td><span class="sev sev-{_esc(sev)}">{_esc(sev)}</span></td>'
             f"<td>{_esc(r.get('finding'))}</td>"
             f"<td>{_esc(r.get('group_id'))}</td>"
-            f'<td><a href="#plot-{_esc(tp)}">{_esc(tp)}</a></td>'
+            f'<td class="num"><a href="#plot-{_esc(tp)}">{_esc(tp)}</a></td>'
             f'<td class="num">{_esc(_fmt_offset_epoch(r.get("committed_offset"), r.get("committed_leader_epoch")))}</td>'
-            f"<td>{_esc(_fmt_ts(r.get('commit_timestamp')))}</td>"
+            f'<td class="num">{_esc(_fmt_ts(r.get("commit_timestamp")))}</td>'
             f'<td class="num">{_esc(r.get("divergence_offset"))}</td>'
             f'<td class="num">{_esc(r.get("records_at_risk"))}</td>'
             f'<td class="num">{bounds}</td>'
             f'<td class="num">{_esc(_fmt_offset_epoch(r.get("previous_offset"), r.get("previous_leader_epoch")))}</td>'
-            f'<td class="num">{_esc(r.get("answered_by_broker"))}</td>'
-            f'<td class="detail">{_esc(r.get("detail"))}</td></tr>'
+            f'<td class="num">{_esc(r.get("answered_by_broker"))}</td></tr>'
+            f'<tr class="detail-row"><td class="detail" colspan="{len(head)}">'
+            f'{_esc(r.get("detail"))}</td></tr></tbody>'
         )
-    parts.append("</tbody></table></section>")
+    parts.append("</table></div></section>")
     return "".join(parts)
 
 

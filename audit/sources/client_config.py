@@ -107,7 +107,11 @@ def _scrub_text(text: str) -> str:
     for secret in secrets:
         if secret in text:
             text = text.replace(secret, REDACTED)
-    return _SECRET_PAIR_RE.sub(lambda m: m.group("key") + m.group("sep") + REDACTED, text)
+    def mask(m: re.Match) -> str:
+        val = m.group("val")
+        quote = val[0] if val[0] in "\"'" else ""
+        return m.group("key") + m.group("sep") + quote + REDACTED + quote
+    return _SECRET_PAIR_RE.sub(mask, text)
 
 
 def redact(obj: Any) -> Any:

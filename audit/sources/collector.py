@@ -256,6 +256,7 @@ class Broker:
 
     @property
     def is_bootstrap(self) -> bool:
+        """True for a ``bootstrap.servers`` entry (not yet identified by metadata)."""
         return isinstance(self.node_id, str)
 
 
@@ -673,11 +674,6 @@ class OffsetCollector:
                         f"{cfg.deadline_ms} ms deadline (rebootstraps: {self.stats['rebootstraps']}, "
                         f"metadata.recovery.strategy={cfg.metadata_recovery_strategy}); brokers tried: "
                         f"{self._describe_brokers(dict.fromkeys(tried))}", names)
-                if self._rebootstrap_due():
-                    self._rebootstrap(
-                        f"no metadata from any known broker for {cfg.metadata_recovery_rebootstrap_trigger_ms} ms "
-                        "(metadata.recovery.rebootstrap.trigger.ms)")
-                    break
                 tried.append(str(broker))
                 request = MetadataRequest(
                     topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
@@ -685,20 +681,25 @@ class OffsetCollector:
                 try:
                     response = self._send(broker, request)
                 except _BrokerFailure as failure:
-                    self._note_failure(broker, failure.error)
-                    continue
-                top = getattr(response, "error_code", 0) or 0
-                if top == REBOOTSTRAP_REQUIRED:
-                    self._note_failure(broker, "REBOOTSTRAP_REQUIRED (129)")
-                    if cfg.metadata_recovery_strategy == "rebootstrap":
-                        self._rebootstrap(f"broker {broker} answered REBOOTSTRAP_REQUIRED")
+                    failure_text: Any = failure.error
+                else:
+                    top = getattr(response, "error_code", 0) or 0
+                    if top == REBOOTSTRAP_REQUIRED:
+                        self._note_failure(broker, "REBOOTSTRAP_REQUIRED (129)")
+                        if cfg.metadata_recovery_strategy == "rebootstrap":
+                            self._rebootstrap(f"broker {broker} answered REBOOTSTRAP_REQUIRED")
+                            break
+                        continue
+                    failure_text = (f"Metadata error {error_name(top)}" if top
+                                    else None if response.brokers else "Metadata response lists no brokers")
+                if failure_text is not None:
+                    self._note_failure(broker, failure_text)
+                    # KIP-1102: checked after a failed attempt, so every (re)bootstrap gets tried at least once
+                    if self._rebootstrap_due():
+                        self._rebootstrap(
+                            f"no metadata from any known broker for {cfg.metadata_recovery_rebootstrap_trigger_ms} "
+                            "ms (metadata.recovery.rebootstrap.trigger.ms)")
                         break
-                    continue
-                if top:
-                    self._note_failure(broker, f"Metadata error {error_name(top)}")
-                    continue
-                if not response.brokers:
-                    self._note_failure(broker, "Metadata response lists no brokers")
                     continue
                 self._note_success(broker)
                 self._metadata_wait_started = None

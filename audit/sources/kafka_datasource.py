@@ -58,6 +58,7 @@ __all__ = [
     "KafkaOffsetsTopicReader",
     "OffsetsTopicPartition",
     "consumer_settings",
+    "reader_from_options",
     "register",
     "with_consumer_factory",
 ]
@@ -176,7 +177,7 @@ class KafkaOffsetsTopicReader(DataSourceReader):
         elif isinstance(exc, (Errors.SaslAuthenticationFailedError, Errors.UnsupportedSaslMechanismError)) \
                 or "CERTIFICATE_VERIFY_FAILED" in str(exc):
             hint = "authentication failed; check security.protocol, sasl.jaas.config and ssl.* settings"
-        elif isinstance(exc, Errors.NoBrokersAvailable):
+        elif isinstance(exc, (Errors.KafkaTimeoutError, Errors.KafkaConnectionError, Errors.NodeNotReadyError)):
             hint = "no broker reachable"
         else:
             hint = ""
@@ -284,7 +285,15 @@ def _read_properties(path: str) -> dict[str, str]:
         raise ClientConfigError(f"cannot read client properties {path}: {exc.strerror}") from None
 
 
-def _reader_from_options(options: Mapping[str, str], factory: Callable[..., Any] | None) -> KafkaOffsetsTopicReader:
+def reader_from_options(options: Mapping[str, str],
+                        factory: Callable[..., Any] | None = None) -> KafkaOffsetsTopicReader:
+    """Build the reader from data-source options (see the module docstring).
+
+    Raises:
+        KafkaOffsetsTopicError: unknown option (named), bad ``poll.timeout.ms``,
+            missing ``bootstrap.servers``, or a client-configuration error
+            (message redacted).
+    """
     opts = {str(k).lower(): str(v) for k, v in dict(options).items()}
     unknown = sorted(k for k in opts if k not in _KNOWN_OPTIONS and not k.startswith("kafka."))
     if unknown:
@@ -341,7 +350,7 @@ class KafkaOffsetsTopicDataSource(DataSource):
 
     def reader(self, schema: Any) -> KafkaOffsetsTopicReader:
         factory = type(self).consumer_factory
-        return _reader_from_options(self.options, factory)
+        return reader_from_options(self.options, factory)
 
 
 def with_consumer_factory(factory: Callable[..., Any]) -> type[KafkaOffsetsTopicDataSource]:

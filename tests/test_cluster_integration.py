@@ -1,0 +1,80 @@
+"""Live-cluster checks of the collector and the kafka_offsets_topic data source.
+
+Run only when ``KAFKA_BOOTSTRAP_SERVERS`` is set (``host:port[,host:port]``);
+``KAFKA_CLIENT_PROPERTIES`` may name a client ``.properties`` file (SASL/TLS).
+Everything here is read-only: Metadata, OffsetsForLeaderEpoch, ListOffsets and
+Fetch of ``__consumer_offsets`` without a group; nothing is committed or written.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+BOOTSTRAP = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
+PROPERTIES = os.environ.get("KAFKA_CLIENT_PROPERTIES", "").strip() or None
+TOPIC = "__consumer_offsets"
+
+pytestmark = pytest.mark.skipif(
+    not BOOTSTRAP,
+    reason="KAFKA_BOOTSTRAP_SERVERS is not set: these tests need a live Kafka cluster "
+           "(optionally KAFKA_CLIENT_PROPERTIES=<client.properties>); they only read from it")
+
+
+@pytest.fixture(scope="module")
+def collector():
+    from audit.sources.collector import open_collector
+    c = open_collector(PROPERTIES, bootstrap_servers=BOOTSTRAP, deadline_ms=60_000)
+    yield c
+    c.close()
+
+
+def test_metadata_for_the_offsets_topic_only(collector):
+    states = collector.fetch_metadata([TOPIC])
+    assert states, f"{TOPIC} has no partitions?"
+    assert {t for t, _ in states} == {TOPIC}
+    assert all(s.leader_id >= 0 for s in states.values()), "offline __consumer_offsets partitions"
+    assert collector.brokers, "metadata lists no brokers"
+    assert collector.stats["requests.MetadataRequest"] >= 1
+
+
+def test_bounds_and_epoch_end_offsets_agree(collector):
+    states = collector.fetch_metadata([TOPIC])
+    bounds = collector.log_bounds([TOPIC])
+    assert len(bounds) == len(states)
+    by_tp = {(b["topic"], b["partition"]): b for b in bounds}
+    for b in bounds:
+        assert 0 <= b["log_start_offset"] <= b["log_end_offset"] == b["high_watermark"]
+    requests = [(t, p, s.leader_epoch) for (t, p), s in states.items() if s.leader_epoch >= 0]
+    if not requests:
+        pytest.skip("brokers do not report leader epochs (Metadata < v7)")
+    rows = collector.epoch_end_offsets(requests)
+    assert len(rows) == len(requests)
+    for r in rows:
+        state = states[(r["topic"], r["partition"])]
+        # the current epoch ends at the leader's log end offset, which is >= the high watermark
+        assert r["leader_epoch"] == r["requested_epoch"] == state.leader_epoch
+        assert r["end_offset"] >= by_tp[(r["topic"], r["partition"])]["log_end_offset"]
+        assert r["answered_by_broker"] == state.leader_id
+
+
+def test_data_source_reads_the_offsets_topic(spark):
+    from audit.sources.kafka_datasource import KafkaOffsetsTopicReader, reader_from_options, register
+
+    options = {"bootstrap.servers": BOOTSTRAP, "poll.timeout.ms": "30000"}
+    if PROPERTIES:
+        options["client.properties"] = PROPERTIES
+    planner = reader_from_options(options)
+    assert isinstance(planner, KafkaOffsetsTopicReader)
+    plan = {p.partition: p for p in planner.partitions()}
+    register(spark)
+    reader = spark.read.format("kafka_offsets_topic")
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    rows = reader.load().select("source_partition", "source_offset").collect()
+    for r in rows:
+        assert r.source_partition in plan
+        # records appended after planning may exist, but never before the planned start
+        assert r.source_offset >= plan[r.source_partition].start_offset
+    assert len({(r.source_partition, r.source_offset) for r in rows}) == len(rows)

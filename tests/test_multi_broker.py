@@ -1,0 +1,31 @@
+"""Several brokers: each __consumer_offsets partition is read from one replica only, the leader's
+cache answers, and replicas whose caches disagree are reported."""
+import shutil
+
+from .paths import REAL
+
+
+def _copy(src, dst, node_id):
+    shutil.copytree(src, dst)
+    for p in dst.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    meta = dst / "meta.properties"
+    meta.write_text("\n".join(f"node.id={node_id}" if ln.startswith("node.id=") else ln
+                              for ln in meta.read_text().splitlines()) + "\n")
+
+
+def test_two_replicas_never_count_a_commit_twice(audit_dirs, tmp_path):
+    src = REAL / "kraft-3.6-single-broker/data"
+    _copy(src, tmp_path / "b1", 1)
+    _copy(src, tmp_path / "b2", 2)
+    # broker 2 disagrees about where epoch 2 of orders-0 starts (an unclean election's footprint)
+    (tmp_path / "b2/orders-0/leader-epoch-checkpoint").write_text("0\n2\n0 0\n2 50\n")
+    single, _ = audit_dirs("single", [src], fail_on="never")
+    double, out = audit_dirs("double", [tmp_path], fail_on="never")
+    assert double.summary["offset_commits"] == single.summary["offset_commits"]
+    assert double.summary["findings"]["by_name"] == single.summary["findings"]["by_name"]
+    assert {int(v["broker_id"]) for v in double.summary["inputs"]["consumer_offsets_replicas"].values()} == {1}
+    assert all(v["replicas"] == 2 for v in double.summary["inputs"]["consumer_offsets_replicas"].values())
+    dis = double.summary["epoch_cache_disagreements"]
+    assert dis == [{"topic": "orders", "partition": 0, "leader_epoch": 2, "start_offset_by_broker": {"1": 57, "2": 50}}]
+    assert len(double.summary["inputs"]["brokers"]) == 2
