@@ -24,6 +24,7 @@ def build_parser(prog: str = "kafka-offset-audit") -> argparse.ArgumentParser:
     d.add_argument("--fail-on", choices=["critical", "error", "warning", "never"], default="never",
                    help="demo default: never (the scenario has findings on purpose)")
     d.add_argument("--verbose", action="store_true")
+    d.add_argument("--skip-reports", action="store_true")
     return p
 
 
@@ -38,6 +39,10 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
     a.add_argument("--master", default=None, help="Spark master (default: local[*], or what spark-submit set)")
     a.add_argument("--verbose", action="store_true", help="Spark's own logging at WARN/INFO")
     a.add_argument("--quiet", action="store_true", help="no progress lines or console table")
+    a.add_argument("--skip-reports", action="store_true",
+                   help="do not run the Great Expectations checkpoint or write report.html")
+    a.add_argument("--expectations-config", metavar="FILE", default=None,
+                   help="JSON/YAML thresholds for the expectation suite (see audit/report/expectations_config.py)")
 
 
 def demo_log_dirs() -> str:
@@ -51,7 +56,8 @@ def run_audit(args, master: str | None) -> int:
     from .sources.fs import InputError
     try:
         cfg = AuditConfig(log_dirs=args.log_dirs, output=args.output, mode=args.mode, fail_on=args.fail_on,
-                          quiet=getattr(args, "quiet", False))
+                          quiet=getattr(args, "quiet", False), reports=not getattr(args, "skip_reports", False),
+                          expectations_config=getattr(args, "expectations_config", None))
     except ValidationError as exc:
         print(f"kafka-offset-audit: error: {exc.errors()[0]['msg']}", file=sys.stderr)
         return EXIT_USAGE

@@ -29,6 +29,8 @@ class AuditConfig(BaseModel):
     mode: Literal["latest", "history"] = "latest"
     fail_on: Literal["critical", "error", "warning", "never"] = "error"
     quiet: bool = False
+    reports: bool = True
+    expectations_config: str | None = None
 
     @field_validator("output")
     @classmethod
@@ -87,6 +89,10 @@ def run(cfg: AuditConfig, spark: SparkSession) -> RunResult:
         out.write_parquet("bounds", src.bounds)
         summary["elapsed_seconds"] = round(time.time() - started, 3)
         out.write_json("summary.json", summary)
+        if cfg.reports:
+            summary["reports"] = _reports(cfg, spark, out)
+            summary["elapsed_seconds"] = round(time.time() - started, 3)
+            out.write_json("summary.json", summary)
         out.commit()
     except BaseException:
         out.abort()
@@ -95,8 +101,39 @@ def run(cfg: AuditConfig, spark: SparkSession) -> RunResult:
     console = console_table(findings, committed, src.bounds)
     worst = max([SEVERITY_RANK[s] for s, n in summary["findings"]["by_severity"].items() if n] or [0])
     code = 1 if worst >= FAIL_ON[cfg.fail_on] else 0
+    if summary.get("reports", {}).get("expectations", {}).get("success") is False:
+        code = 1
     summary["exit_status"] = code
     return RunResult(code, summary, console)
+
+
+def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput) -> dict:
+    """Great Expectations checkpoint (+ Data Docs) and report.html over the staged outputs.
+
+    The suite fails on findings at or above ``--fail-on`` (none for ``never``); its other
+    expectations are data-quality checks with thresholds from ``--expectations-config``.
+    Both need a local output directory; elsewhere they are skipped and the summary says so.
+    """
+    from .report.expectations import run_expectations
+    from .report.expectations_config import load_expectations_config
+    from .report.html import write_html_report
+    from .sources import fs
+    if not fs.is_local(out.staging):
+        return {"skipped": "reports need a local --output directory"}
+    local = fs.local_path(out.staging)
+    ecfg = load_expectations_config(cfg.expectations_config)
+    ranked = [s for s, r in SEVERITY_RANK.items() if r >= FAIL_ON[cfg.fail_on]]
+    ecfg = ecfg.model_copy(update={"fail_on_severities": ranked})
+    outcome = run_expectations(spark, local, ecfg)
+    _progress(cfg, f"expectations: {'passed' if outcome.success else 'FAILED'} "
+                   f"({outcome.statistics.get('successful_expectations')}/{outcome.statistics.get('evaluated_expectations')})")
+    html = write_html_report(spark, local)
+    return {
+        "expectations": {"success": bool(outcome.success), "failed": list(outcome.failed_checks),
+                         "statistics": {k: v for k, v in outcome.statistics.items() if k != "by_asset"},
+                         "result": "expectations/validation_result.json", "data_docs": "data_docs/index.html"},
+        "html_report": "report.html" if html else None,
+    }
 
 
 def _summary(cfg, src, raw, records, commits, findings, started_at) -> dict:

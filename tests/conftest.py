@@ -21,6 +21,7 @@ def spark():
 def _audit(spark, tmp_path_factory, name, log_dirs, **kw):
     from audit.pipeline import AuditConfig, run
     out = tmp_path_factory.mktemp(name) / "out"
+    kw.setdefault("reports", False)
     cfg = AuditConfig(log_dirs=[str(d) for d in log_dirs], output=str(out), quiet=True, **kw)
     result = run(cfg, spark)
     return result, out

@@ -1,0 +1,33 @@
+"""The console script end to end: demo writes the whole output contract, exit statuses."""
+import json
+
+from audit.cli import main
+
+
+def test_demo_writes_output_contract_and_reports(tmp_path, capsys, spark):
+    out = tmp_path / "demo"
+    assert main(["demo", "--output", str(out)]) == 0  # demo: --fail-on never
+    printed = capsys.readouterr().out
+    assert "LOG_TRUNCATION" in printed and "dev-settlement" in printed
+    for name in ("findings", "committed_offsets", "epochs", "bounds"):
+        assert list((out / name).glob("*.parquet")), name
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["reports"]["expectations"]["success"] is True
+    assert (out / "data_docs/index.html").exists() and (out / "report.html").exists()
+    assert (out / "expectations/validation_result.json").exists()
+    truncations = spark.read.parquet(str(out / "findings")).where("finding = 'LOG_TRUNCATION' AND topic = 'dev.payments'")
+    assert sorted(r.divergence_offset for r in truncations.collect()) == [50, 60]
+    # rerun replaces the result atomically, leaving no staging dirs behind
+    assert main(["demo", "--output", str(out), "--skip-reports", "--mode", "history"]) == 0
+    assert (out / "commits").exists() and not (out / "report.html").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["demo"]
+
+
+def test_fail_on_sets_exit_status(tmp_path):
+    from audit.cli import demo_log_dirs
+    args = ["audit", "--log-dirs", demo_log_dirs(), "--output", str(tmp_path / "o"), "--quiet"]
+    assert main(args + ["--fail-on", "critical"]) == 1
+    summary = json.loads((tmp_path / "o/summary.json").read_text())
+    assert summary["reports"]["expectations"]["success"] is False
+    assert "findings.no_failing_severity" in summary["reports"]["expectations"]["failed"]
+    assert main(args + ["--fail-on", "never", "--skip-reports"]) == 0
