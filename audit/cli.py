@@ -29,8 +29,14 @@ def build_parser(prog: str = "kafka-offset-audit") -> argparse.ArgumentParser:
 
 
 def add_audit_arguments(a: argparse.ArgumentParser) -> None:
-    a.add_argument("--log-dirs", nargs="+", required=True, metavar="DIR",
+    a.add_argument("--log-dirs", nargs="+", default=[], metavar="DIR",
                    help="broker log dirs (local paths or Hadoop URIs), or folders holding several")
+    a.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]", default=None,
+                   help="audit a running cluster instead (read-only)")
+    a.add_argument("--client-config", metavar="FILE", default=None,
+                   help="Kafka client properties for --bootstrap-servers (security.protocol, sasl.*, ssl.*)")
+    a.add_argument("--groups", metavar="REGEX", default=None, help="only groups whose id matches")
+    a.add_argument("--topics", metavar="REGEX", default=None, help="only topics whose name matches")
     a.add_argument("--output", required=True, metavar="DIR", help="output directory (replaced atomically)")
     a.add_argument("--mode", choices=["latest", "history"], default="latest",
                    help="latest: each group-partition's latest live commit (default); history: every live commit")
@@ -55,11 +61,13 @@ def run_audit(args, master: str | None) -> int:
     from .pipeline import AuditConfig, run
     from .sources.fs import InputError
     try:
-        cfg = AuditConfig(log_dirs=args.log_dirs, output=args.output, mode=args.mode, fail_on=args.fail_on,
+        cfg = AuditConfig(log_dirs=args.log_dirs, bootstrap_servers=getattr(args, "bootstrap_servers", None),
+                          client_config=getattr(args, "client_config", None), groups=getattr(args, "groups", None),
+                          topics=getattr(args, "topics", None), output=args.output, mode=args.mode, fail_on=args.fail_on,
                           quiet=getattr(args, "quiet", False), reports=not getattr(args, "skip_reports", False),
                           expectations_config=getattr(args, "expectations_config", None))
     except ValidationError as exc:
-        print(f"kafka-offset-audit: error: {exc.errors()[0]['msg']}", file=sys.stderr)
+        print(f"kafka-offset-audit: error: {exc.errors()[0]['msg'].removeprefix('Value error, ')}", file=sys.stderr)
         return EXIT_USAGE
     from .spark import build_session
     spark = build_session(master, verbose=getattr(args, "verbose", False))
@@ -68,6 +76,13 @@ def run_audit(args, master: str | None) -> int:
     except InputError as exc:
         print(f"kafka-offset-audit: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as exc:  # collector/client-config errors: already redacted, name what to fix
+        from .sources.client_config import ClientConfigError
+        from .sources.collector import CollectorError
+        if isinstance(exc, (CollectorError, ClientConfigError)):
+            print(f"kafka-offset-audit: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        raise
     if not cfg.quiet:
         print()
         print(result.console)

@@ -1,12 +1,13 @@
 """run(config, spark): sources -> commits -> judge -> outputs.  No rules of its own."""
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -24,7 +25,11 @@ MAX_WHERE = 1000
 class AuditConfig(BaseModel):
     """Arguments of ``kafka-offset-audit audit`` / ``jobs/audit_offsets.py``."""
 
-    log_dirs: list[str] = Field(min_length=1)
+    log_dirs: list[str] = Field(default_factory=list)
+    bootstrap_servers: str | None = None
+    client_config: str | None = None
+    groups: str | None = None
+    topics: str | None = None
     output: str
     mode: Literal["latest", "history"] = "latest"
     fail_on: Literal["critical", "error", "warning", "never"] = "error"
@@ -32,12 +37,36 @@ class AuditConfig(BaseModel):
     reports: bool = True
     expectations_config: str | None = None
 
+    @model_validator(mode="after")
+    def _one_source(self):
+        if bool(self.log_dirs) == bool(self.bootstrap_servers):
+            raise ValueError("give either --log-dirs DIR [DIR ...] or --bootstrap-servers HOST:PORT, not both or neither")
+        for name in ("groups", "topics"):
+            pattern = getattr(self, name)
+            if pattern:
+                try:
+                    re.compile(pattern)
+                except re.error as exc:
+                    raise ValueError(f"--{name} is not a valid regular expression: {exc}") from exc
+        return self
+
     @field_validator("output")
     @classmethod
     def _output_not_empty(cls, v: str) -> str:
         if not v.strip():
             raise ValueError("--output must name a directory")
         return v
+
+
+class _LiveSource:
+    """The live source's tables shaped like :class:`LogDirSources` for the summary."""
+
+    def __init__(self, live, cfg, spark):
+        self.epochs, self.bounds, self.epoch_end_offsets = live.epochs, live.bounds, live.epoch_end_offsets
+        self.read_issues = spark.createDataFrame(
+            [], "file string, position bigint, reason string, detail string, records_affected int")
+        self.inputs = {"bootstrap_servers": cfg.bootstrap_servers, "client_config": bool(cfg.client_config),
+                       "cluster": live.info}
 
 
 @dataclass
@@ -52,28 +81,52 @@ def _progress(cfg: AuditConfig, msg: str) -> None:
         print(f"[kafka-offset-audit {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def run(cfg: AuditConfig, spark: SparkSession) -> RunResult:
-    """Audit the log dirs of ``cfg`` and write the output contract under ``cfg.output``.
+def _filter(commits, cfg: AuditConfig):
+    if cfg.groups:
+        commits = commits.where(F.col("group_id").rlike(f"^(?:{cfg.groups})$"))
+    if cfg.topics:
+        commits = commits.where(F.col("topic").rlike(f"^(?:{cfg.topics})$"))
+    return commits
 
-    Exit code: 0 when no finding reaches ``cfg.fail_on``, 1 when one does.  Raises
-    :class:`audit.sources.fs.InputError` for unusable inputs (the CLI maps it to exit 2).
+
+def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect=None) -> RunResult:
+    """Audit log dirs (or a live cluster) and write the output contract under ``cfg.output``.
+
+    ``consumer_factory``/``collect`` replace kafka-python in the live source (tests).
+    Exit code: 0 when no finding reaches ``cfg.fail_on`` and the expectation suite passes, 1
+    otherwise.  Raises :class:`audit.sources.fs.InputError` for unusable inputs (the CLI maps
+    it to exit 2) and the collector's errors for an unreachable or unauthorised cluster.
     """
     started = time.time()
     started_at = datetime.now(timezone.utc).isoformat()
-    src = read_log_dirs(spark, cfg.log_dirs)
-    inv = src.inventory
-    _progress(cfg, f"read: {len(inv.log_dirs)} log dirs, {len(inv.replicas)} partition replicas, "
-                   f"{len(src.offsets_replicas)} __consumer_offsets partitions")
+    if cfg.bootstrap_servers:
+        from .sources.cluster import cluster_tables, live_collect, read_offsets_topic
+        src = None
+        raw0 = read_offsets_topic(spark, cfg.bootstrap_servers, cfg.client_config, consumer_factory)
+        _progress(cfg, f"read: __consumer_offsets of {cfg.bootstrap_servers}")
+    else:
+        src = read_log_dirs(spark, cfg.log_dirs)
+        raw0 = src.raw_offsets
+        inv = src.inventory
+        _progress(cfg, f"read: {len(inv.log_dirs)} log dirs, {len(inv.replicas)} partition replicas, "
+                       f"{len(src.offsets_replicas)} __consumer_offsets partitions")
 
     # localCheckpoint: materialise each stage once and keep query plans short
-    raw = src.raw_offsets.localCheckpoint()
+    raw = raw0.localCheckpoint()
     records = with_transaction_state(raw).localCheckpoint()
-    commits = live_commits(records).localCheckpoint()
+    commits = _filter(live_commits(records), cfg).localCheckpoint()
     n_commits = commits.count()
     _progress(cfg, f"decode: {raw.count()} __consumer_offsets rows, {n_commits} live commits")
 
+    if src is None:
+        live = cluster_tables(spark, commits, collect or live_collect(cfg.bootstrap_servers, cfg.client_config),
+                              history=cfg.mode == "history")
+        src = _LiveSource(live, cfg, spark)
+        _progress(cfg, f"collect: {live.info['epoch_requests']} OffsetsForLeaderEpoch requests, {live.info['partitions']} partitions")
+
     history = cfg.mode == "history"
-    findings = judge(spark, commits, src.epochs, src.bounds, history=history).localCheckpoint()
+    findings = judge(spark, commits, src.epochs, src.bounds, epoch_end_offsets=src.epoch_end_offsets,
+                     history=history).localCheckpoint()
     committed = with_verdicts(commits, findings).localCheckpoint()
     n_findings = findings.count()
     _progress(cfg, f"judge: {n_findings} findings over {committed.count()} group-partitions")
@@ -136,6 +189,23 @@ def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput) -> dict:
     }
 
 
+def _inputs(cfg, src) -> dict:
+    common = {"mode": cfg.mode, "fail_on": cfg.fail_on, "groups": cfg.groups, "topics": cfg.topics}
+    if isinstance(src, _LiveSource):
+        return {**common, **src.inputs}
+    return {
+        **common, "log_dirs": cfg.log_dirs,
+        "brokers": [{"log_dir": ld.uri, "broker_id": ld.broker_id, "broker_id_from_meta_properties": ld.broker_id_known}
+                    for ld in src.inventory.log_dirs],
+        "partition_replicas": len(src.inventory.replicas),
+        "metadata_log": src.metadata_source,
+        "consumer_offsets_replicas": {str(p): {"broker_id": v["answered_by_broker"], "chosen_as": v["authority"],
+                                               "replicas": v["replica_count"]}
+                                      for p, v in sorted(src.offsets_replicas.items())},
+        "notes": src.inventory.notes,
+    }
+
+
 def _summary(cfg, src, raw, records, commits, findings, started_at) -> dict:
     """summary.json content; every collect here is an aggregate (bounded by names, not records)."""
     by_type = {}
@@ -171,17 +241,7 @@ def _summary(cfg, src, raw, records, commits, findings, started_at) -> dict:
     n_latest = commits.where("is_latest").count()
     return {
         "tool": "kafka-offset-audit", "version": __version__, "started_at": started_at,
-        "inputs": {
-            "log_dirs": cfg.log_dirs, "mode": cfg.mode, "fail_on": cfg.fail_on,
-            "brokers": [{"log_dir": ld.uri, "broker_id": ld.broker_id, "broker_id_from_meta_properties": ld.broker_id_known}
-                        for ld in src.inventory.log_dirs],
-            "partition_replicas": len(src.inventory.replicas),
-            "metadata_log": src.metadata_source,
-            "consumer_offsets_replicas": {str(p): {"broker_id": v["answered_by_broker"], "chosen_as": v["authority"],
-                                                   "replicas": v["replica_count"]}
-                                          for p, v in sorted(src.offsets_replicas.items())},
-            "notes": src.inventory.notes,
-        },
+        "inputs": _inputs(cfg, src),
         "records_read": {
             "total": int(sum(kinds.values())) - int(kinds.get("issue", 0)),
             "control_records": int(kinds.get("control", 0)),

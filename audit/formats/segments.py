@@ -130,3 +130,61 @@ def decode_offsets_segment(buf: bytes | memoryview, source_file: str, source_par
     if issues:
         out.append(_issues_batch(source_file, source_partition, issues))
     return out
+
+
+def _binary_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(data uint8, start int64, length int64 with -1 for null) of a binary Arrow array."""
+    arr = arr.cast(pa.large_binary())
+    n = len(arr)
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset:arr.offset + n + 1] if n else np.zeros(1, np.int64)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    start = offsets[:-1].astype(np.int64)
+    length = np.diff(offsets).astype(np.int64)
+    if arr.null_count:
+        length = np.where(arr.is_null().to_numpy(zero_copy_only=False), -1, length)
+    return data, start, length
+
+
+def decode_offsets_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """Decode records already read by a Kafka client (``read_committed``, so no control
+    records and no aborted transactions): input columns ``source_partition int,
+    source_offset long, timestamp long (ms), key binary, value binary``; output
+    :data:`RAW_SCHEMA` rows (``kind='record'``, ``source_file`` = ``__consumer_offsets-<p>``)."""
+    n = batch.num_rows
+    kd, ks, kl = _binary_parts(batch.column("key"))
+    vd, vs, vl = _binary_parts(batch.column("value"))
+    data = np.concatenate([kd, vd])
+    dec = decode_offsets_kv(data, ks, kl, vs + len(kd), vl)
+    sp = batch.column("source_partition").cast(pa.int32())
+    generation = np.full(n, -1, dtype=np.int32)
+    proto = [None] * n
+    errs = dec["decode_error"].to_pylist()
+    for i in np.nonzero((dec["record_type"] == GROUP_METADATA_TYPE) & (vl >= 0))[0]:
+        s = int(vs[i] + len(kd))
+        try:
+            g = decode_group_metadata_value(data[s:s + int(vl[i])].tobytes())
+            generation[i], proto[i] = g["generation"], g["protocol_type"]
+        except ValueError as exc:
+            errs[i] = "unknown_value_version" if "version" in str(exc) else "malformed_value"
+    cols = {
+        "source_file": pa.array([f"__consumer_offsets-{p}" for p in sp.to_pylist()], pa.string()),
+        "source_partition": sp,
+        "kind": pa.array(["record"] * n, pa.string()),
+        "position": pa.nulls(n, pa.int64()),
+        "offset": batch.column("source_offset").cast(pa.int64()),
+        "timestamp": batch.column("timestamp").cast(pa.int64()),
+        "batch_leader_epoch": pa.nulls(n, pa.int32()),
+        "is_transactional": pa.array(np.zeros(n, dtype=bool)),
+        "producer_id": pa.nulls(n, pa.int64()),
+        "control_type": pa.array(np.full(n, -1, dtype=np.int16)),
+        "record_type": pa.array(dec["record_type"]),
+        "group_id": dec["group_id"], "topic": dec["topic"], "partition": pa.array(dec["partition"]),
+        "is_tombstone": pa.array(dec["is_tombstone"]), "value_version": pa.array(dec["value_version"]),
+        "committed_offset": pa.array(dec["committed_offset"]), "leader_epoch": pa.array(dec["leader_epoch"]),
+        "metadata": dec["metadata"], "commit_timestamp": pa.array(dec["commit_timestamp"]),
+        "expire_timestamp": pa.array(dec["expire_timestamp"]), "group_generation": pa.array(generation),
+        "group_protocol_type": pa.array(proto, pa.string()), "decode_error": pa.array(errs, pa.string()),
+        "detail": pa.nulls(n, pa.string()), "records_affected": pa.array(np.ones(n, dtype=np.int32)),
+    }
+    return pa.RecordBatch.from_arrays([cols[f.name].cast(f.type) for f in RAW_SCHEMA], schema=RAW_SCHEMA)

@@ -269,6 +269,7 @@ class LogDirSources:
     inventory: Inventory
     offsets_replicas: dict[int, dict]
     metadata_source: str | None
+    epoch_end_offsets: DataFrame | None = None
 
 
 REPLICA_SCHEMA = T.StructType([

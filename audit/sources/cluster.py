@@ -1,0 +1,98 @@
+"""Live cluster -> the same tables as the log-dir source, read-only.
+
+* ``__consumer_offsets`` through the Spark 4 Python data source ``kafka_offsets_topic``
+  (:mod:`audit.sources.kafka_datasource`: one input partition per ``__consumer_offsets``
+  partition, ``read_committed``, no group, never commits), decoded by
+  :func:`audit.formats.segments.decode_offsets_rows` in ``mapInArrow``;
+* OffsetsForLeaderEpoch answers for every (topic-partition, committed epoch) of a live commit and
+  ListOffsets bounds from the leaders, through :class:`audit.sources.collector.OffsetCollector`
+  (KIP-320 fencing, KIP-232 stale-metadata rejection, KIP-1102 rebootstrap, KIP-526 scoped metadata).
+
+The driver collects only the distinct (topic, partition, epoch) requests: bounded by partitions
+times epochs, never by commit count.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ..formats.segments import RAW_SCHEMA
+from .logdirs import spark_schema
+
+EPOCHS_DDL = "topic string, partition int, broker_id int, leader_epoch int, start_offset bigint, is_leader boolean"
+BOUNDS_DDL = ("topic string, partition int, log_start_offset bigint, log_end_offset bigint, high_watermark bigint, "
+              "leader_id int, answered_by_broker int, authority string, history_captured_at timestamp, "
+              "replica_count int, caches_disagree boolean, unclean_elections int, last_unclean_election timestamp")
+EEO_DDL = "topic string, partition int, requested_epoch int, leader_epoch int, end_offset bigint, answered_by_broker int"
+
+
+def _decode(batches):
+    from audit.formats.segments import decode_offsets_rows
+    for b in batches:
+        yield decode_offsets_rows(b)
+
+
+def read_offsets_topic(spark: SparkSession, bootstrap_servers: str, client_config: str | None = None,
+                       consumer_factory: Callable[..., Any] | None = None) -> DataFrame:
+    """``__consumer_offsets`` of a live cluster as :data:`RAW_SCHEMA` rows plus ``broker_id`` (null)."""
+    from .kafka_datasource import register
+    register(spark, consumer_factory)
+    reader = spark.read.format("kafka_offsets_topic").option("bootstrap.servers", bootstrap_servers)
+    if client_config:
+        reader = reader.option("client.properties", client_config)
+    raw = reader.load().mapInArrow(_decode, spark_schema(RAW_SCHEMA))
+    return raw.withColumn("broker_id", F.lit(None).cast("int"))
+
+
+@dataclass
+class ClusterTables:
+    epochs: DataFrame
+    bounds: DataFrame
+    epoch_end_offsets: DataFrame
+    info: dict
+
+
+def cluster_tables(spark: SparkSession, commits: DataFrame, collect: Callable[..., Any],
+                   history: bool = False) -> ClusterTables:
+    """Ask the cluster what the judge needs for ``commits``.
+
+    ``collect(epoch_requests, bounds_partitions)`` returns a collector ``CollectionResult``
+    (rows ``epoch_end_offsets`` and ``bounds``; see :mod:`audit.sources.collector`).  The live
+    source has no full epoch caches: ``epochs`` holds each partition's current leader epoch
+    (start offset unknown) so UNKNOWN_LEADER_EPOCH can compare against it.  Only the latest
+    commits' epochs are asked for unless ``history``.
+    """
+    judged = commits if history else commits.where("is_latest")
+    reqs = [(r.topic, r.partition, r.committed_leader_epoch) for r in
+            judged.where("committed_leader_epoch >= 0").select("topic", "partition", "committed_leader_epoch").distinct().collect()]
+    parts = [(r.topic, r.partition) for r in commits.select("topic", "partition").distinct().collect()]
+    result = collect(reqs, parts)
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    bounds_rows = [(b["topic"], b["partition"], b["log_start_offset"], b["log_end_offset"], b["high_watermark"],
+                    b["leader_id"], b["leader_id"], "OffsetsForLeaderEpoch/ListOffsets from the leader", now,
+                    None, False, 0, None) for b in result.bounds]
+    epochs_rows = [(b["topic"], b["partition"], b["leader_id"], b.get("leader_epoch"), None, True)
+                   for b in result.bounds if b.get("leader_epoch") is not None and b.get("leader_epoch") >= 0]
+    eeo_rows = [(e["topic"], e["partition"], e["requested_epoch"], e["leader_epoch"], e["end_offset"], e["answered_by_broker"])
+                for e in result.epoch_end_offsets]
+    return ClusterTables(
+        epochs=spark.createDataFrame(epochs_rows, EPOCHS_DDL),
+        bounds=spark.createDataFrame(bounds_rows, BOUNDS_DDL),
+        epoch_end_offsets=spark.createDataFrame(eeo_rows, EEO_DDL),
+        info={"epoch_requests": len(reqs), "partitions": len(parts),
+              "problems": [str(p) for p in getattr(result, "problems", [])][:100],
+              "stats": dict(getattr(result, "stats", {}) or {})},
+    )
+
+
+def live_collect(bootstrap_servers: str, client_config: str | None = None) -> Callable[..., Any]:
+    """A ``collect`` for :func:`cluster_tables` backed by a real :class:`OffsetCollector`."""
+    def collect(reqs, parts):
+        from .collector import open_collector
+        with open_collector(client_config, bootstrap_servers=bootstrap_servers) as collector:
+            return collector.collect(reqs, bounds_partitions=parts)
+    return collect
