@@ -47,6 +47,8 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
     a.add_argument("--quiet", action="store_true", help="no progress lines or console table")
     a.add_argument("--skip-reports", action="store_true",
                    help="do not run the Great Expectations checkpoint or write report.html")
+    a.add_argument("--table-prefix", metavar="PREFIX", default=None,
+                   help="also register the outputs as tables PREFIXfindings, ... in the Spark catalog")
     a.add_argument("--expectations-config", metavar="FILE", default=None,
                    help="JSON/YAML thresholds for the expectation suite (see audit/report/expectations_config.py)")
 
@@ -65,7 +67,8 @@ def run_audit(args, master: str | None) -> int:
                           client_config=getattr(args, "client_config", None), groups=getattr(args, "groups", None),
                           topics=getattr(args, "topics", None), output=args.output, mode=args.mode, fail_on=args.fail_on,
                           quiet=getattr(args, "quiet", False), reports=not getattr(args, "skip_reports", False),
-                          expectations_config=getattr(args, "expectations_config", None))
+                          expectations_config=getattr(args, "expectations_config", None),
+                          table_prefix=getattr(args, "table_prefix", None))
     except ValidationError as exc:
         print(f"kafka-offset-audit: error: {exc.errors()[0]['msg'].removeprefix('Value error, ')}", file=sys.stderr)
         return EXIT_USAGE

@@ -36,6 +36,7 @@ class AuditConfig(BaseModel):
     quiet: bool = False
     reports: bool = True
     expectations_config: str | None = None
+    table_prefix: str | None = None
 
     @model_validator(mode="after")
     def _one_source(self):
@@ -151,6 +152,10 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
         out.abort()
         raise
     _progress(cfg, f"write: {cfg.output} ({n_findings} findings)")
+    if cfg.table_prefix:
+        from .report.outputs import register_tables
+        tables = register_tables(spark, cfg.output, cfg.table_prefix)
+        _progress(cfg, f"tables: {', '.join(tables)}")
     console = console_table(findings, committed, src.bounds)
     worst = max([SEVERITY_RANK[s] for s, n in summary["findings"]["by_severity"].items() if n] or [0])
     code = 1 if worst >= FAIL_ON[cfg.fail_on] else 0

@@ -101,3 +101,28 @@ def _table(heads: list[str], rows: list[list[str]]) -> str:
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(heads)]
     line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
     return "\n".join([line(heads)] + [line(r) for r in rows])
+
+
+OUTPUT_TABLES = ("findings", "committed_offsets", "commits", "epochs", "bounds")
+
+
+def register_tables(spark: SparkSession, output: str, prefix: str) -> list[str]:
+    """Register the output's Parquet dirs as tables ``<prefix><name>`` in the Spark catalog.
+
+    External tables (``USING parquet LOCATION``) pointing at the committed output, so a rerun's
+    atomic swap keeps them valid.  ``prefix`` may name a database (``audit.koa_``).  Returns the
+    table names created.
+    """
+    import re
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?", prefix + "x"):
+        raise ValueError(f"--table-prefix {prefix!r}: use letters, digits and _ (optionally db.prefix)")
+    base = fs.to_uri(output).rstrip("/")
+    made = []
+    for name in OUTPUT_TABLES:
+        if not fs.exists(spark, f"{base}/{name}"):
+            continue
+        table = f"{prefix}{name}"
+        spark.sql(f"DROP TABLE IF EXISTS {table}")
+        spark.sql(f"CREATE TABLE {table} USING parquet LOCATION '{base}/{name}'")
+        made.append(table)
+    return made
