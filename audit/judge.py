@@ -64,6 +64,8 @@ def register_context(spark: SparkSession, commits: DataFrame, epochs: DataFrame,
         epoch_end_offsets = spark.sql(load_sql("epoch_end_offsets"))
     epoch_end_offsets.createOrReplaceTempView("epoch_end_offsets")
     ctx = spark.sql(load_sql("commit_context").replace("{judge_all}", "true" if history else "false"))
+    # every rule reads the context: compute it once
+    ctx = ctx.localCheckpoint()
     ctx.createOrReplaceTempView("commit_context")
     return ctx
 

@@ -186,16 +186,7 @@ def decompress(codec_id: int, data: bytes) -> bytes:
 
 # --------------------------------------------------------------------------- varints
 
-def read_varint(arr: np.ndarray, pos: np.ndarray, max_bytes: int, zigzag: bool = True):
-    """Decode one (zigzag) varint at each position of ``pos`` in the uint8 array ``arr``.
-
-    Returns ``(values int64, sizes int64, ok bool)``; ``ok`` is False where no terminating
-    byte was found within ``max_bytes`` (5 for varint, 10 for varlong) or the buffer ended.
-    Follows ``org.apache.kafka.common.utils.ByteUtils.readVarint/readVarlong``.
-    """
-    if len(pos) == 0:
-        e = np.zeros(0, dtype=np.int64)
-        return e, e.copy(), np.zeros(0, dtype=bool)
+def _read_varint_general(arr: np.ndarray, pos: np.ndarray, max_bytes: int):
     n = len(arr)
     steps = np.arange(max_bytes, dtype=np.int64)
     idx = pos[:, None] + steps[None, :]
@@ -207,6 +198,32 @@ def read_varint(arr: np.ndarray, pos: np.ndarray, max_bytes: int, zigzag: bool =
     mask = steps[None, :] < size[:, None]
     shifts = (7 * steps).astype(np.uint64)
     raw = (((b & np.uint64(0x7F)) << shifts[None, :]) * mask).sum(axis=1, dtype=np.uint64)
+    return raw, size, ok
+
+
+def read_varint(arr: np.ndarray, pos: np.ndarray, max_bytes: int, zigzag: bool = True):
+    """Decode one (zigzag) varint at each position of ``pos`` in the uint8 array ``arr``.
+
+    Returns ``(values int64, sizes int64, ok bool)``; ``ok`` is False where no terminating
+    byte was found within ``max_bytes`` (5 for varint, 10 for varlong) or the buffer ended.
+    Follows ``org.apache.kafka.common.utils.ByteUtils.readVarint/readVarlong``.  Single-byte
+    varints (the common case: small lengths and deltas) take a fast path.
+    """
+    m = len(pos)
+    if m == 0 or len(arr) == 0:
+        e = np.zeros(m, dtype=np.int64)
+        return e, np.ones(m, dtype=np.int64), np.zeros(m, dtype=bool)
+    n = len(arr)
+    inside = pos < n
+    b0 = arr[np.minimum(pos, n - 1)]
+    single = (b0 < 0x80) & inside
+    raw = b0.astype(np.uint64)
+    size = np.ones(m, dtype=np.int64)
+    ok = single.copy()
+    multi = np.nonzero(~single)[0]
+    if len(multi):
+        r, sz, k = _read_varint_general(arr, pos[multi], max_bytes)
+        raw[multi], size[multi], ok[multi] = r, sz, k
     if zigzag:
         val = (raw >> np.uint64(1)).astype(np.int64) ^ -(raw & np.uint64(1)).astype(np.int64)
     else:
@@ -214,24 +231,19 @@ def read_varint(arr: np.ndarray, pos: np.ndarray, max_bytes: int, zigzag: bool =
     return val, size, ok
 
 
+_BE = {(2, True): ">i2", (4, True): ">i4", (8, True): ">i8", (2, False): ">u2", (4, False): ">u4", (8, False): ">u8"}
+
+
 def read_int(arr: np.ndarray, pos: np.ndarray, nbytes: int, signed: bool = True) -> np.ndarray:
-    """Big-endian integers of ``nbytes`` (2, 4 or 8) at each position.
+    """Big-endian integers of ``nbytes`` (2, 4 or 8) at each position, as int64.
 
     Bytes past the buffer end read as the last byte: callers mask such rows out.
     """
     if len(pos) == 0 or len(arr) == 0:
         return np.zeros(len(pos), dtype=np.int64)
-    idx = np.minimum(pos[:, None] + np.arange(nbytes, dtype=np.int64)[None, :], len(arr) - 1)
-    b = arr[idx].astype(np.uint64)
-    shifts = (8 * np.arange(nbytes - 1, -1, -1)).astype(np.uint64)
-    raw = (b << shifts[None, :]).sum(axis=1, dtype=np.uint64)
-    if not signed:
-        return raw.astype(np.int64)
-    bits = 8 * nbytes
-    if bits == 64:
-        return raw.view(np.int64)
-    raw = raw.astype(np.int64)
-    return np.where(raw >= (1 << (bits - 1)), raw - (1 << bits), raw)
+    idx = pos[:, None] + np.arange(nbytes, dtype=np.int64)[None, :]
+    np.minimum(idx, len(arr) - 1, out=idx)
+    return arr[idx].view(_BE[(nbytes, signed)]).reshape(-1).astype(np.int64)
 
 
 # --------------------------------------------------------------------------- records

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .offsets import GROUP_METADATA_TYPE, decode_group_metadata_value, decode_offsets_kv
 from .record_batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, control_types, extract_records, scan_batches
@@ -98,9 +99,9 @@ def decode_offsets_segment(buf: bytes | memoryview, source_file: str, source_par
                     errs[i] = "unknown_value_version" if "version" in str(exc) else "malformed_value"
             err = pa.array(errs, pa.string())
         cols = {
-            "source_file": pa.array([source_file] * n, pa.string()),
+            "source_file": pa.repeat(pa.scalar(source_file, pa.string()), n),
             "source_partition": pa.array(np.full(n, source_partition, dtype=np.int32)),
-            "kind": pa.array(np.where(is_control, "control", "record").astype(object), pa.string()),
+            "kind": pc.if_else(pa.array(is_control), pa.scalar("control"), pa.scalar("record")),
             "position": pa.array(scan.position[recs.batch]),
             "offset": pa.array(recs.offset),
             "timestamp": pa.array(recs.timestamp),
