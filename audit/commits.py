@@ -34,7 +34,11 @@ def with_transaction_state(raw: DataFrame) -> DataFrame:
                         & (markers.m_offset > txn["offset"]), "left")
                .groupBy("source_partition", "offset")
                .agg(F.min_by("m_type", "m_offset").alias("txn_outcome")))
-    recs = recs.join(outcome, ["source_partition", "offset"], "left")
+    # only transactional records need the marker join; the rest pass straight through
+    txn_recs = (recs.where(F.col("is_transactional"))
+                .join(outcome, ["source_partition", "offset"], "left"))
+    plain = recs.where(~F.col("is_transactional")).withColumn("txn_outcome", F.lit(None).cast("short"))
+    recs = plain.unionByName(txn_recs)
     return recs.withColumn(
         "txn_state",
         F.when(~F.col("is_transactional"), F.lit("none"))
@@ -54,16 +58,19 @@ def live_commits(records: DataFrame) -> DataFrame:
     """
     ok = records.where(F.col("txn_state").isin("none", "committed") & F.col("decode_error").isNull())
     offset_recs = ok.where(F.col("record_type").isin(0, 1))
-    key_tomb = (offset_recs.where(F.col("is_tombstone"))
-                .groupBy("source_partition", *KEY).agg(F.max("offset").alias("key_deleted_at")))
+    # one exchange by key: tombstones and the latest live commit are window aggregates
+    by_key = Window.partitionBy(*KEY)
+    order = F.struct("source_partition", "offset")
+    commits = (offset_recs
+               .withColumn("key_deleted_at", F.max(F.when(F.col("is_tombstone"), order)).over(by_key))
+               .where(~F.col("is_tombstone") & (F.col("key_deleted_at").isNull() | (order > F.col("key_deleted_at")))))
     group_tomb = (ok.where((F.col("record_type") == 2) & F.col("is_tombstone"))
                   .groupBy("source_partition", "group_id").agg(F.max("offset").alias("group_deleted_at")))
-    commits = (offset_recs.where(~F.col("is_tombstone"))
-               .join(key_tomb, ["source_partition", *KEY], "left")
-               .join(group_tomb, ["source_partition", "group_id"], "left")
-               .where((F.col("offset") > F.coalesce("key_deleted_at", F.lit(-1)))
-                      & (F.col("offset") > F.coalesce("group_deleted_at", F.lit(-1)))))
-    w = Window.partitionBy(*KEY).orderBy(F.col("source_partition").desc(), F.col("offset").desc())
+    if group_tomb.limit(100_001).count() <= 100_000:
+        group_tomb = F.broadcast(group_tomb)  # group deletions are rare; keep the big side unshuffled
+    commits = (commits.join(group_tomb, ["source_partition", "group_id"], "left")
+               .where(F.col("offset") > F.coalesce("group_deleted_at", F.lit(-1))))
+    commits = commits.withColumn("is_latest", order == F.max(order).over(by_key))
     return commits.select(
         *KEY,
         "committed_offset",
@@ -73,7 +80,7 @@ def live_commits(records: DataFrame) -> DataFrame:
         "value_version",
         "source_partition",
         F.col("offset").alias("source_offset"),
-        (F.row_number().over(w) == 1).alias("is_latest"),
+        "is_latest",
         "broker_id",
     )
 

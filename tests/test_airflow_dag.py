@@ -1,0 +1,178 @@
+"""The Airflow DAG ``airflow_dags/kafka_offset_audit.py``, exercised in the Airflow environment.
+
+Airflow and its Spark provider live in their own venv (``.venv-airflow``, built by
+``bash scripts/airflow_env.sh``: the provider's pyspark-client would overwrite pyspark 4.3 here).
+These tests run under the main venv's pytest and drive that venv's Python through a small script
+(``_SCRIPT`` below): a ``DagBag`` load with the DAG's structure, and ``dag.test()`` runs of the whole
+DAG -- spark-submit of ``jobs/audit_offsets.py`` on ``local[2]``, then ``check_expectations`` -- over
+the bundled unclean-election scenario, with a temporary ``AIRFLOW_HOME`` and SQLite.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .paths import REPO
+
+AIRFLOW_VENV = Path(os.environ.get("KOA_AIRFLOW_VENV", REPO / ".venv-airflow"))
+AIRFLOW_PY = AIRFLOW_VENV / "bin" / "python"
+DAGS = REPO / "airflow_dags"
+DEMO_LOG_DIRS = REPO / "audit" / "demo_data" / "unclean-election-3brokers" / "brokers"
+RUN_TIMEOUT = 600
+
+_SCRIPT = r'''
+import json, os, sys
+
+from airflow.dag_processing.dagbag import DagBag
+
+mode = sys.argv[1]
+bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
+out = {"import_errors": {k: str(v) for k, v in bag.import_errors.items()}, "dag_ids": sorted(bag.dags)}
+dag = bag.dags.get("kafka_offset_audit")
+if dag is not None and mode == "structure":
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+    out["tasks"] = {
+        t.task_id: {"upstream": sorted(t.upstream_task_ids), "downstream": sorted(t.downstream_task_ids),
+                    "retries": t.retries,
+                    "execution_timeout": t.execution_timeout.total_seconds() if t.execution_timeout else None,
+                    "spark_submit": isinstance(t, SparkSubmitOperator)}
+        for t in dag.tasks}
+    submit = dag.get_task("audit_offsets")
+    module = sys.modules[type(submit).__module__]  # the DAG file as the DagBag imported it
+    out["submit"] = {"application": submit.application, "spark_binary": submit._spark_binary,
+                     "conn_id": submit._conn_id, "env_vars": submit.env_vars}
+    out["params"] = dag.params.dump()
+    out["schedule"] = str(getattr(dag, "schedule", None))
+    out["max_active_runs"] = dag.max_active_runs
+    env = dag.get_template_env()
+    params = dict(out["params"], log_dirs=["/a/broker-1", "/a/broker-2"], expectations_config="/e.yaml",
+                  fail_on="never")
+    rendered = [env.from_string(a).render(params=params) if isinstance(a, str) else a
+                for a in submit.application_args]
+    out["rendered_args"] = module._flatten(rendered)
+    out["sys_executable"] = sys.executable
+elif dag is not None and mode == "run":
+    run = dag.test(run_conf=json.loads(sys.argv[2]))
+    out["state"] = str(getattr(run.state, "value", run.state))
+    out["tis"] = {ti.task_id: {"state": str(getattr(ti.state, "value", ti.state)), "try_number": ti.try_number}
+                  for ti in run.get_task_instances()}
+print("RESULT " + json.dumps(out, default=str), flush=True)
+'''
+
+
+@pytest.fixture(scope="module")
+def airflow_env(tmp_path_factory):
+    """Environment for the Airflow venv's Python: temp AIRFLOW_HOME, SQLite, spark_default = local[2]."""
+    if not AIRFLOW_PY.is_file():
+        pytest.fail(f"the Airflow environment {AIRFLOW_VENV} is missing: run `bash scripts/airflow_env.sh` first "
+                    "(it builds .venv-airflow with apache-airflow, the Spark provider and pyspark 4.2.0)")
+    home = tmp_path_factory.mktemp("airflow-home")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AIRFLOW", "PYSPARK_", "SPARK_", "KOA_AIRFLOW_"))
+           and k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
+    env.update({
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+        "KOA_SHUFFLE_PARTITIONS": "2",
+        "KOA_DRIVER_MEMORY": "1g",
+        # one retry allowed: the runs below show findings and bad input are *not* retried
+        "KOA_AIRFLOW_RETRIES": "1",
+        "KOA_AIRFLOW_RETRY_DELAY_SECONDS": "1",
+        "KOA_AIRFLOW_AUDIT_TIMEOUT_MINUTES": "45",
+        "KOA_AIRFLOW_CHECK_TIMEOUT_MINUTES": "10",
+        "PATH": f"{AIRFLOW_VENV / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+    })
+    migrate = subprocess.run([str(AIRFLOW_VENV / "bin" / "airflow"), "db", "migrate"], env=env,
+                             capture_output=True, text=True, timeout=300, cwd=home)
+    assert migrate.returncode == 0, (migrate.stdout + migrate.stderr)[-3000:]
+    return env
+
+
+def _script(env, *args) -> tuple[dict, str]:
+    proc = subprocess.run([str(AIRFLOW_PY), "-c", _SCRIPT, *args], env=env, capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT, cwd=env["AIRFLOW_HOME"])
+    log = proc.stdout + proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, log[-5000:]
+    return json.loads(lines[-1][len("RESULT "):]), log
+
+
+def _run(env, tmp_path, **conf) -> tuple[dict, str, Path]:
+    out = tmp_path / "audit-out"
+    conf = {"log_dirs": [str(DEMO_LOG_DIRS)], "output": str(out), **conf}
+    result, log = _script(env, "run", json.dumps(conf))
+    assert not result["import_errors"], result["import_errors"]
+    return result, log, out
+
+
+def test_dagbag_imports_and_structure(airflow_env):
+    result, log = _script(airflow_env, "structure")
+    assert result["import_errors"] == {}, result["import_errors"]
+    assert result["dag_ids"] == ["kafka_offset_audit"]
+    tasks = result["tasks"]
+    assert set(tasks) == {"audit_offsets", "check_expectations"}
+    assert tasks["audit_offsets"] == {"upstream": [], "downstream": ["check_expectations"], "retries": 1,
+                                      "execution_timeout": 45 * 60, "spark_submit": True}
+    assert tasks["check_expectations"] == {"upstream": ["audit_offsets"], "downstream": [], "retries": 0,
+                                           "execution_timeout": 10 * 60, "spark_submit": False}
+    submit = result["submit"]
+    assert submit["application"] == str(REPO / "jobs" / "audit_offsets.py")
+    assert submit["spark_binary"] == str(AIRFLOW_VENV / "bin" / "spark-submit")
+    assert submit["conn_id"] == "spark_default"
+    assert submit["env_vars"] == {"PYSPARK_PYTHON": result["sys_executable"]}
+    assert result["params"] == {"log_dirs": [], "output": "/tmp/kafka-offset-audit", "mode": "latest",
+                                "fail_on": "critical", "spark_conn_id": "spark_default",
+                                "expectations_config": None}
+    assert result["schedule"] == "@daily"
+    assert result["max_active_runs"] == 1
+    # list-valued params expand in place; the optional --expectations-config appears only when set
+    assert result["rendered_args"] == [
+        "--log-dirs", "/a/broker-1", "/a/broker-2", "--output", "/tmp/kafka-offset-audit", "--mode", "latest",
+        "--fail-on", "never", "--expectations-config", "/e.yaml"]
+
+
+def test_run_passes_without_a_severity_gate(airflow_env, tmp_path):
+    thresholds = tmp_path / "expectations.json"  # params.expectations_config reaches the job's Checkpoint
+    thresholds.write_text(json.dumps({"build_data_docs": False, "min_verifiable_commit_share": 0.5}))
+    result, log, out = _run(airflow_env, tmp_path, fail_on="never", expectations_config=str(thresholds))
+    assert result["state"] == "success", log[-5000:]
+    assert result["tis"] == {"audit_offsets": {"state": "success", "try_number": 1},
+                             "check_expectations": {"state": "success", "try_number": 1}}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["findings"]["by_name"]["LOG_TRUNCATION"] == 3
+    assert json.loads((out / "expectations" / "validation_result.json").read_text())["success"] is True
+    assert "kafka-offset-audit PASSED" in log
+    assert "findings by severity: critical=3 error=4 warning=3 info=5" in log
+    assert "expectation suite: passed" in log
+    assert f"'--expectations-config', '{thresholds}'" in log
+    assert not (out / "data_docs").exists()
+
+
+def test_run_fails_loudly_on_critical_findings_by_default(airflow_env, tmp_path):
+    result, log, out = _run(airflow_env, tmp_path)  # params' default gate: fail_on=critical
+    assert result["state"] == "failed", log[-5000:]
+    # the job's exit status 1 (findings) is left to check_expectations, which fails without retrying
+    assert result["tis"] == {"audit_offsets": {"state": "success", "try_number": 1},
+                             "check_expectations": {"state": "failed", "try_number": 1}}
+    assert "exited with status 1" in log
+    assert "kafka-offset-audit FAILED" in log
+    assert "findings by severity: critical=3 error=4 warning=3 info=5" in log
+    assert "failed checks: findings.no_failing_severity" in log
+    assert "findings at or above critical: critical=3" in log
+    assert "critical LOG_TRUNCATION group=dev-settlement dev.payments[0] committed=100" in log
+    assert (out / "report.html").is_file()
+
+
+def test_bad_input_fails_the_submit_without_retry(airflow_env, tmp_path):
+    result, log, _ = _run(airflow_env, tmp_path, log_dirs=[str(tmp_path / "no-such-broker")], fail_on="never")
+    assert result["state"] == "failed", log[-5000:]
+    assert result["tis"]["audit_offsets"] == {"state": "failed", "try_number": 1}
+    assert result["tis"]["check_expectations"]["state"] == "upstream_failed"
+    assert "exited with status 2" in log
