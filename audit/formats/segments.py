@@ -47,6 +47,26 @@ RAW_SCHEMA = pa.schema([
 ])
 
 
+def _group_metadata(data, record_type, value_start, value_len, err: pa.Array):
+    """Per-record decode of the (rare) GroupMetadataValue rows: (generation int32 array,
+    protocol_type list, decode_error array with failures marked)."""
+    n = len(record_type)
+    generation = np.full(n, -1, dtype=np.int32)
+    proto = [None] * n
+    rows = np.nonzero((record_type == GROUP_METADATA_TYPE) & (value_len >= 0))[0]
+    if not len(rows):
+        return generation, proto, err
+    errs = err.to_pylist()
+    for i in rows:
+        s, ln = int(value_start[i]), int(value_len[i])
+        try:
+            g = decode_group_metadata_value(data[s:s + ln].tobytes())
+            generation[i], proto[i] = g["generation"], g["protocol_type"]
+        except ValueError as exc:
+            errs[i] = "unknown_value_version" if "version" in str(exc) else "malformed_value"
+    return generation, proto, pa.array(errs, pa.string())
+
+
 def _issues_batch(source_file: str, source_partition: int, issues) -> pa.RecordBatch:
     n = len(issues)
     cols = {f.name: pa.nulls(n, f.type) for f in RAW_SCHEMA}
@@ -84,20 +104,7 @@ def decode_offsets_segment(buf: bytes | memoryview, source_file: str, source_par
         err = dec["decode_error"]
         if is_control.any():
             err = pa.array([None if c else e for c, e in zip(is_control.tolist(), err.to_pylist())], pa.string())
-        generation = np.full(n, -1, dtype=np.int32)
-        proto = [None] * n
-        gm = np.nonzero((rtype == GROUP_METADATA_TYPE) & (recs.value_len >= 0))[0]
-        if len(gm):
-            errs = err.to_pylist()
-            for i in gm:
-                s, ln = int(recs.value_start[i]), int(recs.value_len[i])
-                try:
-                    g = decode_group_metadata_value(recs.data[s:s + ln].tobytes())
-                    generation[i] = g["generation"]
-                    proto[i] = g["protocol_type"]
-                except ValueError as exc:
-                    errs[i] = "unknown_value_version" if "version" in str(exc) else "malformed_value"
-            err = pa.array(errs, pa.string())
+        generation, proto, err = _group_metadata(recs.data, rtype, recs.value_start, recs.value_len, err)
         cols = {
             "source_file": pa.repeat(pa.scalar(source_file, pa.string()), n),
             "source_partition": pa.array(np.full(n, source_partition, dtype=np.int32)),
@@ -158,16 +165,7 @@ def decode_offsets_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
     data = np.concatenate([kd, vd])
     dec = decode_offsets_kv(data, ks, kl, vs + len(kd), vl)
     sp = batch.column("source_partition").cast(pa.int32())
-    generation = np.full(n, -1, dtype=np.int32)
-    proto = [None] * n
-    errs = dec["decode_error"].to_pylist()
-    for i in np.nonzero((dec["record_type"] == GROUP_METADATA_TYPE) & (vl >= 0))[0]:
-        s = int(vs[i] + len(kd))
-        try:
-            g = decode_group_metadata_value(data[s:s + int(vl[i])].tobytes())
-            generation[i], proto[i] = g["generation"], g["protocol_type"]
-        except ValueError as exc:
-            errs[i] = "unknown_value_version" if "version" in str(exc) else "malformed_value"
+    generation, proto, err = _group_metadata(data, dec["record_type"], vs + len(kd), vl, dec["decode_error"])
     cols = {
         "source_file": pa.array([f"__consumer_offsets-{p}" for p in sp.to_pylist()], pa.string()),
         "source_partition": sp,
@@ -185,7 +183,7 @@ def decode_offsets_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
         "committed_offset": pa.array(dec["committed_offset"]), "leader_epoch": pa.array(dec["leader_epoch"]),
         "metadata": dec["metadata"], "commit_timestamp": pa.array(dec["commit_timestamp"]),
         "expire_timestamp": pa.array(dec["expire_timestamp"]), "group_generation": pa.array(generation),
-        "group_protocol_type": pa.array(proto, pa.string()), "decode_error": pa.array(errs, pa.string()),
+        "group_protocol_type": pa.array(proto, pa.string()), "decode_error": err,
         "detail": pa.nulls(n, pa.string()), "records_affected": pa.array(np.ones(n, dtype=np.int32)),
     }
     return pa.RecordBatch.from_arrays([cols[f.name].cast(f.type) for f in RAW_SCHEMA], schema=RAW_SCHEMA)
