@@ -47,31 +47,20 @@ def with_transaction_state(raw: DataFrame) -> DataFrame:
         .otherwise(F.lit("pending")))
 
 
-def live_commits(records: DataFrame) -> DataFrame:
-    """Live offset commits from :func:`with_transaction_state` output.
+COMMIT_FIELDS = ["committed_offset", "leader_epoch", "metadata", "commit_timestamp", "value_version",
+                 "source_partition", "offset", "broker_id"]
 
-    Returns the ``commits`` table: group_id string, topic string, partition int,
-    committed_offset long, committed_leader_epoch int, metadata string,
-    commit_timestamp timestamp, value_version short, source_partition int, source_offset long,
-    is_latest boolean (the group-partition's newest live commit, what a restarting consumer
-    resumes from), broker_id int (the replica it was read from).
-    """
-    ok = records.where(F.col("txn_state").isin("none", "committed") & F.col("decode_error").isNull())
-    offset_recs = ok.where(F.col("record_type").isin(0, 1))
-    # one exchange by key: tombstones and the latest live commit are window aggregates
-    by_key = Window.partitionBy(*KEY)
-    order = F.struct("source_partition", "offset")
-    commits = (offset_recs
-               .withColumn("key_deleted_at", F.max(F.when(F.col("is_tombstone"), order)).over(by_key))
-               .where(~F.col("is_tombstone") & (F.col("key_deleted_at").isNull() | (order > F.col("key_deleted_at")))))
-    group_tomb = (ok.where((F.col("record_type") == 2) & F.col("is_tombstone"))
-                  .groupBy("source_partition", "group_id").agg(F.max("offset").alias("group_deleted_at")))
-    if group_tomb.limit(100_001).count() <= 100_000:
-        group_tomb = F.broadcast(group_tomb)  # group deletions are rare; keep the big side unshuffled
-    commits = (commits.join(group_tomb, ["source_partition", "group_id"], "left")
-               .where(F.col("offset") > F.coalesce("group_deleted_at", F.lit(-1))))
-    commits = commits.withColumn("is_latest", order == F.max(order).over(by_key))
-    return commits.select(
+
+def _group_deletions(ok: DataFrame) -> DataFrame:
+    gt = (ok.where((F.col("record_type") == 2) & F.col("is_tombstone"))
+          .groupBy("source_partition", "group_id").agg(F.max("offset").alias("group_deleted_at")))
+    if gt.limit(100_001).count() <= 100_000:
+        gt = F.broadcast(gt)  # group deletions are rare; keep the big side unshuffled
+    return gt
+
+
+def _as_commits(df: DataFrame) -> DataFrame:
+    return df.select(
         *KEY,
         "committed_offset",
         F.col("leader_epoch").alias("committed_leader_epoch"),
@@ -82,7 +71,53 @@ def live_commits(records: DataFrame) -> DataFrame:
         F.col("offset").alias("source_offset"),
         "is_latest",
         "broker_id",
+        F.col("live_count").cast("long").alias("live_count"),
     )
+
+
+def live_commits(records: DataFrame, latest_only: bool = False) -> DataFrame:
+    """Live offset commits from :func:`with_transaction_state` output.
+
+    Returns the ``commits`` table: group_id string, topic string, partition int,
+    committed_offset long, committed_leader_epoch int, metadata string,
+    commit_timestamp timestamp, value_version short, source_partition int, source_offset long,
+    is_latest boolean (the group-partition's newest live commit, what a restarting consumer
+    resumes from), broker_id int (the replica it was read from), live_count long (summing it
+    over all rows gives the number of live commits).
+
+    ``latest_only`` (``--mode latest``): keep per group-partition only the rows the latest-mode
+    rules read — the latest live commit, its predecessor, and the latest earlier commit with the
+    highest leader epoch — computed with two hash aggregations instead of sorting every commit.
+    """
+    ok = records.where(F.col("txn_state").isin("none", "committed") & F.col("decode_error").isNull())
+    offset_recs = (ok.where(F.col("record_type").isin(0, 1))
+                   .join(_group_deletions(ok), ["source_partition", "group_id"], "left")
+                   .where(F.col("offset") > F.coalesce("group_deleted_at", F.lit(-1))))
+    order = F.struct("source_partition", "offset")
+    if not latest_only:
+        by_key = Window.partitionBy(*KEY)  # one exchange by key; the windows are aggregates
+        commits = (offset_recs
+                   .withColumn("key_deleted_at", F.max(F.when(F.col("is_tombstone"), order)).over(by_key))
+                   .where(~F.col("is_tombstone") & (F.col("key_deleted_at").isNull() | (order > F.col("key_deleted_at")))))
+        commits = commits.withColumn("is_latest", order == F.max(order).over(by_key)).withColumn("live_count", F.lit(1))
+        return _as_commits(commits)
+    last = offset_recs.groupBy(*KEY).agg(F.max(order).alias("last_order"),
+                                         F.max(F.when(F.col("is_tombstone"), order)).alias("last_tomb"))
+    live = (offset_recs.join(last, KEY)
+            .where(~F.col("is_tombstone") & (F.col("last_tomb").isNull() | (order > F.col("last_tomb")))))
+    row = F.struct(*COMMIT_FIELDS)
+    earlier = (live.where(order < F.col("last_order")).groupBy(*KEY)
+               .agg(F.max_by(row, order).alias("pred"),
+                    F.max_by(row, F.struct(F.col("leader_epoch"), order)).alias("ref"),
+                    F.count(F.lit(1)).alias("n_earlier")))
+    latest = (live.where(order == F.col("last_order"))
+              .join(earlier.select(*KEY, "n_earlier"), KEY, "left")
+              .select(*KEY, *COMMIT_FIELDS, F.lit(True).alias("is_latest"),
+                      (F.coalesce("n_earlier", F.lit(0)) + 1).alias("live_count")))
+    pred = earlier.select(*KEY, "pred.*", F.lit(False).alias("is_latest"), F.lit(0).alias("live_count"))
+    ref = (earlier.where(F.struct("ref.source_partition", "ref.offset") != F.struct("pred.source_partition", "pred.offset"))
+           .select(*KEY, "ref.*", F.lit(False).alias("is_latest"), F.lit(0).alias("live_count")))
+    return _as_commits(latest.unionByName(pred).unionByName(ref))
 
 
 def not_live(records: DataFrame) -> DataFrame:

@@ -18,6 +18,10 @@ from .judge import SEVERITY_RANK, judge, with_verdicts
 from .report.outputs import StagedOutput, console_table
 from .sources.logdirs import read_log_dirs
 
+#: the decoded columns the commit and summary stages read (file names stay in ``raw`` for issues)
+RECORD_COLUMNS = ["source_partition", "kind", "offset", "is_transactional", "producer_id", "control_type",
+                  "record_type", "group_id", "topic", "partition", "is_tombstone", "value_version",
+                  "committed_offset", "leader_epoch", "metadata", "commit_timestamp", "decode_error", "broker_id"]
 FAIL_ON = {"critical": 4, "error": 3, "warning": 2, "never": 99}
 MAX_WHERE = 1000
 
@@ -114,9 +118,9 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
 
     # localCheckpoint: materialise each stage once and keep query plans short
     raw = raw0.localCheckpoint()
-    records = with_transaction_state(raw).localCheckpoint()
-    commits = _filter(live_commits(records), cfg).localCheckpoint()
-    n_commits = commits.count()
+    records = with_transaction_state(raw.select(*RECORD_COLUMNS)).localCheckpoint()
+    commits = _filter(live_commits(records, latest_only=cfg.mode == "latest"), cfg).localCheckpoint()
+    n_commits = commits.agg(F.sum("live_count")).first()[0] or 0
     _progress(cfg, f"decode: {raw.count()} __consumer_offsets rows, {n_commits} live commits")
 
     if src is None:
@@ -138,7 +142,7 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
         out.write_parquet("findings", findings)
         out.write_parquet("committed_offsets", committed)
         if history:
-            out.write_parquet("commits", commits.drop("is_latest", "broker_id"))
+            out.write_parquet("commits", commits.drop("is_latest", "broker_id", "live_count"))
         out.write_parquet("epochs", src.epochs)
         out.write_parquet("bounds", src.bounds)
         summary["elapsed_seconds"] = round(time.time() - started, 3)
@@ -242,8 +246,8 @@ def _summary(cfg, src, raw, records, commits, findings, started_at) -> dict:
                 .agg(F.countDistinct("start_offset").alias("n"),
                      F.map_from_entries(F.collect_list(F.struct(F.col("broker_id").cast("string"), "start_offset"))).alias("start_offsets"))
                 .where("n > 1").orderBy("topic", "partition", "leader_epoch").take(MAX_WHERE))
-    n_live = commits.count()
-    n_latest = commits.where("is_latest").count()
+    n_live, n_latest = commits.agg(F.sum("live_count"), F.count(F.when(F.col("is_latest"), 1))).first()
+    n_live, n_latest = int(n_live or 0), int(n_latest or 0)
     return {
         "tool": "kafka-offset-audit", "version": __version__, "started_at": started_at,
         "inputs": _inputs(cfg, src),
