@@ -595,7 +595,7 @@ def write_html_report(
     output_dir: str,
     *,
     max_findings: int = 5000,
-    max_plots: int = 200,
+    max_plots: int = 60,
     max_groups_per_plot: int = 25,
     max_groups_in_chart: int = 40,
     max_epoch_rows: int = 100_000,
