@@ -118,7 +118,7 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
 
     # localCheckpoint: materialise each stage once and keep query plans short
     raw = raw0.localCheckpoint()
-    records = with_transaction_state(raw.select(*RECORD_COLUMNS)).localCheckpoint()
+    records = with_transaction_state(raw.select(*RECORD_COLUMNS))
     commits = _filter(live_commits(records, latest_only=cfg.mode == "latest"), cfg).localCheckpoint()
     n_commits = commits.agg(F.sum("live_count")).first()[0] or 0
     _progress(cfg, f"decode: {raw.count()} __consumer_offsets rows, {n_commits} live commits")

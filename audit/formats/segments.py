@@ -12,7 +12,8 @@ import pyarrow.compute as pc
 from .offsets import GROUP_METADATA_TYPE, decode_group_metadata_value, decode_offsets_kv
 from .record_batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, control_types, extract_records, scan_batches
 
-#: Rows produced per segment. ``kind``: ``record`` (a data record of a __consumer_offsets
+#: Rows produced per segment (``source_file`` is set on issue rows and records with a ``decode_error``).
+#: ``kind``: ``record`` (a data record of a __consumer_offsets
 #: batch), ``control`` (a transaction marker: ``control_type`` 0 ABORT / 1 COMMIT) or
 #: ``issue`` (something skipped: ``decode_error`` is the reason, ``position`` the byte
 #: position of the batch, ``records_affected`` how many records it held when known).
@@ -106,7 +107,8 @@ def decode_offsets_segment(buf: bytes | memoryview, source_file: str, source_par
             err = pa.array([None if c else e for c, e in zip(is_control.tolist(), err.to_pylist())], pa.string())
         generation, proto, err = _group_metadata(recs.data, rtype, recs.value_start, recs.value_len, err)
         cols = {
-            "source_file": pa.repeat(pa.scalar(source_file, pa.string()), n),
+            # the file name only where something is reported (a per-row path would dominate memory)
+            "source_file": pc.if_else(pc.is_valid(err), pa.scalar(source_file, pa.string()), pa.scalar(None, pa.string())),
             "source_partition": pa.array(np.full(n, source_partition, dtype=np.int32)),
             "kind": pc.if_else(pa.array(is_control), pa.scalar("control"), pa.scalar("record")),
             "position": pa.array(scan.position[recs.batch]),

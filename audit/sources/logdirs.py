@@ -394,7 +394,7 @@ def read_log_dirs(spark: SparkSession, roots: list[str]) -> LogDirSources:
     chosen = {row["partition"]: row.asDict() for row in
               bounds.where(F.col("topic") == OFFSETS_TOPIC)
               .select("partition", "answered_by_broker", "authority", "replica_count").collect()}
-    seg_uris, broker_of_file = [], {}
+    seg_uris = []
     rep_index = {(r.broker_id, r.topic, r.partition): r for r in inv.replicas}
     for p, info in sorted(chosen.items()):
         rep = rep_index.get((info["answered_by_broker"], OFFSETS_TOPIC, p))
@@ -403,7 +403,6 @@ def read_log_dirs(spark: SparkSession, roots: list[str]) -> LogDirSources:
         for _base, uri, size in rep.segments:
             if size > 0:
                 seg_uris.append(uri)
-                broker_of_file[uri] = rep.broker_id
     # partitions with no epoch cache and no tail still need a replica: take any
     for rep in inv.replicas:
         if rep.topic == OFFSETS_TOPIC and rep.partition not in chosen and rep.segments:
@@ -412,12 +411,12 @@ def read_log_dirs(spark: SparkSession, roots: list[str]) -> LogDirSources:
             for _b, uri, size in rep.segments:
                 if size > 0:
                     seg_uris.append(uri)
-                    broker_of_file[uri] = rep.broker_id
     from ..formats.segments import RAW_SCHEMA
     if seg_uris:
         raw = _binary(spark, seg_uris).mapInArrow(_decode_offsets_files, spark_schema(RAW_SCHEMA))
-        fmap = spark.createDataFrame(list(broker_of_file.items()), "source_file string, broker_id int")
-        raw = raw.join(F.broadcast(fmap), "source_file", "left")
+        pmap = spark.createDataFrame([(int(p), int(v["answered_by_broker"])) for p, v in chosen.items()],
+                                     "source_partition int, broker_id int")
+        raw = raw.join(F.broadcast(pmap), "source_partition", "left")
     else:
         raw = spark.createDataFrame([], spark_schema(RAW_SCHEMA)).withColumn("broker_id", F.lit(None).cast("int"))
 
