@@ -47,6 +47,8 @@ def with_transaction_state(raw: DataFrame) -> DataFrame:
         .otherwise(F.lit("pending")))
 
 
+#: group-partitions up to which the latest-mode key table is broadcast (about 100 bytes a key)
+BROADCAST_KEYS = 2_000_000
 COMMIT_FIELDS = ["committed_offset", "leader_epoch", "metadata", "commit_timestamp", "value_version",
                  "source_partition", "offset", "broker_id"]
 
@@ -103,6 +105,9 @@ def live_commits(records: DataFrame, latest_only: bool = False) -> DataFrame:
         return _as_commits(commits)
     last = offset_recs.groupBy(*KEY).agg(F.max(order).alias("last_order"),
                                          F.max(F.when(F.col("is_tombstone"), order)).alias("last_tomb"))
+    last = last.localCheckpoint()
+    if last.count() <= BROADCAST_KEYS:
+        last = F.broadcast(last)  # one row per group-partition: join without shuffling the commits
     live = (offset_recs.join(last, KEY)
             .where(~F.col("is_tombstone") & (F.col("last_tomb").isNull() | (order > F.col("last_tomb")))))
     row = F.struct(*COMMIT_FIELDS)
@@ -115,7 +120,7 @@ def live_commits(records: DataFrame, latest_only: bool = False) -> DataFrame:
               .select(*KEY, *COMMIT_FIELDS, F.lit(True).alias("is_latest"),
                       (F.coalesce("n_earlier", F.lit(0)) + 1).alias("live_count")))
     pred = earlier.select(*KEY, "pred.*", F.lit(False).alias("is_latest"), F.lit(0).alias("live_count"))
-    ref = (earlier.where(F.struct("ref.source_partition", "ref.offset") != F.struct("pred.source_partition", "pred.offset"))
+    ref = (earlier.where((F.col("ref.source_partition") != F.col("pred.source_partition")) | (F.col("ref.offset") != F.col("pred.offset")))
            .select(*KEY, "ref.*", F.lit(False).alias("is_latest"), F.lit(0).alias("live_count")))
     return _as_commits(latest.unionByName(pred).unionByName(ref))
 
