@@ -29,3 +29,14 @@ def test_two_replicas_never_count_a_commit_twice(audit_dirs, tmp_path):
     dis = double.summary["epoch_cache_disagreements"]
     assert dis == [{"topic": "orders", "partition": 0, "leader_epoch": 2, "start_offset_by_broker": {"1": 57, "2": 50}}]
     assert len(double.summary["inputs"]["brokers"]) == 2
+
+
+def test_broker_folders_are_not_mistaken_for_partitions(spark):
+    """``brokers/broker-1/`` holds meta.properties: a log dir, not partition 1 of a topic "broker"."""
+    from audit.sources.logdirs import discover
+
+    from .paths import SCENARIO
+    inv = discover(spark, [str(SCENARIO / "brokers")])
+    assert sorted(ld.broker_id for ld in inv.log_dirs) == [1, 2, 3, 100]
+    assert not [r for r in inv.replicas if r.topic == "broker"]
+    assert {r.partition for r in inv.replicas if r.topic == "__consumer_offsets"} == set(range(8))

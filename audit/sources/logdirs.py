@@ -31,7 +31,7 @@ from .fs import FileInfo, InputError, list_files, read_small, to_uri
 OFFSETS_TOPIC = "__consumer_offsets"
 METADATA_TOPIC = "__cluster_metadata"
 PARTITION_FILES = {"leader-epoch-checkpoint", "partition.metadata", "quorum-state"}
-PARTITION_SUFFIXES = (".log", ".index", ".timeindex", ".snapshot", ".txnindex", ".checkpoint", ".deleted", ".cleaned", ".swap")
+PARTITION_SUFFIXES = (".log", ".index", ".timeindex", ".snapshot", ".txnindex", ".deleted", ".cleaned", ".swap")
 
 
 @dataclass
@@ -92,13 +92,17 @@ def discover(spark: SparkSession, roots: list[str]) -> Inventory:
     for root in roots:
         files = list_files(spark, to_uri(root))
         found = set()
+        # a folder holding meta.properties or root checkpoints is a log dir, never a partition dir
+        # (``broker-1/`` looks like partition 1 of a topic named "broker")
+        roots_here = {_parent(f.uri) for f in files if _name(f.uri) == "meta.properties" or _name(f.uri) in ROOT_CHECKPOINTS}
         for f in files:
             parent = _parent(f.uri)
             name = _name(f.uri)
-            if name == "meta.properties" or name in ROOT_CHECKPOINTS:
+            if parent in roots_here and (name == "meta.properties" or name in ROOT_CHECKPOINTS):
                 found.add(parent)
                 by_dir[parent].append(f)
-            elif (name in PARTITION_FILES or name.endswith(PARTITION_SUFFIXES)) and parse_partition_dir(_name(parent)):
+            elif (parent not in roots_here and parse_partition_dir(_name(parent))
+                  and (name in PARTITION_FILES or name.endswith(PARTITION_SUFFIXES) or SNAPSHOT_FILE.match(name))):
                 by_dir[_parent(parent)].append(f)
                 found.add(_parent(parent))
         if not found:
