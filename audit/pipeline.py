@@ -189,7 +189,7 @@ def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput) -> dict:
     outcome = run_expectations(spark, local, ecfg)
     _progress(cfg, f"expectations: {'passed' if outcome.success else 'FAILED'} "
                    f"({outcome.statistics.get('successful_expectations')}/{outcome.statistics.get('evaluated_expectations')})")
-    html = write_html_report(spark, local)
+    html = write_html_report(spark, local, display_dir=cfg.output)
     return {
         "expectations": {"success": bool(outcome.success), "failed": list(outcome.failed_checks),
                          "statistics": {k: v for k, v in outcome.statistics.items() if k != "by_asset"},

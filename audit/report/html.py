@@ -601,6 +601,7 @@ def write_html_report(
     max_epoch_rows: int = 100_000,
     max_skipped_locations: int = 200,
     title: str = "Kafka consumer offset audit",
+    display_dir: str | None = None,
 ) -> str:
     """Write ``<output_dir>/report.html``, a self-contained report of an audit run.
 
@@ -723,7 +724,7 @@ def write_html_report(
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     body: List[str] = [
         f"<h1>{_esc(title)}</h1>",
-        f'<p class="muted">Output directory <code>{_esc(output_dir)}</code>; report generated {generated}.</p>',
+        f'<p class="muted">Output directory <code>{_esc(display_dir or output_dir)}</code>; report generated {generated}.</p>',
         '<nav><a href="#summary">Summary</a><a href="#findings">Findings</a>'
         '<a href="#groups">Per group</a><a href="#partitions">Partitions</a></nav>',
         _summary_section(summary, verdicts, expectations, output_dir, max_skipped_locations),
