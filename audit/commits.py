@@ -7,7 +7,7 @@ Applies what a ``read_committed`` reader and the group coordinator's loader
   same partition is COMMIT; ABORT drops them, no marker yet means still pending (not live);
 * a tombstone for an offset key deletes every earlier commit of that key; a group metadata
   tombstone (group deleted) deletes every earlier commit of the group;
-* records that failed to decode are not commits (they are counted by :func:`record_counts`).
+* records that failed to decode are not commits (the pipeline's summary counts them).
 """
 from __future__ import annotations
 
@@ -123,12 +123,3 @@ def live_commits(records: DataFrame, latest_only: bool = False) -> DataFrame:
     ref = (earlier.where((F.col("ref.source_partition") != F.col("pred.source_partition")) | (F.col("ref.offset") != F.col("pred.offset")))
            .select(*KEY, "ref.*", F.lit(False).alias("is_latest"), F.lit(0).alias("live_count")))
     return _as_commits(latest.unionByName(pred).unionByName(ref))
-
-
-def not_live(records: DataFrame) -> DataFrame:
-    """Offset-commit records that are not live, with ``reason``: aborted_transaction,
-    pending_transaction, deleted_by_tombstone (key or group deletion).  For the summary."""
-    offset_recs = records.where(F.col("record_type").isin(0, 1) & F.col("decode_error").isNull() & ~F.col("is_tombstone"))
-    txn = offset_recs.where(F.col("txn_state").isin("aborted", "pending")).select(
-        *KEY, "source_partition", "offset", F.concat(F.col("txn_state"), F.lit("_transaction")).alias("reason"))
-    return txn

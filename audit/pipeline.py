@@ -16,7 +16,7 @@ from .commits import live_commits, with_transaction_state
 from .formats.offsets import RECORD_TYPE_NAMES
 from .judge import SEVERITY_RANK, judge, with_verdicts
 from .report.outputs import StagedOutput, console_table
-from .sources.logdirs import read_log_dirs
+from .sources.logdirs import cache_disagreements, read_log_dirs
 
 #: the decoded columns the commit and summary stages read (file names stay in ``raw`` for issues)
 RECORD_COLUMNS = ["source_partition", "kind", "offset", "is_transactional", "producer_id", "control_type",
@@ -120,8 +120,9 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
     raw = raw0.localCheckpoint()
     records = with_transaction_state(raw.select(*RECORD_COLUMNS))
     commits = _filter(live_commits(records, latest_only=cfg.mode == "latest"), cfg).localCheckpoint()
-    n_commits = commits.agg(F.sum("live_count")).first()[0] or 0
-    _progress(cfg, f"decode: {raw.count()} __consumer_offsets rows, {n_commits} live commits")
+    n_live, n_latest = commits.agg(F.sum("live_count"), F.count(F.when(F.col("is_latest"), 1))).first()
+    n_live, n_latest = int(n_live or 0), int(n_latest or 0)
+    _progress(cfg, f"decode: {raw.count()} __consumer_offsets rows, {n_live} live commits")
 
     if src is None:
         live = cluster_tables(spark, commits, collect or live_collect(cfg.bootstrap_servers, cfg.client_config),
@@ -136,7 +137,7 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
     n_findings = findings.count()
     _progress(cfg, f"judge: {n_findings} findings over {committed.count()} group-partitions")
 
-    summary = _summary(cfg, src, raw, records, commits, findings, started_at)
+    summary = _summary(cfg, src, raw, records, (n_live, n_latest), findings, started_at)
     out = StagedOutput(spark, cfg.output)
     try:
         out.write_parquet("findings", findings)
@@ -215,15 +216,16 @@ def _inputs(cfg, src) -> dict:
     }
 
 
-def _summary(cfg, src, raw, records, commits, findings, started_at) -> dict:
+def _summary(cfg, src, raw, records, live_counts, findings, started_at) -> dict:
     """summary.json content; every collect here is an aggregate (bounded by names, not records)."""
-    by_type = {}
-    for r in (raw.where(F.col("kind") == "record")
-              .groupBy("record_type", "value_version", "is_tombstone").count().collect()):
+    by_type, kinds = {}, {}
+    for r in raw.groupBy("kind", "record_type", "value_version", "is_tombstone").count().collect():
+        kinds[r["kind"]] = kinds.get(r["kind"], 0) + r["count"]
+        if r["kind"] != "record":
+            continue
         name = RECORD_TYPE_NAMES.get(r["record_type"], f"type_{r['record_type']}")
         key = f"{name} tombstone" if r["is_tombstone"] else f"{name} v{r['value_version']}"
         by_type[key] = by_type.get(key, 0) + r["count"]
-    kinds = {r["kind"]: r["count"] for r in raw.groupBy("kind").count().collect()}
     txn = {r["txn_state"]: r["count"] for r in
            records.where(F.col("record_type").isin(0, 1) & ~F.col("is_tombstone"))
            .groupBy("txn_state").count().collect()}
@@ -242,12 +244,8 @@ def _summary(cfg, src, raw, records, commits, findings, started_at) -> dict:
     for r in findings.groupBy("finding", "severity").count().collect():
         sev[r["severity"]] += r["count"]
         names[r["finding"]] = names.get(r["finding"], 0) + r["count"]
-    disagree = (src.epochs.groupBy("topic", "partition", "leader_epoch")
-                .agg(F.countDistinct("start_offset").alias("n"),
-                     F.map_from_entries(F.collect_list(F.struct(F.col("broker_id").cast("string"), "start_offset"))).alias("start_offsets"))
-                .where("n > 1").orderBy("topic", "partition", "leader_epoch").take(MAX_WHERE))
-    n_live, n_latest = commits.agg(F.sum("live_count"), F.count(F.when(F.col("is_latest"), 1))).first()
-    n_live, n_latest = int(n_live or 0), int(n_latest or 0)
+    disagree = cache_disagreements(src.epochs).orderBy("topic", "partition", "leader_epoch").take(MAX_WHERE)
+    n_live, n_latest = live_counts
     return {
         "tool": "kafka-offset-audit", "version": __version__, "started_at": started_at,
         "inputs": _inputs(cfg, src),
@@ -267,5 +265,5 @@ def _summary(cfg, src, raw, records, commits, findings, started_at) -> dict:
         "findings": {"total": int(sum(sev.values())), "by_name": names, "by_severity": sev},
         "epoch_cache_disagreements": [
             {"topic": r["topic"], "partition": r["partition"], "leader_epoch": r["leader_epoch"],
-             "start_offset_by_broker": dict(r["start_offsets"])} for r in disagree],
+             "start_offset_by_broker": dict(r["start_offset_by_broker"])} for r in disagree],
     }

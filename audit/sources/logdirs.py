@@ -338,7 +338,7 @@ def read_log_dirs(spark: SparkSession, roots: list[str]) -> LogDirSources:
     tail_df = (_binary(spark, tails_uris).mapInArrow(_scan_tails, spark_schema(TAIL_SCHEMA)) if tails_uris
                else spark.createDataFrame([], spark_schema(TAIL_SCHEMA)))
     tail_df = tail_df.localCheckpoint()
-    tails = tail_df.groupBy("path").agg(F.max("end_offset").alias("tail_end"), F.max("last_batch_epoch").alias("tail_epoch"))
+    tails = tail_df.groupBy("path").agg(F.max("end_offset").alias("tail_end"))
 
     # leader-epoch caches
     ckpt_uris = sorted({r.epoch_checkpoint for r in inv.replicas if r.epoch_checkpoint})
@@ -500,11 +500,22 @@ def _authority(replicas: DataFrame, state: DataFrame) -> DataFrame:
                         .otherwise(F.lit("replica with newest epoch and highest end offset"))))
 
 
+def cache_disagreements(epochs: DataFrame) -> DataFrame:
+    """Epochs whose start offset differs between replicas' caches (an unclean election's footprint).
+
+    Input: topic, partition, broker_id, leader_epoch, start_offset rows (every replica's cache).
+    Output: topic, partition, leader_epoch, start_offset_by_broker map<string, long>.
+    """
+    return (epochs.groupBy("topic", "partition", "leader_epoch")
+            .agg(F.countDistinct("start_offset").alias("n"),
+                 F.map_from_entries(F.collect_list(F.struct(F.col("broker_id").cast("string"), "start_offset")))
+                 .alias("start_offset_by_broker"))
+            .where(F.col("n") > 1).drop("n"))
+
+
 def _bounds(authority: DataFrame, rep_cache: DataFrame, state: DataFrame) -> DataFrame:
     lead = authority.where(F.col("rank") == 1)
-    disagree = (rep_cache.groupBy("topic", "partition", "leader_epoch")
-                .agg(F.countDistinct("start_offset").alias("n"))
-                .where(F.col("n") > 1).select("topic", "partition").distinct()
+    disagree = (cache_disagreements(rep_cache).select("topic", "partition").distinct()
                 .withColumn("caches_disagree", F.lit(True)))
     return (lead.join(state.select("topic", "partition", "unclean_elections", "last_unclean_election"),
                       ["topic", "partition"], "left")
