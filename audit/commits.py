@@ -90,6 +90,8 @@ def live_commits(records: DataFrame, latest_only: bool = False) -> DataFrame:
     ``latest_only`` (``--mode latest``): keep per group-partition only the rows the latest-mode
     rules read — the latest live commit, its predecessor, and the latest earlier commit with the
     highest leader epoch — computed with two hash aggregations instead of sorting every commit.
+    Input rows may be per-segment summaries (:mod:`audit.formats.latest`): a row's
+    ``live_count`` is the number of live commits it stands for, and the counts are summed.
     """
     ok = records.where(F.col("txn_state").isin("none", "committed") & F.col("decode_error").isNull())
     offset_recs = (ok.where(F.col("record_type").isin(0, 1))
@@ -114,11 +116,11 @@ def live_commits(records: DataFrame, latest_only: bool = False) -> DataFrame:
     earlier = (live.where(order < F.col("last_order")).groupBy(*KEY)
                .agg(F.max_by(row, order).alias("pred"),
                     F.max_by(row, F.struct(F.col("leader_epoch"), order)).alias("ref"),
-                    F.count(F.lit(1)).alias("n_earlier")))
+                    F.sum("live_count").alias("n_earlier")))
     latest = (live.where(order == F.col("last_order"))
               .join(earlier.select(*KEY, "n_earlier"), KEY, "left")
               .select(*KEY, *COMMIT_FIELDS, F.lit(True).alias("is_latest"),
-                      (F.coalesce("n_earlier", F.lit(0)) + 1).alias("live_count")))
+                      (F.coalesce("n_earlier", F.lit(0)) + F.col("live_count")).alias("live_count")))
     pred = earlier.select(*KEY, "pred.*", F.lit(False).alias("is_latest"), F.lit(0).alias("live_count"))
     ref = (earlier.where((F.col("ref.source_partition") != F.col("pred.source_partition")) | (F.col("ref.offset") != F.col("pred.offset")))
            .select(*KEY, "ref.*", F.lit(False).alias("is_latest"), F.lit(0).alias("live_count")))

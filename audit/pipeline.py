@@ -21,7 +21,7 @@ from .sources.logdirs import cache_disagreements, read_log_dirs
 #: the decoded columns the commit and summary stages read (file names stay in ``raw`` for issues)
 RECORD_COLUMNS = ["source_partition", "kind", "offset", "is_transactional", "producer_id", "control_type",
                   "record_type", "group_id", "topic", "partition", "is_tombstone", "value_version",
-                  "committed_offset", "leader_epoch", "metadata", "commit_timestamp", "decode_error", "broker_id"]
+                  "committed_offset", "leader_epoch", "metadata", "commit_timestamp", "decode_error", "broker_id", "record_count", "live_count"]
 FAIL_ON = {"critical": 4, "error": 3, "warning": 2, "never": 99}
 MAX_WHERE = 1000
 
@@ -110,7 +110,7 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
         raw0 = read_offsets_topic(spark, cfg.bootstrap_servers, cfg.client_config, consumer_factory)
         _progress(cfg, f"read: __consumer_offsets of {cfg.bootstrap_servers}")
     else:
-        src = read_log_dirs(spark, cfg.log_dirs)
+        src = read_log_dirs(spark, cfg.log_dirs, reduce_latest=cfg.mode == "latest")
         raw0 = src.raw_offsets
         inv = src.inventory
         _progress(cfg, f"read: {len(inv.log_dirs)} log dirs, {len(inv.replicas)} partition replicas, "
@@ -219,16 +219,23 @@ def _inputs(cfg, src) -> dict:
 def _summary(cfg, src, raw, records, live_counts, findings, started_at) -> dict:
     """summary.json content; every collect here is an aggregate (bounded by names, not records)."""
     by_type, kinds = {}, {}
-    for r in raw.groupBy("kind", "record_type", "value_version", "is_tombstone").count().collect():
-        kinds[r["kind"]] = kinds.get(r["kind"], 0) + r["count"]
-        if r["kind"] != "record":
+    # kind 'count' rows stand for records a latest-mode summary folded away (all non-transactional)
+    folded = 0
+    for r in (raw.groupBy("kind", "record_type", "value_version", "is_tombstone")
+              .agg(F.sum(F.when(F.col("kind") == "issue", 1).otherwise(F.col("record_count"))).alias("n")).collect()):
+        kind, n = ("record" if r["kind"] == "count" else r["kind"]), int(r["n"] or 0)
+        kinds[kind] = kinds.get(kind, 0) + n
+        if kind != "record":
             continue
         name = RECORD_TYPE_NAMES.get(r["record_type"], f"type_{r['record_type']}")
         key = f"{name} tombstone" if r["is_tombstone"] else f"{name} v{r['value_version']}"
-        by_type[key] = by_type.get(key, 0) + r["count"]
-    txn = {r["txn_state"]: r["count"] for r in
+        by_type[key] = by_type.get(key, 0) + n
+        if r["kind"] == "count" and r["record_type"] in (0, 1) and not r["is_tombstone"]:
+            folded += n
+    txn = {r["txn_state"]: int(r["n"]) for r in
            records.where(F.col("record_type").isin(0, 1) & ~F.col("is_tombstone"))
-           .groupBy("txn_state").count().collect()}
+           .groupBy("txn_state").agg(F.sum("record_count").alias("n")).collect()}
+    txn["none"] = txn.get("none", 0) + folded
     decoded_commits = sum(txn.get(k, 0) for k in ("none", "committed"))
 
     skipped = raw.where((F.col("kind") == "issue") | F.col("decode_error").isNotNull()).select(

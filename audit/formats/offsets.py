@@ -78,13 +78,47 @@ def decode_offsets_kv(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarr
 
     Offset-commit fields are only filled for record types 0/1 with a decodable value.
     """
+    return materialise_offsets_kv(data, decode_offsets_numeric(data, key_start, key_len, value_start, value_len))
+
+
+def materialise_offsets_kv(data: np.ndarray, num: dict[str, np.ndarray],
+                           rows: np.ndarray | None = None) -> dict[str, pa.Array | np.ndarray]:
+    """The columns of :func:`decode_offsets_kv` from :func:`decode_offsets_numeric` output,
+    for the records ``rows`` only (indices into it; default all).  Strings are built here,
+    so a caller that keeps few records pays for few strings."""
+    if rows is not None:
+        num = {k: v[rows] for k, v in num.items()}
+    fill = num["fill"]
+    return {
+        "record_type": num["record_type"],
+        "group_id": _strings(data, num["group_start"], num["group_len"], num["group_ok"]),
+        "topic": _strings(data, num["topic_start"], num["topic_len"], num["topic_ok"]),
+        "partition": num["partition"],
+        "is_tombstone": num["is_tombstone"],
+        "value_version": num["value_version"],
+        "committed_offset": num["committed_offset"],
+        "leader_epoch": num["leader_epoch"],
+        "metadata": _strings(data, num["metadata_start"], num["metadata_len"], fill),
+        "commit_timestamp": num["commit_timestamp"],
+        "expire_timestamp": num["expire_timestamp"],
+        "decode_error": pa.array(num["decode_error"], pa.string()),
+    }
+
+
+def decode_offsets_numeric(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarray,
+                           value_start: np.ndarray, value_len: np.ndarray) -> dict[str, np.ndarray]:
+    """Numeric part of :func:`decode_offsets_kv`: every column as numpy, strings as positions.
+
+    Besides the numeric columns of :func:`decode_offsets_kv` (already masked and typed) it
+    returns ``group_start``/``group_len``/``group_ok``, ``topic_start``/``topic_len``/``topic_ok``,
+    ``metadata_start``/``metadata_len``, ``fill`` (offset-commit fields are valid) and
+    ``decode_error`` as an object array (None or the reason).
+    """
     n = len(key_start)
     dlen = len(data)
-    i64 = lambda v=0: np.full(n, v, dtype=np.int64)  # noqa: E731
     key_start = key_start.astype(np.int64)
     value_start = value_start.astype(np.int64)
     key_end = key_start + np.maximum(key_len, 0)
-    value_end = value_start + np.maximum(value_len, 0)
 
     def safe(pos, need, end):
         """Positions where ``need`` bytes fit before ``end``; else 0 (masked later)."""
@@ -116,9 +150,6 @@ def decode_offsets_kv(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarr
     tomb = value_len < 0
     v = decode_offset_commit_values(data, value_start, value_len)
     version, known_version, value_ok, ok_v = v["value_version"], v["known_version"], v["value_ok"], v["readable_version"]
-    committed_offset, leader_epoch = v["committed_offset"], v["leader_epoch"]
-    m_start, mlen = v["metadata_start"], v["metadata_len"]
-    commit_ts, expire_ts = v["commit_timestamp"], v["expire_timestamp"]
 
     err = np.full(n, None, dtype=object)
     err[~has_type] = "malformed_key"
@@ -135,17 +166,17 @@ def decode_offsets_kv(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarr
 
     return {
         "record_type": record_type.astype(np.int16),
-        "group_id": _strings(data, g_start, glen, key_ok_commit | key_ok_group),
-        "topic": _strings(data, t_start, tlen, key_ok_commit),
+        "group_start": g_start, "group_len": glen, "group_ok": key_ok_commit | key_ok_group,
+        "topic_start": t_start, "topic_len": tlen, "topic_ok": key_ok_commit,
         "partition": np.where(key_ok_commit, partition, -1).astype(np.int32),
         "is_tombstone": tomb,
         "value_version": version.astype(np.int16),
-        "committed_offset": np.where(fill, committed_offset, -1).astype(np.int64),
-        "leader_epoch": np.where(fill, leader_epoch, -1).astype(np.int32),
-        "metadata": _strings(data, m_start, mlen, fill),
-        "commit_timestamp": np.where(fill, commit_ts, -1).astype(np.int64),
-        "expire_timestamp": np.where(fill, expire_ts, -1).astype(np.int64),
-        "decode_error": pa.array(err, pa.string()),
+        "committed_offset": np.where(fill, v["committed_offset"], -1).astype(np.int64),
+        "leader_epoch": np.where(fill, v["leader_epoch"], -1).astype(np.int32),
+        "metadata_start": v["metadata_start"], "metadata_len": v["metadata_len"], "fill": fill,
+        "commit_timestamp": np.where(fill, v["commit_timestamp"], -1).astype(np.int64),
+        "expire_timestamp": np.where(fill, v["expire_timestamp"], -1).astype(np.int64),
+        "decode_error": err,
     }
 
 

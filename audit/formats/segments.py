@@ -9,14 +9,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .offsets import GROUP_METADATA_TYPE, decode_group_metadata_value, decode_offsets_kv
+from .latest import summarise_latest
+from .offsets import (GROUP_METADATA_TYPE, decode_group_metadata_value, decode_offsets_kv,
+                      decode_offsets_numeric, materialise_offsets_kv)
 from .record_batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, control_types, extract_records, scan_batches
 
 #: Rows produced per segment (``source_file`` is set on issue rows and records with a ``decode_error``).
 #: ``kind``: ``record`` (a data record of a __consumer_offsets
 #: batch), ``control`` (a transaction marker: ``control_type`` 0 ABORT / 1 COMMIT) or
 #: ``issue`` (something skipped: ``decode_error`` is the reason, ``position`` the byte
-#: position of the batch, ``records_affected`` how many records it held when known).
+#: position of the batch, ``records_affected`` how many records it held when known) or
+#: ``count`` (``record_count`` records of one record_type / value_version / is_tombstone that
+#: a latest-mode summary folded away, see :mod:`audit.formats.latest`).
+#: ``record_count``: records this row adds to the records-read statistics (1 for a record,
+#: 0 for a summarised one); ``live_count``: live commits the row stands for when it is live.
 #: Offsets are Kafka offsets of the __consumer_offsets partition; timestamps are epoch ms.
 RAW_SCHEMA = pa.schema([
     ("source_file", pa.string()),
@@ -45,6 +51,8 @@ RAW_SCHEMA = pa.schema([
     ("decode_error", pa.string()),
     ("detail", pa.string()),
     ("records_affected", pa.int32()),
+    ("record_count", pa.int64()),
+    ("live_count", pa.int64()),
 ])
 
 
@@ -79,11 +87,26 @@ def _issues_batch(source_file: str, source_partition: int, issues) -> pa.RecordB
     cols["decode_error"] = pa.array([i.reason for i in issues], pa.string())
     cols["detail"] = pa.array([i.detail for i in issues], pa.string())
     cols["records_affected"] = pa.array([i.records for i in issues], pa.int32())
+    cols["record_count"] = pa.array(np.zeros(n, dtype=np.int64))
+    cols["live_count"] = pa.array(np.zeros(n, dtype=np.int64))
+    return pa.RecordBatch.from_arrays([cols[f.name] for f in RAW_SCHEMA], schema=RAW_SCHEMA)
+
+
+def _counts_batch(source_partition: int, counts) -> pa.RecordBatch:
+    n = len(counts)
+    cols = {f.name: pa.nulls(n, f.type) for f in RAW_SCHEMA}
+    cols["source_partition"] = pa.array([source_partition] * n, pa.int32())
+    cols["kind"] = pa.array(["count"] * n, pa.string())
+    cols["record_type"] = pa.array([c[0] for c in counts], pa.int16())
+    cols["value_version"] = pa.array([c[1] for c in counts], pa.int16())
+    cols["is_tombstone"] = pa.array([c[2] for c in counts], pa.bool_())
+    cols["record_count"] = pa.array([c[3] for c in counts], pa.int64())
+    cols["live_count"] = pa.array([0] * n, pa.int64())
     return pa.RecordBatch.from_arrays([cols[f.name] for f in RAW_SCHEMA], schema=RAW_SCHEMA)
 
 
 def decode_offsets_segment(buf: bytes | memoryview, source_file: str, source_partition: int,
-                           verify_crc: bool = True) -> list[pa.RecordBatch]:
+                           verify_crc: bool = True, reduce_latest: bool = False) -> list[pa.RecordBatch]:
     """Decode every record of one ``__consumer_offsets`` segment into :data:`RAW_SCHEMA` rows.
 
     ``buf``: the ``.log`` file's bytes; ``source_file``: its path (reported with issues);
@@ -91,6 +114,10 @@ def decode_offsets_segment(buf: bytes | memoryview, source_file: str, source_par
     of record/control rows and, when anything was skipped, one batch of issue rows.
     Record-level problems (unknown record type, unknown value version, malformed bytes)
     are ``kind='record'`` rows with ``decode_error`` set.  Never raises on bad bytes.
+
+    ``reduce_latest`` (``--mode latest``): emit only the records
+    :func:`audit.formats.latest.summarise_latest` keeps, plus ``kind='count'`` rows for the
+    statistics of the records it folded away.
     """
     scan = scan_batches(buf, verify_crc=verify_crc)
     recs = extract_records(buf, scan)
@@ -99,24 +126,41 @@ def decode_offsets_segment(buf: bytes | memoryview, source_file: str, source_par
     if n:
         attrs = scan.attributes[recs.batch]
         is_control = (attrs & ATTR_CONTROL) != 0
-        dec = decode_offsets_kv(recs.data, recs.key_start, recs.key_len, recs.value_start, recs.value_len)
-        ctype = np.where(is_control, control_types(recs), -1).astype(np.int16)
-        rtype = np.where(is_control, -1, dec["record_type"]).astype(np.int16)
-        err = dec["decode_error"]
+        is_txn = (attrs & ATTR_TRANSACTIONAL) != 0
+        num = decode_offsets_numeric(recs.data, recs.key_start, recs.key_len, recs.value_start, recs.value_len)
+        num["record_type"] = np.where(is_control, -1, num["record_type"]).astype(np.int16)
         if is_control.any():
-            err = pa.array([None if c else e for c, e in zip(is_control.tolist(), err.to_pylist())], pa.string())
-        generation, proto, err = _group_metadata(recs.data, rtype, recs.value_start, recs.value_len, err)
+            num["decode_error"][is_control] = None
+        counts = []
+        if reduce_latest:
+            summary = summarise_latest(recs.data, recs.key_start, recs.key_len, num, is_txn, is_control)
+            keep, live_count, record_count, counts = (summary.keep, summary.live_count, summary.record_count,
+                                                      summary.counts)
+        else:
+            keep = np.arange(n, dtype=np.int64)
+            live_count = record_count = np.ones(n, dtype=np.int64)
+        full = len(keep) == n
+        rows = None if full else keep
+        pick = (lambda a: a) if full else (lambda a: a[keep])  # noqa: E731
+        dec = materialise_offsets_kv(recs.data, num, rows)
+        is_control = pick(is_control)
+        batch = pick(recs.batch)
+        m = len(keep)
+        ctype = np.where(is_control, pick(control_types(recs)), -1).astype(np.int16)
+        rtype = dec["record_type"]
+        err = dec["decode_error"]
+        generation, proto, err = _group_metadata(recs.data, rtype, pick(recs.value_start), pick(recs.value_len), err)
         cols = {
             # the file name only where something is reported (a per-row path would dominate memory)
             "source_file": pc.if_else(pc.is_valid(err), pa.scalar(source_file, pa.string()), pa.scalar(None, pa.string())),
-            "source_partition": pa.array(np.full(n, source_partition, dtype=np.int32)),
+            "source_partition": pa.array(np.full(m, source_partition, dtype=np.int32)),
             "kind": pc.if_else(pa.array(is_control), pa.scalar("control"), pa.scalar("record")),
-            "position": pa.array(scan.position[recs.batch]),
-            "offset": pa.array(recs.offset),
-            "timestamp": pa.array(recs.timestamp),
-            "batch_leader_epoch": pa.array(scan.partition_leader_epoch[recs.batch]),
-            "is_transactional": pa.array((attrs & ATTR_TRANSACTIONAL) != 0),
-            "producer_id": pa.array(scan.producer_id[recs.batch]),
+            "position": pa.array(scan.position[batch]),
+            "offset": pa.array(pick(recs.offset)),
+            "timestamp": pa.array(pick(recs.timestamp)),
+            "batch_leader_epoch": pa.array(scan.partition_leader_epoch[batch]),
+            "is_transactional": pa.array((scan.attributes[batch] & ATTR_TRANSACTIONAL) != 0),
+            "producer_id": pa.array(scan.producer_id[batch]),
             "control_type": pa.array(ctype),
             "record_type": pa.array(rtype),
             "group_id": dec["group_id"],
@@ -132,10 +176,14 @@ def decode_offsets_segment(buf: bytes | memoryview, source_file: str, source_par
             "group_generation": pa.array(generation),
             "group_protocol_type": pa.array(proto, pa.string()),
             "decode_error": err,
-            "detail": pa.nulls(n, pa.string()),
-            "records_affected": pa.array(np.ones(n, dtype=np.int32)),
+            "detail": pa.nulls(m, pa.string()),
+            "records_affected": pa.array(np.ones(m, dtype=np.int32)),
+            "record_count": pa.array(record_count),
+            "live_count": pa.array(live_count),
         }
         out.append(pa.RecordBatch.from_arrays([cols[f.name].cast(f.type) for f in RAW_SCHEMA], schema=RAW_SCHEMA))
+        if counts:
+            out.append(_counts_batch(source_partition, counts))
     issues = scan.issues + recs.issues
     if issues:
         out.append(_issues_batch(source_file, source_partition, issues))
@@ -187,5 +235,6 @@ def decode_offsets_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
         "expire_timestamp": pa.array(dec["expire_timestamp"]), "group_generation": pa.array(generation),
         "group_protocol_type": pa.array(proto, pa.string()), "decode_error": err,
         "detail": pa.nulls(n, pa.string()), "records_affected": pa.array(np.ones(n, dtype=np.int32)),
+        "record_count": pa.array(np.ones(n, dtype=np.int64)), "live_count": pa.array(np.ones(n, dtype=np.int64)),
     }
     return pa.RecordBatch.from_arrays([cols[f.name].cast(f.type) for f in RAW_SCHEMA], schema=RAW_SCHEMA)

@@ -201,8 +201,9 @@ def _scan_tails(batches):
         yield pa.RecordBatch.from_pydict(dict(rows), schema=TAIL_SCHEMA)
 
 
-def _decode_offsets_files(batches):
-    """mapInArrow: (path, content) -> RAW_SCHEMA rows of every record of each segment."""
+def _decode_offsets_files(batches, reduce_latest: bool = False):
+    """mapInArrow: (path, content) -> RAW_SCHEMA rows of every record of each segment
+    (with ``reduce_latest``: the latest-mode summary of each segment, see :mod:`audit.formats.latest`)."""
     from audit.formats.checkpoints import parse_partition_dir
     from audit.formats.segments import decode_offsets_segment
     for rb in batches:
@@ -211,8 +212,14 @@ def _decode_offsets_files(batches):
         for i, path in enumerate(paths):
             tp = parse_partition_dir(path.rsplit("/", 2)[-2])
             buf = contents[i].as_buffer()
-            for out in decode_offsets_segment(memoryview(buf) if buf is not None else b"", path, tp[1] if tp else -1):
+            for out in decode_offsets_segment(memoryview(buf) if buf is not None else b"", path, tp[1] if tp else -1,
+                                              reduce_latest=reduce_latest):
                 yield out
+
+
+def _decode_offsets_latest(batches):
+    """mapInArrow: :func:`_decode_offsets_files` with the latest-mode summary."""
+    return _decode_offsets_files(batches, reduce_latest=True)
 
 
 def _metadata_schema() -> pa.Schema:
@@ -306,13 +313,14 @@ def _lines(df: DataFrame) -> DataFrame:
             .where((F.col("pos") >= 2) & (F.trim("line") != "")))
 
 
-def read_log_dirs(spark: SparkSession, roots: list[str]) -> LogDirSources:
+def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = False) -> LogDirSources:
     """Read broker log dirs into DataFrames.
 
     Returns :class:`LogDirSources` with
 
     - ``raw_offsets``: :data:`audit.formats.segments.RAW_SCHEMA` rows of the chosen replica of
-      every ``__consumer_offsets`` partition, plus ``broker_id int``;
+      every ``__consumer_offsets`` partition, plus ``broker_id int`` (``reduce_latest``: only
+      the rows ``--mode latest`` reads, summarised per segment by :mod:`audit.formats.latest`);
     - ``replicas``: broker_id, topic, partition, log_start_offset, log_end_offset (long, offsets),
       high_watermark, max_epoch, epoch_checkpoint_mtime (ms) per partition replica;
     - ``epochs``: topic, partition, broker_id, leader_epoch int, start_offset long, is_leader boolean;
@@ -417,7 +425,8 @@ def read_log_dirs(spark: SparkSession, roots: list[str]) -> LogDirSources:
                     seg_uris.append(uri)
     from ..formats.segments import RAW_SCHEMA
     if seg_uris:
-        raw = _binary(spark, seg_uris).mapInArrow(_decode_offsets_files, spark_schema(RAW_SCHEMA))
+        decoder = _decode_offsets_latest if reduce_latest else _decode_offsets_files
+        raw = _binary(spark, seg_uris).mapInArrow(decoder, spark_schema(RAW_SCHEMA))
         pmap = spark.createDataFrame([(int(p), int(v["answered_by_broker"])) for p, v in chosen.items()],
                                      "source_partition int, broker_id int")
         raw = raw.join(F.broadcast(pmap), "source_partition", "left")
