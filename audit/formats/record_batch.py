@@ -237,13 +237,21 @@ _BE = {(2, True): ">i2", (4, True): ">i4", (8, True): ">i8", (2, False): ">u2", 
 def read_int(arr: np.ndarray, pos: np.ndarray, nbytes: int, signed: bool = True) -> np.ndarray:
     """Big-endian integers of ``nbytes`` (2, 4 or 8) at each position, as int64.
 
-    Bytes past the buffer end read as the last byte: callers mask such rows out.
+    One gather through an unaligned, overlapping view of ``arr`` (element *i* = the
+    ``nbytes`` bytes at *i*).  Positions too close to the end read the last whole
+    integer instead: callers mask such rows out.
     """
-    if len(pos) == 0 or len(arr) == 0:
+    n = len(arr)
+    if len(pos) == 0 or n == 0:
         return np.zeros(len(pos), dtype=np.int64)
-    idx = pos[:, None] + np.arange(nbytes, dtype=np.int64)[None, :]
-    np.minimum(idx, len(arr) - 1, out=idx)
-    return arr[idx].view(_BE[(nbytes, signed)]).reshape(-1).astype(np.int64)
+    if n < nbytes:
+        padded = np.zeros(nbytes, dtype=np.uint8)
+        padded[:n] = arr
+        arr, n = padded, nbytes
+    if not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr)
+    view = np.ndarray(shape=(n - nbytes + 1,), dtype=_BE[(nbytes, signed)], buffer=arr, offset=0, strides=(1,))
+    return view[np.clip(pos, 0, n - nbytes)].astype(np.int64)
 
 
 # --------------------------------------------------------------------------- records

@@ -15,6 +15,7 @@ Follows Kafka's on-disk layout (``UnifiedLog``, ``LogSegment``, ``LeaderEpochFil
 """
 from __future__ import annotations
 
+import os
 import posixpath
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from pyspark.sql import types as T
 
 from ..formats.checkpoints import (ROOT_CHECKPOINTS, SEGMENT_FILE, SNAPSHOT_FILE, broker_id_of,
                                    parse_meta_properties, parse_partition_dir)
-from .fs import FileInfo, InputError, list_files, read_small, to_uri
+from .fs import FileInfo, InputError, is_local, list_files, read_small, to_uri
 
 OFFSETS_TOPIC = "__consumer_offsets"
 METADATA_TOPIC = "__cluster_metadata"
@@ -168,6 +169,31 @@ def discover(spark: SparkSession, roots: list[str]) -> Inventory:
 
 # --------------------------------------------------------------------------- executor-side functions
 
+def _contents(rb):
+    """(path, bytes-like) per row of a ``path[, content]`` Arrow batch.
+
+    With a ``content`` column (Spark's ``binaryFile``, for Hadoop URIs) its buffer is used;
+    otherwise the local file is memory-mapped, so segment bytes never pass through the JVM.
+    """
+    import mmap
+    paths = rb.column("path").to_pylist()
+    if "content" in rb.schema.names:
+        contents = rb.column("content")
+        for i, path in enumerate(paths):
+            buf = contents[i].as_buffer()
+            yield path, (memoryview(buf) if buf is not None else b"")
+        return
+    from audit.sources.fs import local_path
+    for path in paths:
+        try:
+            with open(local_path(path), "rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        except OSError:
+            data = b""  # vanished since listing: decodes to nothing, like an empty file
+        yield path, (memoryview(data) if size else b"")
+
+
 TAIL_SCHEMA = pa.schema([
     ("path", pa.string()), ("end_offset", pa.int64()), ("first_offset", pa.int64()),
     ("last_batch_epoch", pa.int32()), ("batches", pa.int64()),
@@ -179,12 +205,9 @@ def _scan_tails(batches):
     """mapInArrow: (path, content) -> one TAIL_SCHEMA row per file (+ one per issue)."""
     from audit.formats.record_batch import scan_batches
     for rb in batches:
-        paths = rb.column("path").to_pylist()
-        contents = rb.column("content")
         rows = defaultdict(list)
-        for i, path in enumerate(paths):
-            buf = contents[i].as_buffer()
-            scan = scan_batches(memoryview(buf) if buf is not None else b"")
+        for path, data in _contents(rb):
+            scan = scan_batches(data)
             ok = scan.crc_ok
             last_epoch = int(scan.partition_leader_epoch[ok][-1]) if ok.any() else -1
             first = int(scan.base_offset[ok][0]) if ok.any() else -1
@@ -207,13 +230,9 @@ def _decode_offsets_files(batches, reduce_latest: bool = False):
     from audit.formats.checkpoints import parse_partition_dir
     from audit.formats.segments import decode_offsets_segment
     for rb in batches:
-        paths = rb.column("path").to_pylist()
-        contents = rb.column("content")
-        for i, path in enumerate(paths):
+        for path, data in _contents(rb):
             tp = parse_partition_dir(path.rsplit("/", 2)[-2])
-            buf = contents[i].as_buffer()
-            for out in decode_offsets_segment(memoryview(buf) if buf is not None else b"", path, tp[1] if tp else -1,
-                                              reduce_latest=reduce_latest):
+            for out in decode_offsets_segment(data, path, tp[1] if tp else -1, reduce_latest=reduce_latest):
                 yield out
 
 
@@ -235,11 +254,7 @@ def _decode_metadata_files(batches):
     schema = _metadata_schema()
     names = schema.names
     for rb in batches:
-        paths = rb.column("path").to_pylist()
-        contents = rb.column("content")
-        for i, path in enumerate(paths):
-            buf = contents[i].as_buffer()
-            data = memoryview(buf) if buf is not None else b""
+        for path, data in _contents(rb):
             scan = scan_batches(data)
             recs = extract_records(data, scan)
             rows = {n: [] for n in names}
@@ -299,10 +314,31 @@ def spark_schema(schema: pa.Schema) -> T.StructType:
 
 
 def _binary(spark: SparkSession, uris: list[str]) -> DataFrame:
+    """``path`` (+ ``content`` for Hadoop URIs) rows, one per file, for the ``mapInArrow`` readers.
+
+    Local files are read by the Python workers themselves (:func:`_contents`): handing file
+    bytes from the JVM to Python through Arrow costs more than decoding them.  Other URIs
+    use Spark's ``binaryFile`` source, so any Hadoop filesystem the cluster has works.
+    """
+    if all(is_local(u) for u in uris):
+        slices = max(1, min(len(uris), 4 * spark.sparkContext.defaultParallelism))
+        return spark.createDataFrame(spark.sparkContext.parallelize([(u,) for u in uris], slices), "path string")
     return spark.read.format("binaryFile").load(uris).select("path", "content")
 
 
+def _read_text(batches):
+    """mapInArrow: path rows -> (path, value) with each file's text."""
+    for rb in batches:
+        paths, values = [], []
+        for path, data in _contents(rb):
+            paths.append(path)
+            values.append(bytes(data).decode("utf-8", "replace"))
+        yield pa.RecordBatch.from_pydict({"path": paths, "value": values}, schema=pa.schema([("path", pa.string()), ("value", pa.string())]))
+
+
 def _text(spark: SparkSession, uris: list[str]) -> DataFrame:
+    if all(is_local(u) for u in uris):
+        return _binary(spark, uris).mapInArrow(_read_text, "path string, value string")
     return (spark.read.text(uris, wholetext=True)
             .select(F.col("_metadata.file_path").alias("path"), F.col("value")))
 
