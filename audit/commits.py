@@ -47,18 +47,14 @@ def with_transaction_state(raw: DataFrame) -> DataFrame:
         .otherwise(F.lit("pending")))
 
 
-#: group-partitions up to which the latest-mode key table is broadcast (about 100 bytes a key)
-BROADCAST_KEYS = 2_000_000
 COMMIT_FIELDS = ["committed_offset", "leader_epoch", "metadata", "commit_timestamp", "value_version",
                  "source_partition", "offset", "broker_id"]
 
 
 def _group_deletions(ok: DataFrame) -> DataFrame:
-    gt = (ok.where((F.col("record_type") == 2) & F.col("is_tombstone"))
-          .groupBy("source_partition", "group_id").agg(F.max("offset").alias("group_deleted_at")))
-    if gt.limit(100_001).count() <= 100_000:
-        gt = F.broadcast(gt)  # group deletions are rare; keep the big side unshuffled
-    return gt
+    # group deletions are rare: adaptive execution broadcasts this side when it is small
+    return (ok.where((F.col("record_type") == 2) & F.col("is_tombstone"))
+            .groupBy("source_partition", "group_id").agg(F.max("offset").alias("group_deleted_at")))
 
 
 def _as_commits(df: DataFrame) -> DataFrame:
@@ -107,9 +103,6 @@ def live_commits(records: DataFrame, latest_only: bool = False) -> DataFrame:
         return _as_commits(commits)
     last = offset_recs.groupBy(*KEY).agg(F.max(order).alias("last_order"),
                                          F.max(F.when(F.col("is_tombstone"), order)).alias("last_tomb"))
-    last = last.localCheckpoint()
-    if last.count() <= BROADCAST_KEYS:
-        last = F.broadcast(last)  # one row per group-partition: join without shuffling the commits
     live = (offset_recs.join(last, KEY)
             .where(~F.col("is_tombstone") & (F.col("last_tomb").isNull() | (order > F.col("last_tomb")))))
     row = F.struct(*COMMIT_FIELDS)

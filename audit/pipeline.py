@@ -122,7 +122,7 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
     commits = _filter(live_commits(records, latest_only=cfg.mode == "latest"), cfg).localCheckpoint()
     n_live, n_latest = commits.agg(F.sum("live_count"), F.count(F.when(F.col("is_latest"), 1))).first()
     n_live, n_latest = int(n_live or 0), int(n_latest or 0)
-    _progress(cfg, f"decode: {raw.count()} __consumer_offsets rows, {n_live} live commits")
+    _progress(cfg, f"decode: {n_live} live commits of {n_latest} group-partitions")
 
     if src is None:
         live = cluster_tables(spark, commits, collect or live_collect(cfg.bootstrap_servers, cfg.client_config),
@@ -134,10 +134,10 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
     findings = judge(spark, commits, src.epochs, src.bounds, epoch_end_offsets=src.epoch_end_offsets,
                      history=history).localCheckpoint()
     committed = with_verdicts(commits, findings).localCheckpoint()
-    n_findings = findings.count()
-    _progress(cfg, f"judge: {n_findings} findings over {committed.count()} group-partitions")
-
     summary = _summary(cfg, src, raw, records, (n_live, n_latest), findings, started_at)
+    n_findings = summary["findings"]["total"]
+    _progress(cfg, f"judge: {n_findings} findings over {n_latest} group-partitions")
+
     out = StagedOutput(spark, cfg.output)
     try:
         out.write_parquet("findings", findings)
