@@ -248,9 +248,10 @@ def spark_work(spark, jobs_before: set) -> dict:
 
 
 def time_decode_stage(spark, log_dir: str, repeats: int = 2) -> dict:
-    """The decode stage alone: binaryFile -> mapInArrow(_decode_offsets_files) -> count (warm JVM)."""
+    """The decode stage alone, as ``--mode latest`` runs it: segment paths -> mapInArrow(latest-mode
+    decoder; Python workers read the files) -> count (warm JVM)."""
     from audit.formats.segments import RAW_SCHEMA
-    from audit.sources.logdirs import _decode_offsets_files, spark_schema
+    from audit.sources.logdirs import _binary, _decode_offsets_latest, spark_schema
     from bench.generate import offsets_segments
 
     paths = ["file://" + p for p in offsets_segments(log_dir)]
@@ -258,8 +259,7 @@ def time_decode_stage(spark, log_dir: str, repeats: int = 2) -> dict:
     n = 0
     for _ in range(repeats):
         t = time.perf_counter()
-        n = (spark.read.format("binaryFile").load(paths).select("path", "content")
-             .mapInArrow(_decode_offsets_files, spark_schema(RAW_SCHEMA)).count())
+        n = _binary(spark, paths).mapInArrow(_decode_offsets_latest, spark_schema(RAW_SCHEMA)).count()
         times.append(round(time.perf_counter() - t, 3))
     # the same files through the decoder in this (driver) process, no Spark: the numpy work alone
     from pathlib import Path as _P
@@ -268,7 +268,8 @@ def time_decode_stage(spark, log_dir: str, repeats: int = 2) -> dict:
     t = time.perf_counter()
     rows = 0
     for p in offsets_segments(log_dir):
-        for b in decode_offsets_segment(_P(p).read_bytes(), p, int(_P(p).parent.name.rsplit("-", 1)[1])):
+        for b in decode_offsets_segment(_P(p).read_bytes(), p, int(_P(p).parent.name.rsplit("-", 1)[1]),
+                                        reduce_latest=True):
             rows += b.num_rows
     numpy_s = time.perf_counter() - t
     return {"rows": n, "spark_count_seconds": times, "files": len(paths),
@@ -438,9 +439,17 @@ def main(argv: list[str] | None = None) -> int:
         extra = ""
         if "decode_stage" in r:
             d = r["decode_stage"]
-            extra = (f"; decode stage alone (binaryFile+mapInArrow+count, warm): {min(d['spark_count_seconds']):.1f} s"
+            extra = (f"; decode stage alone (mapInArrow+count, warm): {min(d['spark_count_seconds']):.1f} s"
                      f", numpy decoder in one process, no Spark: {d['python_decoder_single_process_seconds']:.1f} s")
         print(f"N={r['n']:,} run() stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in r["stage_seconds"].items()) + extra)
+    if len(rows) > 1:
+        lo, hi = min(rows, key=lambda r: r["n"]), max(rows, key=lambda r: r["n"])
+        dt = hi["run_seconds"] - lo["run_seconds"]
+        if dt > 0:
+            marginal = (hi["n"] - lo["n"]) / dt
+            print(f"\nfixed vs per-record cost (straight line through N={lo['n']:,} and N={hi['n']:,}): "
+                  f"{marginal:,.0f} commits/s per extra commit, {lo['run_seconds'] - lo['n'] / marginal:.1f} s "
+                  f"that does not grow with N (Spark job overhead: {hi['spark_work']['jobs']} jobs)")
     big = max(rows, key=lambda r: r["n"])
     if big.get("slowest_actions"):
         print(f"\nN={big['n']:,}: {big['actions']['calls']} DataFrame actions took {big['actions']['seconds']:.1f} s "

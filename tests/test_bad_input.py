@@ -4,6 +4,7 @@ import struct
 
 import pyarrow as pa
 import pytest
+from pyspark.sql import SparkSession
 
 from audit.cli import main
 from audit.formats.record_batch import scan_batches
@@ -130,3 +131,25 @@ def test_bad_arguments_exit_2(tmp_path):
     with pytest.raises(SystemExit) as exc:
         main(["audit", "--log-dirs", str(tmp_path), "--output", str(tmp_path / "o"), "--mode", "sometimes"])
     assert exc.value.code == 2
+
+
+def test_segment_gone_before_the_executor_reads_it_is_reported(tmp_path):
+    """A listed segment that cannot be opened on the executor becomes an ``unreadable_file`` issue."""
+    from audit.sources.logdirs import _decode_offsets_files
+    path = f"file:{tmp_path}/__consumer_offsets-3/00000000000000000000.log"
+    out = pa.Table.from_batches(list(_decode_offsets_files(iter([pa.RecordBatch.from_pydict({"path": [path]})]))))
+    rows = out.to_pylist()
+    assert [(r["kind"], r["decode_error"], r["source_file"], r["source_partition"]) for r in rows] == [
+        ("issue", "unreadable_file", path, 3)]
+
+
+def test_spark_binary_reader_gives_the_same_audit(scenario_latest, audit_dirs, monkeypatch):
+    """Hadoop URIs are read through Spark's binaryFile; forced on local files it must agree."""
+    from pyspark.testing import assertDataFrameEqual
+    monkeypatch.setenv("KOA_READER", "spark")
+    result, out = audit_dirs("binaryfile-reader", [SCENARIO / "brokers"])
+    _, want = scenario_latest
+    spark = SparkSession.getActiveSession()
+    for table in ("findings", "committed_offsets", "bounds", "epochs"):
+        assertDataFrameEqual(spark.read.parquet(str(out / table)), spark.read.parquet(str(want / table)))
+    assert result.summary["records_read"] == scenario_latest[0].summary["records_read"]

@@ -40,7 +40,7 @@ class Issue:
     ``reason`` is one of: ``partial_batch`` (segment ends inside a batch),
     ``crc_mismatch``, ``corrupt_batch`` (impossible length or record framing),
     ``unknown_magic``, ``legacy_message_set`` (magic 0/1, counted, not decoded),
-    ``unsupported_compression``, ``decompression_failed``.
+    ``unsupported_compression``, ``decompression_failed``, ``unreadable_file``.
     ``position`` is the byte position of the batch in the segment file.
     """
 

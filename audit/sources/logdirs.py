@@ -170,10 +170,11 @@ def discover(spark: SparkSession, roots: list[str]) -> Inventory:
 # --------------------------------------------------------------------------- executor-side functions
 
 def _contents(rb):
-    """(path, bytes-like) per row of a ``path[, content]`` Arrow batch.
+    """(path, bytes-like or None) per row of a ``path[, content]`` Arrow batch.
 
     With a ``content`` column (Spark's ``binaryFile``, for Hadoop URIs) its buffer is used;
     otherwise the local file is memory-mapped, so segment bytes never pass through the JVM.
+    None: the file could not be opened on the executor (callers report it as ``unreadable_file``).
     """
     import mmap
     paths = rb.column("path").to_pylist()
@@ -188,10 +189,10 @@ def _contents(rb):
         try:
             with open(local_path(path), "rb") as fh:
                 size = os.fstat(fh.fileno()).st_size
-                data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+                data = memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)) if size else b""
         except OSError:
-            data = b""  # vanished since listing: decodes to nothing, like an empty file
-        yield path, (memoryview(data) if size else b"")
+            data = None
+        yield path, data
 
 
 TAIL_SCHEMA = pa.schema([
@@ -203,11 +204,13 @@ TAIL_SCHEMA = pa.schema([
 
 def _scan_tails(batches):
     """mapInArrow: (path, content) -> one TAIL_SCHEMA row per file (+ one per issue)."""
-    from audit.formats.record_batch import scan_batches
+    from audit.formats.record_batch import Issue, scan_batches
     for rb in batches:
         rows = defaultdict(list)
         for path, data in _contents(rb):
-            scan = scan_batches(data)
+            scan = scan_batches(data if data is not None else b"")
+            if data is None:
+                scan.issues.append(Issue("unreadable_file", 0, "the file could not be opened on the executor"))
             ok = scan.crc_ok
             last_epoch = int(scan.partition_leader_epoch[ok][-1]) if ok.any() else -1
             first = int(scan.base_offset[ok][0]) if ok.any() else -1
@@ -228,10 +231,15 @@ def _decode_offsets_files(batches, reduce_latest: bool = False):
     """mapInArrow: (path, content) -> RAW_SCHEMA rows of every record of each segment
     (with ``reduce_latest``: the latest-mode summary of each segment, see :mod:`audit.formats.latest`)."""
     from audit.formats.checkpoints import parse_partition_dir
-    from audit.formats.segments import decode_offsets_segment
+    from audit.formats.record_batch import Issue
+    from audit.formats.segments import _issues_batch, decode_offsets_segment
     for rb in batches:
         for path, data in _contents(rb):
             tp = parse_partition_dir(path.rsplit("/", 2)[-2])
+            if data is None:
+                yield _issues_batch(path, tp[1] if tp else -1,
+                                    [Issue("unreadable_file", 0, "the file could not be opened on the executor")])
+                continue
             for out in decode_offsets_segment(data, path, tp[1] if tp else -1, reduce_latest=reduce_latest):
                 yield out
 
@@ -255,8 +263,8 @@ def _decode_metadata_files(batches):
     names = schema.names
     for rb in batches:
         for path, data in _contents(rb):
-            scan = scan_batches(data)
-            recs = extract_records(data, scan)
+            scan = scan_batches(data if data is not None else b"")
+            recs = extract_records(data if data is not None else b"", scan)
             rows = {n: [] for n in names}
             ctl = (scan.attributes[recs.batch] & ATTR_CONTROL) != 0
             for j in range(len(recs)):
@@ -318,9 +326,10 @@ def _binary(spark: SparkSession, uris: list[str]) -> DataFrame:
 
     Local files are read by the Python workers themselves (:func:`_contents`): handing file
     bytes from the JVM to Python through Arrow costs more than decoding them.  Other URIs
-    use Spark's ``binaryFile`` source, so any Hadoop filesystem the cluster has works.
+    use Spark's ``binaryFile`` source, so any Hadoop filesystem the cluster has works
+    (``KOA_READER=spark`` forces it for local files too).
     """
-    if all(is_local(u) for u in uris):
+    if _python_reads(uris):
         slices = max(1, min(len(uris), 4 * spark.sparkContext.defaultParallelism))
         return spark.createDataFrame(spark.sparkContext.parallelize([(u,) for u in uris], slices), "path string")
     return spark.read.format("binaryFile").load(uris).select("path", "content")
@@ -332,12 +341,16 @@ def _read_text(batches):
         paths, values = [], []
         for path, data in _contents(rb):
             paths.append(path)
-            values.append(bytes(data).decode("utf-8", "replace"))
+            values.append(None if data is None else bytes(data).decode("utf-8", "replace"))
         yield pa.RecordBatch.from_pydict({"path": paths, "value": values}, schema=pa.schema([("path", pa.string()), ("value", pa.string())]))
 
 
+def _python_reads(uris: list[str]) -> bool:
+    return os.environ.get("KOA_READER", "auto") != "spark" and all(is_local(u) for u in uris)
+
+
 def _text(spark: SparkSession, uris: list[str]) -> DataFrame:
-    if all(is_local(u) for u in uris):
+    if _python_reads(uris):
         return _binary(spark, uris).mapInArrow(_read_text, "path string, value string")
     return (spark.read.text(uris, wholetext=True)
             .select(F.col("_metadata.file_path").alias("path"), F.col("value")))
