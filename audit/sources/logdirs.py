@@ -5,7 +5,8 @@ Work split:
 * the driver lists files (names, sizes, times only) and reads one ``meta.properties`` per log dir;
 * executors read segment bytes (``binaryFile``) and decode them with ``mapInArrow``
   (:mod:`audit.formats.segments`, vectorised numpy), one segment file per row;
-* checkpoints are read with ``spark.read.text`` and parsed with SQL;
+* the small files of each replica (last segment, leader-epoch cache, root checkpoints) are read
+  and parsed in one ``mapInArrow`` pass;
 * replica selection, the leader-epoch replay of the KRaft metadata log and every join
   run in Spark SQL.  The driver collects only per-partition rows of ``__consumer_offsets``
   and ``__cluster_metadata`` (bounded by partition counts, never by record counts).
@@ -195,36 +196,83 @@ def _contents(rb):
         yield path, data
 
 
-TAIL_SCHEMA = pa.schema([
-    ("path", pa.string()), ("end_offset", pa.int64()), ("first_offset", pa.int64()),
-    ("last_batch_epoch", pa.int32()), ("batches", pa.int64()),
+#: One row per fact read from a small partition-state file (see :func:`_read_small_files`).
+SMALL_SCHEMA = pa.schema([
+    ("path", pa.string()), ("file_kind", pa.string()),
+    ("topic", pa.string()), ("partition", pa.int32()), ("leader_epoch", pa.int32()), ("value", pa.int64()),
+    ("first_offset", pa.int64()), ("last_batch_epoch", pa.int32()), ("batches", pa.int64()),
     ("issue_reason", pa.string()), ("issue_position", pa.int64()), ("issue_detail", pa.string()),
 ])
+TAIL, EPOCH_CHECKPOINT = "tail", "leader-epoch-checkpoint"
+_INT32 = 2 ** 31
 
 
-def _scan_tails(batches):
-    """mapInArrow: (path, content) -> one TAIL_SCHEMA row per file (+ one per issue)."""
+def _checkpoint_entries(text: str):
+    """Entry lines of a Kafka checkpoint file (after the version and count lines), split on blanks."""
+    for line in text.split("\n")[2:]:
+        if line.strip():
+            yield line, line.split()
+
+
+def _as_int(s: str | None, bits: int):
+    try:
+        v = int(s) if s is not None else None
+    except ValueError:
+        return None
+    return v if v is not None and -(1 << (bits - 1)) <= v < (1 << (bits - 1)) else None
+
+
+def _read_small_files(batches):
+    """mapInArrow: the small files of every partition replica -> :data:`SMALL_SCHEMA` rows.
+
+    By file name: a segment (``*.log``, the replica's last non-empty one) gives one ``tail``
+    row (``value`` = log end offset after its last complete batch, ``first_offset``,
+    ``last_batch_epoch``, ``batches``) plus one per issue; ``leader-epoch-checkpoint`` one row
+    per entry (``leader_epoch``, ``value`` = start offset; a line that does not parse is an
+    issue ``bad_checkpoint_line``); root offset checkpoints one row per entry (``topic``,
+    ``partition``, ``value``).  Layouts: ``LeaderEpochCheckpointFile``, ``OffsetCheckpointFile``.
+    """
     from audit.formats.record_batch import Issue, scan_batches
+    names = SMALL_SCHEMA.names
     for rb in batches:
-        rows = defaultdict(list)
+        rows = {n: [] for n in names}
+
+        def add(**kw):
+            for n in names:
+                rows[n].append(kw.get(n))
         for path, data in _contents(rb):
-            scan = scan_batches(data if data is not None else b"")
+            name = path.rsplit("/", 1)[-1]
+            if name.endswith(".log"):
+                scan = scan_batches(data if data is not None else b"")
+                if data is None:
+                    scan.issues.append(Issue("unreadable_file", 0, "the file could not be opened on the executor"))
+                ok = scan.crc_ok
+                fact = dict(path=path, file_kind=TAIL, value=scan.end_offset,
+                            first_offset=int(scan.base_offset[ok][0]) if ok.any() else -1,
+                            last_batch_epoch=int(scan.partition_leader_epoch[ok][-1]) if ok.any() else -1,
+                            batches=int(ok.sum()))
+                for iss in scan.issues or [None]:
+                    add(**fact, **({"issue_reason": iss.reason, "issue_position": iss.position,
+                                    "issue_detail": iss.detail} if iss else {}))
+                continue
             if data is None:
-                scan.issues.append(Issue("unreadable_file", 0, "the file could not be opened on the executor"))
-            ok = scan.crc_ok
-            last_epoch = int(scan.partition_leader_epoch[ok][-1]) if ok.any() else -1
-            first = int(scan.base_offset[ok][0]) if ok.any() else -1
-            issues = scan.issues or [None]
-            for iss in issues:
-                rows["path"].append(path)
-                rows["end_offset"].append(scan.end_offset)
-                rows["first_offset"].append(first)
-                rows["last_batch_epoch"].append(last_epoch)
-                rows["batches"].append(int(ok.sum()))
-                rows["issue_reason"].append(iss.reason if iss else None)
-                rows["issue_position"].append(iss.position if iss else None)
-                rows["issue_detail"].append(iss.detail if iss else None)
-        yield pa.RecordBatch.from_pydict(dict(rows), schema=TAIL_SCHEMA)
+                add(path=path, file_kind=name, issue_reason="unreadable_file",
+                    issue_detail="the file could not be opened on the executor")
+                continue
+            text = bytes(data).decode("utf-8", "replace")
+            for line, parts in _checkpoint_entries(text):
+                if name == EPOCH_CHECKPOINT:
+                    epoch = _as_int(parts[0] if parts else None, 32)
+                    start = _as_int(parts[1] if len(parts) > 1 else None, 64)
+                    if epoch is None or start is None:
+                        add(path=path, file_kind=name, issue_reason="bad_checkpoint_line", issue_detail=line)
+                    else:
+                        add(path=path, file_kind=name, leader_epoch=epoch, value=start)
+                else:
+                    add(path=path, file_kind=name, topic=parts[0],
+                        partition=_as_int(parts[1] if len(parts) > 1 else None, 32),
+                        value=_as_int(parts[2] if len(parts) > 2 else None, 64))
+        yield pa.RecordBatch.from_pydict(rows, schema=SMALL_SCHEMA)
 
 
 def _decode_offsets_files(batches, reduce_latest: bool = False):
@@ -321,6 +369,10 @@ def spark_schema(schema: pa.Schema) -> T.StructType:
     return from_arrow_schema(schema)
 
 
+def _python_reads(uris: list[str]) -> bool:
+    return os.environ.get("KOA_READER", "auto") != "spark" and all(is_local(u) for u in uris)
+
+
 def _binary(spark: SparkSession, uris: list[str]) -> DataFrame:
     """``path`` (+ ``content`` for Hadoop URIs) rows, one per file, for the ``mapInArrow`` readers.
 
@@ -333,33 +385,6 @@ def _binary(spark: SparkSession, uris: list[str]) -> DataFrame:
         slices = max(1, min(len(uris), 4 * spark.sparkContext.defaultParallelism))
         return spark.createDataFrame(spark.sparkContext.parallelize([(u,) for u in uris], slices), "path string")
     return spark.read.format("binaryFile").load(uris).select("path", "content")
-
-
-def _read_text(batches):
-    """mapInArrow: path rows -> (path, value) with each file's text."""
-    for rb in batches:
-        paths, values = [], []
-        for path, data in _contents(rb):
-            paths.append(path)
-            values.append(None if data is None else bytes(data).decode("utf-8", "replace"))
-        yield pa.RecordBatch.from_pydict({"path": paths, "value": values}, schema=pa.schema([("path", pa.string()), ("value", pa.string())]))
-
-
-def _python_reads(uris: list[str]) -> bool:
-    return os.environ.get("KOA_READER", "auto") != "spark" and all(is_local(u) for u in uris)
-
-
-def _text(spark: SparkSession, uris: list[str]) -> DataFrame:
-    if _python_reads(uris):
-        return _binary(spark, uris).mapInArrow(_read_text, "path string, value string")
-    return (spark.read.text(uris, wholetext=True)
-            .select(F.col("_metadata.file_path").alias("path"), F.col("value")))
-
-
-def _lines(df: DataFrame) -> DataFrame:
-    """(path, value) -> (path, pos, line) for the entry lines (after version and count)."""
-    return (df.select("path", F.posexplode(F.split("value", "\n")).alias("pos", "line"))
-            .where((F.col("pos") >= 2) & (F.trim("line") != "")))
 
 
 def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = False) -> LogDirSources:
@@ -391,39 +416,29 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
                      len(r.segments)))
     replicas0 = spark.createDataFrame(rows, REPLICA_SCHEMA)
 
+    # every small partition-state file in one pass: replicas' last segments (log end offsets),
+    # leader-epoch caches, and the root checkpoints (log start offsets, high watermarks)
     tails_uris = sorted({row[6] for row in rows if row[6]})
-    tail_df = (_binary(spark, tails_uris).mapInArrow(_scan_tails, spark_schema(TAIL_SCHEMA)) if tails_uris
-               else spark.createDataFrame([], spark_schema(TAIL_SCHEMA)))
-    tail_df = tail_df.localCheckpoint()
-    tails = tail_df.groupBy("path").agg(F.max("end_offset").alias("tail_end"))
-
-    # leader-epoch caches
     ckpt_uris = sorted({r.epoch_checkpoint for r in inv.replicas if r.epoch_checkpoint})
-    if ckpt_uris:
-        lines = _lines(_text(spark, ckpt_uris))
-        parts = F.split(F.trim("line"), " +")
-        cache = lines.select("path", parts.getItem(0).try_cast("int").alias("leader_epoch"),
-                             parts.getItem(1).try_cast("long").alias("start_offset"), "line")
-    else:
-        cache = spark.createDataFrame([], "path string, leader_epoch int, start_offset long, line string")
-    cache = cache.localCheckpoint()
-    bad_cache_lines = cache.where(F.col("leader_epoch").isNull() | F.col("start_offset").isNull())
-    cache = cache.where(F.col("leader_epoch").isNotNull() & F.col("start_offset").isNotNull())
+    root_rows = [(ld.broker_id, name, uri) for ld in inv.log_dirs for name, uri in ld.root_checkpoints.items()
+                 if name in ("replication-offset-checkpoint", "log-start-offset-checkpoint")]
+    small_uris = tails_uris + ckpt_uris + sorted({r[2] for r in root_rows})
+    small = (_binary(spark, small_uris).mapInArrow(_read_small_files, spark_schema(SMALL_SCHEMA)) if small_uris
+             else spark.createDataFrame([], spark_schema(SMALL_SCHEMA))).localCheckpoint()
+    tail_df = small.where(F.col("file_kind") == TAIL)
+    tails = tail_df.groupBy("path").agg(F.max("value").alias("tail_end"))
+
+    epoch_rows = small.where(F.col("file_kind") == EPOCH_CHECKPOINT)
+    bad_cache_lines = epoch_rows.where(F.col("issue_reason").isNotNull())
+    cache = epoch_rows.where(F.col("issue_reason").isNull()).select(
+        "path", "leader_epoch", F.col("value").alias("start_offset"))
     rep_cache = (replicas0.select("broker_id", "topic", "partition", F.col("epoch_checkpoint").alias("path"))
                  .join(cache, "path"))
 
-    # root checkpoints: log start offsets and high watermarks
-    root_rows = [(ld.broker_id, name, uri) for ld in inv.log_dirs for name, uri in ld.root_checkpoints.items()
-                 if name in ("replication-offset-checkpoint", "log-start-offset-checkpoint")]
     if root_rows:
         roots_df = spark.createDataFrame(root_rows, "broker_id int, kind string, path string")
-        lines = _lines(_text(spark, [r[2] for r in root_rows]))
-        parts = F.split(F.trim("line"), " +")
-        ck = (lines.join(roots_df, "path")
-              .select("broker_id", "kind", parts.getItem(0).alias("topic"),
-                      parts.getItem(1).try_cast("int").alias("partition"),
-                      parts.getItem(2).try_cast("long").alias("value")))
-        ck = (ck.groupBy("broker_id", "topic", "partition")
+        ck = (small.where(F.col("issue_reason").isNull()).join(F.broadcast(roots_df), "path")
+              .groupBy("broker_id", "topic", "partition")
               .agg(F.max(F.when(F.col("kind") == "log-start-offset-checkpoint", F.col("value"))).alias("ckpt_log_start"),
                    F.max(F.when(F.col("kind") == "replication-offset-checkpoint", F.col("value"))).alias("high_watermark")))
     else:
@@ -482,7 +497,7 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
     else:
         raw = spark.createDataFrame([], spark_schema(RAW_SCHEMA)).withColumn("broker_id", F.lit(None).cast("int"))
 
-    tail_issues = tail_df.where(F.col("issue_reason").isNotNull())
+    tail_issues = small.where((F.col("file_kind") != EPOCH_CHECKPOINT) & F.col("issue_reason").isNotNull())
     if seg_uris:  # the decode reports those files' issues itself
         decoded = spark.createDataFrame([(u,) for u in seg_uris], "path string")
         tail_issues = tail_issues.join(F.broadcast(decoded), "path", "left_anti")
@@ -492,7 +507,7 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
             F.col("issue_reason").alias("reason"), F.col("issue_detail").alias("detail"),
             F.lit(0).alias("records_affected")),
         bad_cache_lines.select(F.col("path").alias("file"), F.lit(None).cast("long").alias("position"),
-                               F.lit("bad_checkpoint_line").alias("reason"), F.col("line").alias("detail"),
+                               F.col("issue_reason").alias("reason"), F.col("issue_detail").alias("detail"),
                                F.lit(0).alias("records_affected")),
     ]
     if meta_issues is not None:
