@@ -47,16 +47,6 @@ def with_transaction_state(raw: DataFrame) -> DataFrame:
         .otherwise(F.lit("pending")))
 
 
-COMMIT_FIELDS = ["committed_offset", "leader_epoch", "metadata", "commit_timestamp", "value_version",
-                 "source_partition", "offset", "broker_id"]
-
-
-def _group_deletions(ok: DataFrame) -> DataFrame:
-    # group deletions are rare: adaptive execution broadcasts this side when it is small
-    return (ok.where((F.col("record_type") == 2) & F.col("is_tombstone"))
-            .groupBy("source_partition", "group_id").agg(F.max("offset").alias("group_deleted_at")))
-
-
 def _as_commits(df: DataFrame) -> DataFrame:
     return df.select(
         *KEY,
@@ -84,37 +74,33 @@ def live_commits(records: DataFrame, latest_only: bool = False) -> DataFrame:
     over all rows gives the number of live commits).
 
     ``latest_only`` (``--mode latest``): keep per group-partition only the rows the latest-mode
-    rules read — the latest live commit, its predecessor, and the latest earlier commit with the
-    highest leader epoch — computed with two hash aggregations instead of sorting every commit.
-    Input rows may be per-segment summaries (:mod:`audit.formats.latest`): a row's
-    ``live_count`` is the number of live commits it stands for, and the counts are summed.
+    rules read — the latest live commit (carrying the key's ``live_count``), its predecessor,
+    and the earlier commit with the highest (leader epoch, offset).  Input rows may be
+    per-segment summaries (:mod:`audit.formats.latest`): a row's ``live_count`` is the number
+    of live commits it stands for.
+
+    One shuffle: rows are distributed by ``group_id``, which clusters both the group-deletion
+    window (source_partition, group_id) and every per-key window (group_id, topic, partition).
     """
-    ok = records.where(F.col("txn_state").isin("none", "committed") & F.col("decode_error").isNull())
-    offset_recs = (ok.where(F.col("record_type").isin(0, 1))
-                   .join(_group_deletions(ok), ["source_partition", "group_id"], "left")
-                   .where(F.col("offset") > F.coalesce("group_deleted_at", F.lit(-1))))
+    ok = records.where(F.col("txn_state").isin("none", "committed") & F.col("decode_error").isNull()
+                       & F.col("record_type").isin(0, 1, 2))
     order = F.struct("source_partition", "offset")
+    by_group = Window.partitionBy("source_partition", "group_id")
+    by_key = Window.partitionBy(*KEY)
+    group_tomb = (F.col("record_type") == 2) & F.col("is_tombstone")
+    live = (ok.repartition("group_id")
+            .withColumn("group_deleted_at", F.max(F.when(group_tomb, F.col("offset"))).over(by_group))
+            .where(F.col("record_type").isin(0, 1) & (F.col("offset") > F.coalesce("group_deleted_at", F.lit(-1))))
+            .withColumn("key_deleted_at", F.max(F.when(F.col("is_tombstone"), order)).over(by_key))
+            .where(~F.col("is_tombstone") & (F.col("key_deleted_at").isNull() | (order > F.col("key_deleted_at")))))
     if not latest_only:
-        by_key = Window.partitionBy(*KEY)  # one exchange by key; the windows are aggregates
-        commits = (offset_recs
-                   .withColumn("key_deleted_at", F.max(F.when(F.col("is_tombstone"), order)).over(by_key))
-                   .where(~F.col("is_tombstone") & (F.col("key_deleted_at").isNull() | (order > F.col("key_deleted_at")))))
-        commits = commits.withColumn("is_latest", order == F.max(order).over(by_key)).withColumn("live_count", F.lit(1))
+        commits = live.withColumn("is_latest", order == F.max(order).over(by_key)).withColumn("live_count", F.lit(1))
         return _as_commits(commits)
-    last = offset_recs.groupBy(*KEY).agg(F.max(order).alias("last_order"),
-                                         F.max(F.when(F.col("is_tombstone"), order)).alias("last_tomb"))
-    live = (offset_recs.join(last, KEY)
-            .where(~F.col("is_tombstone") & (F.col("last_tomb").isNull() | (order > F.col("last_tomb")))))
-    row = F.struct(*COMMIT_FIELDS)
-    earlier = (live.where(order < F.col("last_order")).groupBy(*KEY)
-               .agg(F.max_by(row, order).alias("pred"),
-                    F.max_by(row, F.struct(F.col("leader_epoch"), order)).alias("ref"),
-                    F.sum("live_count").alias("n_earlier")))
-    latest = (live.where(order == F.col("last_order"))
-              .join(earlier.select(*KEY, "n_earlier"), KEY, "left")
-              .select(*KEY, *COMMIT_FIELDS, F.lit(True).alias("is_latest"),
-                      (F.coalesce("n_earlier", F.lit(0)) + F.col("live_count")).alias("live_count")))
-    pred = earlier.select(*KEY, "pred.*", F.lit(False).alias("is_latest"), F.lit(0).alias("live_count"))
-    ref = (earlier.where((F.col("ref.source_partition") != F.col("pred.source_partition")) | (F.col("ref.offset") != F.col("pred.offset")))
-           .select(*KEY, "ref.*", F.lit(False).alias("is_latest"), F.lit(0).alias("live_count")))
-    return _as_commits(latest.unionByName(pred).unionByName(ref))
+    newest = Window.partitionBy(*KEY).orderBy(order.desc())
+    live = (live.withColumn("rn", F.row_number().over(newest))
+            .withColumn("n_live", F.sum("live_count").over(by_key)))
+    highest_epoch = Window.partitionBy(*KEY).orderBy((F.col("rn") == 1).asc(), F.col("leader_epoch").desc(), order.desc())
+    live = live.withColumn("ref_rn", F.row_number().over(highest_epoch))
+    keep = live.where((F.col("rn") <= 2) | ((F.col("ref_rn") == 1) & (F.col("rn") > 1)))
+    return _as_commits(keep.withColumn("is_latest", F.col("rn") == 1)
+                       .withColumn("live_count", F.when(F.col("rn") == 1, F.col("n_live")).otherwise(F.lit(0))))

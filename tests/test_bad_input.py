@@ -153,3 +153,21 @@ def test_spark_binary_reader_gives_the_same_audit(scenario_latest, audit_dirs, m
     for table in ("findings", "committed_offsets", "bounds", "epochs"):
         assertDataFrameEqual(spark.read.parquet(str(out / table)), spark.read.parquet(str(want / table)))
     assert result.summary["records_read"] == scenario_latest[0].summary["records_read"]
+
+
+def test_bad_checkpoint_lines_are_reported_and_the_rest_is_used(audit_dirs, tmp_path):
+    """A leader-epoch-checkpoint line that does not parse is skipped with its text; good lines still count."""
+    dst = tmp_path / "brokers"
+    shutil.copytree(SCENARIO / "brokers", dst)
+    ckpt = dst / "broker-1/dev.payments-0/leader-epoch-checkpoint"
+    lines = ckpt.read_text().splitlines()
+    ckpt.write_text("\n".join(lines[:2] + ["x 12"] + lines[2:] + ["3 99999999999999999999"]) + "\n")
+    result, out = audit_dirs("bad-ckpt-lines", [dst])
+    where = [w for w in result.summary["records_skipped"]["where"] if w["reason"] == "bad_checkpoint_line"]
+    assert sorted(w["detail"] for w in where) == ["3 99999999999999999999", "x 12"]
+    assert all(w["file"].endswith("broker-1/dev.payments-0/leader-epoch-checkpoint") for w in where)
+    # the good lines still give the divergence offset the Java consumer computed (60)
+    spark = SparkSession.getActiveSession()
+    found = spark.read.parquet(str(out / "findings")).where(
+        "finding = 'LOG_TRUNCATION' and topic = 'dev.payments' and partition = 0").collect()
+    assert found and {r["divergence_offset"] for r in found} == {60}
