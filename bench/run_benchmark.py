@@ -13,7 +13,7 @@ with PASS/FAIL for the targets: >= 1,000,000 commit records/s end to end at N=5,
     python -m bench.run_benchmark --n 1000000 --n 5000000 --master 'local[2]' --output /tmp/bench.json
 
 Runs are sequential (one Spark at a time).  ``--stages`` also times the decode stage alone
-(binaryFile -> mapInArrow(_decode_offsets_files) -> count) in the same child after ``run()``.
+(segment paths -> mapInArrow(_decode_offsets_latest) -> count) in the same child after ``run()``.
 """
 from __future__ import annotations
 

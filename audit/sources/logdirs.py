@@ -3,8 +3,10 @@
 Work split:
 
 * the driver lists files (names, sizes, times only) and reads one ``meta.properties`` per log dir;
-* executors read segment bytes (``binaryFile``) and decode them with ``mapInArrow``
-  (:mod:`audit.formats.segments`, vectorised numpy), one segment file per row;
+* executors read segment bytes (Python workers open local files themselves; other URIs go
+  through ``binaryFile``) and decode them with ``mapInArrow`` (:mod:`audit.formats.segments`,
+  vectorised numpy), one segment file per row; ``--mode latest`` summarises each segment
+  per group-partition there (:mod:`audit.formats.latest`);
 * the small files of each replica (last segment, leader-epoch cache, root checkpoints) are read
   and parsed in one ``mapInArrow`` pass;
 * replica selection, the leader-epoch replay of the KRaft metadata log and every join
