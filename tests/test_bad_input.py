@@ -171,3 +171,14 @@ def test_bad_checkpoint_lines_are_reported_and_the_rest_is_used(audit_dirs, tmp_
     found = spark.read.parquet(str(out / "findings")).where(
         "finding = 'LOG_TRUNCATION' and topic = 'dev.payments' and partition = 0").collect()
     assert found and {r["divergence_offset"] for r in found} == {60}
+
+
+def test_log_dirs_with_hash_and_space_in_their_path(scenario_latest, audit_dirs, tmp_path):
+    """``#`` and blanks are ordinary characters of a directory name, not URI syntax."""
+    dst = tmp_path / "kafka #1 copy" / "brokers"
+    shutil.copytree(SCENARIO / "brokers", dst)
+    result, _out = audit_dirs("awkward-path", [dst])
+    want = scenario_latest[0].summary
+    assert result.summary["findings"] == want["findings"]
+    assert result.summary["offset_commits"] == want["offset_commits"]
+    assert not result.summary["records_skipped"]["by_reason"]

@@ -33,8 +33,18 @@ def is_local(path: str) -> bool:
 
 
 def local_path(uri: str) -> str:
-    """``file:/a/b`` or ``/a/b`` -> ``/a/b``."""
-    return urlparse(uri).path if uri.startswith("file:") else uri
+    """``file:/a/b``, ``file:///a/b`` or ``/a/b`` -> ``/a/b``.
+
+    The prefix is cut rather than URL-parsed: the URIs here are built from listed names, so a
+    ``#`` or ``?`` in a directory name is part of the path, not a fragment or query.
+    """
+    if not uri.startswith("file:"):
+        return uri
+    rest = uri[len("file:"):]
+    if rest.startswith("//"):
+        rest = rest[2:]
+        rest = rest[rest.index("/"):] if "/" in rest else "/"  # drop an authority (file://host/a)
+    return rest
 
 
 def to_uri(path: str) -> str:
