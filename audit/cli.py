@@ -73,7 +73,7 @@ def run_audit(args, master: str | None) -> int:
         print(f"kafka-offset-audit: error: {exc.errors()[0]['msg'].removeprefix('Value error, ')}", file=sys.stderr)
         return EXIT_USAGE
     from .spark import build_session
-    spark = build_session(master, verbose=getattr(args, "verbose", False))
+    spark = build_session(master, verbose=getattr(args, "verbose", False), quick_start=cfg.mode == "latest")
     try:
         result = run(cfg, spark)
     except InputError as exc:
