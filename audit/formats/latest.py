@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .record_batch import overlapping_view
+
 #: keys longer than this many bytes are not summarised (they pass through)
 MAX_KEY_BYTES = 1024
 _MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
@@ -34,13 +36,8 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 def _words(data: np.ndarray, pos: np.ndarray) -> np.ndarray:
     """Little-endian uint64 of the 8 bytes at each position; bytes past the end read as 0."""
-    n = len(data)
-    if n < 8:
-        padded = np.zeros(8, dtype=np.uint8)
-        padded[:n] = data
-        data, n = padded, 8
-    view = np.ndarray(shape=(n - 7,), dtype="<u8", buffer=data, offset=0, strides=(1,))
-    q = np.minimum(pos, n - 8)
+    view = overlapping_view(data, "<u8")
+    q = np.minimum(pos, len(view) - 1)
     return view[q] >> (np.uint64(8) * (pos - q).astype(np.uint64))
 
 

@@ -234,6 +234,20 @@ def read_varint(arr: np.ndarray, pos: np.ndarray, max_bytes: int, zigzag: bool =
 _BE = {(2, True): ">i2", (4, True): ">i4", (8, True): ">i8", (2, False): ">u2", (4, False): ">u4", (8, False): ">u8"}
 
 
+def overlapping_view(arr: np.ndarray, dtype: str) -> np.ndarray:
+    """Unaligned view of the uint8 array ``arr`` whose element *i* is the ``dtype`` integer
+    starting at byte *i* (one gather then reads many integers at arbitrary positions).  A buffer
+    shorter than one integer is zero-padded first."""
+    size = np.dtype(dtype).itemsize
+    if len(arr) < size:
+        padded = np.zeros(size, dtype=np.uint8)
+        padded[:len(arr)] = arr
+        arr = padded
+    if not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr)
+    return np.ndarray(shape=(len(arr) - size + 1,), dtype=dtype, buffer=arr, offset=0, strides=(1,))
+
+
 def read_int(arr: np.ndarray, pos: np.ndarray, nbytes: int, signed: bool = True) -> np.ndarray:
     """Big-endian integers of ``nbytes`` (2, 4 or 8) at each position, as int64.
 
@@ -241,17 +255,10 @@ def read_int(arr: np.ndarray, pos: np.ndarray, nbytes: int, signed: bool = True)
     ``nbytes`` bytes at *i*).  Positions too close to the end read the last whole
     integer instead: callers mask such rows out.
     """
-    n = len(arr)
-    if len(pos) == 0 or n == 0:
+    if len(pos) == 0 or len(arr) == 0:
         return np.zeros(len(pos), dtype=np.int64)
-    if n < nbytes:
-        padded = np.zeros(nbytes, dtype=np.uint8)
-        padded[:n] = arr
-        arr, n = padded, nbytes
-    if not arr.flags.c_contiguous:
-        arr = np.ascontiguousarray(arr)
-    view = np.ndarray(shape=(n - nbytes + 1,), dtype=_BE[(nbytes, signed)], buffer=arr, offset=0, strides=(1,))
-    return view[np.clip(pos, 0, n - nbytes)].astype(np.int64)
+    view = overlapping_view(arr, _BE[(nbytes, signed)])
+    return view[np.clip(pos, 0, len(view) - 1)].astype(np.int64)
 
 
 # --------------------------------------------------------------------------- records

@@ -76,33 +76,27 @@ def _group_metadata(data, record_type, value_start, value_len, err: pa.Array):
     return generation, proto, pa.array(errs, pa.string())
 
 
+def _sparse_batch(n: int, values: dict) -> pa.RecordBatch:
+    """``n`` :data:`RAW_SCHEMA` rows: the given columns (python lists), every other column null."""
+    cols = {f.name: pa.array(values[f.name], f.type) if f.name in values else pa.nulls(n, f.type) for f in RAW_SCHEMA}
+    return pa.RecordBatch.from_arrays([cols[f.name] for f in RAW_SCHEMA], schema=RAW_SCHEMA)
+
+
 def _issues_batch(source_file: str, source_partition: int, issues) -> pa.RecordBatch:
     n = len(issues)
-    cols = {f.name: pa.nulls(n, f.type) for f in RAW_SCHEMA}
-    cols["source_file"] = pa.array([source_file] * n, pa.string())
-    cols["source_partition"] = pa.array([source_partition] * n, pa.int32())
-    cols["kind"] = pa.array(["issue"] * n, pa.string())
-    cols["position"] = pa.array([i.position for i in issues], pa.int64())
-    cols["offset"] = pa.array([i.base_offset for i in issues], pa.int64())
-    cols["decode_error"] = pa.array([i.reason for i in issues], pa.string())
-    cols["detail"] = pa.array([i.detail for i in issues], pa.string())
-    cols["records_affected"] = pa.array([i.records for i in issues], pa.int32())
-    cols["record_count"] = pa.array(np.zeros(n, dtype=np.int64))
-    cols["live_count"] = pa.array(np.zeros(n, dtype=np.int64))
-    return pa.RecordBatch.from_arrays([cols[f.name] for f in RAW_SCHEMA], schema=RAW_SCHEMA)
+    return _sparse_batch(n, {
+        "source_file": [source_file] * n, "source_partition": [source_partition] * n, "kind": ["issue"] * n,
+        "position": [i.position for i in issues], "offset": [i.base_offset for i in issues],
+        "decode_error": [i.reason for i in issues], "detail": [i.detail for i in issues],
+        "records_affected": [i.records for i in issues], "record_count": [0] * n, "live_count": [0] * n})
 
 
 def _counts_batch(source_partition: int, counts) -> pa.RecordBatch:
     n = len(counts)
-    cols = {f.name: pa.nulls(n, f.type) for f in RAW_SCHEMA}
-    cols["source_partition"] = pa.array([source_partition] * n, pa.int32())
-    cols["kind"] = pa.array(["count"] * n, pa.string())
-    cols["record_type"] = pa.array([c[0] for c in counts], pa.int16())
-    cols["value_version"] = pa.array([c[1] for c in counts], pa.int16())
-    cols["is_tombstone"] = pa.array([c[2] for c in counts], pa.bool_())
-    cols["record_count"] = pa.array([c[3] for c in counts], pa.int64())
-    cols["live_count"] = pa.array([0] * n, pa.int64())
-    return pa.RecordBatch.from_arrays([cols[f.name] for f in RAW_SCHEMA], schema=RAW_SCHEMA)
+    return _sparse_batch(n, {
+        "source_partition": [source_partition] * n, "kind": ["count"] * n,
+        "record_type": [c[0] for c in counts], "value_version": [c[1] for c in counts],
+        "is_tombstone": [c[2] for c in counts], "record_count": [c[3] for c in counts], "live_count": [0] * n})
 
 
 def decode_offsets_segment(buf: bytes | memoryview, source_file: str, source_partition: int,
@@ -159,7 +153,7 @@ def decode_offsets_segment(buf: bytes | memoryview, source_file: str, source_par
             "offset": pa.array(pick(recs.offset)),
             "timestamp": pa.array(pick(recs.timestamp)),
             "batch_leader_epoch": pa.array(scan.partition_leader_epoch[batch]),
-            "is_transactional": pa.array((scan.attributes[batch] & ATTR_TRANSACTIONAL) != 0),
+            "is_transactional": pa.array(pick(is_txn)),
             "producer_id": pa.array(scan.producer_id[batch]),
             "control_type": pa.array(ctype),
             "record_type": pa.array(rtype),

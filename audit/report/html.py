@@ -97,7 +97,7 @@ def _figure_to_data_uri(fig) -> str:
 
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
-    # the figure's constrained layout keeps the outside legend in view; bbox_inches="tight" would draw twice
+    # the layout comes with the figure (see _new_figure); bbox_inches="tight" would draw it twice
     fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 

@@ -206,7 +206,7 @@ SMALL_SCHEMA = pa.schema([
     ("issue_reason", pa.string()), ("issue_position", pa.int64()), ("issue_detail", pa.string()),
 ])
 TAIL, EPOCH_CHECKPOINT = "tail", "leader-epoch-checkpoint"
-_INT32 = 2 ** 31
+UNREADABLE, UNREADABLE_DETAIL = "unreadable_file", "the file could not be opened on the executor"
 
 
 def _checkpoint_entries(text: str):
@@ -247,7 +247,7 @@ def _read_small_files(batches):
             if name.endswith(".log"):
                 scan = scan_batches(data if data is not None else b"")
                 if data is None:
-                    scan.issues.append(Issue("unreadable_file", 0, "the file could not be opened on the executor"))
+                    scan.issues.append(Issue(UNREADABLE, 0, UNREADABLE_DETAIL))
                 ok = scan.crc_ok
                 fact = dict(path=path, file_kind=TAIL, value=scan.end_offset,
                             first_offset=int(scan.base_offset[ok][0]) if ok.any() else -1,
@@ -258,8 +258,7 @@ def _read_small_files(batches):
                                     "issue_detail": iss.detail} if iss else {}))
                 continue
             if data is None:
-                add(path=path, file_kind=name, issue_reason="unreadable_file",
-                    issue_detail="the file could not be opened on the executor")
+                add(path=path, file_kind=name, issue_reason=UNREADABLE, issue_detail=UNREADABLE_DETAIL)
                 continue
             text = bytes(data).decode("utf-8", "replace")
             for line, parts in _checkpoint_entries(text):
@@ -288,7 +287,7 @@ def _decode_offsets_files(batches, reduce_latest: bool = False):
             tp = parse_partition_dir(path.rsplit("/", 2)[-2])
             if data is None:
                 yield _issues_batch(path, tp[1] if tp else -1,
-                                    [Issue("unreadable_file", 0, "the file could not be opened on the executor")])
+                                    [Issue(UNREADABLE, 0, UNREADABLE_DETAIL)])
                 continue
             for out in decode_offsets_segment(data, path, tp[1] if tp else -1, reduce_latest=reduce_latest):
                 yield out
