@@ -48,7 +48,9 @@ import numpy as np
 from crc32c import crc32c
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2  # 2: .index files next to the segments
+#: ``log.index.interval.bytes`` (broker default): bytes of batches between offset-index entries
+INDEX_INTERVAL_BYTES = 4096
 OFFSETS_TOPIC = "__consumer_offsets"
 DEFAULT_CACHE = os.environ.get("KOA_BENCH_CACHE", "/tmp/koa-bench")
 T0_MS = 1_700_000_000_000    # first commit timestamp (2023-11-14)
@@ -282,22 +284,37 @@ def generate_log_dir(path: str | os.PathLike, n_commits: int, *, partitions: int
                 rows[g] = [arr[i] for i in range(R)]
         seg = None
         seg_size = 0
+        seg_base = 0
+        index: list[tuple[int, int]] = []
+        since_entry = 0
+
+        def close_segment():
+            seg.close()
+            # the offset index as LogSegment.append writes it: (last offset - base, position) of the
+            # first batch after more than log.index.interval.bytes since the previous entry
+            (pdir / f"{seg_base:020d}.index").write_bytes(struct.pack(f">{2 * len(index)}i", *[x for e in index for x in e]))
         try:
             for b in bs.tolist():
                 row = rows[b % G][b // G]
                 struct.pack_into(">I", row, CRC_POS, crc32c(row[ATTR_POS:]))
                 if seg is None or (seg_size > 0 and seg_size + len(row) > segment_bytes):
                     if seg is not None:
-                        seg.close()
-                    seg = open(pdir / f"{int(base_of[b]):020d}.log", "wb")
+                        close_segment()
+                    seg_base = int(base_of[b])
+                    seg = open(pdir / f"{seg_base:020d}.log", "wb")
                     files += 1
-                    seg_size = 0
+                    seg_size, index, since_entry = 0, [], 0
+                if since_entry > INDEX_INTERVAL_BYTES:
+                    last_offset = int(base_of[b]) + struct.unpack_from(">i", row, 23)[0]
+                    index.append((last_offset - seg_base, seg_size))
+                    since_entry = 0
                 seg.write(memoryview(row))
                 seg_size += len(row)
+                since_entry += len(row)
                 total_bytes += len(row)
         finally:
             if seg is not None:
-                seg.close()
+                close_segment()
 
     # user topic-partitions
     used = np.unique(tp_of[rounds > 0])
@@ -378,12 +395,13 @@ def self_check(log_dir: str, max_batches: int = 500) -> dict:
     The auditor's ``decode_offsets_segment`` must decode every record of the segment without
     an issue or decode error; kafka-python's ``MemoryRecords`` (CRC validated) must yield the
     same key fields, offsets, epochs and timestamps for the first ``max_batches`` batches.
-    User partitions' tails must end at the ``replication-offset-checkpoint`` value.
+    User partitions' tails must end at the ``replication-offset-checkpoint`` value, and every
+    ``__consumer_offsets`` segment's ``.index`` must lead to the same log end offset as a full scan.
     Raises AssertionError on any difference.
     """
     from kafka.record.memory_records import MemoryRecords
 
-    from audit.formats.record_batch import scan_batches
+    from audit.formats.record_batch import index_start, scan_batches, scan_tail
     from audit.formats.segments import decode_offsets_segment
 
     seg = offsets_segments(log_dir)[0]
@@ -426,8 +444,16 @@ def self_check(log_dir: str, max_batches: int = 500) -> dict:
             scan = scan_batches((d / f"{0:020d}.log").read_bytes())
             assert not scan.issues and scan.end_offset == hw[d.name], f"{d.name}: tail ends at {scan.end_offset}"
             tails += 1
+    indexed = 0
+    for seg_path in offsets_segments(log_dir):
+        buf = Path(seg_path).read_bytes()
+        index = Path(seg_path).with_suffix(".index").read_bytes()
+        base = int(Path(seg_path).stem)
+        assert index_start(buf, index, base) > 0 or len(buf) <= INDEX_INTERVAL_BYTES, f"{seg_path}: index not used"
+        assert scan_tail(buf, index, base).end_offset == scan_batches(buf).end_offset, f"{seg_path}: tail via index"
+        indexed += 1
     return {"segment": seg, "records_decoded": rows.num_rows, "records_cross_checked": i,
-            "batches_cross_checked": nb, "user_partition_tails_checked": tails}
+            "batches_cross_checked": nb, "user_partition_tails_checked": tails, "indexed_segments_checked": indexed}
 
 
 def main(argv: list[str] | None = None) -> int:

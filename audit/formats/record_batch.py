@@ -166,6 +166,62 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
     )
 
 
+#: One ``.index`` entry: relative offset int32, physical position int32 (``OffsetIndex``).
+INDEX_ENTRY = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
+
+
+def index_start(buf: bytes | memoryview, index: bytes | memoryview | None, segment_base: int) -> int:
+    """Byte position in a segment to start reading its last batches from, using its ``.index``.
+
+    Kafka's offset index (``OffsetIndex``, one entry per ``log.index.interval.bytes``) maps the
+    last offset of a batch (relative to ``segment_base``) to the batch's byte position, in
+    increasing order; the active segment's index is preallocated and zero after its entries.
+    The newest entry that points inside ``buf`` at a magic-2 batch header holding that offset
+    is used (found by binary search, so only a few pages of a memory-mapped index are read);
+    an index that is missing, empty, stale or from another segment gives 0 (read from the
+    start).  Never raises.
+    """
+    if not index or len(buf) < BATCH_HEADER_SIZE:
+        return 0
+    entries = np.frombuffer(index, dtype=INDEX_ENTRY, count=len(index) // INDEX_ENTRY.itemsize)
+    # the last entry with a non-zero position: entries are written in order, zeros follow them
+    lo, hi = 0, len(entries)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if int(entries[mid]["position"]) > 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    for i in range(lo - 1, max(lo - 4, -1), -1):  # the newest few entries; a stale one is skipped
+        p, rel = int(entries[i]["position"]), int(entries[i]["relative_offset"])
+        if not 0 < p <= len(buf) - BATCH_HEADER_SIZE:
+            continue
+        base_offset, _length, _epoch, magic = struct.unpack_from(">qiib", buf, p)
+        last_delta = struct.unpack_from(">i", buf, p + 23)[0]
+        if magic == 2 and base_offset <= segment_base + rel <= base_offset + last_delta:
+            return p
+    return 0
+
+
+def scan_tail(buf: bytes | memoryview, index: bytes | memoryview | None = None, segment_base: int = 0) -> BatchScan:
+    """The last batches of a segment, for its log end offset, without reading the whole file.
+
+    Follows ``LogSegment.readNextOffset``: start at the position of the newest ``.index`` entry
+    (:func:`index_start`) and walk the batches from there to the end, checking their CRC.
+    When that region has no valid batch (a corrupt tail, or an index that does not match),
+    the whole segment is scanned as :func:`scan_batches` does.  ``end_offset`` of the result is
+    the log end offset (after the last complete, CRC-valid batch); ``issues`` are those of the
+    batches read.  Batches before the start position are not read (the offset-commit decoder
+    reads ``__consumer_offsets`` segments in full).  Never raises.
+    """
+    start = index_start(buf, index, segment_base)
+    if start:
+        scan = scan_batches(buf, start=start)
+        if scan.crc_ok.any():
+            return scan
+    return scan_batches(buf)
+
+
 def decompress(codec_id: int, data: bytes) -> bytes:
     """Decompress one batch's records block with the real codec libraries.
 

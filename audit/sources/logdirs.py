@@ -202,11 +202,32 @@ def _contents(rb):
 SMALL_SCHEMA = pa.schema([
     ("path", pa.string()), ("file_kind", pa.string()),
     ("topic", pa.string()), ("partition", pa.int32()), ("leader_epoch", pa.int32()), ("value", pa.int64()),
-    ("first_offset", pa.int64()), ("last_batch_epoch", pa.int32()), ("batches", pa.int64()),
     ("issue_reason", pa.string()), ("issue_position", pa.int64()), ("issue_detail", pa.string()),
 ])
 TAIL, EPOCH_CHECKPOINT = "tail", "leader-epoch-checkpoint"
 UNREADABLE, UNREADABLE_DETAIL = "unreadable_file", "the file could not be opened on the executor"
+
+
+def _segment_base(name: str) -> int:
+    """Base offset of a segment from its file name (``00000000000000000042.log`` -> 42); 0 if not one."""
+    m = SEGMENT_FILE.match(name)
+    return int(m.group("base")) if m else 0
+
+
+def _sibling_index(path: str):
+    """The ``.index`` next to a local ``.log`` segment, memory-mapped (an active segment's index
+    is preallocated, often 10 MiB, and only a few of its pages are read); None when it is
+    missing, empty or unreadable."""
+    import mmap
+
+    from audit.sources.fs import local_path
+    try:
+        with open(local_path(path[:-len(".log")] + ".index"), "rb") as fh:
+            if os.fstat(fh.fileno()).st_size < 8:
+                return None
+            return memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
+    except OSError:
+        return None
 
 
 def _checkpoint_entries(text: str):
@@ -228,16 +249,19 @@ def _read_small_files(batches):
     """mapInArrow: the small files of every partition replica -> :data:`SMALL_SCHEMA` rows.
 
     By file name: a segment (``*.log``, the replica's last non-empty one) gives one ``tail``
-    row (``value`` = log end offset after its last complete batch, ``first_offset``,
-    ``last_batch_epoch``, ``batches``) plus one per issue; ``leader-epoch-checkpoint`` one row
+    row (``value`` = log end offset after its last complete, CRC-valid batch) plus one per
+    issue of the batches read: only the batches after the segment's newest ``.index`` entry
+    are read when the index is there (``LogSegment.readNextOffset``,
+    :func:`audit.formats.record_batch.scan_tail`), so the cost does not grow with segment size; ``leader-epoch-checkpoint`` one row
     per entry (``leader_epoch``, ``value`` = start offset; a line that does not parse is an
     issue ``bad_checkpoint_line``); root offset checkpoints one row per entry (``topic``,
     ``partition``, ``value``).  Layouts: ``LeaderEpochCheckpointFile``, ``OffsetCheckpointFile``.
     """
-    from audit.formats.record_batch import Issue, scan_batches
+    from audit.formats.record_batch import Issue, scan_tail
     names = SMALL_SCHEMA.names
     for rb in batches:
         rows = {n: [] for n in names}
+        hadoop = "content" in rb.schema.names
 
         def add(**kw):
             for n in names:
@@ -245,14 +269,11 @@ def _read_small_files(batches):
         for path, data in _contents(rb):
             name = path.rsplit("/", 1)[-1]
             if name.endswith(".log"):
-                scan = scan_batches(data if data is not None else b"")
+                index = None if data is None or hadoop else _sibling_index(path)
+                scan = scan_tail(data if data is not None else b"", index, _segment_base(name))
                 if data is None:
                     scan.issues.append(Issue(UNREADABLE, 0, UNREADABLE_DETAIL))
-                ok = scan.crc_ok
-                fact = dict(path=path, file_kind=TAIL, value=scan.end_offset,
-                            first_offset=int(scan.base_offset[ok][0]) if ok.any() else -1,
-                            last_batch_epoch=int(scan.partition_leader_epoch[ok][-1]) if ok.any() else -1,
-                            batches=int(ok.sum()))
+                fact = dict(path=path, file_kind=TAIL, value=scan.end_offset)
                 for iss in scan.issues or [None]:
                     add(**fact, **({"issue_reason": iss.reason, "issue_position": iss.position,
                                     "issue_detail": iss.detail} if iss else {}))
