@@ -18,12 +18,14 @@ from pyspark.sql.window import Window
 KEY = ["group_id", "topic", "partition"]
 
 
-def with_transaction_state(raw: DataFrame) -> DataFrame:
+def with_transaction_state(raw: DataFrame, all_rows: bool = False) -> DataFrame:
     """Add ``txn_state`` string to the ``kind='record'`` rows of :data:`RAW_SCHEMA` input.
 
     ``none`` (not transactional), ``committed``, ``aborted`` or ``pending`` (no marker yet),
     decided by the first control record of the same producer after the record in the same
     ``__consumer_offsets`` partition (KIP-98 markers: control_type 0 ABORT, 1 COMMIT).
+    Returns the record rows only, or with ``all_rows`` every input row (``txn_state`` null
+    for the other kinds: control, issue, count).
     """
     recs = raw.where(F.col("kind") == "record")
     markers = (raw.where(F.col("kind") == "control")
@@ -39,12 +41,15 @@ def with_transaction_state(raw: DataFrame) -> DataFrame:
                 .join(outcome, ["source_partition", "offset"], "left"))
     plain = recs.where(~F.col("is_transactional")).withColumn("txn_outcome", F.lit(None).cast("short"))
     recs = plain.unionByName(txn_recs)
+    if all_rows:
+        recs = recs.unionByName(raw.where(F.col("kind") != "record").withColumn("txn_outcome", F.lit(None).cast("short")))
     return recs.withColumn(
         "txn_state",
-        F.when(~F.col("is_transactional"), F.lit("none"))
+        F.when(F.col("kind") != "record", F.lit(None).cast("string"))
+        .when(~F.col("is_transactional"), F.lit("none"))
         .when(F.col("txn_outcome") == 1, F.lit("committed"))
         .when(F.col("txn_outcome") == 0, F.lit("aborted"))
-        .otherwise(F.lit("pending")))
+        .otherwise(F.lit("pending"))).drop("txn_outcome")
 
 
 def _as_commits(df: DataFrame) -> DataFrame:

@@ -116,9 +116,10 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
         _progress(cfg, f"read: {len(inv.log_dirs)} log dirs, {len(inv.replicas)} partition replicas, "
                        f"{len(src.offsets_replicas)} __consumer_offsets partitions")
 
-    # localCheckpoint: materialise each stage once and keep query plans short
-    raw = raw0.localCheckpoint()
-    records = with_transaction_state(raw.select(*RECORD_COLUMNS))
+    # localCheckpoint: materialise each stage once and keep query plans short; the transaction
+    # state is decided once, for both the commits and the summary
+    raw = with_transaction_state(raw0, all_rows=True).localCheckpoint()
+    records = raw.where(F.col("kind") == "record").select(*RECORD_COLUMNS, "txn_state")
     commits = _filter(live_commits(records, latest_only=cfg.mode == "latest"), cfg).localCheckpoint()
     n_live, n_latest = commits.agg(F.sum("live_count"), F.count(F.when(F.col("is_latest"), 1))).first()
     n_live, n_latest = int(n_live or 0), int(n_latest or 0)
@@ -134,7 +135,7 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
     findings = judge(spark, commits, src.epochs, src.bounds, epoch_end_offsets=src.epoch_end_offsets,
                      history=history).localCheckpoint()
     committed = with_verdicts(commits, findings).localCheckpoint()
-    summary = _summary(cfg, src, raw, records, (n_live, n_latest), findings, started_at)
+    summary = _summary(cfg, src, raw, (n_live, n_latest), findings, started_at)
     n_findings = summary["findings"]["total"]
     _progress(cfg, f"judge: {n_findings} findings over {n_latest} group-partitions")
 
@@ -216,33 +217,37 @@ def _inputs(cfg, src) -> dict:
     }
 
 
-def _summary(cfg, src, raw, records, live_counts, findings, started_at) -> dict:
+def _summary(cfg, src, raw, live_counts, findings, started_at) -> dict:
     """summary.json content; every collect here is an aggregate (bounded by names, not records)."""
-    by_type, kinds = {}, {}
+    by_type, kinds, txn, by_reason = {}, {}, {}, {}
     # kind 'count' rows stand for records a latest-mode summary folded away (all non-transactional)
     folded = 0
-    for r in (raw.groupBy("kind", "record_type", "value_version", "is_tombstone")
-              .agg(F.sum(F.when(F.col("kind") == "issue", 1).otherwise(F.col("record_count"))).alias("n")).collect()):
+    for r in (raw.groupBy("kind", "record_type", "value_version", "is_tombstone", "txn_state", "decode_error")
+              .agg(F.sum(F.when(F.col("kind") == "issue", 1).otherwise(F.col("record_count"))).alias("n"),
+                   F.count("*").alias("rows")).collect()):
         kind, n = ("record" if r["kind"] == "count" else r["kind"]), int(r["n"] or 0)
         kinds[kind] = kinds.get(kind, 0) + n
+        if r["kind"] == "issue" or r["decode_error"] is not None:
+            by_reason[r["decode_error"]] = by_reason.get(r["decode_error"], 0) + int(r["rows"])
         if kind != "record":
             continue
         name = RECORD_TYPE_NAMES.get(r["record_type"], f"type_{r['record_type']}")
         key = f"{name} tombstone" if r["is_tombstone"] else f"{name} v{r['value_version']}"
         by_type[key] = by_type.get(key, 0) + n
-        if r["kind"] == "count" and r["record_type"] in (0, 1) and not r["is_tombstone"]:
+        offset_commit = r["record_type"] in (0, 1) and r["is_tombstone"] is False
+        if r["kind"] == "count" and offset_commit:
             folded += n
-    txn = {r["txn_state"]: int(r["n"]) for r in
-           records.where(F.col("record_type").isin(0, 1) & ~F.col("is_tombstone"))
-           .groupBy("txn_state").agg(F.sum("record_count").alias("n")).collect()}
+        elif r["kind"] == "record" and offset_commit:
+            txn[r["txn_state"]] = txn.get(r["txn_state"], 0) + n
     txn["none"] = txn.get("none", 0) + folded
     decoded_commits = sum(txn.get(k, 0) for k in ("none", "committed"))
 
+    for r in src.read_issues.groupBy("reason").agg(F.count("*").alias("n")).collect():
+        by_reason[r["reason"]] = by_reason.get(r["reason"], 0) + int(r["n"])
     skipped = raw.where((F.col("kind") == "issue") | F.col("decode_error").isNotNull()).select(
         F.col("source_file").alias("file"), "position", F.col("decode_error").alias("reason"), "detail",
         F.col("records_affected"), "record_type")
     skipped = skipped.unionByName(src.read_issues.withColumn("record_type", F.lit(None).cast("short")))
-    by_reason = {r["reason"]: r["n"] for r in skipped.groupBy("reason").agg(F.count("*").alias("n")).collect()}
     where = [{"file": r["file"], "position": r["position"], "reason": r["reason"], "detail": r["detail"],
               "record_type": r["record_type"]}
              for r in skipped.orderBy("file", "position").take(MAX_WHERE)]
