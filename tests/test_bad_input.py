@@ -9,6 +9,7 @@ from pyspark.sql import SparkSession
 from audit.cli import main
 from audit.formats.record_batch import scan_batches
 from audit.formats.segments import decode_offsets_segment
+from audit.sources.fs import local_path as fs_path
 
 from .paths import REAL, SCENARIO
 
@@ -182,3 +183,32 @@ def test_log_dirs_with_hash_and_space_in_their_path(scenario_latest, audit_dirs,
     assert result.summary["findings"] == want["findings"]
     assert result.summary["offset_commits"] == want["offset_commits"]
     assert not result.summary["records_skipped"]["by_reason"]
+
+
+def test_metadata_segment_gone_before_the_executor_reads_it_is_reported(tmp_path):
+    """The KRaft metadata decoder reports a file it cannot open, like the other readers."""
+    from audit.sources.logdirs import _decode_metadata_files
+    path = f"file:{tmp_path}/__cluster_metadata-0/00000000000000000000.log"
+    rows = pa.Table.from_batches(list(_decode_metadata_files(iter([pa.RecordBatch.from_pydict({"path": [path]})])))).to_pylist()
+    assert [(r["source_file"], r["timestamp"], r["decode_error"].split(":")[0]) for r in rows] == [
+        (path, None, "unreadable_file at byte 0")]
+
+
+def test_corrupt_metadata_batch_is_reported_once_with_reason_and_position(audit_dirs, tmp_path):
+    """A CRC mismatch in __cluster_metadata is reported by the metadata decoder with its byte position,
+    not as an undecodable record and not a second time by the log-end-offset scan."""
+    dst = tmp_path / "brokers"
+    shutil.copytree(SCENARIO / "brokers", dst)
+    positions = {}
+    for seg in dst.glob("*/__cluster_metadata-0/00000000000000000000.log"):
+        buf = bytearray(seg.read_bytes())
+        last = scan_batches(bytes(buf)).position.tolist()[-1]
+        buf[last + 70] ^= 0xFF
+        seg.write_bytes(bytes(buf))
+        positions[str(seg)] = last
+    result, _ = audit_dirs("bad-metadata-batch", [dst])
+    where = [w for w in result.summary["records_skipped"]["where"] if "__cluster_metadata" in w["file"]]
+    used = result.summary["inputs"]["metadata_log"].split(" ", 2)[2]
+    chosen = [w for w in where if w["file"].startswith(used)]
+    assert [(w["reason"], w["position"]) for w in chosen] == [("crc_mismatch", positions[fs_path(chosen[0]["file"])])]
+    assert result.summary["records_skipped"]["by_reason"].get("metadata_record_undecodable", 0) == 0

@@ -328,12 +328,14 @@ def _metadata_schema() -> pa.Schema:
 def _decode_metadata_files(batches):
     """mapInArrow: (path, content) -> one row per KRaft metadata record (control batches skipped)."""
     from audit.formats.metadata_log import MetadataDecodeError, decode_metadata_value
-    from audit.formats.record_batch import ATTR_CONTROL, extract_records, scan_batches
+    from audit.formats.record_batch import ATTR_CONTROL, Issue, extract_records, scan_batches
     schema = _metadata_schema()
     names = schema.names
     for rb in batches:
         for path, data in _contents(rb):
             scan = scan_batches(data if data is not None else b"")
+            if data is None:
+                scan.issues.append(Issue(UNREADABLE, 0, UNREADABLE_DETAIL))
             recs = extract_records(data if data is not None else b"", scan)
             rows = {n: [] for n in names}
             ctl = (scan.attributes[recs.batch] & ATTR_CONTROL) != 0
@@ -349,12 +351,13 @@ def _decode_metadata_files(batches):
                 row.update(source_file=path, offset=int(recs.offset[j]), timestamp=int(recs.timestamp[j]), decode_error=err)
                 for n in names:
                     rows[n].append(row.get(n))
+            # file-level issues: no timestamp, decode_error "<reason> at byte <position>[: detail]"
             for iss in scan.issues + recs.issues:
                 for n in names:
                     rows[n].append(None)
                 rows["source_file"][-1] = path
                 rows["offset"][-1] = iss.base_offset
-                rows["decode_error"][-1] = f"{iss.reason} at byte {iss.position}"
+                rows["decode_error"][-1] = f"{iss.reason} at byte {iss.position}" + (f": {iss.detail}" if iss.detail else "")
             yield pa.RecordBatch.from_pydict(rows, schema=schema)
 
 
@@ -477,7 +480,7 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
 
     # KRaft metadata log (if any replica of __cluster_metadata-0 is among the inputs)
     meta_reps = [r for r in inv.replicas if r.topic == METADATA_TOPIC and r.segments]
-    partition_state, metadata_source, meta_issues = _metadata_state(spark, meta_reps, replicas)
+    partition_state, metadata_source, meta_issues, meta_uris = _metadata_state(spark, meta_reps, replicas)
 
     authority = _authority(replicas, partition_state)
     partition_state = partition_state.localCheckpoint()
@@ -520,8 +523,8 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
         raw = spark.createDataFrame([], spark_schema(RAW_SCHEMA)).withColumn("broker_id", F.lit(None).cast("int"))
 
     tail_issues = small.where((F.col("file_kind") != EPOCH_CHECKPOINT) & F.col("issue_reason").isNotNull())
-    if seg_uris:  # the decode reports those files' issues itself
-        decoded = spark.createDataFrame([(u,) for u in seg_uris], "path string")
+    if seg_uris or meta_uris:  # the decoders report those files' issues themselves
+        decoded = spark.createDataFrame([(u,) for u in seg_uris + meta_uris], "path string")
         tail_issues = tail_issues.join(F.broadcast(decoded), "path", "left_anti")
     issues = [
         tail_issues.select(
@@ -554,9 +557,11 @@ def _metadata_state(spark, meta_reps: list[Replica], replicas: DataFrame):
     bumps the epoch by one.  ``last_leader`` is the last leader >= 0 (after a clean shutdown
     the final state is leader -1).  ``unclean_elections`` counts records with
     ``leader_recovery_state = 1`` (RECOVERING).
+
+    Returns (partition state, which replica was used, issue rows or None, the URIs decoded).
     """
     if not meta_reps:
-        return spark.createDataFrame([], PARTITION_STATE_DDL), None, None
+        return spark.createDataFrame([], PARTITION_STATE_DDL), None, None, []
     ends = {(r["broker_id"]): r["log_end_offset"] for r in replicas.where(F.col("topic") == METADATA_TOPIC)
             .select("broker_id", "log_end_offset").collect()}
     best = sorted(meta_reps, key=lambda r: (-(ends.get(r.broker_id) or -1), r.broker_id))[0]
@@ -570,14 +575,18 @@ def _metadata_state(spark, meta_reps: list[Replica], replicas: DataFrame):
     if snap_end is not None:
         meta = meta.where(F.col("is_snapshot") | (F.col("offset") >= snap_end))
     meta = meta.withColumn("seq", F.when(F.col("is_snapshot"), F.col("offset") - F.lit(1 << 50)).otherwise(F.col("offset"))).cache()
+    file_level = F.col("timestamp").isNull()  # a batch or file that could not be read, not one record
     issues = meta.where(F.col("decode_error").isNotNull()).select(
-        F.col("source_file").alias("file"), F.lit(None).cast("long").alias("position"),
-        F.lit("metadata_record_undecodable").alias("reason"), F.col("decode_error").alias("detail"),
-        F.lit(1).alias("records_affected"))
+        F.col("source_file").alias("file"),
+        F.when(file_level, F.regexp_extract("decode_error", r"^\w+ at byte (\d+)", 1).cast("long")).alias("position"),
+        F.when(file_level, F.regexp_extract("decode_error", r"^(\w+) at byte", 1))
+        .otherwise(F.lit("metadata_record_undecodable")).alias("reason"),
+        F.col("decode_error").alias("detail"),
+        F.when(file_level, F.lit(0)).otherwise(F.lit(1)).alias("records_affected"))
     meta.createOrReplaceTempView("metadata_records")
     from ..judge import load_sql
     state = spark.sql(load_sql("metadata_replay"))
-    return state, f"broker {best.broker_id} {best.dir_uri}", issues
+    return state, f"broker {best.broker_id} {best.dir_uri}", issues, uris
 
 
 def _authority(replicas: DataFrame, state: DataFrame) -> DataFrame:
