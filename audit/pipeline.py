@@ -116,9 +116,8 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
         _progress(cfg, f"read: {len(inv.log_dirs)} log dirs, {len(inv.replicas)} partition replicas, "
                        f"{len(src.offsets_replicas)} __consumer_offsets partitions")
 
-    # localCheckpoint: materialise each stage once and keep query plans short; the transaction
-    # state is decided once, for both the commits and the summary
-    raw = with_transaction_state(raw0, all_rows=True).localCheckpoint()
+    # localCheckpoint: materialise each stage once (the decode must run once) and keep query plans short
+    raw = with_transaction_state(raw0.localCheckpoint(), all_rows=True)
     records = raw.where(F.col("kind") == "record").select(*RECORD_COLUMNS, "txn_state")
     commits = _filter(live_commits(records, latest_only=cfg.mode == "latest"), cfg).localCheckpoint()
     n_live, n_latest = commits.agg(F.sum("live_count"), F.count(F.when(F.col("is_latest"), 1))).first()
