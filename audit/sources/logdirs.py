@@ -252,10 +252,10 @@ def _read_small_files(batches):
     row (``value`` = log end offset after its last complete, CRC-valid batch) plus one per
     issue of the batches read: only the batches after the segment's newest ``.index`` entry
     are read when the index is there (``LogSegment.readNextOffset``,
-    :func:`audit.formats.record_batch.scan_tail`), so the cost does not grow with segment size; ``leader-epoch-checkpoint`` one row
-    per entry (``leader_epoch``, ``value`` = start offset; a line that does not parse is an
-    issue ``bad_checkpoint_line``); root offset checkpoints one row per entry (``topic``,
-    ``partition``, ``value``).  Layouts: ``LeaderEpochCheckpointFile``, ``OffsetCheckpointFile``.
+    :func:`audit.formats.record_batch.scan_tail`), so the cost does not grow with segment
+    size; ``leader-epoch-checkpoint`` one row per entry (``leader_epoch``, ``value`` = start
+    offset; a line that does not parse is an issue ``bad_checkpoint_line``); root offset
+    checkpoints one row per entry (``topic``, ``partition``, ``value``).  Layouts: ``LeaderEpochCheckpointFile``, ``OffsetCheckpointFile``.
     """
     from audit.formats.record_batch import Issue, scan_tail
     names = SMALL_SCHEMA.names
