@@ -179,7 +179,6 @@ def _contents(rb):
     otherwise the local file is memory-mapped, so segment bytes never pass through the JVM.
     None: the file could not be opened on the executor (callers report it as ``unreadable_file``).
     """
-    import mmap
     paths = rb.column("path").to_pylist()
     if "content" in rb.schema.names:
         contents = rb.column("content")
@@ -187,15 +186,24 @@ def _contents(rb):
             buf = contents[i].as_buffer()
             yield path, (memoryview(buf) if buf is not None else b"")
         return
-    from audit.sources.fs import local_path
     for path in paths:
         try:
-            with open(local_path(path), "rb") as fh:
-                size = os.fstat(fh.fileno()).st_size
-                data = memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)) if size else b""
+            data = _mmap_local(path)
         except OSError:
             data = None
         yield path, data
+
+
+def _mmap_local(path: str):
+    """A local file's bytes, memory-mapped (only the pages read are loaded); ``b""`` when empty.
+    Raises OSError when the file cannot be opened."""
+    import mmap
+
+    from audit.sources.fs import local_path
+    with open(local_path(path), "rb") as fh:
+        if not os.fstat(fh.fileno()).st_size:
+            return b""
+        return memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
 
 
 #: One row per fact read from a small partition-state file (see :func:`_read_small_files`).
@@ -218,14 +226,8 @@ def _sibling_index(path: str):
     """The ``.index`` next to a local ``.log`` segment, memory-mapped (an active segment's index
     is preallocated, often 10 MiB, and only a few of its pages are read); None when it is
     missing, empty or unreadable."""
-    import mmap
-
-    from audit.sources.fs import local_path
     try:
-        with open(local_path(path[:-len(".log")] + ".index"), "rb") as fh:
-            if os.fstat(fh.fileno()).st_size < 8:
-                return None
-            return memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
+        return _mmap_local(path[:-len(".log")] + ".index") or None
     except OSError:
         return None
 
@@ -255,7 +257,8 @@ def _read_small_files(batches):
     :func:`audit.formats.record_batch.scan_tail`), so the cost does not grow with segment
     size; ``leader-epoch-checkpoint`` one row per entry (``leader_epoch``, ``value`` = start
     offset; a line that does not parse is an issue ``bad_checkpoint_line``); root offset
-    checkpoints one row per entry (``topic``, ``partition``, ``value``).  Layouts: ``LeaderEpochCheckpointFile``, ``OffsetCheckpointFile``.
+    checkpoints one row per entry (``topic``, ``partition``, ``value``).
+    Layouts: ``LeaderEpochCheckpointFile``, ``OffsetCheckpointFile``.
     """
     from audit.formats.record_batch import Issue, scan_tail
     names = SMALL_SCHEMA.names
@@ -321,8 +324,10 @@ def _decode_offsets_latest(batches):
 
 def _metadata_schema() -> pa.Schema:
     from audit.formats.metadata_log import METADATA_ROW_FIELDS
+    # issue_reason/issue_position: set on rows that stand for a batch or file that could not be read
     return pa.schema([("source_file", pa.string()), ("offset", pa.int64()), ("timestamp", pa.int64()),
-                      ("decode_error", pa.string())] + list(METADATA_ROW_FIELDS))
+                      ("decode_error", pa.string()), ("issue_reason", pa.string()), ("issue_position", pa.int64())]
+                     + list(METADATA_ROW_FIELDS))
 
 
 def _decode_metadata_files(batches):
@@ -351,12 +356,12 @@ def _decode_metadata_files(batches):
                 row.update(source_file=path, offset=int(recs.offset[j]), timestamp=int(recs.timestamp[j]), decode_error=err)
                 for n in names:
                     rows[n].append(row.get(n))
-            # file-level issues: no timestamp, decode_error "<reason> at byte <position>[: detail]"
             for iss in scan.issues + recs.issues:
                 for n in names:
                     rows[n].append(None)
                 rows["source_file"][-1] = path
                 rows["offset"][-1] = iss.base_offset
+                rows["issue_reason"][-1], rows["issue_position"][-1] = iss.reason, iss.position
                 rows["decode_error"][-1] = f"{iss.reason} at byte {iss.position}" + (f": {iss.detail}" if iss.detail else "")
             yield pa.RecordBatch.from_pydict(rows, schema=schema)
 
@@ -575,14 +580,11 @@ def _metadata_state(spark, meta_reps: list[Replica], replicas: DataFrame):
     if snap_end is not None:
         meta = meta.where(F.col("is_snapshot") | (F.col("offset") >= snap_end))
     meta = meta.withColumn("seq", F.when(F.col("is_snapshot"), F.col("offset") - F.lit(1 << 50)).otherwise(F.col("offset"))).cache()
-    file_level = F.col("timestamp").isNull()  # a batch or file that could not be read, not one record
     issues = meta.where(F.col("decode_error").isNotNull()).select(
-        F.col("source_file").alias("file"),
-        F.when(file_level, F.regexp_extract("decode_error", r"^\w+ at byte (\d+)", 1).cast("long")).alias("position"),
-        F.when(file_level, F.regexp_extract("decode_error", r"^(\w+) at byte", 1))
-        .otherwise(F.lit("metadata_record_undecodable")).alias("reason"),
+        F.col("source_file").alias("file"), F.col("issue_position").alias("position"),
+        F.coalesce("issue_reason", F.lit("metadata_record_undecodable")).alias("reason"),
         F.col("decode_error").alias("detail"),
-        F.when(file_level, F.lit(0)).otherwise(F.lit(1)).alias("records_affected"))
+        F.when(F.col("issue_reason").isNotNull(), F.lit(0)).otherwise(F.lit(1)).alias("records_affected"))
     meta.createOrReplaceTempView("metadata_records")
     from ..judge import load_sql
     state = spark.sql(load_sql("metadata_replay"))
