@@ -61,7 +61,8 @@ def register_context(spark: SparkSession, commits: DataFrame, epochs: DataFrame,
     epochs.createOrReplaceTempView("epochs")
     bounds.createOrReplaceTempView("bounds")
     if epoch_end_offsets is None:
-        epoch_end_offsets = spark.sql(load_sql("epoch_end_offsets"))
+        # materialised on its own: inlined into the context query its shuffles cost more than the query
+        epoch_end_offsets = spark.sql(load_sql("epoch_end_offsets")).localCheckpoint()
     epoch_end_offsets.createOrReplaceTempView("epoch_end_offsets")
     ctx = spark.sql(load_sql("commit_context").replace("{judge_all}", "true" if history else "false"))
     # every rule reads the context: compute it once

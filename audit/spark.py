@@ -12,7 +12,9 @@ from pyspark.sql import SparkSession
 #: over small tables, and on a 2-core machine C2 compiler threads cost more than they win
 #: (benchmark, 5M commits, local[2]: 24-26 s -> 20-21 s).  Not used for ``--mode history``, whose
 #: JVM work grows with the number of commits (there C1 was 40% slower: 94 s -> 133 s).
-QUICK_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+#: C1-only also shrinks the default code cache to 48 MiB, which one audit with reports nearly
+#: fills (42 MiB); once full the JVM stops compiling and runs interpreted, so give it 240 MiB.
+QUICK_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 
 def driver_java_options(master: str, quick_start: bool, launching: bool) -> str | None:
