@@ -6,6 +6,7 @@ Same arguments as ``kafka-offset-audit audit``.  Parses arguments, starts Spark,
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import shutil
 import sys
@@ -22,13 +23,17 @@ def _ship_package(spark) -> None:
     import audit
     pkg_dir = os.path.dirname(audit.__file__)
     tmp = tempfile.mkdtemp(prefix="koa-pyfiles-")
+    # the driver serves the zip to executors until the application ends: remove it at exit
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     base = os.path.join(tmp, "audit_pkg")
     stage = os.path.join(tmp, "stage")
     shutil.copytree(pkg_dir, os.path.join(stage, "audit"), ignore=shutil.ignore_patterns("demo_data", "__pycache__"))
     sql_src = os.path.join(os.path.dirname(pkg_dir), "sql")
     if os.path.isdir(sql_src) and not os.path.isdir(os.path.join(stage, "audit", "sql")):
         shutil.copytree(sql_src, os.path.join(stage, "audit", "sql"))
-    spark.sparkContext.addPyFile(shutil.make_archive(base, "zip", stage))
+    archive = shutil.make_archive(base, "zip", stage)
+    shutil.rmtree(stage)
+    spark.sparkContext.addPyFile(archive)
 
 
 def main(argv=None) -> int:
