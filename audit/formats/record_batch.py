@@ -1,4 +1,4 @@
-"""Kafka log segments: record batches (magic 2), vectorised with numpy.
+"""Kafka log segments: record batches (magic 2), vectorised with numpy; legacy message sets (magic 0/1).
 
 Follows Kafka's ``org.apache.kafka.common.record.DefaultRecordBatch`` and
 ``DefaultRecord`` (clients/src/main/java/org/apache/kafka/common/record/) and
@@ -7,13 +7,18 @@ per-*record* field is decoded for all records of a segment at once with numpy
 (one numpy pass per record position within a batch), so a segment of millions of
 records costs a few dozen array operations, not millions of Python calls.
 
-Nothing here knows about Spark. Bad input never raises: corrupt batches, partial
-tails and legacy (magic 0/1) message sets are returned as :class:`Issue` rows with
-the byte position where they were found.
+Legacy message sets (magic 0 and 1, ``LegacyRecord``/``AbstractLegacyRecordBatch``: logs
+written before Kafka 0.11, or under an old ``log.message.format.version``) are decoded with
+kafka-python's ``LegacyRecordBatch``, one Python step per message: a path for old logs, not
+the hot path.
+
+Nothing here knows about Spark. Bad input never raises: corrupt batches and partial
+tails are returned as :class:`Issue` rows with the byte position where they were found.
 """
 from __future__ import annotations
 
 import struct
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,6 +36,10 @@ ATTR_COMPRESSION_MASK = 0x07
 ATTR_TIMESTAMP_TYPE = 0x08  # 1 = LogAppendTime: record timestamps are max_timestamp
 ATTR_TRANSACTIONAL = 0x10
 ATTR_CONTROL = 0x20
+#: Smallest legacy message (crc .. value length, empty key and value) per magic, bytes after the size field.
+LEGACY_MIN_SIZE = {0: 14, 1: 22}
+#: Legacy attributes: codec (bits 0-2) and, for magic 1, timestamp type (bit 3); nothing else is defined.
+LEGACY_ATTR_MASK = 0x0F
 
 
 @dataclass
@@ -39,9 +48,9 @@ class Issue:
 
     ``reason`` is one of: ``partial_batch`` (segment ends inside a batch),
     ``crc_mismatch``, ``corrupt_batch`` (impossible length or record framing),
-    ``unknown_magic``, ``legacy_message_set`` (magic 0/1, counted, not decoded),
-    ``unsupported_compression``, ``decompression_failed``, ``unreadable_file``.
-    ``position`` is the byte position of the batch in the segment file.
+    ``unknown_magic``, ``unsupported_compression``, ``decompression_failed``,
+    ``unreadable_file``.  ``position`` is the byte position of the batch (or legacy
+    message) in the segment file.
     """
 
     reason: str
@@ -53,13 +62,18 @@ class Issue:
 
 @dataclass
 class BatchScan:
-    """Headers of the complete magic-2 batches of one segment, one array element per batch.
+    """Headers of the complete batches of one segment, one array element per batch.
 
     Arrays (all numpy, same length): ``position`` (byte position in file), ``base_offset``,
     ``batch_length``, ``partition_leader_epoch``, ``attributes``, ``last_offset_delta``,
     ``base_timestamp``/``max_timestamp`` (ms), ``producer_id``, ``producer_epoch``,
-    ``record_count``, ``crc_ok`` (bool).  ``end_offset`` = last offset + 1 of the last
-    complete batch with a valid CRC (-1 when none); ``issues`` lists everything skipped.
+    ``record_count``, ``crc_ok`` (bool), ``magic``.  A legacy (magic 0/1) message set entry
+    is one element: ``base_offset`` is its offset (for a compressed wrapper, the offset of
+    its last inner message), ``last_offset_delta`` 0, ``partition_leader_epoch`` and
+    ``producer_id`` -1, ``attributes`` its codec and timestamp-type bits, ``record_count``
+    1 (0 for a compressed wrapper: not known before decompression), timestamps the message
+    timestamp (-1 for magic 0).  ``end_offset`` = last offset + 1 of the last complete batch
+    with a valid CRC (-1 when none); ``issues`` lists everything skipped.
     """
 
     position: np.ndarray
@@ -74,6 +88,7 @@ class BatchScan:
     producer_epoch: np.ndarray
     record_count: np.ndarray
     crc_ok: np.ndarray
+    magic: np.ndarray
     issues: list[Issue] = field(default_factory=list)
     bytes_read: int = 0
 
@@ -94,7 +109,8 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
 
     ``buf``: the whole ``.log`` file content. ``start``: byte position to begin at (a
     position from the segment's ``.index``). CRC-32C (Castagnoli) is checked over
-    ``attributes`` .. batch end as ``DefaultRecordBatch.isValid`` does.  A partial tail
+    ``attributes`` .. batch end as ``DefaultRecordBatch.isValid`` does; a legacy message's
+    CRC-32 over ``magic`` .. message end as ``LegacyRecord.isValid`` does.  A partial tail
     stops the walk; a CRC mismatch is recorded and the walk continues at the next batch
     (the length field is still trusted, as Kafka's ``FileLogInputStream`` does); an
     impossible length stops the walk with ``corrupt_batch``.  Never raises.
@@ -114,13 +130,28 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
         base_offset, batch_length = struct.unpack_from(">qi", mv, pos)
         magic = mv[pos + 16]
         if magic < 2:
-            # Legacy message set entry: offset int64, message_size int32, then the message.
-            if batch_length < 14 or pos + LOG_OVERHEAD + batch_length > n:
-                reason = "partial_batch" if batch_length >= 14 else "corrupt_batch"
+            # legacy entry: offset int64, size int32, crc uint32, magic int8, attributes int8,
+            # [timestamp int64 (magic 1)], key bytes, value bytes
+            if batch_length < LEGACY_MIN_SIZE[magic] or pos + LOG_OVERHEAD + batch_length > n:
+                reason = "partial_batch" if batch_length >= LEGACY_MIN_SIZE[magic] else "corrupt_batch"
                 issues.append(Issue(reason, pos, f"legacy message (magic {magic}) of size {batch_length}", base_offset))
                 break
-            issues.append(Issue("legacy_message_set", pos, f"magic {magic} message, not decoded", base_offset, 1))
-            pos += LOG_OVERHEAD + batch_length
+            end = pos + LOG_OVERHEAD + batch_length
+            stored, attrs = struct.unpack_from(">IxB", mv, pos + LOG_OVERHEAD)
+            ts = struct.unpack_from(">q", mv, pos + 18)[0] if magic == 1 else -1
+            count = 0 if attrs & ATTR_COMPRESSION_MASK else 1
+            ok = True
+            if verify_crc:
+                computed = zlib.crc32(mv[pos + 16:end])
+                if stored != computed:
+                    ok = False
+                    issues.append(Issue("crc_mismatch", pos, f"legacy message (magic {magic}): stored crc "
+                                        f"{stored:#010x}, computed {computed:#010x}", base_offset, count))
+            rows.append((base_offset, batch_length, -1, magic, stored, attrs & LEGACY_ATTR_MASK, 0, ts, ts,
+                         -1, -1, -1, count))
+            positions.append(pos)
+            crc_flags.append(ok)
+            pos = end
             continue
         if magic > 2:
             issues.append(Issue("unknown_magic", pos, f"magic byte {magic}; cannot find the next batch", base_offset))
@@ -161,6 +192,7 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
         producer_epoch=np.asarray(cols[10], dtype=np.int16),
         record_count=np.asarray(cols[12], dtype=np.int32),
         crc_ok=np.asarray(crc_flags, dtype=bool),
+        magic=np.asarray(cols[3], dtype=np.int8),
         issues=issues,
         bytes_read=pos,
     )
@@ -350,12 +382,86 @@ def extract_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np.nda
     Compressed batches are decompressed with :func:`decompress` and appended to the buffer.
     Records are framed in lock-step: step *k* reads the *k*-th record of every batch at once.
     A batch whose records overrun it is dropped whole and reported as ``corrupt_batch``.
-    Never raises.
+    Legacy message sets among the selected batches are read by :func:`extract_legacy_records`
+    and merged in log order.  Never raises.
     """
-    if batch_mask is None:
-        batch_mask = scan.crc_ok.copy()
-    else:
-        batch_mask = batch_mask & scan.crc_ok
+    selected = scan.crc_ok.copy() if batch_mask is None else batch_mask & scan.crc_ok
+    legacy = selected & (scan.magic < 2)
+    table = _extract_v2_records(buf, scan, selected & ~legacy)
+    if legacy.any():
+        table = _merge_in_log_order(table, extract_legacy_records(buf, scan, legacy))
+    return table
+
+
+def extract_legacy_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np.ndarray) -> RecordTable:
+    """Every message of the legacy (magic 0/1) entries selected by ``batch_mask``.
+
+    Uses kafka-python's ``LegacyRecordBatch``: it decompresses a wrapper message (gzip,
+    snappy, lz4, with Kafka's old lz4 framing for magic 0) and turns magic-1 relative inner
+    offsets into absolute ones, as ``AbstractLegacyRecordBatch`` does.  Keys and values are
+    copied into the returned table's own buffer; a timestamp is -1 for magic 0, the wrapper's
+    for inner messages of a LogAppendTime wrapper.  An entry that cannot be read is dropped
+    whole and reported (``decompression_failed`` for a compressed wrapper, else
+    ``corrupt_batch``).  Never raises.
+    """
+    from kafka.record.legacy_records import LegacyRecordBatch
+    mv = memoryview(buf)
+    blob = bytearray()
+    batch, offset, timestamp, k_start, k_len, v_start, v_len = ([] for _ in range(7))
+    issues: list[Issue] = []
+
+    def put(b):
+        if b is None:
+            return 0, -1
+        start = len(blob)
+        blob.extend(b)
+        return start, len(b)
+
+    for i in np.nonzero(batch_mask)[0]:
+        pos = int(scan.position[i])
+        codec = int(scan.attributes[i]) & ATTR_COMPRESSION_MASK
+        try:
+            msgs = list(LegacyRecordBatch(mv[pos:pos + LOG_OVERHEAD + int(scan.batch_length[i])], int(scan.magic[i])))
+        except Exception as exc:  # codec errors, AssertionError, CorruptRecordError, struct.error
+            reason = "decompression_failed" if codec else "corrupt_batch"
+            issues.append(Issue(reason, pos, f"legacy message (magic {int(scan.magic[i])}, "
+                                f"{COMPRESSION_NAMES.get(codec, codec)}): {exc!r}", int(scan.base_offset[i])))
+            continue
+        for m in msgs:
+            ks, kl = put(m.key)
+            vs, vl = put(m.value)
+            batch.append(i)
+            offset.append(m.offset)
+            timestamp.append(-1 if m.timestamp is None else m.timestamp)
+            k_start.append(ks)
+            k_len.append(kl)
+            v_start.append(vs)
+            v_len.append(vl)
+    i64 = lambda a: np.asarray(a, dtype=np.int64)  # noqa: E731
+    return RecordTable(data=np.frombuffer(bytes(blob), dtype=np.uint8), batch=i64(batch), offset=i64(offset),
+                       timestamp=i64(timestamp), key_start=i64(k_start), key_len=i64(k_len),
+                       value_start=i64(v_start), value_len=i64(v_len), issues=issues)
+
+
+def _merge_in_log_order(a: RecordTable, b: RecordTable) -> RecordTable:
+    """Both tables' records in one, ordered by batch (file position) and, within one, as they were."""
+    for x, y in ((a, b), (b, a)):
+        if not len(y):  # nothing to interleave: keep x's buffer as it is (no copy of the segment)
+            x.issues = a.issues + b.issues
+            return x
+    shift = len(a.data)
+    order = np.argsort(np.concatenate([a.batch, b.batch]), kind="stable")
+    cat = lambda x, y: np.concatenate([x, y])[order]  # noqa: E731
+    return RecordTable(
+        data=np.concatenate([a.data, b.data]), batch=cat(a.batch, b.batch), offset=cat(a.offset, b.offset),
+        timestamp=cat(a.timestamp, b.timestamp), key_start=cat(a.key_start, b.key_start + shift),
+        key_len=cat(a.key_len, b.key_len), value_start=cat(a.value_start, b.value_start + shift),
+        value_len=cat(a.value_len, b.value_len), issues=a.issues + b.issues)
+
+
+def _extract_v2_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np.ndarray) -> RecordTable:
+    """:func:`extract_records` for the magic-2 batches selected by ``batch_mask``."""
+    batch_mask = batch_mask.copy()
     issues: list[Issue] = []
     base = np.frombuffer(buf, dtype=np.uint8)
     sec_start = scan.position + BATCH_HEADER_SIZE
