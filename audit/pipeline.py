@@ -1,7 +1,10 @@
 """run(config, spark): sources -> commits -> judge -> outputs.  No rules of its own."""
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -175,22 +178,31 @@ def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput) -> dict:
 
     The suite fails on findings at or above ``--fail-on`` (none for ``never``); its other
     expectations are data-quality checks with thresholds from ``--expectations-config``.
-    Both need a local output directory; elsewhere they are skipped and the summary says so.
+    Spark reads the staged tables wherever they are; for an output that is not local (HDFS,
+    S3 ...) the reports are built in a local temporary directory and then copied into it.
     """
     from .report.expectations import run_expectations
     from .report.expectations_config import load_expectations_config
-    from .report.html import write_html_report
+    from .report.html import REPORT_FILENAME, write_html_report
     from .sources import fs
-    if not fs.is_local(out.staging):
-        return {"skipped": "reports need a local --output directory"}
-    local = fs.local_path(out.staging)
-    ecfg = load_expectations_config(cfg.expectations_config)
-    ranked = [s for s, r in SEVERITY_RANK.items() if r >= FAIL_ON[cfg.fail_on]]
-    ecfg = ecfg.model_copy(update={"fail_on_severities": ranked})
-    outcome = run_expectations(spark, local, ecfg)
-    _progress(cfg, f"expectations: {'passed' if outcome.success else 'FAILED'} "
-                   f"({outcome.statistics.get('successful_expectations')}/{outcome.statistics.get('evaluated_expectations')})")
-    html = write_html_report(spark, local, display_dir=cfg.output)
+    remote = not fs.is_local(out.staging)
+    local = tempfile.mkdtemp(prefix="koa-reports-") if remote else fs.local_path(out.staging)
+    tables = out.staging if remote else None
+    try:
+        ecfg = load_expectations_config(cfg.expectations_config)
+        ranked = [s for s, r in SEVERITY_RANK.items() if r >= FAIL_ON[cfg.fail_on]]
+        ecfg = ecfg.model_copy(update={"fail_on_severities": ranked})
+        outcome = run_expectations(spark, local, ecfg, tables_dir=tables)
+        _progress(cfg, f"expectations: {'passed' if outcome.success else 'FAILED'} "
+                       f"({outcome.statistics.get('successful_expectations')}/{outcome.statistics.get('evaluated_expectations')})")
+        html = write_html_report(spark, local, display_dir=cfg.output, tables_dir=tables)
+        if remote:
+            for name in ("expectations", "data_docs", REPORT_FILENAME):
+                if os.path.exists(os.path.join(local, name)):
+                    fs.upload(spark, os.path.join(local, name), out.path(name))
+    finally:
+        if remote:
+            shutil.rmtree(local, ignore_errors=True)
     return {
         "expectations": {"success": bool(outcome.success), "failed": list(outcome.failed_checks),
                          "statistics": {k: v for k, v in outcome.statistics.items() if k != "by_asset"},

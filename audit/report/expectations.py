@@ -45,6 +45,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from audit.sources import fs
 from audit.report.expectations_config import (
     ConfigSource,
     ExpectationsConfig,
@@ -317,31 +318,29 @@ def _summary_frame(spark, summary: Dict[str, Any], findings_rows: int):
     return spark.createDataFrame([row], schema=schema)
 
 
-def _read_inputs(spark, output_dir: str, wanted: Sequence[str]) -> Tuple[Dict[str, Any], List[str]]:
-    """Read the wanted tables as Spark DataFrames; report absent optional ones."""
+def _read_inputs(spark, tables_dir: str, wanted: Sequence[str]) -> Tuple[Dict[str, Any], List[str]]:
+    """Read the wanted tables (local path or Hadoop URI) as Spark DataFrames; report absent optional ones."""
     frames: Dict[str, Any] = {}
     skipped: List[str] = []
     for name in PARQUET_ASSETS:
         if name not in wanted:
             continue
-        path = os.path.join(output_dir, name)
-        if not os.path.isdir(path):
+        path = f"{tables_dir}/{name}"
+        if not fs.exists(spark, path):
             if name in REQUIRED_ASSETS:
                 raise FileNotFoundError(
-                    f"audit output table {name}/ is missing under {output_dir}"
+                    f"audit output table {name}/ is missing under {tables_dir}"
                 )
             skipped.append(name)
             continue
         frames[name] = spark.read.parquet(path)
-    summary_path = os.path.join(output_dir, "summary.json")
+    summary = fs.read_json(spark, f"{tables_dir}/summary.json") if "summary" in wanted else None
     if "summary" not in wanted:
         pass
-    elif os.path.isfile(summary_path):
-        with open(summary_path, "r", encoding="utf-8") as fh:
-            summary = json.load(fh)
-        findings_path = os.path.join(output_dir, "findings")
-        if not os.path.isdir(findings_path):
-            raise FileNotFoundError(f"audit output table findings/ is missing under {output_dir}")
+    elif summary is not None:
+        findings_path = f"{tables_dir}/findings"
+        if not fs.exists(spark, findings_path):
+            raise FileNotFoundError(f"audit output table findings/ is missing under {tables_dir}")
         findings_rows = spark.read.parquet(findings_path).count()
         frames["summary"] = _summary_frame(spark, summary, findings_rows)
     else:
@@ -372,6 +371,7 @@ def run_expectations(
     output_dir: str,
     config: ConfigSource = None,
     assets: Optional[Sequence[str]] = None,
+    tables_dir: Optional[str] = None,
 ) -> ExpectationsOutcome:
     """Validate an audit output directory with Great Expectations, in Spark.
 
@@ -386,6 +386,10 @@ def run_expectations(
             overrides, a JSON/YAML file path, or None for the defaults.
         assets: validate only these of :data:`ALL_ASSETS` (default: all);
             e.g. ``["committed_offsets"]`` for a quick check.
+        tables_dir: where the tables and ``summary.json`` are, when not in
+            ``output_dir``: any Hadoop-compatible URI (the audit's staged
+            output on HDFS, S3 ...); ``output_dir`` is then a local directory
+            for the validation result and Data Docs only.
 
     Returns:
         An :class:`ExpectationsOutcome`.  Side effects: writes
@@ -409,7 +413,7 @@ def run_expectations(
 
     gx = _gx()
     suites = build_suites(cfg)
-    frames, skipped = _read_inputs(spark, output_dir, wanted)
+    frames, skipped = _read_inputs(spark, tables_dir or output_dir, wanted)
 
     docs_dir = os.path.join(output_dir, DATA_DOCS_DIRNAME)
     ctx = gx.get_context(mode="ephemeral")

@@ -36,6 +36,8 @@ import os
 from collections import defaultdict
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from ..sources import fs
+
 SEVERITY_ORDER: Tuple[str, ...] = ("critical", "error", "warning", "info")
 SEVERITY_COLORS: Dict[str, str] = {
     "critical": "#b3001b",
@@ -85,9 +87,9 @@ def _severity_rank_expr(col_name: str = "severity"):
     return expr.otherwise(F.lit(len(SEVERITY_ORDER)))
 
 
-def _read_parquet(spark, output_dir: str, name: str):
-    path = os.path.join(output_dir, name)
-    if not os.path.isdir(path):
+def _read_parquet(spark, tables_dir: str, name: str):
+    path = f"{tables_dir}/{name}"
+    if not fs.exists(spark, path):
         return None
     return spark.read.parquet(path)
 
@@ -609,6 +611,7 @@ def write_html_report(
     max_skipped_locations: int = 200,
     title: str = "Kafka consumer offset audit",
     display_dir: str | None = None,
+    tables_dir: str | None = None,
 ) -> str:
     """Write ``<output_dir>/report.html``, a self-contained report of an audit run.
 
@@ -637,6 +640,12 @@ def write_html_report(
         max_epoch_rows: most epoch-cache rows collected for all plots together.
         max_skipped_locations: most ``records_skipped.where`` entries listed.
         title: the page title.
+        display_dir: the output directory named on the page (default
+            ``output_dir``).
+        tables_dir: where the tables and ``summary.json`` are, when not in
+            ``output_dir``: any Hadoop-compatible URI; ``output_dir`` is then
+            a local directory holding ``expectations/`` and receiving
+            ``report.html``.
 
     Returns:
         The path of the written ``report.html``.
@@ -647,18 +656,15 @@ def write_html_report(
     from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
     output_dir = os.path.abspath(output_dir)
-    findings_df = _read_parquet(spark, output_dir, "findings")
+    tables_dir = tables_dir or output_dir
+    findings_df = _read_parquet(spark, tables_dir, "findings")
     if findings_df is None:
-        raise FileNotFoundError(f"findings/ not found under {output_dir}")
-    committed_df = _read_parquet(spark, output_dir, "committed_offsets")
-    epochs_df = _read_parquet(spark, output_dir, "epochs")
-    bounds_df = _read_parquet(spark, output_dir, "bounds")
+        raise FileNotFoundError(f"findings/ not found under {tables_dir}")
+    committed_df = _read_parquet(spark, tables_dir, "committed_offsets")
+    epochs_df = _read_parquet(spark, tables_dir, "epochs")
+    bounds_df = _read_parquet(spark, tables_dir, "bounds")
 
-    summary = None
-    summary_path = os.path.join(output_dir, "summary.json")
-    if os.path.isfile(summary_path):
-        with open(summary_path, "r", encoding="utf-8") as fh:
-            summary = json.load(fh)
+    summary = fs.read_json(spark, f"{tables_dir}/summary.json")
     expectations = None
     exp_path = os.path.join(output_dir, "expectations", "validation_result.json")
     if os.path.isfile(exp_path):

@@ -153,3 +153,18 @@ def rename(spark, src: str, dst: str) -> None:
     fs, p = _hadoop(spark, src)
     if not fs.rename(p, spark._jvm.org.apache.hadoop.fs.Path(dst)):
         raise OSError(f"could not rename {src} to {dst}")
+
+
+def read_json(spark, uri: str, limit: int = 64 << 20):
+    """Parsed JSON of a small file on any filesystem; None when it does not exist."""
+    import json
+    if not exists(spark, uri):
+        return None
+    return json.loads(read_small(spark, uri, limit).decode("utf-8"))
+
+
+def upload(spark, local: str, uri: str) -> None:
+    """Copy a local file or directory (recursively) to ``uri`` on its Hadoop filesystem, replacing it."""
+    fs, dst = _hadoop(spark, uri)
+    fs.copyFromLocalFile(False, True, spark._jvm.org.apache.hadoop.fs.Path("file:" + os.path.abspath(local)), dst)
+
