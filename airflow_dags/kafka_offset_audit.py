@@ -245,23 +245,35 @@ def _run_checkpoint(output_dir: str, fail_on: str, expectations_config: str | No
 
 
 def _gated_findings(output_dir: str, failing: Sequence[str]) -> list[str]:
-    """Lines for the findings at or above the gate (most severe first), at most MAX_LOGGED_FINDINGS."""
+    """Lines for the findings at or above the gate (most severe first), at most MAX_LOGGED_FINDINGS.
+
+    Streams ``findings/`` batch by batch (only the gated severities, only the columns logged) and
+    keeps the first lines in order, so memory stays bounded however many findings there are."""
     if not failing:
         return []
-    try:
-        import pyarrow.parquet as pq
+    import heapq
 
-        rows = pq.read_table(os.path.join(output_dir, "findings")).to_pylist()
+    rank = {s: i for i, s in enumerate(SEVERITIES)}
+    order = lambda r: (rank[r["severity"]], r["group_id"], r["topic"], r["partition"])  # noqa: E731
+    top: list[dict] = []
+    total = 0
+    try:
+        import pyarrow.dataset as ds
+
+        dataset = ds.dataset(os.path.join(output_dir, "findings"), format="parquet")
+        columns = ["severity", "finding", "group_id", "topic", "partition", "committed_offset",
+                   "committed_leader_epoch", "detail"]
+        for batch in dataset.to_batches(columns=columns, filter=ds.field("severity").isin(list(failing))):
+            rows = batch.to_pylist()
+            total += len(rows)
+            top = heapq.nsmallest(MAX_LOGGED_FINDINGS, top + rows, key=order)
     except Exception as exc:  # the summary counts still say enough
         return [f"(could not read findings/: {exc})"]
-    rank = {s: i for i, s in enumerate(SEVERITIES)}
-    rows = sorted((r for r in rows if r.get("severity") in failing),
-                  key=lambda r: (rank[r["severity"]], r["group_id"], r["topic"], r["partition"]))
     lines = [f"{r['severity']} {r['finding']} group={r['group_id']} {r['topic']}[{r['partition']}] "
              f"committed={r['committed_offset']} epoch={r['committed_leader_epoch']}: {r['detail']}"
-             for r in rows[:MAX_LOGGED_FINDINGS]]
-    if len(rows) > MAX_LOGGED_FINDINGS:
-        lines.append(f"... and {len(rows) - MAX_LOGGED_FINDINGS} more in {output_dir}/findings/")
+             for r in top]
+    if total > MAX_LOGGED_FINDINGS:
+        lines.append(f"... and {total - MAX_LOGGED_FINDINGS} more in {output_dir}/findings/")
     return lines
 
 

@@ -55,6 +55,9 @@ if dag is not None and mode == "structure":
                 for a in submit.application_args]
     out["rendered_args"] = module._flatten(rendered)
     out["sys_executable"] = sys.executable
+elif dag is not None and mode == "gated":
+    module = sys.modules[type(dag.get_task("audit_offsets")).__module__]
+    out["lines"] = module._gated_findings(sys.argv[2], json.loads(sys.argv[3]))
 elif dag is not None and mode == "run":
     run = dag.test(run_conf=json.loads(sys.argv[2]))
     out["state"] = str(getattr(run.state, "value", run.state))
@@ -168,6 +171,27 @@ def test_run_fails_loudly_on_critical_findings_by_default(airflow_env, tmp_path)
     assert "findings at or above critical: critical=3" in log
     assert "critical LOG_TRUNCATION group=dev-settlement dev.payments[0] committed=100" in log
     assert (out / "report.html").is_file()
+
+
+def test_gated_findings_are_the_most_severe_first_and_bounded(airflow_env, tmp_path):
+    """check_expectations logs at most MAX_LOGGED_FINDINGS (20) gated findings, in severity order,
+    reading findings/ batch by batch; the others are counted."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    rows = [{"group_id": f"g{i:02d}", "topic": "t", "partition": i % 3, "finding": f, "severity": sev,
+             "committed_offset": 100 + i, "committed_leader_epoch": 1, "detail": f"detail {i}"}
+            for i, (f, sev) in enumerate([("OFFSET_OUT_OF_RANGE", "error")] * 15 + [("LOG_TRUNCATION", "critical")] * 10
+                                         + [("EPOCH_UNVERIFIABLE", "info")] * 30)]
+    (tmp_path / "findings").mkdir()
+    table = pa.Table.from_pylist(rows)
+    for k in range(0, len(rows), 7):  # several files and batches
+        pq.write_table(table.slice(k, 7), tmp_path / "findings" / f"part-{k:03d}.parquet")
+    result, _log = _script(airflow_env, "gated", str(tmp_path), json.dumps(["critical", "error"]))
+    lines = result["lines"]
+    assert len(lines) == 21 and lines[-1] == f"... and 5 more in {tmp_path}/findings/"
+    assert [ln.split()[0] for ln in lines[:20]] == ["critical"] * 10 + ["error"] * 10
+    assert lines[0].startswith("critical LOG_TRUNCATION group=g15 t[0] committed=115 epoch=1: detail 15")
+    assert lines[10].startswith("error OFFSET_OUT_OF_RANGE group=g00 t[0] committed=100")
 
 
 def test_bad_input_fails_the_submit_without_retry(airflow_env, tmp_path):
