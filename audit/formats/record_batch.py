@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from crc32c import crc32c
@@ -447,8 +447,7 @@ def _merge_in_log_order(a: RecordTable, b: RecordTable) -> RecordTable:
     """Both tables' records in one, ordered by batch (file position) and, within one, as they were."""
     for x, y in ((a, b), (b, a)):
         if not len(y):  # nothing to interleave: keep x's buffer as it is (no copy of the segment)
-            x.issues = a.issues + b.issues
-            return x
+            return replace(x, issues=a.issues + b.issues)
     shift = len(a.data)
     order = np.argsort(np.concatenate([a.batch, b.batch]), kind="stable")
     cat = lambda x, y: np.concatenate([x, y])[order]  # noqa: E731
