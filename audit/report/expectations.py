@@ -334,17 +334,16 @@ def _read_inputs(spark, tables_dir: str, wanted: Sequence[str]) -> Tuple[Dict[st
             skipped.append(name)
             continue
         frames[name] = spark.read.parquet(path)
-    summary = fs.read_json(spark, f"{tables_dir}/summary.json") if "summary" in wanted else None
-    if "summary" not in wanted:
-        pass
-    elif summary is not None:
+    if "summary" in wanted:
+        summary = fs.read_json(spark, f"{tables_dir}/summary.json")
         findings_path = f"{tables_dir}/findings"
-        if not fs.exists(spark, findings_path):
+        if summary is None:
+            skipped.append("summary")
+        elif not fs.exists(spark, findings_path):
             raise FileNotFoundError(f"audit output table findings/ is missing under {tables_dir}")
-        findings_rows = spark.read.parquet(findings_path).count()
-        frames["summary"] = _summary_frame(spark, summary, findings_rows)
-    else:
-        skipped.append("summary")
+        else:
+            findings_rows = spark.read.parquet(findings_path).count()
+            frames["summary"] = _summary_frame(spark, summary, findings_rows)
     return frames, skipped
 
 
