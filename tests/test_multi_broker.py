@@ -40,3 +40,18 @@ def test_broker_folders_are_not_mistaken_for_partitions(spark):
     assert sorted(ld.broker_id for ld in inv.log_dirs) == [1, 2, 3, 100]
     assert not [r for r in inv.replicas if r.topic == "broker"]
     assert {r.partition for r in inv.replicas if r.topic == "__consumer_offsets"} == set(range(8))
+
+
+def test_overlapping_log_dir_roots_are_read_once(audit_dirs, scenario_latest):
+    """A folder of log dirs given together with one of its log dirs (and again with a trailing
+    slash): every file is read once, so nothing is counted twice."""
+    from .paths import SCENARIO
+    single, _ = scenario_latest
+    roots = [SCENARIO / "brokers", SCENARIO / "brokers/broker-1", f"{SCENARIO / 'brokers'}/"]
+    result, _out = audit_dirs("overlap", roots)
+    for part in ("findings", "offset_commits", "records_read", "records_skipped"):
+        assert result.summary[part] == single.summary[part], part
+    assert len(result.summary["inputs"]["brokers"]) == 4
+    assert [n for n in result.summary["inputs"]["notes"] if "overlaps another --log-dirs root" in n] == [
+        f"{SCENARIO / 'brokers/broker-1'}: overlaps another --log-dirs root; its files are read once",
+        f"{SCENARIO / 'brokers'}/: overlaps another --log-dirs root; its files are read once"]

@@ -86,15 +86,22 @@ def discover(spark: SparkSession, roots: list[str]) -> Inventory:
     ``broker-1/``, ``broker-2/`` ...).  A log dir is recognised by its ``meta.properties``
     or by ``<topic>-<partition>/`` children holding Kafka partition files.  Broker ids come
     from ``meta.properties`` (``node.id`` or ``broker.id``); a log dir without one gets a
-    synthetic negative id (reported in the notes).
+    synthetic negative id (reported in the notes).  Roots that overlap (a folder and a log dir
+    inside it, or one dir given twice) are read once: every file counts once.
 
     Raises :class:`InputError` for a missing root, or a root with no Kafka log dir inside.
     """
     if not roots:
         raise InputError("no log dirs given: pass --log-dirs DIR [DIR ...]")
     by_dir: dict[str, list[FileInfo]] = defaultdict(list)
+    seen: set[str] = set()
+    notes: list[str] = []
     for root in roots:
-        files = list_files(spark, to_uri(root))
+        listed = list_files(spark, to_uri(root))
+        files = [f for f in listed if f.uri not in seen]
+        seen.update(f.uri for f in files)
+        if len(files) < len(listed):
+            notes.append(f"{root}: overlaps another --log-dirs root; its files are read once")
         found = set()
         # a folder holding meta.properties or root checkpoints is a log dir, never a partition dir
         # (``broker-1/`` looks like partition 1 of a topic named "broker")
@@ -109,11 +116,10 @@ def discover(spark: SparkSession, roots: list[str]) -> Inventory:
                   and (name in PARTITION_FILES or name.endswith(PARTITION_SUFFIXES) or SNAPSHOT_FILE.match(name))):
                 by_dir[_parent(parent)].append(f)
                 found.add(_parent(parent))
-        if not found:
+        if not found and len(files) == len(listed):
             raise InputError(
                 f"no Kafka log dir found under {root!r}: expected meta.properties or <topic>-<partition>/ "
                 "folders with .log segments (a broker's log.dirs directory)")
-    notes: list[str] = []
     log_dirs: list[LogDir] = []
     synthetic = -1
     for uri in sorted(by_dir):
