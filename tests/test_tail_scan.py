@@ -140,3 +140,16 @@ def test_small_file_reader_uses_the_index_next_to_a_local_segment(tmp_path):
     rows = pa.Table.from_batches(list(_read_small_files([batch]))).to_pylist()
     # with it only the last batches are read: same log end offset, the early batch is not read
     assert [(r["file_kind"], r["value"], r["issue_reason"]) for r in rows] == [(TAIL, BASE + 1500, None)]
+
+
+def test_preallocated_zero_space_after_the_last_batch_is_not_an_issue():
+    """log.preallocate=true: the active segment is created at its full size and zero after the
+    last batch.  That is unwritten space, not a corrupt batch; zeros followed by bytes are."""
+    seg = _segment(batches=20)
+    full = scan_batches(seg)
+    padded = scan_batches(seg + b"\0" * 100_000)
+    assert not padded.issues and padded.end_offset == full.end_offset and len(padded) == len(full)
+    assert not scan_batches(seg + b"\0" * 5).issues  # fewer zeros than a batch header
+    damaged = scan_batches(seg + b"\0" * 64 + b"\x01")
+    assert [i.reason for i in damaged.issues] == ["corrupt_batch"] and damaged.end_offset == full.end_offset
+    assert not scan_batches(b"\0" * 4096).issues and scan_batches(b"\0" * 4096).end_offset == -1

@@ -113,7 +113,9 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
     CRC-32 over ``magic`` .. message end as ``LegacyRecord.isValid`` does.  A partial tail
     stops the walk; a CRC mismatch is recorded and the walk continues at the next batch
     (the length field is still trusted, as Kafka's ``FileLogInputStream`` does); an
-    impossible length stops the walk with ``corrupt_batch``.  Never raises.
+    impossible length stops the walk with ``corrupt_batch``.  Zero bytes from a batch
+    boundary to the end of the file are a preallocated segment's unwritten space
+    (``log.preallocate``), not an issue.  Never raises.
     """
     mv = memoryview(buf)
     n = len(mv)
@@ -125,9 +127,12 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
     unpack = _HEADER.unpack_from
     while pos < n:
         if n - pos < LOG_OVERHEAD + 5:
-            issues.append(Issue("partial_batch", pos, f"{n - pos} trailing bytes, too few for a batch header"))
+            if not _zero_to_end(mv, pos):
+                issues.append(Issue("partial_batch", pos, f"{n - pos} trailing bytes, too few for a batch header"))
             break
         base_offset, batch_length = struct.unpack_from(">qi", mv, pos)
+        if batch_length == 0 and base_offset == 0 and _zero_to_end(mv, pos):
+            break  # space the broker preallocated (log.preallocate=true) and has not written yet
         magic = mv[pos + 16]
         if magic < 2:
             # legacy entry: offset int64, size int32, crc uint32, magic int8, attributes int8,
@@ -196,6 +201,11 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
         issues=issues,
         bytes_read=pos,
     )
+
+
+def _zero_to_end(mv: memoryview, pos: int) -> bool:
+    """True when every byte from ``pos`` to the end of ``mv`` is zero."""
+    return not np.frombuffer(mv, dtype=np.uint8, offset=pos).any()
 
 
 #: One ``.index`` entry: relative offset int32, physical position int32 (``OffsetIndex``).
