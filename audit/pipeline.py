@@ -18,7 +18,7 @@ from . import __version__
 from .commits import live_commits, with_transaction_state
 from .formats.offsets import RECORD_TYPE_NAMES
 from .judge import SEVERITY_RANK, judge, with_verdicts
-from .report.outputs import StagedOutput, console_table
+from .report.outputs import StagedOutput, check_output_target, console_table
 from .sources.logdirs import cache_disagreements, read_log_dirs
 
 #: the decoded columns the commit and summary stages read (file names stay in ``raw`` for issues)
@@ -102,11 +102,13 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
 
     ``consumer_factory``/``collect`` replace kafka-python in the live source (tests).
     Exit code: 0 when no finding reaches ``cfg.fail_on`` and the expectation suite passes, 1
-    otherwise.  Raises :class:`audit.sources.fs.InputError` for unusable inputs (the CLI maps
-    it to exit 2) and the collector's errors for an unreachable or unauthorised cluster.
+    otherwise.  Raises :class:`audit.sources.fs.InputError` for unusable inputs or an output
+    directory that is unsafe to replace (the CLI maps it to exit 2), and the collector's errors
+    for an unreachable or unauthorised cluster.
     """
     started = time.time()
     started_at = datetime.now(timezone.utc).isoformat()
+    check_output_target(spark, cfg.output, cfg.log_dirs)
     if cfg.bootstrap_servers:
         from .sources.cluster import cluster_tables, live_collect, read_offsets_topic
         src = None

@@ -128,6 +128,43 @@ def test_empty_dir_is_usage_error(capsys, tmp_path):
     assert "no Kafka log dir found" in capsys.readouterr().err
 
 
+def test_output_that_would_replace_broker_data_or_foreign_files_is_refused(capsys, tmp_path):
+    """Every run replaces the whole --output directory: never a log dir, a folder holding one,
+    a folder inside one, or a non-empty directory that is not a previous audit's output."""
+    logs = tmp_path / "kafka-logs"
+    shutil.copytree(REAL / "kraft-3.1-groupmeta", logs)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    home = tmp_path / "home"
+    (home / "notes").mkdir(parents=True)
+    (home / "notes/todo.txt").write_text("mine")
+    for output, message in ((logs, "overlaps --log-dirs"), (tmp_path, "overlaps --log-dirs"),
+                            (logs / "audit-out", "overlaps --log-dirs"), (home, "not a kafka-offset-audit output"),
+                            (home / "notes/todo.txt", "is a file")):
+        code = main(["audit", "--log-dirs", str(logs), "--output", str(output), "--quiet"])
+        assert code == 2, output
+        assert message in capsys.readouterr().err, output
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if "home" not in p.parts) == before
+    assert (home / "notes/todo.txt").read_text() == "mine"
+
+
+def test_output_may_be_new_empty_or_a_previous_audit(spark, tmp_path):
+    from audit.report.outputs import check_output_target
+    from audit.sources.fs import InputError
+    check_output_target(spark, str(tmp_path / "new"), [str(tmp_path / "logs")])
+    (tmp_path / "empty").mkdir()
+    check_output_target(spark, str(tmp_path / "empty"), [str(tmp_path / "logs")])
+    prev = tmp_path / "prev"
+    (prev / "findings").mkdir(parents=True)
+    (prev / "summary.json").write_text('{"tool": "kafka-offset-audit", "findings": {}}')
+    check_output_target(spark, str(prev), [str(tmp_path / "logs")])
+    (prev / "summary.json").write_text('{"tool": "something-else"}')
+    with pytest.raises(InputError, match="not a kafka-offset-audit output"):
+        check_output_target(spark, str(prev), [str(tmp_path / "logs")])
+    (prev / "summary.json").write_text("not json")
+    with pytest.raises(InputError, match="not a kafka-offset-audit output"):
+        check_output_target(spark, str(prev), [])
+
+
 def test_bad_arguments_exit_2(tmp_path):
     with pytest.raises(SystemExit) as exc:
         main(["audit", "--log-dirs", str(tmp_path), "--output", str(tmp_path / "o"), "--mode", "sometimes"])

@@ -24,6 +24,36 @@ SEVERITY_ORDER = ["critical", "error", "warning", "info"]
 CONSOLE_FINDINGS = 50
 
 
+def check_output_target(spark: SparkSession, output: str, log_dirs: list[str]) -> None:
+    """Fail fast unless ``output`` is safe to replace with a new result.
+
+    Every run replaces the whole output directory, so it must not be, contain or lie inside
+    one of ``log_dirs`` (the brokers' data), and an existing non-empty directory must be a
+    previous kafka-offset-audit output (its ``summary.json`` says ``"tool":
+    "kafka-offset-audit"``).  Raises :class:`audit.sources.fs.InputError` naming what to fix.
+    """
+    out = fs.to_uri(output).rstrip("/")
+    for root in log_dirs:
+        r = fs.to_uri(root).rstrip("/")
+        if out == r or out.startswith(r + "/") or r.startswith(out + "/"):
+            raise fs.InputError(
+                f"--output {output!r} overlaps --log-dirs {root!r}: the output directory is replaced on every "
+                "run; choose one outside the broker log dirs")
+    names = fs.children(spark, out)
+    if not names:
+        return  # new or empty
+    if names == [""]:
+        raise fs.InputError(f"--output {output!r} is a file: give a directory")
+    try:
+        summary = fs.read_json(spark, f"{out}/summary.json")
+    except ValueError:
+        summary = None
+    if not (isinstance(summary, dict) and summary.get("tool") == "kafka-offset-audit"):
+        raise fs.InputError(
+            f"--output {output!r} is a non-empty directory that is not a kafka-offset-audit output (no summary.json "
+            "of ours): every run replaces the whole directory, so give a new or empty one, or a previous audit's output")
+
+
 class StagedOutput:
     """A staging directory that becomes ``output`` on :meth:`commit`."""
 

@@ -168,3 +168,18 @@ def upload(spark, local: str, uri: str) -> None:
     fs, dst = _hadoop(spark, uri)
     fs.copyFromLocalFile(False, True, spark._jvm.org.apache.hadoop.fs.Path("file:" + os.path.abspath(local)), dst)
 
+
+def children(spark, uri: str) -> list[str] | None:
+    """Names directly inside a directory; None when ``uri`` does not exist, [""] when it is a file."""
+    if is_local(uri):
+        path = local_path(uri)
+        if not os.path.exists(path):
+            return None
+        return os.listdir(path) if os.path.isdir(path) else [""]
+    fs, p = _hadoop(spark, uri)
+    if not fs.exists(p):
+        return None
+    if not fs.getFileStatus(p).isDirectory():
+        return [""]
+    return [st.getPath().getName() for st in fs.listStatus(p)]
+
