@@ -133,13 +133,14 @@ def test_output_that_would_replace_broker_data_or_foreign_files_is_refused(capsy
     a folder inside one, or a non-empty directory that is not a previous audit's output."""
     logs = tmp_path / "kafka-logs"
     shutil.copytree(REAL / "kraft-3.1-groupmeta", logs)
+    (tmp_path / "link-to-logs").symlink_to(logs)
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     home = tmp_path / "home"
     (home / "notes").mkdir(parents=True)
     (home / "notes/todo.txt").write_text("mine")
     for output, message in ((logs, "overlaps --log-dirs"), (tmp_path, "overlaps --log-dirs"),
                             (logs / "audit-out", "overlaps --log-dirs"), (home, "not a kafka-offset-audit output"),
-                            (home / "notes/todo.txt", "is a file")):
+                            (home / "notes/todo.txt", "is a file"), (tmp_path / "link-to-logs", "overlaps --log-dirs")):
         code = main(["audit", "--log-dirs", str(logs), "--output", str(output), "--quiet"])
         assert code == 2, output
         assert message in capsys.readouterr().err, output

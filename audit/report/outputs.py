@@ -13,6 +13,7 @@ previous result or leaves it untouched.
 from __future__ import annotations
 
 import json
+import os
 import uuid
 
 from pyspark.sql import DataFrame, SparkSession
@@ -32,10 +33,14 @@ def check_output_target(spark: SparkSession, output: str, log_dirs: list[str]) -
     previous kafka-offset-audit output (its ``summary.json`` says ``"tool":
     "kafka-offset-audit"``).  Raises :class:`audit.sources.fs.InputError` naming what to fix.
     """
+    def canonical(path: str) -> str:  # symlinks resolved for local paths
+        uri = fs.to_uri(path).rstrip("/")
+        return "file:" + os.path.realpath(fs.local_path(uri)) if fs.is_local(uri) else uri
+
     out = fs.to_uri(output).rstrip("/")
     for root in log_dirs:
-        r = fs.to_uri(root).rstrip("/")
-        if out == r or out.startswith(r + "/") or r.startswith(out + "/"):
+        r, o = canonical(root), canonical(output)
+        if o == r or o.startswith(r + "/") or r.startswith(o + "/"):
             raise fs.InputError(
                 f"--output {output!r} overlaps --log-dirs {root!r}: the output directory is replaced on every "
                 "run; choose one outside the broker log dirs")
