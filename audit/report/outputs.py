@@ -37,18 +37,19 @@ def check_output_target(spark: SparkSession, output: str, log_dirs: list[str]) -
         uri = fs.to_uri(path).rstrip("/")
         return "file:" + os.path.realpath(fs.local_path(uri)) if fs.is_local(uri) else uri
 
-    out = fs.to_uri(output).rstrip("/")
+    out, o = fs.to_uri(output).rstrip("/"), canonical(output)
     for root in log_dirs:
-        r, o = canonical(root), canonical(output)
+        r = canonical(root)
         if o == r or o.startswith(r + "/") or r.startswith(o + "/"):
             raise fs.InputError(
                 f"--output {output!r} overlaps --log-dirs {root!r}: the output directory is replaced on every "
                 "run; choose one outside the broker log dirs")
-    names = fs.children(spark, out)
+    try:
+        names = fs.children(spark, out)
+    except NotADirectoryError:
+        raise fs.InputError(f"--output {output!r} is a file: give a directory") from None
     if not names:
         return  # new or empty
-    if names == [""]:
-        raise fs.InputError(f"--output {output!r} is a file: give a directory")
     try:
         summary = fs.read_json(spark, f"{out}/summary.json")
     except ValueError:

@@ -8,6 +8,7 @@ the driver; segment bytes are read by executors.
 """
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from urllib.parse import urlparse
@@ -157,7 +158,6 @@ def rename(spark, src: str, dst: str) -> None:
 
 def read_json(spark, uri: str, limit: int = 64 << 20):
     """Parsed JSON of a small file on any filesystem; None when it does not exist."""
-    import json
     if not exists(spark, uri):
         return None
     return json.loads(read_small(spark, uri, limit).decode("utf-8"))
@@ -170,16 +170,16 @@ def upload(spark, local: str, uri: str) -> None:
 
 
 def children(spark, uri: str) -> list[str] | None:
-    """Names directly inside a directory; None when ``uri`` does not exist, [""] when it is a file."""
+    """Names directly inside a directory; None when ``uri`` does not exist.
+    Raises NotADirectoryError when it is a file."""
     if is_local(uri):
         path = local_path(uri)
         if not os.path.exists(path):
             return None
-        return os.listdir(path) if os.path.isdir(path) else [""]
+        return os.listdir(path)  # NotADirectoryError for a file
     fs, p = _hadoop(spark, uri)
     if not fs.exists(p):
         return None
     if not fs.getFileStatus(p).isDirectory():
-        return [""]
+        raise NotADirectoryError(uri)
     return [st.getPath().getName() for st in fs.listStatus(p)]
-
