@@ -1,0 +1,510 @@
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.NewPartitions;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.RecordsToDelete;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.LogTruncationException;
+import org.apache.kafka.clients.consumer.NoOffsetForPartitionException;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.ElectionType;
+import org.apache.kafka.common.KafkaFuture;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The Kafka lab's Java side: Kafka's own clients driving a real cluster, and the oracle.
+ *
+ * <p>A JSON-lines server: each stdin line is {"id", "op", ...}; each answer is one stdout line
+ * {"id", "ok": true, "result": ...} or {"id", "ok": false, "error": "Class: message"}.
+ *
+ * <p>The oracle ("verdicts"): for each group-partition, a fresh KafkaConsumer with that group.id,
+ * enable.auto.commit=false and auto.offset.reset=none is assigned the partition (it never joins
+ * the group, never commits) and polled. It resumes from the committed offset and leader epoch it
+ * fetches itself (OffsetFetch), validates that position with OffsetsForLeaderEpoch (KIP-320) and
+ * reports what Kafka's consumer does: OK, LogTruncationException (with divergentOffsets()),
+ * OffsetOutOfRangeException or NoOffsetForPartitionException; NO_VERDICT when none surfaced
+ * in the time allowed (e.g. a committed epoch newer than any metadata the consumer sees).
+ */
+public final class LabClient {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private final String bootstrap;
+    private final Admin admin;
+    private final Map<String, KafkaProducer<byte[], byte[]>> producers = new HashMap<>();
+
+    private LabClient(String bootstrap) {
+        this.bootstrap = bootstrap;
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
+        p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
+        this.admin = Admin.create(p);
+    }
+
+    public static void main(String[] args) throws Exception {
+        PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, "UTF-8");
+        System.setOut(System.err); // client logging never mixes with answers
+        LabClient client = new LabClient(args[0]);
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.isBlank()) continue;
+            JsonNode req = JSON.readTree(line);
+            ObjectNode resp = JSON.createObjectNode();
+            resp.set("id", req.get("id"));
+            try {
+                if ("quit".equals(req.path("op").asText())) break;
+                resp.set("result", client.handle(req));
+                resp.put("ok", true);
+            } catch (Throwable t) {
+                Throwable c = (t instanceof ExecutionException && t.getCause() != null) ? t.getCause() : t;
+                resp.put("ok", false);
+                resp.put("error", c.getClass().getName() + ": " + c.getMessage());
+            }
+            out.println(JSON.writeValueAsString(resp));
+        }
+        client.close();
+        out.println("{\"bye\":true}");
+        System.exit(0);
+    }
+
+    private void close() {
+        for (KafkaProducer<byte[], byte[]> p : producers.values()) p.close(Duration.ofSeconds(5));
+        admin.close(Duration.ofSeconds(5));
+    }
+
+    private JsonNode handle(JsonNode r) throws Exception {
+        switch (r.path("op").asText()) {
+            case "create_topic": return createTopic(r);
+            case "delete_topic":
+                admin.deleteTopics(List.of(r.get("topic").asText())).all().get();
+                return null;
+            case "create_partitions":
+                admin.createPartitions(Map.of(r.get("topic").asText(), NewPartitions.increaseTo(r.get("total").asInt())))
+                        .all().get();
+                return null;
+            case "delete_records":
+                admin.deleteRecords(Map.of(tp(r), RecordsToDelete.beforeOffset(r.get("before").asLong()))).all().get();
+                return null;
+            case "alter_topic_config": return alterTopicConfig(r);
+            case "elect": return elect(r);
+            case "describe": return describe(r);
+            case "offsets": return offsets(r);
+            case "produce": return produce(r);
+            case "consume_commit": return consumeCommit(r);
+            case "commit": return commit(r);
+            case "alter_offsets": return alterOffsets(r);
+            case "txn_commit": return txnCommit(r);
+            case "delete_group":
+                admin.deleteConsumerGroups(List.of(r.get("group").asText())).all().get();
+                return null;
+            case "list_offsets": return listGroupOffsets(r.get("group").asText());
+            case "verdicts": return verdicts(r);
+            default: throw new IllegalArgumentException("unknown op " + r.path("op").asText());
+        }
+    }
+
+    private static TopicPartition tp(JsonNode r) {
+        return new TopicPartition(r.get("topic").asText(), r.get("partition").asInt());
+    }
+
+    private static Optional<Integer> epochOf(JsonNode n) {
+        JsonNode e = n.get("epoch");
+        return (e == null || e.isNull()) ? Optional.empty() : Optional.of(e.asInt());
+    }
+
+    private static Map<TopicPartition, OffsetAndMetadata> offsetMap(JsonNode arr) {
+        Map<TopicPartition, OffsetAndMetadata> m = new HashMap<>();
+        for (JsonNode o : arr) {
+            m.put(tp(o), new OffsetAndMetadata(o.get("offset").asLong(), epochOf(o), o.path("metadata").asText("")));
+        }
+        return m;
+    }
+
+    private JsonNode createTopic(JsonNode r) throws Exception {
+        String topic = r.get("topic").asText();
+        NewTopic nt;
+        if (r.has("assignments")) {
+            Map<Integer, List<Integer>> a = new HashMap<>();
+            Iterator<Map.Entry<String, JsonNode>> it = r.get("assignments").fields();
+            while (it.hasNext()) {
+                Map.Entry<String, JsonNode> e = it.next();
+                List<Integer> replicas = new ArrayList<>();
+                for (JsonNode b : e.getValue()) replicas.add(b.asInt());
+                a.put(Integer.parseInt(e.getKey()), replicas);
+            }
+            nt = new NewTopic(topic, a);
+        } else {
+            nt = new NewTopic(topic, r.path("partitions").asInt(1), (short) r.path("rf").asInt(1));
+        }
+        Map<String, String> configs = new HashMap<>();
+        if (r.has("configs")) r.get("configs").fields().forEachRemaining(e -> configs.put(e.getKey(), e.getValue().asText()));
+        nt.configs(configs);
+        admin.createTopics(List.of(nt)).all().get();
+        return null;
+    }
+
+    private JsonNode alterTopicConfig(JsonNode r) throws Exception {
+        ConfigResource res = new ConfigResource(ConfigResource.Type.TOPIC, r.get("topic").asText());
+        List<AlterConfigOp> ops = new ArrayList<>();
+        r.get("configs").fields().forEachRemaining(e -> ops.add(
+                new AlterConfigOp(new ConfigEntry(e.getKey(), e.getValue().asText()), AlterConfigOp.OpType.SET)));
+        admin.incrementalAlterConfigs(Map.of(res, ops)).all().get();
+        return null;
+    }
+
+    private JsonNode elect(JsonNode r) throws Exception {
+        ElectionType type = "unclean".equals(r.get("type").asText()) ? ElectionType.UNCLEAN : ElectionType.PREFERRED;
+        Set<TopicPartition> tps = new HashSet<>();
+        for (JsonNode p : r.get("partitions")) tps.add(new TopicPartition(p.get(0).asText(), p.get(1).asInt()));
+        Map<TopicPartition, Optional<Throwable>> res = admin.electLeaders(type, tps).partitions().get();
+        ArrayNode outArr = JSON.createArrayNode();
+        for (Map.Entry<TopicPartition, Optional<Throwable>> e : res.entrySet()) {
+            ObjectNode o = outArr.addObject();
+            o.put("topic", e.getKey().topic());
+            o.put("partition", e.getKey().partition());
+            o.put("error", e.getValue().map(t -> t.getClass().getSimpleName() + ": " + t.getMessage()).orElse(null));
+        }
+        return outArr;
+    }
+
+    private JsonNode describe(JsonNode r) throws Exception {
+        List<String> topics = new ArrayList<>();
+        for (JsonNode t : r.get("topics")) topics.add(t.asText());
+        Map<String, TopicDescription> d = admin.describeTopics(topics).allTopicNames().get();
+        ArrayNode outArr = JSON.createArrayNode();
+        for (TopicDescription td : d.values()) {
+            for (TopicPartitionInfo pi : td.partitions()) {
+                ObjectNode o = outArr.addObject();
+                o.put("topic", td.name());
+                o.put("topic_id", td.topicId().toString());
+                o.put("partition", pi.partition());
+                o.put("leader", pi.leader() == null || pi.leader().isEmpty() ? -1 : pi.leader().id());
+                ArrayNode isr = o.putArray("isr");
+                for (Node n : pi.isr()) isr.add(n.id());
+                ArrayNode reps = o.putArray("replicas");
+                for (Node n : pi.replicas()) reps.add(n.id());
+                try { // KIP-966 eligible leader replicas (3.9/4.x clients)
+                    @SuppressWarnings("unchecked")
+                    List<Node> elr = (List<Node>) TopicPartitionInfo.class.getMethod("elr").invoke(pi);
+                    ArrayNode e = o.putArray("elr");
+                    if (elr != null) for (Node n : elr) e.add(n.id());
+                } catch (ReflectiveOperationException ignored) {
+                }
+            }
+        }
+        return outArr;
+    }
+
+    private JsonNode offsets(JsonNode r) throws Exception {
+        Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+        Map<TopicPartition, OffsetSpec> earliest = new HashMap<>();
+        for (JsonNode p : r.get("partitions")) {
+            TopicPartition t = new TopicPartition(p.get(0).asText(), p.get(1).asInt());
+            latest.put(t, OffsetSpec.latest());
+            earliest.put(t, OffsetSpec.earliest());
+        }
+        var l = admin.listOffsets(latest).all().get();
+        var e = admin.listOffsets(earliest).all().get();
+        ArrayNode outArr = JSON.createArrayNode();
+        for (TopicPartition t : latest.keySet()) {
+            ObjectNode o = outArr.addObject();
+            o.put("topic", t.topic());
+            o.put("partition", t.partition());
+            o.put("log_start_offset", e.get(t).offset());
+            o.put("high_watermark", l.get(t).offset());
+            o.put("leader_epoch", l.get(t).leaderEpoch().orElse(-1));
+        }
+        return outArr;
+    }
+
+    private KafkaProducer<byte[], byte[]> producer(String acks) {
+        return producers.computeIfAbsent(acks, a -> {
+            Properties p = new Properties();
+            p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+            p.put(ProducerConfig.ACKS_CONFIG, a);
+            p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "all".equals(a) ? "true" : "false");
+            p.put(ProducerConfig.LINGER_MS_CONFIG, "0");
+            p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "20000");
+            p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, "5000");
+            p.put(ProducerConfig.RETRY_BACKOFF_MS_CONFIG, "100");
+            p.put(ProducerConfig.METADATA_MAX_AGE_CONFIG, "1000");
+            p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "15000");
+            return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+        });
+    }
+
+    /** Produce ``count`` records to one partition; returns the first and last offset written. */
+    private JsonNode produce(JsonNode r) throws Exception {
+        TopicPartition t = tp(r);
+        int count = r.get("count").asInt();
+        int size = r.path("value_size").asInt(100);
+        KafkaProducer<byte[], byte[]> p = producer(r.path("acks").asText("1"));
+        List<Future<RecordMetadata>> fs = new ArrayList<>();
+        byte[] value = new byte[size];
+        for (int i = 0; i < count; i++) {
+            byte[] key = ("k" + i).getBytes(StandardCharsets.UTF_8);
+            fs.add(p.send(new ProducerRecord<>(t.topic(), t.partition(), key, value)));
+        }
+        p.flush();
+        long first = -1, last = -1;
+        int failed = 0;
+        String err = null;
+        for (Future<RecordMetadata> f : fs) {
+            try {
+                RecordMetadata m = f.get();
+                if (first < 0) first = m.offset();
+                last = Math.max(last, m.offset());
+            } catch (ExecutionException e) {
+                failed++;
+                err = e.getCause().toString();
+            }
+        }
+        ObjectNode o = JSON.createObjectNode();
+        o.put("first", first);
+        o.put("last", last);
+        o.put("failed", failed);
+        o.put("error", err);
+        return o;
+    }
+
+    private Properties consumerProps(String group, String protocol) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        if (group != null) p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "none");
+        p.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, "1000");
+        p.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
+        p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "20000");
+        if (protocol != null && !protocol.isEmpty() && !"classic".equals(protocol)) {
+            p.put("group.protocol", protocol);
+        }
+        return p;
+    }
+
+    /**
+     * Consume with a group and commit what was consumed: subscribe (the group's own protocol:
+     * classic or KIP-848 "consumer") or assign, poll up to max_records, commitSync() of the
+     * positions (each carries the leader epoch of the last record consumed), leave.
+     */
+    private JsonNode consumeCommit(JsonNode r) throws Exception {
+        String group = r.get("group").asText();
+        Properties p = consumerProps(group, r.path("protocol").asText("classic"));
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, String.valueOf(Math.max(1, r.path("max_poll").asInt(500))));
+        int max = r.path("max_records").asInt(Integer.MAX_VALUE);
+        long deadline = System.currentTimeMillis() + r.path("timeout_ms").asLong(15000);
+        int got = 0;
+        Map<TopicPartition, Long> positions = new HashMap<>();
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            List<String> topics = new ArrayList<>();
+            for (JsonNode t : r.get("topics")) topics.add(t.asText());
+            c.subscribe(topics);
+            int idle = 0;
+            while (got < max && System.currentTimeMillis() < deadline) {
+                ConsumerRecords<byte[], byte[]> recs = c.poll(Duration.ofMillis(300));
+                if (recs.isEmpty()) {
+                    if (!c.assignment().isEmpty() && ++idle >= r.path("idle_polls").asInt(4)) break;
+                    continue;
+                }
+                idle = 0;
+                got += recs.count();
+                if (got >= max) break;
+            }
+            c.commitSync(Duration.ofSeconds(20));
+            Map<TopicPartition, OffsetAndMetadata> committed = c.committed(c.assignment(), Duration.ofSeconds(20));
+            ArrayNode arr = JSON.createArrayNode();
+            for (Map.Entry<TopicPartition, OffsetAndMetadata> e : committed.entrySet()) {
+                if (e.getValue() == null) continue;
+                ObjectNode o = arr.addObject();
+                o.put("topic", e.getKey().topic());
+                o.put("partition", e.getKey().partition());
+                o.put("offset", e.getValue().offset());
+                o.put("epoch", e.getValue().leaderEpoch().orElse(-1));
+            }
+            ObjectNode o = JSON.createObjectNode();
+            o.put("consumed", got);
+            o.set("committed", arr);
+            return o;
+        }
+    }
+
+    /** Commit the given offsets (with the given leader epochs) for a group, as an assigned consumer. */
+    private JsonNode commit(JsonNode r) throws Exception {
+        Map<TopicPartition, OffsetAndMetadata> m = offsetMap(r.get("offsets"));
+        Properties p = consumerProps(r.get("group").asText(), r.path("protocol").asText("classic"));
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            c.assign(m.keySet());
+            c.commitSync(m, Duration.ofSeconds(20));
+        }
+        return null;
+    }
+
+    /** kafka-consumer-groups --reset-offsets: Admin.alterConsumerGroupOffsets (no leader epoch: -1). */
+    private JsonNode alterOffsets(JsonNode r) throws Exception {
+        Map<TopicPartition, OffsetAndMetadata> m = new HashMap<>();
+        for (JsonNode o : r.get("offsets")) m.put(tp(o), new OffsetAndMetadata(o.get("offset").asLong()));
+        admin.alterConsumerGroupOffsets(r.get("group").asText(), m).all().get();
+        return null;
+    }
+
+    /** A transactional offset commit (sendOffsetsToTransaction), committed or aborted. */
+    private JsonNode txnCommit(JsonNode r) throws Exception {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, r.get("transactional_id").asText());
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000");
+        try (KafkaProducer<byte[], byte[]> prod = new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
+            prod.initTransactions();
+            prod.beginTransaction();
+            if (r.has("produce_topic")) {
+                prod.send(new ProducerRecord<>(r.get("produce_topic").asText(), r.path("produce_partition").asInt(0),
+                        null, new byte[10])).get();
+            }
+            prod.sendOffsetsToTransaction(offsetMap(r.get("offsets")), new ConsumerGroupMetadata(r.get("group").asText()));
+            if (r.path("abort").asBoolean(false)) prod.abortTransaction();
+            else prod.commitTransaction();
+        }
+        return null;
+    }
+
+    private JsonNode listGroupOffsets(String group) throws Exception {
+        Map<TopicPartition, OffsetAndMetadata> m = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+        ArrayNode arr = JSON.createArrayNode();
+        for (Map.Entry<TopicPartition, OffsetAndMetadata> e : m.entrySet()) {
+            if (e.getValue() == null) continue;
+            ObjectNode o = arr.addObject();
+            o.put("topic", e.getKey().topic());
+            o.put("partition", e.getKey().partition());
+            o.put("offset", e.getValue().offset());
+            o.put("epoch", e.getValue().leaderEpoch().orElse(-1));
+        }
+        return arr;
+    }
+
+    /** The oracle: one verdict per group-partition, judged in parallel by independent consumers. */
+    private JsonNode verdicts(JsonNode r) throws Exception {
+        long timeoutMs = r.path("timeout_ms").asLong(6000);
+        List<Object[]> jobs = new ArrayList<>();
+        for (JsonNode gp : r.get("group_partitions")) {
+            jobs.add(new Object[]{gp.get(0).asText(), new TopicPartition(gp.get(1).asText(), gp.get(2).asInt())});
+        }
+        ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, r.path("parallelism").asInt(8)));
+        List<Future<ObjectNode>> fs = new ArrayList<>();
+        for (Object[] j : jobs) fs.add(pool.submit(() -> verdict((String) j[0], (TopicPartition) j[1], timeoutMs)));
+        ArrayNode arr = JSON.createArrayNode();
+        for (Future<ObjectNode> f : fs) arr.add(f.get());
+        pool.shutdown();
+        pool.awaitTermination(10, TimeUnit.SECONDS);
+        return arr;
+    }
+
+    private ObjectNode verdict(String group, TopicPartition t, long timeoutMs) {
+        ObjectNode o = JSON.createObjectNode();
+        o.put("group", group);
+        o.put("topic", t.topic());
+        o.put("partition", t.partition());
+        Properties p = consumerProps(group, "classic");
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            c.assign(List.of(t));
+            OffsetAndMetadata committed = c.committed(Collections.singleton(t), Duration.ofSeconds(20)).get(t);
+            o.put("committed_offset", committed == null ? null : committed.offset());
+            o.put("committed_epoch", committed == null ? null : committed.leaderEpoch().orElse(-1));
+            long deadline = System.currentTimeMillis() + timeoutMs;
+            String verdict = "NO_VERDICT";
+            try {
+                while (System.currentTimeMillis() < deadline) {
+                    ConsumerRecords<byte[], byte[]> recs = c.poll(Duration.ofMillis(200));
+                    if (!recs.isEmpty()) {
+                        verdict = "OK";
+                        o.put("first_fetched_offset", recs.iterator().next().offset());
+                        break;
+                    }
+                    // at the log end there is nothing to fetch: a validated position that is not
+                    // awaiting validation or reset is as good as a fetched record
+                    if (positionSettled(c, t)) {
+                        verdict = "OK";
+                        break;
+                    }
+                }
+                o.put("position", safePosition(c, t));
+            } catch (LogTruncationException e) {
+                verdict = "LogTruncationException";
+                OffsetAndMetadata d = e.divergentOffsets().get(t);
+                o.put("divergent_offset", d == null ? null : d.offset());
+                o.put("divergent_epoch", d == null ? null : d.leaderEpoch().orElse(-1));
+                o.put("message", e.getMessage());
+            } catch (OffsetOutOfRangeException e) {
+                verdict = "OffsetOutOfRangeException";
+                o.put("message", e.getMessage());
+            } catch (NoOffsetForPartitionException e) {
+                verdict = "NoOffsetForPartitionException";
+                o.put("message", e.getMessage());
+            }
+            o.put("verdict", verdict);
+        } catch (NoOffsetForPartitionException e) {
+            o.put("verdict", "NoOffsetForPartitionException");
+            o.put("message", e.getMessage());
+        } catch (Exception e) {
+            o.put("verdict", "ERROR");
+            o.put("message", e.toString());
+        }
+        return o;
+    }
+
+    private static Long safePosition(KafkaConsumer<byte[], byte[]> c, TopicPartition t) {
+        try {
+            return c.position(t, Duration.ofMillis(100));
+        } catch (Exception e) {
+            return null;
+        }
+    }
+
+    private static boolean positionSettled(KafkaConsumer<byte[], byte[]> c, TopicPartition t) {
+        // currentLag is known only once the position is valid (validated, not awaiting reset) and a
+        // fetch response has given the high watermark
+        return c.currentLag(t).isPresent();
+    }
+}

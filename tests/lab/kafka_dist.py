@@ -1,0 +1,112 @@
+"""Kafka from Maven Central: one cached classpath per tested version, and the lab's Java helper.
+
+``tests/lab/pom.xml`` declares the broker (``kafka_2.13``: ``kafka.Kafka``, ``kafka.tools.StorageTool``,
+``kafka.tools.DumpLogSegments``), ``kafka-clients`` and a logging backend. :func:`classpath` runs
+``mvn -q dependency:copy-dependencies`` for a version into the git-ignored ``tests/lab/.cache/`` the first
+time it is asked for, and :func:`lab_client` compiles ``tests/lab/java/LabClient.java`` with ``javac``
+against that version's ``kafka-clients`` (the oracle and the Java committer).
+
+Environment: ``KOA_LAB_VERSIONS`` (comma-separated, default :data:`DEFAULT_VERSIONS`), ``KOA_LAB_CACHE``
+(cache directory), ``MVN`` / ``JAVA`` / ``JAVAC`` (the tools' paths).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+LAB = Path(__file__).resolve().parent
+POM = LAB / "pom.xml"
+JAVA_SRC = LAB / "java"
+CACHE = Path(os.environ.get("KOA_LAB_CACHE", LAB / ".cache"))
+
+#: The newest 4.x and the newest 3.9.x that resolve from Maven Central with their dependencies.
+DEFAULT_VERSIONS = ("4.4.0", "3.9.2")
+
+
+def versions() -> list[str]:
+    """The Kafka versions the lab tests run against (``KOA_LAB_VERSIONS`` or :data:`DEFAULT_VERSIONS`)."""
+    raw = os.environ.get("KOA_LAB_VERSIONS", "")
+    return [v.strip() for v in raw.split(",") if v.strip()] or list(DEFAULT_VERSIONS)
+
+
+def major(version: str) -> int:
+    return int(version.split(".")[0])
+
+
+def _logging_backend(version: str) -> list[str]:
+    # Kafka 4.x logs through log4j2, 3.x through reload4j (both behind SLF4J 1.7).
+    if major(version) >= 4:
+        return ["-Dlog.groupId=org.apache.logging.log4j", "-Dlog.artifactId=log4j-slf4j-impl",
+                "-Dlog.version=2.25.3"]
+    return ["-Dlog.groupId=org.slf4j", "-Dlog.artifactId=slf4j-reload4j", "-Dlog.version=1.7.36"]
+
+
+def _locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fh = open(path, "w")
+    fcntl.flock(fh, fcntl.LOCK_EX)
+    return fh
+
+
+def classpath(version: str) -> Path:
+    """The directory of jars for ``version``, resolved by Maven into the cache on first use.
+
+    Raises ``RuntimeError`` with Maven's output when the version does not resolve.
+    """
+    target = CACHE / f"kafka-{version}"
+    done = target / ".complete"
+    if done.exists():
+        return target
+    with _locked(CACHE / f".kafka-{version}.lock"):
+        if done.exists():
+            return target
+        tmp = CACHE / f".kafka-{version}.partial"
+        shutil.rmtree(tmp, ignore_errors=True)
+        cmd = [os.environ.get("MVN", "mvn"), "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
+               f"-Dkafka.version={version}", f"-DoutputDirectory={tmp}", *_logging_backend(version)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0 or not any(tmp.glob("kafka_2.13-*.jar")):
+            raise RuntimeError(f"Maven could not resolve Kafka {version}: {' '.join(cmd)}\n"
+                               f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+        shutil.rmtree(target, ignore_errors=True)
+        tmp.rename(target)
+        done.write_text(version)
+    return target
+
+
+def java() -> str:
+    return os.environ.get("JAVA", "java")
+
+
+def lab_client(version: str) -> Path:
+    """Compile ``tests/lab/java/*.java`` against ``version``'s clients; returns the classes directory."""
+    cp = classpath(version)
+    out = CACHE / f"labclient-{version}"
+    sources = sorted(JAVA_SRC.glob("*.java"))
+    stamp = out / ".stamp"
+    key = "\n".join(f"{p.name}:{p.stat().st_mtime_ns}:{p.stat().st_size}" for p in sources)
+    if stamp.exists() and stamp.read_text() == key:
+        return out
+    with _locked(CACHE / f".labclient-{version}.lock"):
+        if stamp.exists() and stamp.read_text() == key:
+            return out
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        cmd = [os.environ.get("JAVAC", "javac"), "-nowarn", "-encoding", "UTF-8", "-d", str(out),
+               "-cp", f"{cp}/*", *map(str, sources)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"javac failed for Kafka {version}:\n{proc.stdout}\n{proc.stderr}")
+        stamp.write_text(key)
+    return out
+
+
+def java_classpath(version: str, with_client: bool = False) -> str:
+    parts = [f"{classpath(version)}/*"]
+    if with_client:
+        parts.insert(0, str(lab_client(version)))
+    return os.pathsep.join(parts)
