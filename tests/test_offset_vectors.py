@@ -80,8 +80,10 @@ def test_v4_value_without_trailing_tag_buffer_still_decodes():
 
 
 def test_unknown_record_type_and_version_are_flagged_not_fatal():
-    key = bytes.fromhex("0003") + b"\x00\x02gg"            # KIP-848 ConsumerGroupMetadata key
+    key = bytes.fromhex("0003") + b"\x00\x02gg"            # KIP-848 ConsumerGroupMetadata key: known, not a commit
     row = _decode_kv(key, b"\x00\x00\x00\x00")
+    assert row["decode_error"] is None and row["group_id"] == "gg" and row["topic"] is None
+    row = _decode_kv(bytes.fromhex("0063") + b"\x00\x02gg", b"\x00\x00\x00\x00")  # type 99: not in Kafka
     assert row["decode_error"] == "unknown_record_type"
     # type 1, group "g", topic "t", partition 0; value version 9
     row = _decode_kv(bytes.fromhex("00010001670001740000000000"), bytes.fromhex("0009") + b"\x00" * 20)

@@ -22,21 +22,23 @@ Flexible encoding as generated from the message JSON schemas (see
   unsigned varint tag, unsigned varint size, ``size`` bytes of value. Unknown tags
   are skipped, exactly as Kafka keeps them as unknown tagged fields.
 
-Schemas followed (``metadata/src/main/resources/common/metadata/`` in apache/kafka),
-all with ``flexibleVersions: 0+``:
+Schemas followed (``metadata/src/main/resources/common/metadata/`` in apache/kafka, read
+from the ``kafka-metadata`` jars of Kafka 4.4.0 and 3.9.2), all with ``flexibleVersions: 0+``:
 
-* ``RegisterBrokerRecord.json`` (api key 0, versions 0-3): BrokerId int32,
+* ``RegisterBrokerRecord.json`` (api key 0, versions 0-4; 3.9.2 has 0-3): BrokerId int32,
   IsMigratingZkBroker bool (v2+), IncarnationId uuid, BrokerEpoch int64,
   EndPoints []{Name string, Host string, Port uint16, SecurityProtocol int16},
   Features []{Name string, MinSupportedVersion int16, MaxSupportedVersion int16},
   Rack nullable string, Fenced bool, InControlledShutdown bool (v1+);
-  tagged: LogDirs []uuid (tag 0, v3+).
+  tagged: LogDirs []uuid (tag 0, v3+), CordonedLogDirs nullable []uuid (tag 1, v4+).
+* ``UnregisterBrokerRecord.json`` (api key 1, version 0): BrokerId int32, BrokerEpoch int64.
 * ``TopicRecord.json`` (api key 2, version 0): Name string, TopicId uuid.
 * ``PartitionRecord.json`` (api key 3, versions 0-2): PartitionId int32,
   TopicId uuid, Replicas []int32, Isr []int32, RemovingReplicas []int32,
   AddingReplicas []int32, Leader int32, LeaderEpoch int32, PartitionEpoch int32,
   Directories []uuid (v1+); tagged: LeaderRecoveryState int8 (tag 0, default 0),
-  EligibleLeaderReplicas []int32 (tag 1, v2+), LastKnownElr []int32 (tag 2, v2+).
+  EligibleLeaderReplicas nullable []int32 (tag 1, v2+, KIP-966), LastKnownElr nullable
+  []int32 (tag 2, v2+).
 * ``PartitionChangeRecord.json`` (api key 5, versions 0-2): PartitionId int32,
   TopicId uuid; all else tagged: Isr (tag 0, default null), Leader int32 (tag 1,
   default -2 = leader did not change), Replicas (tag 2), RemovingReplicas (tag 3),
@@ -46,12 +48,21 @@ all with ``flexibleVersions: 0+``:
 * ``FenceBrokerRecord.json`` (api key 7, version 0) and ``UnfenceBrokerRecord.json``
   (api key 8, version 0): Id int32, Epoch int64.
 * ``RemoveTopicRecord.json`` (api key 9, version 0): TopicId uuid.
+* ``BrokerRegistrationChangeRecord.json`` (api key 17, versions 0-3; 3.9.2 has 0-2):
+  BrokerId int32, BrokerEpoch int64; tagged: Fenced int8 (tag 0), InControlledShutdown
+  int8 (tag 1, v1+), LogDirs []uuid (tag 2, v2+), CordonedLogDirs (tag 3, v3+).
+* ``ClearElrRecord.json`` (api key 28, version 0, 4.x): TopicName string (empty = all
+  topics).
+
+Every other record type of those directories (ConfigRecord, FeatureLevelRecord,
+ProducerIdsRecord, NoOpRecord, RegisterControllerRecord, BeginTransactionRecord, ...,
+see :data:`RECORD_TYPES`) is named but its body is not read: nothing the audit uses is in
+it, so it can never fail to decode.
 
 Like ``AbstractApiMessageSerde.read`` this rejects a frame version other than 1,
-bytes left over after the body, and (for the record types above) versions newer
-than the schemas listed, because their layout is unknown. Every other api key is
-reported as ``record_type = f"api_key_{n}"`` with no fields decoded (its body is not
-read, so it can never fail).
+bytes left over after the body, and (for the decoded record types above) versions
+newer than the schemas listed, because their layout is unknown. An api key Kafka 4.4.0
+does not define is reported as ``record_type = f"api_key_{n}"`` with no fields decoded.
 """
 
 from __future__ import annotations
@@ -76,22 +87,47 @@ class MetadataDecodeError(ValueError):
 
 # Kafka's MetadataRecordType ids for the records this module decodes.
 REGISTER_BROKER_RECORD = 0
+UNREGISTER_BROKER_RECORD = 1
 TOPIC_RECORD = 2
 PARTITION_RECORD = 3
 PARTITION_CHANGE_RECORD = 5
 FENCE_BROKER_RECORD = 7
 UNFENCE_BROKER_RECORD = 8
 REMOVE_TOPIC_RECORD = 9
+BROKER_REGISTRATION_CHANGE_RECORD = 17
+CLEAR_ELR_RECORD = 28
 
-#: api key -> (record_type name, highest schema version understood)
+#: api key -> (record_type name, highest schema version in Kafka 4.4.0), for every record
+#: type of ``metadata/src/main/resources/common/metadata/`` (api keys 6, 13 and 16 are
+#: unused).  Only the types in ``_BODY_READERS`` are decoded (and their version checked).
 RECORD_TYPES = {
-    REGISTER_BROKER_RECORD: ("RegisterBrokerRecord", 3),
+    REGISTER_BROKER_RECORD: ("RegisterBrokerRecord", 4),
+    UNREGISTER_BROKER_RECORD: ("UnregisterBrokerRecord", 0),
     TOPIC_RECORD: ("TopicRecord", 0),
     PARTITION_RECORD: ("PartitionRecord", 2),
+    4: ("ConfigRecord", 0),
     PARTITION_CHANGE_RECORD: ("PartitionChangeRecord", 2),
     FENCE_BROKER_RECORD: ("FenceBrokerRecord", 0),
     UNFENCE_BROKER_RECORD: ("UnfenceBrokerRecord", 0),
     REMOVE_TOPIC_RECORD: ("RemoveTopicRecord", 0),
+    10: ("DelegationTokenRecord", 0),
+    11: ("UserScramCredentialRecord", 0),
+    12: ("FeatureLevelRecord", 0),
+    14: ("ClientQuotaRecord", 0),
+    15: ("ProducerIdsRecord", 0),
+    BROKER_REGISTRATION_CHANGE_RECORD: ("BrokerRegistrationChangeRecord", 3),
+    18: ("AccessControlEntryRecord", 0),
+    19: ("RemoveAccessControlEntryRecord", 0),
+    20: ("NoOpRecord", 0),
+    21: ("ZkMigrationStateRecord", 0),
+    22: ("RemoveUserScramCredentialRecord", 0),
+    23: ("BeginTransactionRecord", 0),
+    24: ("EndTransactionRecord", 0),
+    25: ("AbortTransactionRecord", 0),
+    26: ("RemoveDelegationTokenRecord", 0),
+    27: ("RegisterControllerRecord", 0),
+    CLEAR_ELR_RECORD: ("ClearElrRecord", 0),
+    29: ("UnregisterControllerRecord", 0),
 }
 
 #: The only frame version Kafka's AbstractApiMessageSerde reads or writes.
@@ -121,6 +157,9 @@ METADATA_ROW_FIELDS = [
     ("isr", pa.list_(pa.int32())),
     ("broker_id", pa.int32()),
     ("broker_epoch", pa.int64()),
+    # KIP-966 (PartitionRecord / PartitionChangeRecord v2+): null = absent (unchanged)
+    ("eligible_leader_replicas", pa.list_(pa.int32())),
+    ("last_known_elr", pa.list_(pa.int32())),
 ]
 
 _FIELD_NAMES = tuple(name for name, _ in METADATA_ROW_FIELDS)
@@ -294,8 +333,13 @@ def _read_partition(r: _Reader, version: int, row: dict):
         if tag == 0:
             recovery = sub.int8("LeaderRecoveryState")
             sub.done("LeaderRecoveryState")
-        # tags 1 (EligibleLeaderReplicas) and 2 (LastKnownElr), v2+, and any
-        # unknown tag are skipped whole by the size prefix.
+        elif tag == 1 and version >= 2:
+            row["eligible_leader_replicas"] = sub.int32_array("EligibleLeaderReplicas", nullable=True)
+            sub.done("EligibleLeaderReplicas")
+        elif tag == 2 and version >= 2:
+            row["last_known_elr"] = sub.int32_array("LastKnownElr", nullable=True)
+            sub.done("LastKnownElr")
+        # any other tag is skipped whole by the size prefix.
     row["leader_recovery_state"] = recovery
 
 
@@ -319,8 +363,14 @@ def _read_partition_change(r: _Reader, version: int, row: dict):
             sub.done("LeaderRecoveryState")
             # -1 is the schema default, "did not change": same as absent.
             row["leader_recovery_state"] = None if state == -1 else state
-        # tags 3/4 (Removing/AddingReplicas), 6/7 (ELR, LastKnownElr, v2+),
-        # 8 (Directories, v1+) and unknown tags are skipped by size.
+        elif tag == 6 and version >= 2:
+            row["eligible_leader_replicas"] = sub.int32_array("EligibleLeaderReplicas", nullable=True)
+            sub.done("EligibleLeaderReplicas")
+        elif tag == 7 and version >= 2:
+            row["last_known_elr"] = sub.int32_array("LastKnownElr", nullable=True)
+            sub.done("LastKnownElr")
+        # tags 3/4 (Removing/AddingReplicas), 8 (Directories, v1+) and unknown
+        # tags are skipped by size.
     row["leader"] = leader
 
 
@@ -352,7 +402,22 @@ def _read_register_broker(r: _Reader, version: int, row: dict):
     r.boolean("Fenced")
     if version >= 1:
         r.boolean("InControlledShutdown")
-    r.skip_tagged_fields()  # tag 0 LogDirs (v3+) is not needed
+    r.skip_tagged_fields()  # tags 0 LogDirs (v3+) and 1 CordonedLogDirs (v4+) are not needed
+
+
+def _read_broker_epoch(r: _Reader, version: int, row: dict):
+    # UnregisterBrokerRecord.json; BrokerRegistrationChangeRecord.json (v0-3: BrokerId,
+    # BrokerEpoch, then only tagged fields: Fenced, InControlledShutdown, LogDirs,
+    # CordonedLogDirs, none of which the audit needs)
+    row["broker_id"] = r.int32("BrokerId")
+    row["broker_epoch"] = r.int64("BrokerEpoch")
+    r.skip_tagged_fields()
+
+
+def _read_clear_elr(r: _Reader, version: int, row: dict):
+    # ClearElrRecord.json: TopicName ("" = every topic)
+    row["topic_name"] = r.compact_string("TopicName")
+    r.skip_tagged_fields()
 
 
 def _read_fence(r: _Reader, version: int, row: dict):
@@ -376,6 +441,9 @@ _BODY_READERS = {
     FENCE_BROKER_RECORD: _read_fence,
     UNFENCE_BROKER_RECORD: _read_fence,
     REMOVE_TOPIC_RECORD: _read_remove_topic,
+    UNREGISTER_BROKER_RECORD: _read_broker_epoch,
+    BROKER_REGISTRATION_CHANGE_RECORD: _read_broker_epoch,
+    CLEAR_ELR_RECORD: _read_clear_elr,
 }
 
 
@@ -394,10 +462,13 @@ def decode_metadata_value(value: bytes) -> dict:
       ``replicas`` (``None`` = unchanged), ``leader_recovery_state`` (``None`` =
       unchanged, i.e. tag absent or -1; 1 = RECOVERING after an unclean
       election, 0 = recovered / clean).
-    * RemoveTopicRecord: ``topic_id``.
-    * RegisterBrokerRecord / FenceBrokerRecord / UnfenceBrokerRecord:
-      ``broker_id``, ``broker_epoch``.
-    * any other api key: ``record_type = f"api_key_{n}"``, nothing else.
+      Both partition types also give ``eligible_leader_replicas`` and ``last_known_elr``
+      (v2+ tagged fields, KIP-966; ``None`` when absent).
+    * RemoveTopicRecord: ``topic_id``.  ClearElrRecord: ``topic_name`` ("" = all).
+    * RegisterBrokerRecord / UnregisterBrokerRecord / FenceBrokerRecord /
+      UnfenceBrokerRecord / BrokerRegistrationChangeRecord: ``broker_id``, ``broker_epoch``.
+    * any other record type of :data:`RECORD_TYPES`: its name, nothing else (the body
+      is not read); an api key Kafka does not define: ``record_type = f"api_key_{n}"``.
 
     Raises :class:`MetadataDecodeError` for truncated or malformed bytes, a frame
     version other than 1, or an unsupported version of a decoded record type.
@@ -420,6 +491,8 @@ def decode_metadata_value(value: bytes) -> dict:
     if known is None:
         return _empty_row(api_key, version, f"api_key_{api_key}")
     record_type, max_version = known
+    if api_key not in _BODY_READERS:
+        return _empty_row(api_key, version, record_type)
     if version > max_version:
         raise MetadataDecodeError(
             f"{record_type}: unsupported version {version} (highest known {max_version})")

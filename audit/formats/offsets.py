@@ -2,12 +2,18 @@
 
 Schemas follow Kafka's group-coordinator message definitions
 (``group-coordinator/src/main/resources/common/message/OffsetCommitKey.json``,
-``OffsetCommitValue.json``, ``GroupMetadataKey.json``, ``GroupMetadataValue.json``) and
-``GroupMetadataManager.readMessageKey/readOffsetMessageValue``:
+``LegacyOffsetCommitKey.json``, ``OffsetCommitValue.json``, ``GroupMetadataKey.json``,
+``GroupMetadataValue.json``, read from the ``kafka-group-coordinator`` jars of Kafka 4.4.0
+and 3.9.2) and ``GroupMetadataManager.readMessageKey/readOffsetMessageValue``:
 
-* key ``int16 record_type`` (0 and 1 = offset commit, 2 = classic group metadata;
-  3.. = KIP-848 / share / streams records: counted and skipped);
-* OffsetCommitValue v0..v4 (v4 flexible: compact metadata string + tagged fields).
+* key ``int16 record_type`` (0 and 1 = offset commit, 2 = classic group metadata);
+* OffsetCommitValue v0..v4 (v4 flexible: compact metadata string + tagged fields, tag 0 =
+  topic id, not needed);
+* record types 3..23 (``CoordinatorRecordType``: KIP-848 consumer groups, KIP-932 share
+  groups, KIP-1071 streams groups, see :data:`RECORD_TYPE_NAMES`) are known non-commit
+  records: their key starts with ``GroupId`` (classic int16 string) in every schema
+  (``*Key.json``, non-flexible), which is read; their value is not.  They are counted by
+  name and carry no ``decode_error``.  Any other record type is ``unknown_record_type``.
 
 Offset-commit fields are decoded with numpy over all records of a segment; group
 metadata values (rare) are decoded per record in Python.  Nothing raises on bad bytes:
@@ -24,7 +30,9 @@ from .record_batch import read_int, read_varint
 
 OFFSET_COMMIT_TYPES = (0, 1)
 GROUP_METADATA_TYPE = 2
-#: Names of the record types Kafka defines (``CoordinatorRecordType``), for counting.
+#: Names of the record types Kafka defines (``CoordinatorRecordType``; the ``apiKey`` of each
+#: ``*Key.json``), for counting.  9 (ShareGroupPartitionMetadata, 3.9.x) and 18
+#: (StreamsGroupPartitionMetadata, early 4.x) are gone from 4.4.0 but may still be in a log.
 RECORD_TYPE_NAMES = {
     0: "OffsetCommit(legacy)", 1: "OffsetCommit", 2: "GroupMetadata",
     3: "ConsumerGroupMetadata", 4: "ConsumerGroupPartitionMetadata", 5: "ConsumerGroupMemberMetadata",
@@ -33,7 +41,13 @@ RECORD_TYPE_NAMES = {
     10: "ShareGroupMemberMetadata", 11: "ShareGroupMetadata", 12: "ShareGroupTargetAssignmentMetadata",
     13: "ShareGroupTargetAssignmentMember", 14: "ShareGroupCurrentMemberAssignment",
     15: "ShareGroupStatePartitionMetadata", 16: "ConsumerGroupRegularExpression",
+    17: "StreamsGroupMetadata", 18: "StreamsGroupPartitionMetadata", 19: "StreamsGroupMemberMetadata",
+    20: "StreamsGroupTargetAssignmentMetadata", 21: "StreamsGroupTargetAssignmentMember",
+    22: "StreamsGroupCurrentMemberAssignment", 23: "StreamsGroupTopology",
 }
+#: Known record types that are neither offset commits nor classic group metadata: counted, not decoded.
+OTHER_GROUP_TYPES = np.array(sorted(set(RECORD_TYPE_NAMES) - {*OFFSET_COMMIT_TYPES, GROUP_METADATA_TYPE}),
+                             dtype=np.int64)
 MAX_OFFSET_COMMIT_VERSION = 4
 MAX_GROUP_METADATA_VERSION = 4
 
@@ -68,7 +82,8 @@ def decode_offsets_kv(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarr
     Returns columns (numpy unless noted):
 
     - ``record_type`` int16 (-1 when the key is null or shorter than 2 bytes)
-    - ``group_id``, ``topic`` (pyarrow string; topic null for group metadata), ``partition`` int32
+    - ``group_id`` (pyarrow string; every known record type), ``topic`` (pyarrow string; null
+      unless offset commit), ``partition`` int32
     - ``is_tombstone`` bool (value null)
     - ``value_version`` int16 (-1 for tombstones)
     - ``committed_offset`` int64, ``leader_epoch`` int32 (-1 for v0-v2), ``metadata`` (pyarrow string),
@@ -77,6 +92,7 @@ def decode_offsets_kv(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarr
       ``unknown_record_type``, ``unknown_value_version``, ``malformed_key``, ``malformed_value``.
 
     Offset-commit fields are only filled for record types 0/1 with a decodable value.
+    Record types 3..23 (:data:`OTHER_GROUP_TYPES`) get their ``group_id`` and no error.
     """
     return materialise_offsets_kv(data, decode_offsets_numeric(data, key_start, key_len, value_start, value_len))
 
@@ -131,6 +147,7 @@ def decode_offsets_numeric(data: np.ndarray, key_start: np.ndarray, key_len: np.
     record_type = np.where(has_type, read_int(data, p, 2), -1)
     is_commit = has_type & np.isin(record_type, OFFSET_COMMIT_TYPES)
     is_group = has_type & (record_type == GROUP_METADATA_TYPE)
+    is_other = has_type & np.isin(record_type, OTHER_GROUP_TYPES)
     p, ok_g = safe(key_start + 2, 2, key_end)
     glen = np.where(ok_g, read_int(data, p, 2), -2)
     g_start = key_start + 4
@@ -145,6 +162,7 @@ def decode_offsets_numeric(data: np.ndarray, key_start: np.ndarray, key_len: np.
     partition = np.where(ok_p, read_int(data, p, 4), -1)
     key_ok_commit = is_commit & ok_g & ok_t & ok_p
     key_ok_group = is_group & ok_g
+    key_ok_other = is_other & ok_g
 
     # ---- value
     tomb = value_len < 0
@@ -154,9 +172,9 @@ def decode_offsets_numeric(data: np.ndarray, key_start: np.ndarray, key_len: np.
     err = np.full(n, None, dtype=object)
     err[~has_type] = "malformed_key"
     err[key_len < 0] = "null_key"
-    unknown_type = has_type & ~is_commit & ~is_group
+    unknown_type = has_type & ~is_commit & ~is_group & ~is_other
     err[unknown_type] = "unknown_record_type"
-    err[(is_commit & ~key_ok_commit) | (is_group & ~key_ok_group)] = "malformed_key"
+    err[(is_commit & ~key_ok_commit) | ((is_group | is_other) & ~ok_g)] = "malformed_key"
     commit_val_bad = key_ok_commit & ~tomb
     err[commit_val_bad & ok_v & ~known_version] = "unknown_value_version"
     err[commit_val_bad & known_version & ~value_ok] = "malformed_value"
@@ -166,7 +184,7 @@ def decode_offsets_numeric(data: np.ndarray, key_start: np.ndarray, key_len: np.
 
     return {
         "record_type": record_type.astype(np.int16),
-        "group_start": g_start, "group_len": glen, "group_ok": key_ok_commit | key_ok_group,
+        "group_start": g_start, "group_len": glen, "group_ok": key_ok_commit | key_ok_group | key_ok_other,
         "topic_start": t_start, "topic_len": tlen, "topic_ok": key_ok_commit,
         "partition": np.where(key_ok_commit, partition, -1).astype(np.int32),
         "is_tombstone": tomb,
