@@ -2,14 +2,16 @@
 -- Committed epoch E >= 0 and the leader's end offset for E (OffsetsForLeaderEpoch, FORMATS.md §4)
 -- is below the committed offset O. divergence_offset = that end offset, exactly what Kafka's
 -- SubscriptionState.maybeCompleteValidation puts in LogTruncationException.divergentOffsets().
--- An undefined answer (-1, -1: the epoch is above every cached epoch, or the cache is empty) is a
--- truncation with no known divergence point, as the Java consumer treats it (divergence_offset null;
--- UNKNOWN_LEADER_EPOCH explains it). Evidence, strongest first: an unclean election in the metadata log, replicas' caches that
+-- An undefined answer (-1, -1) from an empty cache is a truncation with no known divergence point, as
+-- the Java consumer treats it (divergence_offset null). An epoch above every cached epoch is not: the
+-- consumer never validates it (it waits for metadata carrying that epoch, which no broker sends; the
+-- Kafka lab's oracle sees no exception), so only UNKNOWN_LEADER_EPOCH reports it. Evidence, strongest first: an unclean election in the metadata log, replicas' caches that
 -- disagree, or an epoch older than the one offset O-1 was written in (a stale client epoch).
 WITH t AS (
   SELECT * FROM commit_context
   WHERE committed_leader_epoch >= 0 AND partition_known AND epoch_end_offset IS NOT NULL
     AND epoch_end_offset < committed_offset
+    AND NOT coalesce(committed_leader_epoch > history_latest_epoch, false)
 ),
 written AS (
   SELECT t.group_id, t.topic, t.partition, t.source_partition, t.source_offset, max(x.leader_epoch) AS written_epoch

@@ -13,7 +13,9 @@ SELECT group_id, topic, partition,
                        committed_leader_epoch, topic, partition,
                        coalesce(cast(history_latest_epoch AS STRING), 'none, empty cache'),
                        coalesce(cast(history_captured_at AS STRING), 'at an unknown time')),
-         'Risk: Kafka''s consumer gets an undefined OffsetsForLeaderEpoch answer and treats the position as truncated with no known divergence point (reset or LogTruncationException). ',
+         CASE WHEN history_latest_epoch IS NULL
+              THEN 'Risk: Kafka''s consumer gets an undefined OffsetsForLeaderEpoch answer and treats the position as truncated with no known divergence point (reset or LogTruncationException). '
+              ELSE 'Risk: Kafka''s consumer stalls: it ignores every metadata response older than the committed epoch, so it neither fetches nor raises an error, and the group makes no progress on this partition. ' END,
          CASE WHEN history_captured_at IS NULL OR history_captured_at >= commit_timestamp
               THEN 'The history was captured after the commit, so the committing client claimed an epoch the cluster never had. '
               ELSE 'The history is older than the commit; re-run the audit with fresh log dirs. ' END,

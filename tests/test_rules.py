@@ -94,11 +94,19 @@ def test_only_the_leaders_cache_answers(spark):
 
 # ---- UNKNOWN_LEADER_EPOCH
 
-def test_undefined_answer_is_truncation_without_divergence_point(spark):
+def test_undefined_answer_from_empty_cache_is_truncation_without_divergence_point(spark):
     """Java consumer: an undefined OffsetsForLeaderEpoch answer is a truncation with no divergent offset."""
-    rows = run(spark, "LOG_TRUNCATION", [commit(50, 7)])
+    rows = run(spark, "LOG_TRUNCATION", [commit(50, 7)], cache=())
     assert [(r["severity"], r["divergence_offset"], r["records_at_risk"]) for r in rows] == [("critical", None, None)]
     assert "no known divergence point" in rows[0]["detail"]
+
+
+def test_epoch_newer_than_history_is_not_truncation(spark):
+    """Kafka's consumer never validates an epoch newer than any metadata it sees (it stalls; the lab's
+    oracle reports no exception), so such a commit is UNKNOWN_LEADER_EPOCH only."""
+    assert run(spark, "LOG_TRUNCATION", [commit(50, 7)]) == []
+    rows = run(spark, "UNKNOWN_LEADER_EPOCH", [commit(50, 7)])
+    assert "stalls" in rows[0]["detail"]
 
 
 def test_unknown_leader_epoch_error_when_history_newer(spark):

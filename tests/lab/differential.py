@@ -1,0 +1,92 @@
+"""The checker: the audit's verdict for every judged group-partition against Kafka's consumer.
+
+Agreement, per group-partition the oracle judged (``LabClient`` ``verdicts``):
+
+* ``NoOffsetForPartitionException`` — the audit has no live commit for it (no row in ``committed_offsets/``).
+* otherwise the audit's committed offset and leader epoch equal what the consumer resumed from, and
+  * ``LogTruncationException`` — the audit's verdict is ``LOG_TRUNCATION`` with ``divergence_offset`` equal to
+    the consumer's ``divergentOffsets()`` offset;
+  * ``OffsetOutOfRangeException`` — the verdict is ``OFFSET_OUT_OF_RANGE``;
+  * ``OK`` — no ``LOG_TRUNCATION`` and no ``OFFSET_OUT_OF_RANGE`` finding (other findings, e.g. a rewind or an
+    unverifiable epoch, do not contradict a consumer that resumes fine);
+  * ``NO_VERDICT`` (the consumer neither fetched nor failed: it waits for metadata with the committed epoch,
+    which no broker has) — the audit says ``UNKNOWN_LEADER_EPOCH``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+TRUNC, OOR = "LOG_TRUNCATION", "OFFSET_OUT_OF_RANGE"
+
+
+def read_output(out: Path) -> tuple[dict, dict]:
+    """``(committed, findings)`` keyed by ``(group, topic, partition)`` from an audit output directory."""
+    committed = {}
+    for r in pq.read_table(Path(out) / "committed_offsets").to_pylist():
+        committed[(r["group_id"], r["topic"], r["partition"])] = r
+    findings: dict = {}
+    for r in pq.read_table(Path(out) / "findings").to_pylist():
+        findings.setdefault((r["group_id"], r["topic"], r["partition"]), []).append(r)
+    return committed, findings
+
+
+def compare(verdicts: list[dict], out: Path) -> list[dict]:
+    """One row per judged group-partition: oracle verdict, audit verdict, ``agree`` and ``why`` when not."""
+    committed, findings = read_output(out)
+    rows = []
+    for v in verdicts:
+        key = (v["group"], v["topic"], v["partition"])
+        c, fs = committed.get(key), findings.get(key, [])
+        names = {f["finding"] for f in fs}
+        audit = c["verdict"] if c else "NO_COMMIT"
+        oracle = v["verdict"]
+        why = None
+        if oracle == "NoOffsetForPartitionException":
+            if c is not None:
+                why = f"audit has a live commit {c['committed_offset']}@{c['committed_leader_epoch']}"
+        elif c is None:
+            why = "audit has no live commit"
+        elif (c["committed_offset"], c["committed_leader_epoch"]) != (v["committed_offset"], v["committed_epoch"]):
+            why = (f"committed {c['committed_offset']}@{c['committed_leader_epoch']} but the consumer resumed from "
+                   f"{v['committed_offset']}@{v['committed_epoch']}")
+        elif oracle == "LogTruncationException":
+            div = [f["divergence_offset"] for f in fs if f["finding"] == TRUNC]
+            if audit != TRUNC:
+                why = f"verdict {audit}, findings {sorted(names)}"
+            elif div != [v["divergent_offset"]]:
+                why = f"divergence_offset {div} != {v['divergent_offset']}"
+        elif oracle == "OffsetOutOfRangeException":
+            if audit != OOR:
+                why = f"verdict {audit}, findings {sorted(names)}"
+        elif oracle == "OK":
+            if names & {TRUNC, OOR}:
+                why = f"findings {sorted(names)}"
+        elif oracle == "NO_VERDICT":
+            if audit != "UNKNOWN_LEADER_EPOCH":
+                why = f"verdict {audit}"
+        else:
+            why = f"the oracle failed: {v.get('message')}"
+        rows.append({"group": key[0], "topic": key[1], "partition": key[2], "oracle": oracle,
+                     "divergent_offset": v.get("divergent_offset"), "audit": audit, "agree": why is None, "why": why})
+    return rows
+
+
+def tally(rows: list[dict]) -> dict:
+    """Counts per oracle verdict: judged, agreements."""
+    judged = Counter(r["oracle"] for r in rows)
+    agree = Counter(r["oracle"] for r in rows if r["agree"])
+    return {k: {"judged": judged[k], "agree": agree[k]} for k in sorted(judged)}
+
+
+def describe_disagreements(rows: list[dict], seed: int, version: str, source: str) -> str:
+    bad = [r for r in rows if not r["agree"]]
+    lines = [f"{len(bad)} disagreement(s) with Kafka's consumer, {source} audit, Kafka {version}; reproduce with "
+             f"`python -m tests.lab.soak --versions {version} --seeds {seed}`:"]
+    lines += [f"  {r['group']} {r['topic']}-{r['partition']}: consumer {r['oracle']}"
+              f"{'' if r['divergent_offset'] is None else ' @' + str(r['divergent_offset'])}, audit {r['audit']}: {r['why']}"
+              for r in bad]
+    return "\n".join(lines)
