@@ -112,6 +112,11 @@ class KafkaCluster:
     def bootstrap(self) -> str:
         return ",".join(f"127.0.0.1:{n.port}" for n in self.broker_nodes())
 
+    @property
+    def running_bootstrap(self) -> str:
+        """Only the brokers that are up (a client given a stopped one logs refused connections)."""
+        return ",".join(f"127.0.0.1:{n.port}" for n in self.broker_nodes() if n.running) or self.bootstrap
+
     def broker_nodes(self) -> list[Node]:
         return [n for n in self.nodes.values() if n.role == "broker"]
 

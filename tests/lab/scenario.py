@@ -92,7 +92,7 @@ class Scenario:
         """Commit through kafka-python: consume ``consume`` records and commit the position, or commit an offset."""
         from kafka import KafkaConsumer, TopicPartition
         from kafka.structs import OffsetAndMetadata
-        c = KafkaConsumer(bootstrap_servers=self.cluster.bootstrap, group_id=group, enable_auto_commit=False,
+        c = KafkaConsumer(bootstrap_servers=self.cluster.running_bootstrap, group_id=group, enable_auto_commit=False,
                           auto_offset_reset="earliest", request_timeout_ms=20000)
         try:
             tp = TopicPartition(topic, partition)
@@ -445,7 +445,7 @@ def run_scenario(seed: int, version: str, workdir: Path, brokers: int = 3, uncle
 
 
 def take_verdicts(sc: Scenario) -> list:
-    sc.verdicts = sc.client.call("verdicts", group_partitions=sc.judged, timeout_ms=8000)
+    sc.verdicts = sc.client.call("verdicts", group_partitions=sc.judged, timeout_ms=6000)
     sc.step("verdicts", count=len(sc.verdicts))
     return sc.verdicts
 

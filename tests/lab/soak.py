@@ -1,0 +1,149 @@
+"""Run many seeded lab scenarios and write the agreement table (outside CI).
+
+    python -m tests.lab.soak --versions 4.4.0,3.9.2 --seeds 1-20 --out bench/lab_soak
+
+For every (version, seed): :func:`tests.lab.scenario.run_scenario` on a fresh cluster; the oracle's verdicts
+with the cluster up; the **live** audit (``--bootstrap-servers``) against the running cluster; a clean
+shutdown; the **offline** audit of the log dirs and of the **hot** copy taken while the cluster ran. Each audit
+is compared with the oracle (:mod:`tests.lab.differential`) and live with offline. Writes ``<out>.md`` (the
+table) and ``<out>.json`` (every disagreement with its seed). Exit status 1 when anything disagrees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+from . import differential, kafka_dist, scenario
+
+SOURCES = ("live", "offline", "hot")
+
+
+def audit(spark, out: Path, *, log_dirs=None, bootstrap=None) -> Path:
+    from audit.pipeline import AuditConfig, run
+    cfg = AuditConfig(log_dirs=[str(d) for d in log_dirs or []], bootstrap_servers=bootstrap, output=str(out),
+                      reports=False, quiet=True, fail_on="never")
+    run(cfg, spark)
+    return out
+
+
+def check_seed(seed: int, version: str, workdir: Path, spark, sources=SOURCES) -> dict:
+    """Run and judge one scenario; returns ``{"scenario", "rows": {source: rows}, "live_vs_offline": [...]}``."""
+    sc = scenario.run_scenario(seed, version, workdir, hot_copy="hot" in sources)
+    outs = {}
+    try:
+        if "live" in sources:
+            outs["live"] = audit(spark, workdir / "out-live", bootstrap=sc.cluster.bootstrap)
+    finally:
+        scenario.finish(sc)
+    if "offline" in sources:
+        outs["offline"] = audit(spark, workdir / "out-offline", log_dirs=sc.cluster.log_dirs())
+    if "hot" in sources:
+        outs["hot"] = audit(spark, workdir / "out-hot", log_dirs=sorted((workdir / "hot-copy").iterdir()))
+    rows = {s: differential.compare(sc.verdicts, o) for s, o in outs.items()}
+    cross = []
+    if "live" in rows and "offline" in rows:
+        off = {(r["group"], r["topic"], r["partition"]): r["audit"] for r in rows["offline"]}
+        cross = [{"group": r["group"], "topic": r["topic"], "partition": r["partition"], "live": r["audit"],
+                  "offline": off.get((r["group"], r["topic"], r["partition"]))}
+                 for r in rows["live"] if r["audit"] != off.get((r["group"], r["topic"], r["partition"]))]
+    return {"seed": seed, "version": version, "episodes": sc.episodes, "rows": rows, "live_vs_offline": cross}
+
+
+def _seeds(text: str) -> list[int]:
+    out = []
+    for part in text.split(","):
+        a, _, b = part.partition("-")
+        out += list(range(int(a), int(b or a) + 1))
+    return out
+
+
+def table(results: list[dict]) -> str:
+    lines = ["| Kafka | audit | scenarios | group-partitions judged | OK | LogTruncationException | "
+             "OffsetOutOfRange | NoOffset | NO_VERDICT | agreements | disagreements (seeds) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for version in sorted({r["version"] for r in results}, reverse=True):
+        for source in SOURCES:
+            rs = [r for r in results if r["version"] == version and source in r["rows"]]
+            if not rs:
+                continue
+            rows = [x for r in rs for x in r["rows"][source]]
+            kinds = Counter(x["oracle"] for x in rows)
+            bad_seeds = sorted({r["seed"] for r in rs if not all(x["agree"] for x in r["rows"][source])})
+            agree = sum(x["agree"] for x in rows)
+            lines.append(
+                f"| {version} | {source} | {len(rs)} | {len(rows)} | {kinds['OK']} | {kinds['LogTruncationException']} | "
+                f"{kinds['OffsetOutOfRangeException']} | {kinds['NoOffsetForPartitionException']} | {kinds['NO_VERDICT']} | "
+                f"{agree} ({100.0 * agree / max(1, len(rows)):.1f}%) | {len(rows) - agree} {bad_seeds or ''} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tests.lab.soak", description=__doc__.split("\n")[0])
+    ap.add_argument("--versions", default=",".join(kafka_dist.versions()))
+    ap.add_argument("--seeds", default="1-20", help="e.g. 1-20 or 3,7,11")
+    ap.add_argument("--out", default="bench/lab_soak", help="writes OUT.md and OUT.json")
+    ap.add_argument("--workdir", default=None, help="where scenarios run (default: a temp dir, removed after "
+                                                    "each agreeing seed; disagreeing seeds are kept)")
+    ap.add_argument("--master", default="local[2]")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("KOA_SHUFFLE_PARTITIONS", "2")
+    from audit.spark import build_session
+    spark = build_session(args.master)
+    base = Path(args.workdir or tempfile.mkdtemp(prefix="koa-soak-"))
+    results, started = [], time.time()
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for version in [v.strip() for v in args.versions.split(",") if v.strip()]:
+        for seed in _seeds(args.seeds):
+            wd = base / f"{version}-seed{seed}"
+            t = time.time()
+            try:
+                res = check_seed(seed, version, wd, spark)
+            except Exception as exc:  # a scenario that could not run is reported, not hidden
+                print(f"Kafka {version} seed {seed}: scenario failed: {exc!r} (kept in {wd})", flush=True)
+                results.append({"seed": seed, "version": version, "error": repr(exc), "rows": {}})
+                continue
+            results.append(res)
+            bad = {s: [x for x in rows if not x["agree"]] for s, rows in res["rows"].items()}
+            n = len(next(iter(res["rows"].values())))
+            print(f"Kafka {version} seed {seed}: {n} group-partitions, "
+                  + ", ".join(f"{s} {len(rows) - len(bad[s])}/{len(rows)}" for s, rows in res["rows"].items())
+                  + f", live≠offline {len(res['live_vs_offline'])}, {time.time() - t:.0f} s", flush=True)
+            for s, rows in res["rows"].items():
+                if bad[s]:
+                    print(differential.describe_disagreements(rows, seed, version, s), flush=True)
+            if not any(bad.values()) and not res["live_vs_offline"] and not args.workdir:
+                shutil.rmtree(wd, ignore_errors=True)
+            ok_results = [r for r in results if "error" not in r]
+            failed = [(r["version"], r["seed"], r["error"]) for r in results if "error" in r]
+            out.with_suffix(".md").write_text(
+                f"# Kafka lab soak: the audit against Kafka's own consumer\n\n"
+                f"`python -m tests.lab.soak --versions {args.versions} --seeds {args.seeds}`, "
+                f"{time.strftime('%Y-%m-%d')}, {time.time() - started:.0f} s.\n\n" + table(ok_results) + "\n\n"
+                + (f"Scenarios that could not run: {failed}\n" if failed else "")
+                + "".join(f"\nlive vs offline, Kafka {r['version']} seed {r['seed']}: {r['live_vs_offline']}\n"
+                          for r in ok_results if r["live_vs_offline"]))
+            out.with_suffix(".json").write_text(json.dumps(
+                [{"version": r["version"], "seed": r["seed"], "error": r.get("error"),
+                  "episodes": r.get("episodes"),
+                  "judged": {s: len(rows) for s, rows in r["rows"].items()},
+                  "disagreements": {s: [x for x in rows if not x["agree"]] for s, rows in r["rows"].items()},
+                  "live_vs_offline": r.get("live_vs_offline")} for r in results], indent=1, default=str))
+    spark.stop()
+    print(out.with_suffix(".md").read_text())
+    bad = any("error" in r or r["live_vs_offline"] or any(not x["agree"] for rows in r["rows"].values() for x in rows)
+              for r in results)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
