@@ -5,8 +5,9 @@ Applies what a ``read_committed`` reader and the group coordinator's loader
 
 * transactional offset commits count only when the producer's next transaction marker in the
   same partition is COMMIT; ABORT drops them, no marker yet means still pending (not live);
-* a tombstone for an offset key deletes every earlier commit of that key; a group metadata
-  tombstone (group deleted) deletes every earlier commit of the group;
+* a tombstone for an offset key deletes every earlier commit of that key (deleting a group
+  tombstones each of its offsets); a group metadata tombstone alone deletes no commit: the loader
+  keeps the offsets, and a classic group converted to a KIP-848 consumer group leaves exactly that;
 * records that failed to decode are not commits (the pipeline's summary counts them).
 """
 from __future__ import annotations
@@ -84,18 +85,19 @@ def live_commits(records: DataFrame, latest_only: bool = False) -> DataFrame:
     per-segment summaries (:mod:`audit.formats.latest`): a row's ``live_count`` is the number
     of live commits it stands for.
 
-    One shuffle: rows are distributed by ``group_id``, which clusters both the group-deletion
-    window (source_partition, group_id) and every per-key window (group_id, topic, partition).
+    One shuffle: rows are distributed by ``group_id``, which clusters every per-key window
+    (group_id, topic, partition).
     """
     ok = records.where(F.col("txn_state").isin("none", "committed") & F.col("decode_error").isNull()
-                       & F.col("record_type").isin(0, 1, 2))
+                       & F.col("record_type").isin(0, 1))
     order = F.struct("source_partition", "offset")
-    by_group = Window.partitionBy("source_partition", "group_id")
     by_key = Window.partitionBy(*KEY)
-    group_tomb = (F.col("record_type") == 2) & F.col("is_tombstone")
+    # A GroupMetadata tombstone alone deletes no commit: deleting a group (deleteGroups, expiry) also
+    # tombstones each of its offsets, and converting a classic group to a KIP-848 consumer group writes
+    # the group tombstone while its offsets stay valid (GroupMetadataManager.convertToConsumerGroup).
+    # The coordinator loading the log does the same: offsets outlive a group tombstone.
     live = (ok.repartition("group_id")
-            .withColumn("group_deleted_at", F.max(F.when(group_tomb, F.col("offset"))).over(by_group))
-            .where(F.col("record_type").isin(0, 1) & (F.col("offset") > F.coalesce("group_deleted_at", F.lit(-1))))
+            .where(F.col("record_type").isin(0, 1))
             .withColumn("key_deleted_at", F.max(F.when(F.col("is_tombstone"), order)).over(by_key))
             .where(~F.col("is_tombstone") & (F.col("key_deleted_at").isNull() | (order > F.col("key_deleted_at")))))
     if not latest_only:

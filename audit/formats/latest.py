@@ -14,9 +14,9 @@ Kept per key (group, topic, partition) of a segment, over its *summarisable* rec
   the one before, and the earlier one with the highest (leader epoch, offset).
 
 A key is summarisable in a segment when none of its records there is transactional (the
-outcome depends on markers that may be in a later segment) and its group has no group
-tombstone (``GroupMetadata`` with a null value) there; otherwise every record of the key
-passes through unchanged.  Keys are compared byte for byte (after the 2-byte key version,
+outcome depends on markers that may be in a later segment); otherwise every record of the key
+passes through unchanged. Group tombstones (``GroupMetadata`` with a null value) delete no
+commit (see :func:`audit.commits.live_commits`), so they do not matter here.  Keys are compared byte for byte (after the 2-byte key version,
 so record types 0 and 1 of one group-partition are one key, as in
 ``GroupMetadataManager.readMessageKey``), never by hash alone.
 """
@@ -100,7 +100,6 @@ def summarise_latest(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarra
     rtype, tomb, err = num["record_type"], num["is_tombstone"], num["decode_error"]
     decoded = np.equal(err, None)
     commit = ~is_control & decoded & num["topic_ok"]            # record types 0/1 with a whole key
-    group_tomb = ~is_control & decoded & (rtype == 2) & tomb & num["group_ok"]
 
     key_ids = np.full(n, -1, dtype=np.int64)
     rows = np.nonzero(commit)[0]
@@ -109,14 +108,6 @@ def summarise_latest(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarra
     # keys with a transactional record here: their outcome is decided in Spark, record by record
     held = np.zeros(int(key_ids.max()) + 1 if n else 0, dtype=bool)
     held[key_ids[candidate & is_transactional]] = True
-    if group_tomb.any():
-        gidx = np.nonzero(commit | group_tomb)[0]
-        gids = group_equal_bytes(data, num["group_start"][gidx] - 2, num["group_len"][gidx] + 2)
-        deleted = np.zeros(int(gids.max()) + 2, dtype=bool)
-        deleted[gids[group_tomb[gidx] & (gids >= 0)]] = True
-        in_deleted = np.zeros(n, dtype=bool)
-        in_deleted[gidx] = deleted[gids] | (gids < 0)
-        held[key_ids[candidate & in_deleted]] = True
     summarised = candidate.copy()
     summarised[candidate] = ~held[key_ids[candidate]]
 

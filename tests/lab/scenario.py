@@ -18,6 +18,7 @@ each on its own topics and groups so that one cluster and one audit judge them a
 ``expansion``       partitions added (KIP-253); groups with and without commits on the new partitions.
 ``txn``             transactional offset commits (``sendOffsetsToTransaction``), committed and aborted.
 ``deleted_group``   a group's commits, then ``deleteConsumerGroups``.
+``upgrade``         (4.x) a classic group converted to a KIP-848 consumer group by a member that never commits.
 ==================  ========================================================================================
 
 :func:`run_scenario` executes the schedule, then asks the oracle (``LabClient`` ``verdicts``: Kafka's own
@@ -29,6 +30,7 @@ Everything is written to ``<workdir>/scenario.json``: seed, version, schedule wi
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import time
@@ -40,7 +42,7 @@ from .cluster import KafkaCluster
 from . import kafka_dist
 
 KINDS = ("unclean", "clean", "stale_epoch", "beyond_end", "delete_records", "recreate", "expansion", "txn",
-         "deleted_group")
+         "deleted_group", "upgrade")
 
 
 @dataclass
@@ -361,9 +363,27 @@ class DeletedGroup(Episode):
         self.sc.call("delete_group", group=self.g("gone"))
 
 
+class Upgrade(Episode):
+    """4.x: a classic group's commits, then a KIP-848 member joins (the coordinator converts the group,
+    writing a GroupMetadata tombstone but no offset tombstone), reads without committing and leaves."""
+
+    def setup(self):
+        sc, r = self.sc, self.rng
+        sc.call("create_topic", topic=self.topic, partitions=2, rf=min(2, sc.brokers))
+        for p in range(2):
+            sc.call("produce", topic=self.topic, partition=p, count=r.randint(5, 30), acks="all")
+        sc.call("consume_commit", group=self.g("migrated"), topics=[self.topic], max_records=r.randint(1, 9), max_poll=1)
+        sc.judge(self.g("migrated"), self.topic, [0, 1])
+
+    def after(self):
+        if kafka_dist.major(self.sc.version) >= 4:
+            self.sc.call("consume_commit", group=self.g("migrated"), protocol="consumer", topics=[self.topic],
+                         commit=False, max_records=3, max_poll=1)
+
+
 EPISODES = {"unclean": Unclean, "clean": Clean, "stale_epoch": StaleEpoch, "beyond_end": BeyondEnd,
             "delete_records": DeleteRecords, "recreate": Recreate, "expansion": Expansion, "txn": Txn,
-            "deleted_group": DeletedGroup}
+            "deleted_group": DeletedGroup, "upgrade": Upgrade}
 
 
 def plan_episodes(rng: random.Random, unclean: tuple[int, int] = (2, 4)) -> list[str]:
@@ -406,8 +426,12 @@ def run_scenario(seed: int, version: str, workdir: Path, brokers: int = 3, uncle
         for e in eps:
             e.isolated()
 
-        crash_l = rng.choice(["kill", "kill", "stop"])
-        (sc.cluster.kill if crash_l == "kill" else sc.cluster.stop_node)(L)
+        crash_l = rng.choice(["kill", "kill-mid-produce", "stop"])
+        crash_l = os.environ.get("KOA_LAB_CRASH", crash_l)  # to try one fault on any seed
+        if crash_l == "kill-mid-produce":
+            crash_mid_produce(sc, rng.choice(unclean_parts), L)
+        else:
+            (sc.cluster.kill if crash_l == "kill" else sc.cluster.stop_node)(L)
         sc.step(f"{crash_l} leader", broker=L)
         sc.wait_for("unclean partitions offline", lambda s: s["leader"] == -1, topics)
         sc.cluster.start_node(F)
@@ -442,6 +466,22 @@ def run_scenario(seed: int, version: str, workdir: Path, brokers: int = 3, uncle
         save(sc)
         finish(sc, keep_logs=True)
         raise
+
+
+def crash_mid_produce(sc: Scenario, tp, broker: int) -> None:
+    """SIGKILL ``broker`` while a second client is producing to ``tp`` (acks=1) on it."""
+    import threading
+    producer = LabClient(sc.version, sc.cluster.running_bootstrap, log=sc.workdir / "lab-client-producer.log")
+    producer.call("produce", topic=tp[0], partition=tp[1], count=1, acks="1")  # connected, metadata known
+    result = {}
+    t = threading.Thread(target=lambda: result.update(
+        r=producer.try_call("produce", topic=tp[0], partition=tp[1], count=5000, acks="1", value_size=200, rounds=1)))
+    t.start()
+    time.sleep(0.4)
+    sc.cluster.kill(broker)
+    t.join(120)
+    producer.close()
+    sc.step("produce during crash", topic=tp[0], partition=tp[1], result=_short(result.get("r")))
 
 
 def take_verdicts(sc: Scenario) -> list:

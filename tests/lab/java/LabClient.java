@@ -288,7 +288,7 @@ public final class LabClient {
         KafkaProducer<byte[], byte[]> p = producer(r.path("acks").asText("1"));
         long first = -1, last = -1;
         String err = null;
-        for (int round = 0; round < 3 && remaining > 0; round++) {
+        for (int round = 0; round < r.path("rounds").asInt(3) && remaining > 0; round++) {
             List<Future<RecordMetadata>> fs = new ArrayList<>();
             for (int i = 0; i < remaining; i++) {
                 fs.add(p.send(new ProducerRecord<>(t.topic(), t.partition(), ("k" + i).getBytes(StandardCharsets.UTF_8), value)));
@@ -359,7 +359,7 @@ public final class LabClient {
                 got += recs.count();
                 if (got >= max) break;
             }
-            c.commitSync(Duration.ofSeconds(20));
+            if (r.path("commit").asBoolean(true)) c.commitSync(Duration.ofSeconds(20));
             Map<TopicPartition, OffsetAndMetadata> committed = c.committed(c.assignment(), Duration.ofSeconds(20));
             ArrayNode arr = JSON.createArrayNode();
             for (Map.Entry<TopicPartition, OffsetAndMetadata> e : committed.entrySet()) {
