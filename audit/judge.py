@@ -57,6 +57,8 @@ def register_context(spark: SparkSession, commits: DataFrame, epochs: DataFrame,
 
     ``history``: judge every live commit (``--mode history``) instead of only the latest one.
     """
+    if "metadata_leader_epoch" not in bounds.columns:  # live clusters and inline tables have no metadata log
+        bounds = bounds.withColumn("metadata_leader_epoch", F.lit(None).cast("int"))
     commits.createOrReplaceTempView("commits")
     epochs.createOrReplaceTempView("epochs")
     bounds.createOrReplaceTempView("bounds")

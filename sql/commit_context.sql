@@ -25,7 +25,7 @@ SELECT o.*,
        b.log_start_offset, b.log_end_offset, b.high_watermark, b.history_captured_at,
        b.caches_disagree, b.unclean_elections, b.last_unclean_election, b.authority,
        b.topic IS NOT NULL AS partition_known,
-       l.history_latest_epoch
+       greatest(l.history_latest_epoch, b.metadata_leader_epoch) AS history_latest_epoch
 FROM ordered o
 LEFT JOIN bounds b ON o.topic = b.topic AND o.partition = b.partition
 LEFT JOIN epoch_end_offsets e

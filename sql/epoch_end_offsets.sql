@@ -5,6 +5,11 @@
 --   some cached epoch > requested            -> (largest cached epoch <= requested, start of the next higher epoch)
 --   requested below every cached epoch       -> (requested, start offset of the first cached epoch)
 --   requested above every cached epoch/empty -> (-1, -1)  (undefined)
+-- except that an epoch above every cached one but not above the partition's leader epoch in the KRaft
+-- metadata log (bounds.metadata_leader_epoch) did exist: a leader records (epoch, log end offset) in its
+-- cache when it takes over (Partition.makeLeader -> maybeAssignEpochStartOffset), so the cache of the
+-- leader of that epoch ends it at the log end offset; a replica that only followed then has no entry,
+-- because no batch carried that epoch. Answer as that leader would: (floor epoch or requested, log end).
 WITH leader_cache AS (
   SELECT topic, partition, leader_epoch, start_offset FROM epochs WHERE is_leader
 ),
@@ -28,12 +33,17 @@ floor AS (
   GROUP BY r.topic, r.partition, r.requested_epoch
 )
 SELECT r.topic, r.partition, r.requested_epoch,
-       CAST(CASE WHEN l.latest_epoch IS NULL THEN -1
+       CAST(CASE WHEN r.requested_epoch > coalesce(l.latest_epoch, -1) AND r.requested_epoch <= b.metadata_leader_epoch
+                   THEN CASE WHEN r.requested_epoch = b.metadata_leader_epoch OR l.latest_epoch IS NULL THEN r.requested_epoch
+                             ELSE l.latest_epoch END
+                 WHEN l.latest_epoch IS NULL THEN -1
                  WHEN r.requested_epoch = l.latest_epoch THEN r.requested_epoch
                  WHEN h.next_start IS NULL THEN -1
                  WHEN f.floor_epoch IS NULL THEN r.requested_epoch
                  ELSE f.floor_epoch END AS INT) AS leader_epoch,
-       CAST(CASE WHEN l.latest_epoch IS NULL THEN -1
+       CAST(CASE WHEN r.requested_epoch > coalesce(l.latest_epoch, -1) AND r.requested_epoch <= b.metadata_leader_epoch
+                   THEN b.log_end_offset
+                 WHEN l.latest_epoch IS NULL THEN -1
                  WHEN r.requested_epoch = l.latest_epoch THEN b.log_end_offset
                  WHEN h.next_start IS NULL THEN -1
                  ELSE h.next_start END AS BIGINT) AS end_offset,

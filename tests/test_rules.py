@@ -22,10 +22,13 @@ def commit(offset, epoch, n=0, latest=True, group="g", topic="t", partition=0, v
 
 
 def tables(spark, commits, cache=((0, 0), (2, 60), (3, 110)), log_start=0, log_end=120, unclean=0,
-           disagree=False, captured=LATER, extra_epochs=()):
+           disagree=False, captured=LATER, extra_epochs=(), metadata_epoch=None):
     c = spark.createDataFrame(commits, COMMITS)
     e = spark.createDataFrame([("t", 0, 1, ep, so, True) for ep, so in cache] + list(extra_epochs), EPOCHS)
     b = spark.createDataFrame([("t", 0, log_start, log_end, log_end, 1, 1, "test", captured, 2, disagree, unclean, None)], BOUNDS)
+    if metadata_epoch is not None:
+        from pyspark.sql import functions as F
+        b = b.withColumn("metadata_leader_epoch", F.lit(metadata_epoch))
     return c, e, b
 
 
@@ -122,6 +125,18 @@ def test_unknown_leader_epoch_warning_when_history_older(spark):
 
 def test_known_epoch_is_not_unknown(spark):
     assert run(spark, "UNKNOWN_LEADER_EPOCH", [commit(50, 3)]) == []
+
+
+def test_epoch_known_only_to_the_metadata_log_ends_at_the_log_end(spark):
+    """Epochs 4-5 had leaders (KRaft metadata log) but no batch: the answering replica's cache stops at 3.
+    The leader of epoch 5 ended it at the log end (120), as Kafka's consumer saw with the cluster up."""
+    rows = run(spark, "LOG_TRUNCATION", [commit(130, 5)], metadata_epoch=5)
+    assert [(r["divergence_offset"], r["epoch_end_offset"]) for r in rows] == [(120, 120)]
+    assert run(spark, "LOG_TRUNCATION", [commit(120, 5)], metadata_epoch=5) == []
+    assert run(spark, "UNKNOWN_LEADER_EPOCH", [commit(130, 5)], metadata_epoch=5) == []
+    # above the metadata log's epoch too: still unknown
+    assert [r["finding"] for r in run(spark, "UNKNOWN_LEADER_EPOCH", [commit(130, 6)], metadata_epoch=5)] == \
+        ["UNKNOWN_LEADER_EPOCH"]
 
 
 # ---- BEHIND_METADATA_EPOCH

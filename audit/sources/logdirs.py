@@ -436,7 +436,8 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
     - ``epochs``: topic, partition, broker_id, leader_epoch int, start_offset long, is_leader boolean;
     - ``bounds``: topic, partition, log_start_offset, log_end_offset, high_watermark (long),
       leader_id int, answered_by_broker int, authority string, history_captured_at timestamp,
-      replica_count int, caches_disagree boolean, unclean_elections int, last_unclean_election timestamp;
+      replica_count int, caches_disagree boolean, unclean_elections int, last_unclean_election timestamp,
+      metadata_leader_epoch int (the partition's leader epoch per the KRaft metadata log, null without it);
     - ``partition_state``: the KRaft metadata replay per partition (may be empty);
     - ``read_issues``: file, position, reason, detail, records_affected of everything skipped.
 
@@ -629,7 +630,8 @@ def _bounds(authority: DataFrame, rep_cache: DataFrame, state: DataFrame) -> Dat
     lead = authority.where(F.col("rank") == 1)
     disagree = (cache_disagreements(rep_cache).select("topic", "partition").distinct()
                 .withColumn("caches_disagree", F.lit(True)))
-    return (lead.join(state.select("topic", "partition", "unclean_elections", "last_unclean_election"),
+    return (lead.join(state.select("topic", "partition", "unclean_elections", "last_unclean_election",
+                                   F.col("leader_epoch").alias("metadata_leader_epoch")),
                       ["topic", "partition"], "left")
             .join(disagree, ["topic", "partition"], "left")
             .select("topic", "partition", "log_start_offset", "log_end_offset",
@@ -640,4 +642,4 @@ def _bounds(authority: DataFrame, rep_cache: DataFrame, state: DataFrame) -> Dat
                     "replica_count",
                     F.coalesce("caches_disagree", F.lit(False)).alias("caches_disagree"),
                     F.coalesce("unclean_elections", F.lit(0)).alias("unclean_elections"),
-                    "last_unclean_election"))
+                    "last_unclean_election", "metadata_leader_epoch"))

@@ -160,6 +160,8 @@ class KafkaCluster:
             "replica.fetch.wait.max.ms": 100,
             "unclean.leader.election.enable": "false",
             "min.insync.replicas": 1,
+            # a hot copy sees deleteRecords only once the log start offset is checkpointed (default 60 s)
+            "log.flush.start.offset.checkpoint.interval.ms": 1000,
             **self.overrides.get("broker", {}),
         }
 

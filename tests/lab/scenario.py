@@ -458,6 +458,7 @@ def run_scenario(seed: int, version: str, workdir: Path, brokers: int = 3, uncle
         time.sleep(1)
         take_verdicts(sc)
         if hot_copy:
+            time.sleep(1.5)  # one log-start-offset checkpoint interval of the lab's brokers
             copy_log_dirs(sc.cluster, workdir / "hot-copy")
             sc.step("hot copy")
         save(sc)
