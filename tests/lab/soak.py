@@ -102,6 +102,7 @@ def main(argv=None) -> int:
     results, started = [], time.time()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    md_path, json_path = out.parent / (out.name + ".md"), out.parent / (out.name + ".json")
     for version in [v.strip() for v in args.versions.split(",") if v.strip()]:
         for seed in _seeds(args.seeds):
             wd = base / f"{version}-seed{seed}"
@@ -125,21 +126,21 @@ def main(argv=None) -> int:
                 shutil.rmtree(wd, ignore_errors=True)
             ok_results = [r for r in results if "error" not in r]
             failed = [(r["version"], r["seed"], r["error"]) for r in results if "error" in r]
-            out.with_suffix(".md").write_text(
+            md_path.write_text(
                 f"# Kafka lab soak: the audit against Kafka's own consumer\n\n"
                 f"`python -m tests.lab.soak --versions {args.versions} --seeds {args.seeds}`, "
                 f"{time.strftime('%Y-%m-%d')}, {time.time() - started:.0f} s.\n\n" + table(ok_results) + "\n\n"
                 + (f"Scenarios that could not run: {failed}\n" if failed else "")
                 + "".join(f"\nlive vs offline, Kafka {r['version']} seed {r['seed']}: {r['live_vs_offline']}\n"
                           for r in ok_results if r["live_vs_offline"]))
-            out.with_suffix(".json").write_text(json.dumps(
+            json_path.write_text(json.dumps(
                 [{"version": r["version"], "seed": r["seed"], "error": r.get("error"),
                   "episodes": r.get("episodes"),
                   "judged": {s: len(rows) for s, rows in r["rows"].items()},
                   "disagreements": {s: [x for x in rows if not x["agree"]] for s, rows in r["rows"].items()},
                   "live_vs_offline": r.get("live_vs_offline")} for r in results], indent=1, default=str))
     spark.stop()
-    print(out.with_suffix(".md").read_text())
+    print(md_path.read_text())
     bad = any("error" in r or r["live_vs_offline"] or any(not x["agree"] for rows in r["rows"].values() for x in rows)
               for r in results)
     return 1 if bad else 0
