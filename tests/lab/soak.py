@@ -66,8 +66,9 @@ def _seeds(text: str) -> list[int]:
 
 
 def table(results: list[dict]) -> str:
-    lines = ["| Kafka | audit | scenarios | group-partitions judged | OK | LogTruncationException | "
-             "OffsetOutOfRange | NoOffset | NO_VERDICT | agreements | disagreements (seeds) |",
+    lines = ["| Kafka | audit | scenarios | group-partitions judged | OK | LogTruncationException "
+             "(of which after an unclean election) | OffsetOutOfRange | NoOffset | NO_VERDICT | agreements | "
+             "disagreements (seeds) |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for version in sorted({r["version"] for r in results}, reverse=True):
         for source in SOURCES:
@@ -78,8 +79,9 @@ def table(results: list[dict]) -> str:
             kinds = Counter(x["oracle"] for x in rows)
             bad_seeds = sorted({r["seed"] for r in rs if not all(x["agree"] for x in r["rows"][source])})
             agree = sum(x["agree"] for x in rows)
+            unclean = sum(1 for x in rows if x["oracle"] == "LogTruncationException" and ".unclean." in x["group"])
             lines.append(
-                f"| {version} | {source} | {len(rs)} | {len(rows)} | {kinds['OK']} | {kinds['LogTruncationException']} | "
+                f"| {version} | {source} | {len(rs)} | {len(rows)} | {kinds['OK']} | {kinds['LogTruncationException']} ({unclean}) | "
                 f"{kinds['OffsetOutOfRangeException']} | {kinds['NoOffsetForPartitionException']} | {kinds['NO_VERDICT']} | "
                 f"{agree} ({100.0 * agree / max(1, len(rows)):.1f}%) | {len(rows) - agree} {bad_seeds or ''} |")
     return "\n".join(lines)
@@ -137,6 +139,8 @@ def main(argv=None) -> int:
                 [{"version": r["version"], "seed": r["seed"], "error": r.get("error"),
                   "episodes": r.get("episodes"),
                   "judged": {s: len(rows) for s, rows in r["rows"].items()},
+                  "rows": {s: [[x["group"], x["topic"], x["partition"], x["oracle"], x["divergent_offset"], x["audit"],
+                                x["agree"]] for x in rows] for s, rows in r["rows"].items()},
                   "disagreements": {s: [x for x in rows if not x["agree"]] for s, rows in r["rows"].items()},
                   "live_vs_offline": r.get("live_vs_offline")} for r in results], indent=1, default=str))
     spark.stop()
