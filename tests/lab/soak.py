@@ -87,6 +87,26 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def merge(json_paths: list[str], out: Path) -> str:
+    """Combine soak JSON files (e.g. one per version, run in parallel) into one table at ``out``.md/.json."""
+    results, runs = [], []
+    for jp in json_paths:
+        for r in json.loads(Path(jp).read_text()):
+            runs.append(r)
+            if r.get("error"):
+                continue
+            rows = {s: [dict(zip(("group", "topic", "partition", "oracle", "divergent_offset", "audit", "agree"), x))
+                        for x in xs] for s, xs in r["rows"].items()}
+            results.append({"seed": r["seed"], "version": r["version"], "rows": rows,
+                            "live_vs_offline": r.get("live_vs_offline") or []})
+    failed = [(r["version"], r["seed"], r["error"]) for r in runs if r.get("error")]
+    md = (table(results) + "\n" + (f"\nScenarios that could not run: {failed}\n" if failed else "")
+          + "".join(f"\nlive vs offline, Kafka {r['version']} seed {r['seed']}: {r['live_vs_offline']}\n"
+                    for r in results if r["live_vs_offline"]))
+    (out.parent / (out.name + ".json")).write_text(json.dumps(runs, indent=1, default=str))
+    return md
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.lab.soak", description=__doc__.split("\n")[0])
     ap.add_argument("--versions", default=",".join(kafka_dist.versions()))
@@ -95,7 +115,11 @@ def main(argv=None) -> int:
     ap.add_argument("--workdir", default=None, help="where scenarios run (default: a temp dir, removed after "
                                                     "each agreeing seed; disagreeing seeds are kept)")
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--merge", nargs="+", metavar="JSON", help="only combine earlier soaks' JSON files into OUT")
     args = ap.parse_args(argv)
+    if args.merge:
+        print(merge(args.merge, Path(args.out)))
+        return 0
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("KOA_SHUFFLE_PARTITIONS", "2")
     from audit.spark import build_session
