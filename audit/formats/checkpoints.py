@@ -35,6 +35,18 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
     return m.group("topic"), int(m.group("partition"))
 
 
+def _int(token: str, bits: int, what: str, line: str) -> int:
+    """``token`` as a signed ``bits``-bit integer (Java ``Integer``/``Long.parseLong``); raises
+    :class:`CheckpointError` naming the file and the line otherwise."""
+    try:
+        n = int(token)
+    except ValueError:
+        raise CheckpointError(f"{what}: bad entry {line!r} ({token!r} is not an integer)") from None
+    if not -(1 << (bits - 1)) <= n < 1 << (bits - 1):
+        raise CheckpointError(f"{what}: bad entry {line!r} ({token} does not fit in int{bits})")
+    return n
+
+
 def _lines(text: str, what: str) -> list[str]:
     lines = text.splitlines()
     if not lines:
@@ -54,30 +66,33 @@ def _lines(text: str, what: str) -> list[str]:
 def parse_leader_epoch_checkpoint(text: str, what: str = "leader-epoch-checkpoint") -> list[tuple[int, int]]:
     """Parse a ``leader-epoch-checkpoint``: ``[(leader_epoch, start_offset), ...]`` ascending.
 
-    Format (``LeaderEpochCheckpointFile``): version ``0``, entry count, then ``epoch offset`` lines.
-    An empty file means an empty cache.  Raises :class:`CheckpointError` naming the problem.
+    Format (``LeaderEpochCheckpointFile``): version ``0``, entry count, then ``epoch offset`` lines
+    (epoch an int32, start offset an int64 Kafka offset).  An empty file means an empty cache.
+    Raises :class:`CheckpointError` naming the problem (a bad header, a wrong entry count, an
+    entry that is not two integers, or one that does not fit its Java type) and nothing else.
     """
     out = []
     for ln in _lines(text, what):
         parts = ln.split()
         if len(parts) != 2:
             raise CheckpointError(f"{what}: bad entry {ln!r}")
-        out.append((int(parts[0]), int(parts[1])))
+        out.append((_int(parts[0], 32, what, ln), _int(parts[1], 64, what, ln)))
     return out
 
 
 def parse_offset_checkpoint(text: str, what: str = "offset checkpoint") -> dict[tuple[str, int], int]:
     """Parse ``replication-offset-checkpoint`` / ``log-start-offset-checkpoint`` / ... files.
 
-    Format (``OffsetCheckpointFile``): version ``0``, count, then ``topic partition offset``.
-    Returns ``{(topic, partition): offset}``.  Raises :class:`CheckpointError`.
+    Format (``OffsetCheckpointFile``): version ``0``, count, then ``topic partition offset``
+    (partition an int32, offset an int64 Kafka offset).  Returns ``{(topic, partition): offset}``.
+    Raises :class:`CheckpointError` naming the problem, and nothing else.
     """
     out = {}
     for ln in _lines(text, what):
         parts = ln.split()
         if len(parts) != 3:
             raise CheckpointError(f"{what}: bad entry {ln!r}")
-        out[(parts[0], int(parts[1]))] = int(parts[2])
+        out[(parts[0], _int(parts[1], 32, what, ln))] = _int(parts[2], 64, what, ln)
     return out
 
 

@@ -40,6 +40,42 @@ ATTR_CONTROL = 0x20
 LEGACY_MIN_SIZE = {0: 14, 1: 22}
 #: Legacy attributes: codec (bits 0-2) and, for magic 1, timestamp type (bit 3); nothing else is defined.
 LEGACY_ATTR_MASK = 0x0F
+#: Smallest v2 record, bytes: length varint (1) + attributes (1) + timestampDelta, offsetDelta, key length,
+#: value length and header count varints (1 each), as ``DefaultRecord.writeTo`` lays it out.  A batch whose
+#: ``record_count`` times this exceeds its records payload cannot hold its records: ``corrupt_batch``.
+MIN_RECORD_SIZE = 7
+#: Largest decompressed records payload of one batch, bytes (env ``KOA_MAX_BATCH_BYTES`` overrides it).
+#: Kafka bounds a batch as stored by ``max.message.bytes`` (broker ``message.max.bytes``, default 1,048,588
+#: bytes, compressed); 64 MiB leaves 64x that for the compression ratio.  A batch that inflates beyond it
+#: (a decompression bomb, or corruption) is reported as ``decompression_limit`` and not decoded.
+MAX_BATCH_PAYLOAD_BYTES = 64 << 20
+INT64_MAX = (1 << 63) - 1
+
+
+def max_batch_payload_bytes() -> int:
+    """The decompressed-payload cap of one batch in bytes: ``KOA_MAX_BATCH_BYTES`` when set to a positive
+    integer, else :data:`MAX_BATCH_PAYLOAD_BYTES`."""
+    import os
+    try:
+        v = int(os.environ.get("KOA_MAX_BATCH_BYTES", ""))
+    except ValueError:
+        return MAX_BATCH_PAYLOAD_BYTES
+    return v if v > 0 else MAX_BATCH_PAYLOAD_BYTES
+
+
+class DecompressionLimitError(ValueError):
+    """A compressed records block inflates beyond the cap it was given (see :func:`decompress`)."""
+
+
+def byte_view(buf: bytes | memoryview) -> memoryview:
+    """``buf`` as a flat memoryview of unsigned bytes (format ``B``).
+
+    Arrow buffers (Spark's ``binaryFile`` content) export a *signed* byte format (``b``): indexing
+    them gives -128..127, so a byte >= 0x80 (a magic byte, an attribute) would read negative."""
+    mv = memoryview(buf)
+    if mv.format != "B" or mv.ndim != 1:
+        mv = mv.cast("B")
+    return mv
 
 
 @dataclass
@@ -47,8 +83,9 @@ class Issue:
     """Something that could not be read, with where it was.
 
     ``reason`` is one of: ``partial_batch`` (segment ends inside a batch),
-    ``crc_mismatch``, ``corrupt_batch`` (impossible length or record framing),
-    ``unknown_magic``, ``unsupported_compression``, ``decompression_failed``,
+    ``crc_mismatch``, ``corrupt_batch`` (impossible length, record count, last offset or record
+    framing), ``unknown_magic``, ``unsupported_compression``, ``decompression_failed``,
+    ``decompression_limit`` (the records inflate beyond :func:`max_batch_payload_bytes`),
     ``unreadable_file``.  ``position`` is the byte position of the batch (or legacy
     message) in the segment file.
     """
@@ -72,8 +109,10 @@ class BatchScan:
     its last inner message), ``last_offset_delta`` 0, ``partition_leader_epoch`` and
     ``producer_id`` -1, ``attributes`` its codec and timestamp-type bits, ``record_count``
     1 (0 for a compressed wrapper: not known before decompression), timestamps the message
-    timestamp (-1 for magic 0).  ``end_offset`` = last offset + 1 of the last complete batch
-    with a valid CRC (-1 when none); ``issues`` lists everything skipped.
+    timestamp (-1 for magic 0).  ``crc_ok`` is False for a CRC mismatch and for a batch whose
+    next offset (base offset + last offset delta + 1) does not fit in an int64 (reported as
+    ``corrupt_batch``: Kafka offsets are int64 and never wrap).  ``end_offset`` = last offset + 1
+    of the last complete batch with a valid CRC (-1 when none); ``issues`` lists everything skipped.
     """
 
     position: np.ndarray
@@ -97,11 +136,14 @@ class BatchScan:
 
     @property
     def end_offset(self) -> int:
+        """Kafka offset after the last valid batch (``DefaultRecordBatch.nextOffset``), -1 when none.
+        Computed with Python integers: :func:`scan_batches` already marked a batch whose next offset
+        would pass 2^63-1 as corrupt, so this never wraps."""
         ok = self.crc_ok
         if not ok.any():
             return -1
         last = np.nonzero(ok)[0][-1]
-        return int(self.base_offset[last] + self.last_offset_delta[last] + 1)
+        return int(self.base_offset[last]) + int(self.last_offset_delta[last]) + 1
 
 
 def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 0) -> BatchScan:
@@ -115,9 +157,12 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
     (the length field is still trusted, as Kafka's ``FileLogInputStream`` does); an
     impossible length stops the walk with ``corrupt_batch``.  Zero bytes from a batch
     boundary to the end of the file are a preallocated segment's unwritten space
-    (``log.preallocate``), not an issue.  Never raises.
+    (``log.preallocate``), not an issue.  A magic byte other than 0, 1 or 2 (read unsigned,
+    whatever the buffer's format) stops the walk with ``unknown_magic``; a batch whose next
+    offset passes 2^63-1 is ``corrupt_batch`` (kept out of ``end_offset``) and the walk goes on.
+    Never raises.
     """
-    mv = memoryview(buf)
+    mv = byte_view(buf)
     n = len(mv)
     pos = start
     rows: list[tuple] = []
@@ -134,7 +179,7 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
         if batch_length == 0 and base_offset == 0 and _zero_to_end(mv, pos):
             break  # space the broker preallocated (log.preallocate=true) and has not written yet
         magic = mv[pos + 16]
-        if magic < 2:
+        if magic in LEGACY_MIN_SIZE:
             # legacy entry: offset int64, size int32, crc uint32, magic int8, attributes int8,
             # [timestamp int64 (magic 1)], key bytes, value bytes
             if batch_length < LEGACY_MIN_SIZE[magic] or pos + LOG_OVERHEAD + batch_length > n:
@@ -145,8 +190,8 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
             stored, attrs = struct.unpack_from(">IxB", mv, pos + LOG_OVERHEAD)
             ts = struct.unpack_from(">q", mv, pos + 18)[0] if magic == 1 else -1
             count = 0 if attrs & ATTR_COMPRESSION_MASK else 1
-            ok = True
-            if verify_crc:
+            ok = _offset_fits(issues, pos, base_offset, 0, count)
+            if ok and verify_crc:
                 computed = zlib.crc32(mv[pos + 16:end])
                 if stored != computed:
                     ok = False
@@ -158,7 +203,7 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
             crc_flags.append(ok)
             pos = end
             continue
-        if magic > 2:
+        if magic != 2:
             issues.append(Issue("unknown_magic", pos, f"magic byte {magic}; cannot find the next batch", base_offset))
             break
         if batch_length < BATCH_HEADER_SIZE - LOG_OVERHEAD:
@@ -169,8 +214,8 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
             issues.append(Issue("partial_batch", pos, f"batch of {LOG_OVERHEAD + batch_length} bytes but only {n - pos} remain", base_offset))
             break
         hdr = unpack(mv, pos)
-        ok = True
-        if verify_crc:
+        ok = _offset_fits(issues, pos, base_offset, hdr[6], max(hdr[12], 0))
+        if ok and verify_crc:
             stored = hdr[4]
             computed = crc32c(mv[pos + 21:end])
             if stored != computed:
@@ -201,6 +246,17 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
         issues=issues,
         bytes_read=pos,
     )
+
+
+def _offset_fits(issues: list[Issue], pos: int, base_offset: int, last_offset_delta: int, records: int) -> bool:
+    """False (and a ``corrupt_batch`` issue) when a batch's next offset, ``base_offset +
+    last_offset_delta + 1``, is not a valid int64 Kafka offset (it would wrap past 2^63-1)."""
+    nxt = base_offset + last_offset_delta + 1  # Python int: no wrap
+    if -INT64_MAX <= nxt <= INT64_MAX:
+        return True
+    issues.append(Issue("corrupt_batch", pos, f"base offset {base_offset} + last offset delta {last_offset_delta} "
+                        "+ 1 does not fit in an int64 offset", base_offset, records))
+    return False
 
 
 def _zero_to_end(mv: memoryview, pos: int) -> bool:
@@ -264,22 +320,114 @@ def scan_tail(buf: bytes | memoryview, index: bytes | memoryview | None = None, 
     return scan_batches(buf)
 
 
-def decompress(codec_id: int, data: bytes) -> bytes:
-    """Decompress one batch's records block with the real codec libraries.
+def decompress(codec_id: int, data: bytes, max_bytes: int | None = None) -> bytes:
+    """Decompress one batch's records block with the real codec libraries, at most ``max_bytes`` out.
 
-    Kafka ``CompressionType`` ids: 1 gzip, 2 snappy (raw or xerial-framed, as the Java
-    producer writes it), 3 lz4 (frame format), 4 zstd.  Uses ``kafka.codec``.
-    Raises ``ValueError`` for an unknown id, the codec's own error for bad data.
+    Kafka ``CompressionType`` ids: 1 gzip (one or more members, as ``GZIPInputStream`` reads
+    them), 2 snappy (raw or xerial-framed, as the Java producer writes it), 3 lz4 (frame
+    format), 4 zstd (frames read across, as ``ZstdInputStream`` does).  The stream is
+    decompressed incrementally and stops as soon as the output would pass ``max_bytes``
+    (default :func:`max_batch_payload_bytes`), so a small block that inflates to gigabytes
+    costs at most ``max_bytes`` of memory; snappy's preamble declares each block's length,
+    which is checked before decompressing.  Raises :class:`DecompressionLimitError` beyond
+    the cap, ``ValueError`` for an unknown id or a truncated stream, the codec's own error
+    for bad data.
     """
+    cap = max_batch_payload_bytes() if max_bytes is None else int(max_bytes)
     if codec_id == 1:
-        return kafka_codec.gzip_decode(data)
+        return _gzip_bounded(data, cap)
     if codec_id == 2:
+        _snappy_check_length(data, cap)
         return kafka_codec.snappy_decode(data)
     if codec_id == 3:
-        return kafka_codec.lz4_decode(data)
+        return _lz4_bounded(data, cap)
     if codec_id == 4:
-        return kafka_codec.zstd_decode(data)
+        return _zstd_bounded(data, cap)
     raise ValueError(f"unknown compression codec id {codec_id}")
+
+
+def _over(cap: int) -> DecompressionLimitError:
+    return DecompressionLimitError(f"decompressed records exceed {cap} bytes (KOA_MAX_BATCH_BYTES)")
+
+
+def _gzip_bounded(data: bytes, cap: int) -> bytes:
+    """gzip members in sequence, at most ``cap`` bytes out (``zlib`` with ``max_length``)."""
+    out = bytearray()
+    rest = bytes(data)
+    while True:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        buf = rest
+        while not d.eof:
+            out += d.decompress(buf, cap - len(out) + 1)
+            if len(out) > cap:
+                raise _over(cap)
+            buf = d.unconsumed_tail
+            if not buf and not d.eof:
+                raise ValueError("gzip stream ended before the end-of-stream marker")
+        rest = d.unused_data
+        if not rest.startswith(b"\x1f\x8b"):  # GZIPInputStream stops where no further member starts
+            return bytes(out)
+
+
+def _lz4_bounded(data: bytes, cap: int) -> bytes:
+    """One LZ4 frame (``KafkaLZ4BlockInputStream``), at most ``cap`` bytes out."""
+    import lz4.frame
+    d = lz4.frame.LZ4FrameDecompressor()
+    out = bytearray()
+    buf = bytes(data)
+    while not d.eof:
+        out += d.decompress(buf, max_length=cap - len(out) + 1)
+        buf = b""
+        if len(out) > cap:
+            raise _over(cap)
+        if d.needs_input and not d.eof:
+            raise ValueError("lz4 frame ended before its end mark")
+    return bytes(out)
+
+
+def _zstd_bounded(data: bytes, cap: int) -> bytes:
+    """zstd frames, read across as kafka.codec does, at most ``cap`` bytes out."""
+    import io
+
+    import zstandard
+    out = bytearray()
+    with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True) as reader:
+        while True:
+            chunk = reader.read(min(1 << 20, cap - len(out) + 1))
+            if not chunk:
+                return bytes(out)
+            out += chunk
+            if len(out) > cap:
+                raise _over(cap)
+
+
+def _snappy_check_length(data: bytes, cap: int) -> None:
+    """Raise :class:`DecompressionLimitError` when the lengths snappy's preambles declare (one raw
+    block, or the blocks of a xerial stream) add up to more than ``cap`` bytes."""
+    def preamble(mv, pos: int) -> int:  # the uncompressed length, a little-endian base-128 varint
+        n, shift = 0, 0
+        for i in range(pos, min(pos + 5, len(mv))):
+            n |= (mv[i] & 0x7F) << shift
+            if mv[i] < 0x80:
+                return n
+            shift += 7
+        raise ValueError("snappy block without a length preamble")
+    mv = byte_view(data)
+    total = 0
+    if len(mv) > 16 and bytes(mv[:8]) == b"\x82SNAPPY\x00":  # as kafka.codec._detect_xerial_stream  # xerial framing: 16-byte header, then [int32 size][block]...
+        pos = 16
+        while pos + 4 <= len(mv):
+            size = struct.unpack_from(">i", mv, pos)[0]
+            if size < 0:
+                raise ValueError("xerial snappy block of negative size")
+            total += preamble(mv, pos + 4)
+            pos += 4 + size
+            if total > cap:
+                raise _over(cap)
+    else:
+        total = preamble(mv, 0)
+    if total > cap:
+        raise _over(cap)
 
 
 # --------------------------------------------------------------------------- varints
@@ -389,9 +537,14 @@ class RecordTable:
 def extract_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np.ndarray | None = None) -> RecordTable:
     """Locate every record of the batches selected by ``batch_mask`` (default: CRC-valid ones).
 
-    Compressed batches are decompressed with :func:`decompress` and appended to the buffer.
-    Records are framed in lock-step: step *k* reads the *k*-th record of every batch at once.
-    A batch whose records overrun it is dropped whole and reported as ``corrupt_batch``.
+    Compressed batches are decompressed with :func:`decompress` (at most
+    :func:`max_batch_payload_bytes` each; a batch inflating beyond that is dropped and reported as
+    ``decompression_limit``) and appended to the buffer.  Records are framed in lock-step: step *k*
+    reads the *k*-th record of every batch at once.  A batch whose record count is negative or larger
+    than its (decompressed) payload can hold at :data:`MIN_RECORD_SIZE` bytes a record, or whose
+    records overrun it, is dropped whole and reported as ``corrupt_batch`` (Kafka's
+    ``DefaultRecordBatch`` throws ``InvalidRecordException`` for these).  A batch of count 0 (emptied
+    by compaction) has no records and is no issue.
     Legacy message sets among the selected batches are read by :func:`extract_legacy_records`
     and merged in log order.  Never raises.
     """
@@ -415,7 +568,7 @@ def extract_legacy_records(buf: bytes | memoryview, scan: BatchScan, batch_mask:
     ``corrupt_batch``).  Never raises.
     """
     from kafka.record.legacy_records import LegacyRecordBatch
-    mv = memoryview(buf)
+    mv = byte_view(buf)
     blob = bytearray()
     batch, offset, timestamp, k_start, k_len, v_start, v_len = ([] for _ in range(7))
     issues: list[Issue] = []
@@ -476,19 +629,40 @@ def _extract_v2_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np
     sec_start = scan.position + BATCH_HEADER_SIZE
     sec_end = scan.position + LOG_OVERHEAD + scan.batch_length.astype(np.int64)
     codecs = scan.attributes & ATTR_COMPRESSION_MASK
+    counts_all = scan.record_count.astype(np.int64)
+    cap = max_batch_payload_bytes()
+    # Record counts the bytes cannot hold (DefaultRecordBatch: a negative count is an
+    # InvalidRecordException; each record takes at least MIN_RECORD_SIZE bytes): reported whole,
+    # before any decompression or framing work, so a forged count costs nothing.
+    room = np.where(codecs == 0, sec_end - sec_start, cap)
+    impossible = batch_mask & ((counts_all < 0) | (counts_all * MIN_RECORD_SIZE > room))
+    for i in np.nonzero(impossible)[0]:
+        c = int(counts_all[i])
+        what = (f"negative record count {c}" if c < 0 else
+                f"record count {c} needs at least {c * MIN_RECORD_SIZE} bytes, the records payload "
+                + (f"has {int(room[i])}" if codecs[i] == 0 else f"may inflate to at most {cap}"))
+        issues.append(Issue("corrupt_batch", int(scan.position[i]), what, int(scan.base_offset[i]), max(c, 0)))
+    batch_mask &= ~impossible
     extra: list[bytes] = []
     extra_len = len(base)
     sec_start = sec_start.copy()
     sec_end = sec_end.copy()
-    mv = memoryview(buf)
+    mv = byte_view(buf)
     for i in np.nonzero(batch_mask & (codecs != 0) & (scan.record_count > 0))[0]:
         c = int(codecs[i])
         try:
             if c not in COMPRESSION_NAMES:
                 raise ValueError(f"compression id {c}")
-            block = decompress(c, bytes(mv[int(sec_start[i]):int(sec_end[i])]))
+            block = decompress(c, bytes(mv[int(sec_start[i]):int(sec_end[i])]), cap)
+            if int(counts_all[i]) * MIN_RECORD_SIZE > len(block):
+                issues.append(Issue("corrupt_batch", int(scan.position[i]), f"record count {int(counts_all[i])} needs "
+                                    f"at least {int(counts_all[i]) * MIN_RECORD_SIZE} bytes, the decompressed records "
+                                    f"payload has {len(block)}", int(scan.base_offset[i]), int(counts_all[i])))
+                batch_mask[i] = False
+                continue
         except Exception as exc:  # codec errors have many types
-            reason = "unsupported_compression" if c not in COMPRESSION_NAMES else "decompression_failed"
+            reason = ("unsupported_compression" if c not in COMPRESSION_NAMES else
+                      "decompression_limit" if isinstance(exc, DecompressionLimitError) else "decompression_failed")
             issues.append(Issue(reason, int(scan.position[i]), f"{COMPRESSION_NAMES.get(c, c)}: {exc}", int(scan.base_offset[i]), int(scan.record_count[i])))
             batch_mask[i] = False
             continue
@@ -514,7 +688,8 @@ def _extract_v2_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np
         length, size, ok = read_varint(data, p, 5)
         start = p + size
         stop = start + length
-        ok &= (length >= 0) & (stop <= ends[active])
+        # a record body has at least MIN_RECORD_SIZE - 1 bytes (attributes and five varints)
+        ok &= (length >= MIN_RECORD_SIZE - 1) & (stop <= ends[active])
         bad[active[~ok]] = True
         cur[active] = np.where(ok, stop, ends[active])
         rec_batch_parts.append(active)

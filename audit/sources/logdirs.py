@@ -181,16 +181,18 @@ def discover(spark: SparkSession, roots: list[str]) -> Inventory:
 def _contents(rb):
     """(path, bytes-like or None) per row of a ``path[, content]`` Arrow batch.
 
-    With a ``content`` column (Spark's ``binaryFile``, for Hadoop URIs) its buffer is used;
+    With a ``content`` column (Spark's ``binaryFile``, for Hadoop URIs) its buffer is used, as an
+    unsigned byte view (Arrow exports signed bytes, which would read a byte >= 0x80 negative);
     otherwise the local file is memory-mapped, so segment bytes never pass through the JVM.
     None: the file could not be opened on the executor (callers report it as ``unreadable_file``).
     """
+    from audit.formats.record_batch import byte_view
     paths = rb.column("path").to_pylist()
     if "content" in rb.schema.names:
         contents = rb.column("content")
         for i, path in enumerate(paths):
             buf = contents[i].as_buffer()
-            yield path, (memoryview(buf) if buf is not None else b"")
+            yield path, (byte_view(buf) if buf is not None else b"")
         return
     for path in paths:
         try:

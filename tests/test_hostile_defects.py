@@ -1,0 +1,213 @@
+"""Hostile or corrupt input found by review: each is reported with file and byte position, bounded
+in time and memory, and never crashes the audit or ends it with a traceback."""
+import gzip
+import shutil
+import struct
+import time
+
+import pyarrow as pa
+import pytest
+from crc32c import crc32c
+
+from audit.formats.record_batch import BATCH_HEADER_SIZE, scan_batches
+from audit.formats.segments import RAW_SCHEMA, decode_offsets_segment
+
+from .paths import REAL, SCENARIO
+
+SEG = SCENARIO / "brokers/broker-1/__consumer_offsets-0/00000000000000000000.log"
+SMALL = REAL / "kraft-3.6-single-broker/data"
+
+
+def _rows(buf):
+    return pa.Table.from_batches(decode_offsets_segment(buf, "seg.log", 0), schema=RAW_SCHEMA).to_pylist()
+
+
+def _issues(buf):
+    return [(r["decode_error"], r["position"]) for r in _rows(buf) if r["kind"] == "issue"]
+
+
+def _arrow_view(data: bytes) -> memoryview:
+    """What Spark's binaryFile hands the decoder: a memoryview of an Arrow buffer (signed bytes)."""
+    mv = memoryview(pa.array([data], pa.binary())[0].as_buffer())
+    assert mv.format == "b"
+    return mv
+
+
+def _batch(payload: bytes, count: int, codec: int = 0, base_offset: int = 0, last_delta: int | None = None) -> bytes:
+    """One CRC-valid v2 batch around ``payload`` (its records block, compressed with ``codec`` or not)."""
+    last_delta = max(count - 1, 0) if last_delta is None else last_delta
+    body = struct.pack(">hiqqqhii", codec, last_delta, 1700000000000, 1700000000000, -1, -1, -1, count) + payload
+    head = struct.pack(">qiib", base_offset, len(body) + 9, 0, 2)
+    return head + struct.pack(">I", crc32c(body)) + body
+
+
+def _recrc(buf: bytearray, pos: int) -> None:
+    """Recompute the CRC-32C of the v2 batch at ``pos`` after an edit."""
+    length = struct.unpack_from(">i", buf, pos + 8)[0]
+    buf[pos + 17:pos + 21] = struct.pack(">I", crc32c(bytes(buf[pos + 21:pos + 12 + length])))
+
+
+def _copy(src, dst):
+    shutil.copytree(src, dst)
+    for p in dst.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    return dst
+
+
+# ------------------------------------------------------------- 1. magic byte >= 0x80, signed buffers
+
+def test_high_magic_byte_in_a_signed_buffer_is_unknown_magic_not_a_crash():
+    buf = bytearray(SEG.read_bytes())
+    positions = scan_batches(bytes(buf)).position.tolist()
+    target = positions[2]
+    buf[target + 16] = 0x80
+    for data in (bytes(buf), _arrow_view(bytes(buf))):
+        scan = scan_batches(data)
+        assert [(i.reason, i.position) for i in scan.issues] == [("unknown_magic", target)]
+        assert "magic byte 128" in scan.issues[0].detail
+        assert scan.position.tolist() == positions[:2]
+        assert _issues(data) == [("unknown_magic", target)]
+
+
+def test_spark_binary_reader_reports_a_high_magic_byte_and_goes_on(audit_dirs, tmp_path, monkeypatch):
+    """Also (defect 2): a batch whose record count is negative is counted in summary.json with file and position."""
+    dst = _copy(SMALL, tmp_path / "broker")
+    seg = dst / "__consumer_offsets-24/00000000000000000000.log"
+    buf = bytearray(seg.read_bytes())
+    pos = scan_batches(bytes(buf)).position.tolist()[1]
+    buf[pos + 16] = 0xFE
+    seg.write_bytes(bytes(buf))
+    seg2 = next(p for p in sorted(dst.glob("__consumer_offsets-*/00000000000000000000.log"))
+                if p.parent.name != "__consumer_offsets-24" and len(scan_batches(p.read_bytes())) > 1)
+    buf2 = bytearray(seg2.read_bytes())
+    pos2 = scan_batches(bytes(buf2)).position.tolist()[0]
+    buf2[pos2 + BATCH_HEADER_SIZE - 4:pos2 + BATCH_HEADER_SIZE] = struct.pack(">i", -5)
+    _recrc(buf2, pos2)
+    seg2.write_bytes(bytes(buf2))
+    monkeypatch.setenv("KOA_READER", "spark")
+    result, out = audit_dirs("high-magic-spark", [dst], fail_on="never")
+    where = [(w["file"].rsplit("/", 2)[-2], w["reason"], w["position"]) for w in result.summary["records_skipped"]["where"]]
+    assert ("__consumer_offsets-24", "unknown_magic", pos) in where
+    assert (seg2.parent.name, "corrupt_batch", pos2) in where
+    assert result.summary["records_skipped"]["by_reason"] == {"unknown_magic": 1, "corrupt_batch": 1}
+    assert result.summary["offset_commits"]["live"] > 0 and (out / "summary.json").exists()
+
+
+# ------------------------------------------------------------- 5. checkpoint errors, int64 offsets
+
+def test_checkpoint_parsers_raise_checkpoint_error_for_bad_numbers():
+    from audit.formats.checkpoints import CheckpointError, parse_leader_epoch_checkpoint, parse_offset_checkpoint
+    for text in ("0\n1\nx 5\n", "0\n1\n3 y\n", "0\n1\n3 99999999999999999999\n"):
+        with pytest.raises(CheckpointError, match="leader-epoch-checkpoint"):
+            parse_leader_epoch_checkpoint(text)
+    for text in ("0\n1\nt x 5\n", "0\n1\nt 0 five\n"):
+        with pytest.raises(CheckpointError, match="offset checkpoint"):
+            parse_offset_checkpoint(text)
+    assert parse_leader_epoch_checkpoint("0\n2\n0 0\n3 60\n") == [(0, 0), (3, 60)]
+    assert parse_offset_checkpoint("0\n1\ndev.payments 0 42\n") == {("dev.payments", 0): 42}
+
+
+def test_last_offset_past_int64_is_corrupt_not_wrapped():
+    good = _batch(b"", 0, base_offset=100, last_delta=4)
+    near = (1 << 63) - 5
+    wraps = _batch(b"", 0, base_offset=near, last_delta=10)
+    scan = scan_batches(good + wraps)
+    assert [(i.reason, i.position) for i in scan.issues] == [("corrupt_batch", len(good))]
+    assert "int64" in scan.issues[0].detail
+    assert scan.end_offset == 105
+    assert scan_batches(wraps).end_offset == -1
+    # the largest offset that still fits is fine
+    assert scan_batches(_batch(b"", 0, base_offset=(1 << 63) - 12, last_delta=10)).end_offset == (1 << 63) - 1
+
+
+# ------------------------------------------------------------- 2. bounds: record counts, decompression
+
+def test_record_count_the_payload_cannot_hold_is_corrupt_and_costs_nothing():
+    """2^31-1 records claimed over 1 MiB of zeros: each record needs at least 7 bytes."""
+    bomb = _batch(bytes(1 << 20), (1 << 31) - 1)
+    zstd_count = _batch(__import__("zstandard").ZstdCompressor().compress(bytes(1 << 20)), (1 << 31) - 1, codec=4)
+    good = SEG.read_bytes()
+    started = time.monotonic()
+    rows = _rows(bomb + zstd_count + good)
+    assert time.monotonic() - started < 5
+    issues = [(r["decode_error"], r["position"], r["detail"].split(" needs")[0]) for r in rows if r["kind"] == "issue"]
+    assert issues == [("corrupt_batch", 0, f"record count {(1 << 31) - 1}"),
+                      ("corrupt_batch", len(bomb), f"record count {(1 << 31) - 1}")]
+    assert len([r for r in rows if r["kind"] != "issue"]) == len(_rows(good))
+
+
+def test_zero_filled_records_payload_is_corrupt_at_its_first_record():
+    """A count the payload could hold, but records of length 0: a record body is at least 6 bytes."""
+    started = time.monotonic()
+    assert _issues(_batch(bytes(1 << 20), 100_000)) == [("corrupt_batch", 0)]
+    assert time.monotonic() - started < 5
+
+
+def _compress(codec: int, data: bytes) -> bytes:
+    from kafka import codec as kc
+    return {1: lambda d: gzip.compress(d, 1), 2: kc.snappy_encode, 3: kc.lz4_encode, 4: kc.zstd_encode}[codec](data)
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4], ids=["gzip", "snappy", "lz4", "zstd"])
+def test_batch_inflating_past_the_cap_is_reported_not_decoded(codec, monkeypatch):
+    monkeypatch.setenv("KOA_MAX_BATCH_BYTES", str(1 << 20))
+    bomb = _batch(_compress(codec, bytes(8 << 20)), 1000, codec=codec)
+    good = SEG.read_bytes()
+    rows = _rows(bomb + good)
+    assert [(r["decode_error"], r["position"]) for r in rows if r["kind"] == "issue"] == [("decompression_limit", 0)]
+    assert len([r for r in rows if r["kind"] != "issue"]) == len(_rows(good))
+
+
+def test_compressed_batches_under_the_cap_still_decode(monkeypatch):
+    """The cap is on the output: multi-member gzip and multi-frame zstd decode whole, as Kafka reads them."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    from audit.formats.record_batch import decompress
+    payload = bytes(range(256)) * 4096
+    for codec in (1, 2, 3, 4):
+        assert decompress(codec, _compress(codec, payload), len(payload)) == payload
+    assert decompress(1, gzip.compress(payload[:1000]) + gzip.compress(payload[1000:]), len(payload)) == payload
+    z = __import__("zstandard").ZstdCompressor()
+    assert decompress(4, z.compress(payload[:1000]) + z.compress(payload[1000:]), len(payload)) == payload
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=4, is_transactional=False, producer_id=-1,
+                                  producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+    for i in range(20):
+        b.append(i, timestamp=1700000000000, key=struct.pack(">hh1sh1si", 1, 1, b"g", 1, b"t", i),
+                 value=struct.pack(">hqih0sq", 3, 10 + i, 2, 0, b"", 1700000000000), headers=[])
+    monkeypatch.setenv("KOA_MAX_BATCH_BYTES", "4096")
+    assert [r["committed_offset"] for r in _rows(bytes(b.build()))] == [10 + i for i in range(20)]
+
+
+def test_default_cap_stops_a_zstd_bomb_in_bounded_memory():
+    """A zstd block of a few KiB that inflates to 256 MiB (beyond the 64 MiB default cap)."""
+    import tracemalloc
+
+    import zstandard
+    cobj = zstandard.ZstdCompressor(level=1).compressobj()
+    chunk = bytes(1 << 20)
+    block = b"".join(cobj.compress(chunk) for _ in range(256)) + cobj.flush()
+    assert len(block) < 256 << 10
+    bomb = _batch(block, 1000, codec=4)
+    tracemalloc.start()
+    try:
+        issues = _issues(bomb)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert issues == [("decompression_limit", 0)]
+    assert peak < 200 << 20
+
+
+def test_negative_record_count_in_consumer_offsets_is_reported():
+    """DefaultRecordBatch throws InvalidRecordException for a negative count; it was dropped silently."""
+    buf = bytearray(SEG.read_bytes())
+    positions = scan_batches(bytes(buf)).position.tolist()
+    target = positions[1]
+    lost = [r for r in _rows(bytes(buf)) if r["position"] == target]
+    buf[target + BATCH_HEADER_SIZE - 4:target + BATCH_HEADER_SIZE] = struct.pack(">i", -5)
+    _recrc(buf, target)
+    rows = _rows(bytes(buf))
+    issues = [r for r in rows if r["kind"] == "issue"]
+    assert [(i["decode_error"], i["position"], i["detail"]) for i in issues] == [
+        ("corrupt_batch", target, "negative record count -5")]
+    assert lost and len(rows) - 1 == len(_rows(SEG.read_bytes())) - len(lost)
+
