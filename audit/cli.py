@@ -72,20 +72,18 @@ def run_audit(args, master: str | None) -> int:
     except ValidationError as exc:
         print(f"kafka-offset-audit: error: {exc.errors()[0]['msg'].removeprefix('Value error, ')}", file=sys.stderr)
         return EXIT_USAGE
+    from .pipeline import preflight
+    from .sources.client_config import ClientConfigError
+    from .sources.collector import CollectorError
     from .spark import build_session
-    spark = build_session(master, verbose=getattr(args, "verbose", False), quick_start=cfg.mode == "latest")
+    usage_errors = (InputError, CollectorError, ClientConfigError)  # messages name what to fix, redacted
     try:
-        result = run(cfg, spark)
-    except InputError as exc:
+        preflight(cfg)  # before Spark starts: an unwritable --output, a bad --client-config, no broker
+        spark = build_session(master, verbose=getattr(args, "verbose", False), quick_start=cfg.mode == "latest")
+        result = run(cfg, spark, checked=True)
+    except usage_errors as exc:
         print(f"kafka-offset-audit: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except Exception as exc:  # collector/client-config errors: already redacted, name what to fix
-        from .sources.client_config import ClientConfigError
-        from .sources.collector import CollectorError
-        if isinstance(exc, (CollectorError, ClientConfigError)):
-            print(f"kafka-offset-audit: error: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        raise
     if not cfg.quiet:
         print()
         print(result.console)

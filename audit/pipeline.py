@@ -18,7 +18,7 @@ from . import __version__
 from .commits import live_commits, with_transaction_state
 from .formats.offsets import RECORD_TYPE_NAMES
 from .judge import SEVERITY_RANK, judge, with_verdicts
-from .report.outputs import StagedOutput, check_output_target, console_table
+from .report.outputs import StagedOutput, check_output_parent, check_output_target, console_table
 from .sources.logdirs import cache_disagreements, read_log_dirs
 
 #: the decoded columns the commit and summary stages read (file names stay in ``raw`` for issues)
@@ -97,22 +97,70 @@ def _filter(commits, cfg: AuditConfig):
     return commits
 
 
-def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect=None) -> RunResult:
+def preflight(cfg: AuditConfig, spark: SparkSession | None = None, *, cluster: bool = True) -> None:
+    """Checks that need no Spark job, made before any reading so a bad argument fails in seconds.
+
+    The output's parent must be a writable directory (:func:`audit.report.outputs.check_output_parent`);
+    for a live audit (``cluster``) the ``--client-config`` file must parse
+    (:func:`audit.sources.client_config.load_client_config`) and a bootstrap broker must answer a
+    Metadata request within ``KOA_BOOTSTRAP_CHECK_MS`` (default 15 s,
+    :func:`audit.sources.collector.check_bootstrap`).  Raises :class:`audit.sources.fs.InputError`,
+    :class:`audit.sources.client_config.ClientConfigError` or
+    :class:`audit.sources.collector.CollectorError`, each naming what to fix (the CLI exits 2).
+    """
+    check_output_parent(cfg.output, spark)
+    if cfg.bootstrap_servers and cluster:
+        from .sources.client_config import load_client_config
+        from .sources.collector import check_bootstrap
+        client = load_client_config(cfg.client_config) if cfg.client_config else None
+        check_bootstrap(client, bootstrap_servers=cfg.bootstrap_servers)
+
+
+def _raise_live_read_error(exc: BaseException):
+    """Raise the :class:`audit.sources.collector.CollectorError` for a failure of the live
+    ``__consumer_offsets`` read, or re-raise ``exc`` when it is not one.  The data source raises
+    :class:`audit.sources.kafka_datasource.KafkaOffsetsTopicError` (message already redacted) in
+    a Python worker; Spark hands it to the driver wrapped in its own exception, whose text holds
+    the original message after ``KafkaOffsetsTopicError: ``."""
+    from .sources.collector import CollectorError
+    from .sources.kafka_datasource import KafkaOffsetsTopicError
+    marker = "KafkaOffsetsTopicError: "
+    text = str(exc)
+    if isinstance(exc, KafkaOffsetsTopicError):
+        message = text
+    elif marker in text:
+        message = text.rsplit(marker, 1)[1].strip().splitlines()[0]
+    else:
+        raise exc
+    raise CollectorError(f"reading __consumer_offsets failed: {message}") from None
+
+
+def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect=None,
+        checked: bool = False) -> RunResult:
     """Audit log dirs (or a live cluster) and write the output contract under ``cfg.output``.
 
     ``consumer_factory``/``collect`` replace kafka-python in the live source (tests).
     Exit code: 0 when no finding reaches ``cfg.fail_on`` and the expectation suite passes, 1
     otherwise.  Raises :class:`audit.sources.fs.InputError` for unusable inputs or an output
-    directory that is unsafe to replace (the CLI maps it to exit 2), and the collector's errors
-    for an unreachable or unauthorised cluster.
+    directory that is unsafe to replace or cannot be written (the CLI maps it to exit 2),
+    :class:`audit.sources.client_config.ClientConfigError` for a bad ``--client-config``, and
+    :class:`audit.sources.collector.CollectorError` for an unreachable or unauthorised cluster
+    (also when the failure surfaces in a Spark worker reading ``__consumer_offsets``).
+    :func:`preflight` runs first unless ``checked`` says the caller ran it; its cluster check is
+    skipped when ``consumer_factory``/``collect`` replace the real clients.
     """
     started = time.time()
     started_at = datetime.now(timezone.utc).isoformat()
+    if not checked:
+        preflight(cfg, spark, cluster=consumer_factory is None and collect is None)
     check_output_target(spark, cfg.output, cfg.log_dirs)
     if cfg.bootstrap_servers:
         from .sources.cluster import cluster_tables, live_collect, read_offsets_topic
         src = None
-        raw0 = read_offsets_topic(spark, cfg.bootstrap_servers, cfg.client_config, consumer_factory)
+        try:
+            raw0 = read_offsets_topic(spark, cfg.bootstrap_servers, cfg.client_config, consumer_factory)
+        except Exception as exc:
+            _raise_live_read_error(exc)
         _progress(cfg, f"read: __consumer_offsets of {cfg.bootstrap_servers}")
     else:
         src = read_log_dirs(spark, cfg.log_dirs, reduce_latest=cfg.mode == "latest")
@@ -122,7 +170,12 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
                        f"{len(src.offsets_replicas)} __consumer_offsets partitions")
 
     # localCheckpoint: materialise each stage once (the decode must run once) and keep query plans short
-    raw = with_transaction_state(raw0.localCheckpoint(), all_rows=True)
+    try:
+        raw = with_transaction_state(raw0.localCheckpoint(), all_rows=True)
+    except Exception as exc:
+        if cfg.bootstrap_servers:
+            _raise_live_read_error(exc)
+        raise
     records = raw.where(F.col("kind") == "record").select(*RECORD_COLUMNS, "txn_state")
     commits = _filter(live_commits(records, latest_only=cfg.mode == "latest"), cfg).localCheckpoint()
     n_live, n_latest = commits.agg(F.sum("live_count"), F.count(F.when(F.col("is_latest"), 1))).first()

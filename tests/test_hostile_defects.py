@@ -211,3 +211,73 @@ def test_negative_record_count_in_consumer_offsets_is_reported():
         ("corrupt_batch", target, "negative record count -5")]
     assert lost and len(rows) - 1 == len(_rows(SEG.read_bytes())) - len(lost)
 
+
+# ------------------------------------------------------------- 3. unwritable --output
+
+def test_output_under_a_file_is_refused_up_front(capsys, tmp_path):
+    from audit.cli import main
+    (tmp_path / "afile").write_text("not a directory")
+    out = tmp_path / "afile" / "audit-out"
+    started = time.monotonic()
+    code = main(["audit", "--log-dirs", str(SMALL), "--output", str(out), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{str(tmp_path / 'afile')!r} is a file, not a directory" in err and "Traceback" not in err
+    assert time.monotonic() - started < 60  # refused before any Spark work, not after the audit
+    assert (tmp_path / "afile").read_text() == "not a directory"
+
+
+def test_check_output_parent_needs_no_spark(tmp_path):
+    from audit.report.outputs import check_output_parent
+    from audit.sources.fs import InputError
+    check_output_parent(str(tmp_path / "new" / "deeper" / "out"))
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(InputError, match="is a file, not a directory"):
+        check_output_parent(str(tmp_path / "f" / "deeper" / "out"))
+
+
+# ------------------------------------------------------------- 4. unreachable cluster, bad client config
+
+def _closed_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_unreachable_bootstrap_servers_exit_2_with_a_clear_message(capsys, tmp_path, monkeypatch):
+    from audit.cli import main
+    monkeypatch.setenv("KOA_BOOTSTRAP_CHECK_MS", "1500")
+    port = _closed_port()
+    started = time.monotonic()
+    code = main(["audit", "--bootstrap-servers", f"127.0.0.1:{port}", "--output", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert f"no broker of --bootstrap-servers 127.0.0.1:{port} answered within 1500 ms" in err
+    assert "ECONNREFUSED" in err
+    assert time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize("text, named", [("security.protocol=PLAINTEXTT\n", "security.protocol"),
+                                         ("bootstrap.servers=x:1\nno.such.property=1\n", "no.such.property"),
+                                         ("fetch.max.bytes=lots\n", "fetch.max.bytes")])
+def test_malformed_client_config_exits_2_before_any_connection(capsys, tmp_path, text, named):
+    from audit.cli import main
+    props = tmp_path / "client.properties"
+    props.write_text(text)
+    code = main(["audit", "--bootstrap-servers", f"127.0.0.1:{_closed_port()}", "--client-config", str(props),
+                 "--output", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert named in err and "no broker" not in err
+
+
+def test_worker_side_read_failure_becomes_a_collector_error(spark, tmp_path, monkeypatch):
+    """Past the driver-side check (or when a broker dies after it), the data source's error reaches the
+    driver wrapped by Spark; run() unwraps it to the CollectorError the CLI maps to exit 2."""
+    from audit.pipeline import AuditConfig, run
+    from audit.sources.collector import CollectorError
+    cfg = AuditConfig(bootstrap_servers=f"127.0.0.1:{_closed_port()}", output=str(tmp_path / "out"),
+                      quiet=True, reports=False)
+    with pytest.raises(CollectorError, match="reading __consumer_offsets failed: .*127.0.0.1"):
+        run(cfg, spark, checked=True)

@@ -25,13 +25,47 @@ SEVERITY_ORDER = ["critical", "error", "warning", "info"]
 CONSOLE_FINDINGS = 50
 
 
+def check_output_parent(output: str, spark: SparkSession | None = None) -> None:
+    """Fail fast unless the directory that will hold ``output`` can be created and written.
+
+    The result is staged in a sibling directory and renamed into place, so the nearest existing
+    ancestor of ``output`` must be a directory (not a file) and, for a local path, writable by
+    this process.  Local paths need no Spark; a Hadoop URI is checked through ``spark``'s
+    filesystem and skipped without one.  Raises :class:`audit.sources.fs.InputError` naming the
+    path to fix.
+    """
+    uri = fs.to_uri(output).rstrip("/")
+    if fs.is_local(uri):
+        path = fs.local_path(uri)
+        anc = os.path.dirname(path)
+        while anc and not os.path.exists(anc) and os.path.dirname(anc) != anc:
+            anc = os.path.dirname(anc)
+        if os.path.exists(anc) and not os.path.isdir(anc):
+            raise fs.InputError(f"--output {output!r} cannot be created: {anc!r} is a file, not a directory; "
+                                "give an output path whose parent is a directory (or can be created)")
+        if os.path.isdir(anc) and not os.access(anc, os.W_OK | os.X_OK):
+            raise fs.InputError(f"--output {output!r} cannot be written: no write permission on {anc!r}; "
+                                "give an output path in a directory you can write")
+        return
+    if spark is None:
+        return
+    jfs, p = fs._hadoop(spark, uri)
+    p = p.getParent()
+    while p is not None and not jfs.exists(p):
+        p = p.getParent()
+    if p is not None and not jfs.getFileStatus(p).isDirectory():
+        raise fs.InputError(f"--output {output!r} cannot be created: {p.toString()!r} is a file, not a directory; "
+                            "give an output path whose parent is a directory (or can be created)")
+
+
 def check_output_target(spark: SparkSession, output: str, log_dirs: list[str]) -> None:
     """Fail fast unless ``output`` is safe to replace with a new result.
 
     Every run replaces the whole output directory, so it must not be, contain or lie inside
-    one of ``log_dirs`` (the brokers' data), and an existing non-empty directory must be a
-    previous kafka-offset-audit output (its ``summary.json`` says ``"tool":
-    "kafka-offset-audit"``).  Raises :class:`audit.sources.fs.InputError` naming what to fix.
+    one of ``log_dirs`` (the brokers' data), its parent must be a writable directory (see
+    :func:`check_output_parent`), and an existing non-empty directory must be a previous
+    kafka-offset-audit output (its ``summary.json`` says ``"tool": "kafka-offset-audit"``).
+    Raises :class:`audit.sources.fs.InputError` naming what to fix.
     """
     def canonical(path: str) -> str:  # symlinks resolved for local paths
         uri = fs.to_uri(path).rstrip("/")
@@ -44,6 +78,7 @@ def check_output_target(spark: SparkSession, output: str, log_dirs: list[str]) -
             raise fs.InputError(
                 f"--output {output!r} overlaps --log-dirs {root!r}: the output directory is replaced on every "
                 "run; choose one outside the broker log dirs")
+    check_output_parent(output, spark)
     try:
         names = fs.children(spark, out)
     except NotADirectoryError:

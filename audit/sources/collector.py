@@ -42,6 +42,7 @@ Output rows are plain ``dict``s (see :data:`EPOCH_END_OFFSETS_COLUMNS`,
 from __future__ import annotations
 
 import logging
+import os
 import ssl
 import threading
 import time
@@ -58,7 +59,7 @@ from kafka.protocol.consumer import (
 )
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
-from .client_config import ClientConfig, load_client_config, redact
+from .client_config import ClientConfig, ClientConfigError, load_client_config, redact
 
 log = logging.getLogger(__name__)
 
@@ -1067,6 +1068,19 @@ class OffsetCollector:
 
     # ------------------------------------------------------------- together
 
+    def check_bootstrap(self) -> list[str]:
+        """One MetadataRequest for no topic (``topics=[]``) to any bootstrap broker, under the
+        deadline: proves a broker is reachable and the client authenticates (SASL/TLS) before any
+        work starts.  Returns the brokers the cluster advertised (``host:port``).
+
+        Raises:
+            BrokersUnreachableError: no broker answered within ``deadline_ms``.
+            AuthenticationFailedError: SASL/TLS failure.
+        """
+        with self._operation():
+            self._request_metadata([])
+        return [f"{b.host}:{b.port}" for b in self._brokers.values()]
+
     def collect(self, epoch_requests: Iterable[tuple[str, int, int]] = (),
                 bounds_topics: Iterable[str] | None = None,
                 bounds_partitions: Iterable[tuple[str, int]] = ()) -> CollectionResult:
@@ -1131,6 +1145,57 @@ def open_collector(client_config: ClientConfig | str | None = None, *,
     config = CollectorConfig.from_client_config(client_config, **config_overrides)
     transport = KafkaPythonTransport(client_config.with_overrides(bootstrap_servers=list(config.bootstrap_servers)))
     return OffsetCollector(transport, config)
+
+
+#: Longest wait of :func:`check_bootstrap`, ms (env ``KOA_BOOTSTRAP_CHECK_MS`` overrides it).
+BOOTSTRAP_CHECK_MS = 15_000
+
+
+def check_bootstrap(client_config: ClientConfig | str | None = None, *,
+                    bootstrap_servers: Sequence[str] | str | None = None,
+                    timeout_ms: int | None = None) -> list[str]:
+    """Driver-side check that the cluster answers before Spark starts reading it.
+
+    Opens a real collector whose whole budget, per-request timeout and connection-setup timeout
+    are ``timeout_ms`` (default ``KOA_BOOTSTRAP_CHECK_MS`` or :data:`BOOTSTRAP_CHECK_MS`, 15 s) and
+    asks any bootstrap broker for metadata of no topic (:meth:`OffsetCollector.check_bootstrap`),
+    as a Kafka client's bootstrap does.  Returns the advertised brokers (``host:port``).
+
+    Raises:
+        ClientConfigError: bad client properties (or an unreadable file).
+        BrokersUnreachableError: no broker answered within ``timeout_ms`` (the message names
+            the brokers tried and their last error).
+        AuthenticationFailedError: SASL/TLS failure.
+        CollectorError: a bootstrap server that is not ``host:port``.
+    """
+    if timeout_ms is None:
+        try:
+            timeout_ms = int(os.environ.get("KOA_BOOTSTRAP_CHECK_MS", BOOTSTRAP_CHECK_MS))
+        except ValueError:
+            timeout_ms = BOOTSTRAP_CHECK_MS
+    timeout_ms = max(int(timeout_ms), 1)
+    if isinstance(client_config, str):
+        client_config = load_client_config(client_config)
+    client_config = (client_config or ClientConfig()).with_overrides(
+        request_timeout_ms=timeout_ms, socket_connection_setup_timeout_ms=timeout_ms,
+        socket_connection_setup_timeout_max_ms=timeout_ms)
+    try:
+        collector = open_collector(client_config, bootstrap_servers=bootstrap_servers,
+                                   deadline_ms=timeout_ms, request_timeout_ms=timeout_ms)
+    except ValueError as exc:  # a bootstrap server that is not host:port (ClientConfigError passes through)
+        if isinstance(exc, ClientConfigError):
+            raise
+        raise CollectorError(f"--bootstrap-servers {bootstrap_servers!r}: every server must be host:port ({exc})") from None
+    with collector:
+        try:
+            return collector.check_bootstrap()
+        except BrokersUnreachableError as exc:
+            servers = ",".join(collector.config.bootstrap_servers)
+            raise BrokersUnreachableError(
+                f"no broker of --bootstrap-servers {servers} answered within {timeout_ms} ms "
+                f"(KOA_BOOTSTRAP_CHECK_MS): {exc.args[0].split('brokers tried: ', 1)[-1]}; check the host:port "
+                "list, that the brokers run, and that their listener for the configured security.protocol "
+                "is reachable from here", exc.brokers) from None
 
 
 def collect_live(epoch_requests: Iterable[tuple[str, int, int]],
