@@ -6,7 +6,8 @@ Input views (the contract between sources and judge, see DESIGN.md):
 * ``epochs`` — topic, partition, broker_id, leader_epoch int, start_offset long, is_leader boolean;
 * ``bounds`` — topic, partition, log_start_offset, log_end_offset, high_watermark (long),
   answered_by_broker int, authority string, history_captured_at timestamp, caches_disagree
-  boolean, unclean_elections int, last_unclean_election timestamp;
+  boolean, unclean_elections int, last_unclean_election timestamp; optional (KRaft metadata log):
+  metadata_leader_epoch int, epoch_timeline array<struct<epoch int, started_at timestamp>>;
 * ``epoch_end_offsets`` — topic, partition, requested_epoch, leader_epoch, end_offset,
   answered_by_broker (OffsetsForLeaderEpoch answers; computed by ``sql/epoch_end_offsets.sql``
   from ``epochs`` when a source has caches, or given directly by the live-cluster source).
@@ -59,6 +60,9 @@ def register_context(spark: SparkSession, commits: DataFrame, epochs: DataFrame,
     """
     if "metadata_leader_epoch" not in bounds.columns:  # live clusters and inline tables have no metadata log
         bounds = bounds.withColumn("metadata_leader_epoch", F.lit(None).cast("int"))
+    if "epoch_timeline" not in bounds.columns:
+        bounds = bounds.withColumn("epoch_timeline",
+                                   F.lit(None).cast("array<struct<epoch:int, started_at:timestamp>>"))
     commits.createOrReplaceTempView("commits")
     epochs.createOrReplaceTempView("epochs")
     bounds.createOrReplaceTempView("bounds")

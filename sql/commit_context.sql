@@ -25,7 +25,11 @@ SELECT o.*,
        b.log_start_offset, b.log_end_offset, b.high_watermark, b.history_captured_at,
        b.caches_disagree, b.unclean_elections, b.last_unclean_election, b.authority,
        b.topic IS NOT NULL AS partition_known,
-       greatest(l.history_latest_epoch, b.metadata_leader_epoch) AS history_latest_epoch
+       greatest(l.history_latest_epoch, b.metadata_leader_epoch) AS history_latest_epoch,
+       -- the partition's leader epoch when the commit was written (KRaft metadata log; 1 s of clock slack
+       -- between the controller that wrote the epoch and the coordinator that stamped the commit)
+       array_max(transform(filter(b.epoch_timeline, x -> x.started_at <= o.commit_timestamp + INTERVAL 1 SECOND),
+                           x -> x.epoch)) AS leader_epoch_at_commit
 FROM ordered o
 LEFT JOIN bounds b ON o.topic = b.topic AND o.partition = b.partition
 LEFT JOIN epoch_end_offsets e

@@ -3,6 +3,8 @@
 -- Follows PartitionRegistration.merge: a PartitionRecord sets (leader, leader epoch); a
 -- PartitionChangeRecord whose leader is not -2 (NO_LEADER_CHANGE) sets the leader and bumps the
 -- leader epoch by one. leader_recovery_state = 1 (RECOVERING) marks an unclean election.
+-- epoch_timeline: every leader epoch with the time it began (array<struct<epoch int, started_at timestamp>>,
+-- sorted by epoch; epochs already in a snapshot began before it: epoch time 0).
 WITH topics AS (
   SELECT topic_id, max_by(topic_name, seq) AS topic
   FROM metadata_records WHERE record_type = 'TopicRecord' AND decode_error IS NULL
@@ -12,7 +14,7 @@ removed AS (
   SELECT DISTINCT topic_id FROM metadata_records WHERE record_type = 'RemoveTopicRecord' AND decode_error IS NULL
 ),
 changes AS (
-  SELECT topic_id, partition, seq, timestamp, record_type, leader_recovery_state,
+  SELECT topic_id, partition, seq, timestamp, is_snapshot, record_type, leader_recovery_state,
          CASE WHEN record_type = 'PartitionRecord' THEN leader
               WHEN leader IS NULL OR leader = -2 THEN NULL
               ELSE leader END AS leader_set,
@@ -32,14 +34,32 @@ replayed AS (
   FROM grouped
   WHERE grp > 0
   WINDOW g AS (PARTITION BY topic_id, partition, grp ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-)
-SELECT t.topic,
+),
+epoch_starts AS (
+  -- when each leader epoch began (batch timestamp); records replayed from a snapshot began before it
+  SELECT topic_id, partition, epoch_now AS epoch,
+         min(CASE WHEN is_snapshot THEN 0 ELSE timestamp END) AS started_ms
+  FROM replayed GROUP BY topic_id, partition, epoch_now
+),
+timelines AS (
+  SELECT topic_id, partition,
+         array_sort(collect_list(named_struct('epoch', CAST(epoch AS INT), 'started_at', timestamp_millis(started_ms))))
+           AS epoch_timeline
+  FROM epoch_starts GROUP BY topic_id, partition
+),
+state AS (
+SELECT r.topic_id,
        r.partition,
        CAST(max_by(CASE WHEN leader_now >= 0 THEN leader_now END, CASE WHEN leader_now >= 0 THEN seq END) AS INT) AS last_leader,
        CAST(max_by(epoch_now, seq) AS INT) AS leader_epoch,
        CAST(sum(CASE WHEN leader_recovery_state = 1 THEN 1 ELSE 0 END) AS INT) AS unclean_elections,
        timestamp_millis(max(CASE WHEN leader_recovery_state = 1 THEN timestamp END)) AS last_unclean_election
 FROM replayed r
-JOIN topics t ON r.topic_id = t.topic_id
-LEFT ANTI JOIN removed x ON r.topic_id = x.topic_id
-GROUP BY t.topic, r.partition
+GROUP BY r.topic_id, r.partition
+)
+SELECT t.topic, s.partition, s.last_leader, s.leader_epoch, s.unclean_elections, s.last_unclean_election,
+       tl.epoch_timeline
+FROM state s
+JOIN topics t ON s.topic_id = t.topic_id
+JOIN timelines tl ON s.topic_id = tl.topic_id AND s.partition = tl.partition
+LEFT ANTI JOIN removed x ON s.topic_id = x.topic_id

@@ -60,14 +60,14 @@ def test_empty_segment_has_no_rows():
 
 
 def test_unknown_record_type_is_counted_not_fatal():
-    """Rewrite one record's key type to 9 (a share-group record) inside a valid batch."""
+    """One record of key type 99 (no Kafka version defines it; 3..23 are KIP-848/share/streams records)."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
     b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
                                   producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
     commit_key = struct.pack(">hh1sh1si", 1, 1, b"g", 1, b"t", 0)
     commit_val = struct.pack(">hqih0sq", 3, 42, 5, 0, b"", 1700000000000)
     b.append(0, timestamp=1700000000000, key=commit_key, value=commit_val, headers=[])
-    b.append(1, timestamp=1700000000000, key=struct.pack(">hh1s", 9, 1, b"g"), value=b"\x00\x00\x01", headers=[])
+    b.append(1, timestamp=1700000000000, key=struct.pack(">hh1s", 99, 1, b"g"), value=b"\x00\x00\x01", headers=[])
     b.append(2, timestamp=1700000000000, key=struct.pack(">hh1s", 2, 1, b"g"), value=None, headers=[])
     rows = _rows(bytes(b.build()))
     assert [r["decode_error"] for r in rows] == [None, "unknown_record_type", None]

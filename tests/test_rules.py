@@ -139,6 +139,20 @@ def test_epoch_known_only_to_the_metadata_log_ends_at_the_log_end(spark):
         ["UNKNOWN_LEADER_EPOCH"]
 
 
+def test_epoch_claimed_before_the_cluster_had_it_is_unknown(spark):
+    """KRaft timeline: epoch 5 began at LATER; a commit with epoch 5 written at T0 claimed it early
+    (Kafka's consumer, resuming then, stalled); a commit written after LATER is fine."""
+    from pyspark.sql import functions as F
+    timeline = F.array(*[F.struct(F.lit(e).alias("epoch"), F.lit(t).cast("timestamp").alias("started_at"))
+                         for e, t in ((3, T0.replace(hour=6)), (5, LATER))])
+    c, e, b = tables(spark, [commit(115, 5, ts=T0)], metadata_epoch=5)
+    rows = judge(spark, c, e, b.withColumn("epoch_timeline", timeline), rules=["UNKNOWN_LEADER_EPOCH", "LOG_TRUNCATION"]).collect()
+    assert [(r["finding"], r["severity"]) for r in rows] == [("UNKNOWN_LEADER_EPOCH", "error")]
+    assert "did not exist yet" in rows[0]["detail"] and "leader epoch was 3 then" in rows[0]["detail"]
+    c, e, b = tables(spark, [commit(115, 5, ts=LATER.replace(minute=5))], metadata_epoch=5)
+    assert judge(spark, c, e, b.withColumn("epoch_timeline", timeline), rules=["UNKNOWN_LEADER_EPOCH"]).collect() == []
+
+
 # ---- BEHIND_METADATA_EPOCH
 
 def test_epoch_regression_forward_move_is_error(spark):

@@ -439,7 +439,8 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
     - ``bounds``: topic, partition, log_start_offset, log_end_offset, high_watermark (long),
       leader_id int, answered_by_broker int, authority string, history_captured_at timestamp,
       replica_count int, caches_disagree boolean, unclean_elections int, last_unclean_election timestamp,
-      metadata_leader_epoch int (the partition's leader epoch per the KRaft metadata log, null without it);
+      metadata_leader_epoch int (the partition's leader epoch per the KRaft metadata log, null without it),
+      epoch_timeline array<struct<epoch int, started_at timestamp>> (when each leader epoch began, ditto);
     - ``partition_state``: the KRaft metadata replay per partition (may be empty);
     - ``read_issues``: file, position, reason, detail, records_affected of everything skipped.
 
@@ -558,7 +559,8 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
 
 
 PARTITION_STATE_DDL = ("topic string, partition int, last_leader int, leader_epoch int, "
-                       "unclean_elections int, last_unclean_election timestamp")
+                       "unclean_elections int, last_unclean_election timestamp, "
+                       "epoch_timeline array<struct<epoch:int, started_at:timestamp>>")
 
 
 def _metadata_state(spark, meta_reps: list[Replica], replicas: DataFrame):
@@ -629,11 +631,17 @@ def cache_disagreements(epochs: DataFrame) -> DataFrame:
 
 
 def _bounds(authority: DataFrame, rep_cache: DataFrame, state: DataFrame) -> DataFrame:
+    from pyspark.sql.window import Window
+    # A log start offset never decreases and followers only copy the leader's, so the highest any replica
+    # recorded is a lower bound of the leader's: it covers a leader whose log-start-offset-checkpoint has
+    # not caught up (a copy taken within the broker's checkpoint interval, 30 s after its start at first).
+    authority = authority.withColumn("log_start_offset", F.max("log_start_offset").over(
+        Window.partitionBy("topic", "partition")))
     lead = authority.where(F.col("rank") == 1)
     disagree = (cache_disagreements(rep_cache).select("topic", "partition").distinct()
                 .withColumn("caches_disagree", F.lit(True)))
     return (lead.join(state.select("topic", "partition", "unclean_elections", "last_unclean_election",
-                                   F.col("leader_epoch").alias("metadata_leader_epoch")),
+                                   F.col("leader_epoch").alias("metadata_leader_epoch"), "epoch_timeline"),
                       ["topic", "partition"], "left")
             .join(disagree, ["topic", "partition"], "left")
             .select("topic", "partition", "log_start_offset", "log_end_offset",
@@ -644,4 +652,4 @@ def _bounds(authority: DataFrame, rep_cache: DataFrame, state: DataFrame) -> Dat
                     "replica_count",
                     F.coalesce("caches_disagree", F.lit(False)).alias("caches_disagree"),
                     F.coalesce("unclean_elections", F.lit(0)).alias("unclean_elections"),
-                    "last_unclean_election", "metadata_leader_epoch"))
+                    "last_unclean_election", "metadata_leader_epoch", "epoch_timeline"))
