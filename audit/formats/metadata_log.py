@@ -405,25 +405,25 @@ def _read_register_broker(r: _Reader, version: int, row: dict):
     r.skip_tagged_fields()  # tags 0 LogDirs (v3+) and 1 CordonedLogDirs (v4+) are not needed
 
 
-def _read_broker_epoch(r: _Reader, version: int, row: dict):
-    # UnregisterBrokerRecord.json; BrokerRegistrationChangeRecord.json (v0-3: BrokerId,
-    # BrokerEpoch, then only tagged fields: Fenced, InControlledShutdown, LogDirs,
-    # CordonedLogDirs, none of which the audit needs)
-    row["broker_id"] = r.int32("BrokerId")
-    row["broker_epoch"] = r.int64("BrokerEpoch")
-    r.skip_tagged_fields()
+def _broker_and_epoch(id_field: str, epoch_field: str):
+    """Reader of records that start with a broker id (int32) and epoch (int64), then only tagged fields
+    the audit does not need: FenceBrokerRecord.json / UnfenceBrokerRecord.json (Id, Epoch),
+    UnregisterBrokerRecord.json and BrokerRegistrationChangeRecord.json v0-3 (BrokerId, BrokerEpoch; tags
+    Fenced, InControlledShutdown, LogDirs, CordonedLogDirs)."""
+    def read(r: _Reader, version: int, row: dict):
+        row["broker_id"] = r.int32(id_field)
+        row["broker_epoch"] = r.int64(epoch_field)
+        r.skip_tagged_fields()
+    return read
+
+
+_read_broker_epoch = _broker_and_epoch("BrokerId", "BrokerEpoch")
+_read_fence = _broker_and_epoch("Id", "Epoch")
 
 
 def _read_clear_elr(r: _Reader, version: int, row: dict):
     # ClearElrRecord.json: TopicName ("" = every topic)
     row["topic_name"] = r.compact_string("TopicName")
-    r.skip_tagged_fields()
-
-
-def _read_fence(r: _Reader, version: int, row: dict):
-    # FenceBrokerRecord.json / UnfenceBrokerRecord.json
-    row["broker_id"] = r.int32("Id")
-    row["broker_epoch"] = r.int64("Epoch")
     r.skip_tagged_fields()
 
 

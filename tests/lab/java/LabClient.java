@@ -361,15 +361,7 @@ public final class LabClient {
             }
             if (r.path("commit").asBoolean(true)) c.commitSync(Duration.ofSeconds(20));
             Map<TopicPartition, OffsetAndMetadata> committed = c.committed(c.assignment(), Duration.ofSeconds(20));
-            ArrayNode arr = JSON.createArrayNode();
-            for (Map.Entry<TopicPartition, OffsetAndMetadata> e : committed.entrySet()) {
-                if (e.getValue() == null) continue;
-                ObjectNode o = arr.addObject();
-                o.put("topic", e.getKey().topic());
-                o.put("partition", e.getKey().partition());
-                o.put("offset", e.getValue().offset());
-                o.put("epoch", e.getValue().leaderEpoch().orElse(-1));
-            }
+            ArrayNode arr = offsetsJson(committed);
             ObjectNode o = JSON.createObjectNode();
             o.put("consumed", got);
             o.set("committed", arr);
@@ -418,6 +410,11 @@ public final class LabClient {
 
     private JsonNode listGroupOffsets(String group) throws Exception {
         Map<TopicPartition, OffsetAndMetadata> m = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+        return offsetsJson(m);
+    }
+
+    /** [{topic, partition, offset, epoch (-1: none)}] of the non-null entries. */
+    private static ArrayNode offsetsJson(Map<TopicPartition, OffsetAndMetadata> m) {
         ArrayNode arr = JSON.createArrayNode();
         for (Map.Entry<TopicPartition, OffsetAndMetadata> e : m.entrySet()) {
             if (e.getValue() == null) continue;
