@@ -47,7 +47,8 @@ def check_seed(seed: int, version: str, workdir: Path, spark, sources=SOURCES) -
         outs["offline"] = audit(spark, workdir / "out-offline", log_dirs=sc.cluster.log_dirs())
     if "hot" in sources:
         outs["hot"] = audit(spark, workdir / "out-hot", log_dirs=sorted((workdir / "hot-copy").iterdir()))
-    rows = {s: differential.compare(sc.verdicts, o) for s, o in outs.items()}
+    rows = {s: differential.compare(sc.verdicts, o, reference=outs.get("offline") if s == "hot" else None)
+            for s, o in outs.items()}
     cross = []
     if "live" in rows and "offline" in rows:
         off = {(r["group"], r["topic"], r["partition"]): r["audit"] for r in rows["offline"]}
@@ -68,8 +69,8 @@ def _seeds(text: str) -> list[int]:
 def table(results: list[dict]) -> str:
     lines = ["| Kafka | audit | scenarios | group-partitions judged | OK | LogTruncationException "
              "(of which after an unclean election) | OffsetOutOfRange | NoOffset | NO_VERDICT | agreements | "
-             "disagreements (seeds) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "documented differences | disagreements (seeds) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for version in sorted({r["version"] for r in results}, reverse=True):
         for source in SOURCES:
             rs = [r for r in results if r["version"] == version and source in r["rows"]]
@@ -78,12 +79,14 @@ def table(results: list[dict]) -> str:
             rows = [x for r in rs for x in r["rows"][source]]
             kinds = Counter(x["oracle"] for x in rows)
             bad_seeds = sorted({r["seed"] for r in rs if not all(x["agree"] for x in r["rows"][source])})
-            agree = sum(x["agree"] for x in rows)
+            documented = sum(1 for x in rows if x.get("documented"))
+            agree = sum(1 for x in rows if x["agree"] and not x.get("documented"))
             unclean = sum(1 for x in rows if x["oracle"] == "LogTruncationException" and ".unclean." in x["group"])
             lines.append(
                 f"| {version} | {source} | {len(rs)} | {len(rows)} | {kinds['OK']} | {kinds['LogTruncationException']} ({unclean}) | "
                 f"{kinds['OffsetOutOfRangeException']} | {kinds['NoOffsetForPartitionException']} | {kinds['NO_VERDICT']} | "
-                f"{agree} ({100.0 * agree / max(1, len(rows)):.1f}%) | {len(rows) - agree} {bad_seeds or ''} |")
+                f"{agree} ({100.0 * agree / max(1, len(rows)):.1f}%) | {documented} | {len(rows) - agree - documented} "
+                f"{bad_seeds or ''} |")
     return "\n".join(lines)
 
 
@@ -95,7 +98,7 @@ def merge(json_paths: list[str], out: Path) -> str:
             runs.append(r)
             if r.get("error"):
                 continue
-            rows = {s: [dict(zip(("group", "topic", "partition", "oracle", "divergent_offset", "audit", "agree"), x))
+            rows = {s: [dict(zip(("group", "topic", "partition", "oracle", "divergent_offset", "audit", "agree", "documented"), x))
                         for x in xs] for s, xs in r["rows"].items()}
             results.append({"seed": r["seed"], "version": r["version"], "rows": rows,
                             "live_vs_offline": r.get("live_vs_offline") or []})
@@ -164,7 +167,7 @@ def main(argv=None) -> int:
                   "episodes": r.get("episodes"),
                   "judged": {s: len(rows) for s, rows in r["rows"].items()},
                   "rows": {s: [[x["group"], x["topic"], x["partition"], x["oracle"], x["divergent_offset"], x["audit"],
-                                x["agree"]] for x in rows] for s, rows in r["rows"].items()},
+                                x["agree"], x.get("documented")] for x in rows] for s, rows in r["rows"].items()},
                   "disagreements": {s: [x for x in rows if not x["agree"]] for s, rows in r["rows"].items()},
                   "live_vs_offline": r.get("live_vs_offline")} for r in results], indent=1, default=str))
     spark.stop()
