@@ -62,7 +62,12 @@ def _die_with_parent():  # runs in the child between fork and exec
 
 
 def new_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A random cluster id as Kafka's ``Uuid.randomUuid`` makes them: never starting with '-', which
+    kafka-storage's argument parser would take for an option."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 @dataclass
