@@ -47,20 +47,33 @@ def _int(token: str, bits: int, what: str, line: str) -> int:
     return n
 
 
-def _lines(text: str, what: str) -> list[str]:
+def checkpoint_header_problem(text: str) -> str | None:
+    """What is wrong with a Kafka checkpoint file's header, or None when it is sound.
+
+    ``CheckpointFile`` (``CheckpointReadBuffer.read``) accepts an empty file (an empty checkpoint) or a
+    version line ``0``, an entry-count line, then exactly that many non-blank entry lines; any other
+    shape makes the broker fail to read the file.
+    """
     lines = text.splitlines()
     if not lines:
-        return []  # Kafka tolerates an empty file written before the first flush
+        return None
     if lines[0].strip() != "0":
-        raise CheckpointError(f"{what}: unsupported version line {lines[0]!r} (expected 0)")
+        return f"unsupported version line {lines[0][:40]!r} (expected 0)"
     try:
         count = int(lines[1])
-    except (IndexError, ValueError) as exc:
-        raise CheckpointError(f"{what}: bad entry-count line") from exc
-    body = [ln for ln in lines[2:] if ln.strip()]
-    if len(body) != count:
-        raise CheckpointError(f"{what}: header says {count} entries, found {len(body)}")
-    return body
+    except (IndexError, ValueError):
+        return "bad entry-count line"
+    found = sum(1 for ln in lines[2:] if ln.strip())
+    if found != count:
+        return f"header says {count} entries, found {found}"
+    return None
+
+
+def _lines(text: str, what: str) -> list[str]:
+    problem = checkpoint_header_problem(text)
+    if problem:
+        raise CheckpointError(f"{what}: {problem}")
+    return [ln for ln in text.splitlines()[2:] if ln.strip()]
 
 
 def parse_leader_epoch_checkpoint(text: str, what: str = "leader-epoch-checkpoint") -> list[tuple[int, int]]:

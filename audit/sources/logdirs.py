@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..formats.checkpoints import (ROOT_CHECKPOINTS, SEGMENT_FILE, SNAPSHOT_FILE, broker_id_of,
-                                   parse_meta_properties, parse_partition_dir)
+                                   checkpoint_header_problem, parse_meta_properties, parse_partition_dir)
 from .fs import FileInfo, InputError, is_local, list_files, read_small, to_uri
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -293,18 +293,26 @@ def _read_small_files(batches):
                 add(path=path, file_kind=name, issue_reason=UNREADABLE, issue_detail=UNREADABLE_DETAIL)
                 continue
             text = bytes(data).decode("utf-8", "replace")
+            problem = checkpoint_header_problem(text)
+            if problem:
+                add(path=path, file_kind=name, issue_reason="bad_checkpoint_header", issue_position=0,
+                    issue_detail=f"{problem}; the broker could not read this file")
             for line, parts in _checkpoint_entries(text):
                 if name == EPOCH_CHECKPOINT:
                     epoch = _as_int(parts[0] if parts else None, 32)
                     start = _as_int(parts[1] if len(parts) > 1 else None, 64)
-                    if epoch is None or start is None:
-                        add(path=path, file_kind=name, issue_reason="bad_checkpoint_line", issue_detail=line)
-                    else:
+                    ok = epoch is not None and start is not None and len(parts) == 2
+                    if ok:
                         add(path=path, file_kind=name, leader_epoch=epoch, value=start)
+                    else:
+                        add(path=path, file_kind=name, issue_reason="bad_checkpoint_line", issue_detail=line[:200])
                 else:
-                    add(path=path, file_kind=name, topic=parts[0],
-                        partition=_as_int(parts[1] if len(parts) > 1 else None, 32),
-                        value=_as_int(parts[2] if len(parts) > 2 else None, 64))
+                    partition = _as_int(parts[1] if len(parts) > 1 else None, 32)
+                    value = _as_int(parts[2] if len(parts) > 2 else None, 64)
+                    if partition is None or value is None or len(parts) != 3:
+                        add(path=path, file_kind=name, issue_reason="bad_checkpoint_line", issue_detail=line[:200])
+                    else:
+                        add(path=path, file_kind=name, topic=parts[0], partition=partition, value=value)
         yield pa.RecordBatch.from_pydict(rows, schema=SMALL_SCHEMA)
 
 
@@ -392,12 +400,58 @@ class LogDirSources:
     epoch_end_offsets: DataFrame | None = None
 
 
+def replica_damage(replicas: DataFrame) -> DataFrame:
+    """Flag partition replicas whose files contradict themselves, so an intact replica is preferred.
+
+    Input columns: broker_id int, topic string, partition int, dir_uri string, tail_path string (the newest
+    non-empty segment, null when the replica holds no record), epoch_checkpoint string (null when the file
+    is missing), cache_issue string (a ``bad_checkpoint_*`` reason of that file), max_epoch int (null: no
+    entry), log_end_offset long, high_watermark long (the broker's ``replication-offset-checkpoint``).
+    Adds ``damage`` string (null when intact), ``damage_file`` and ``damage_detail`` string:
+
+    - ``leader_epoch_cache_missing``: records but no ``leader-epoch-checkpoint`` (a broker creates the file
+      with the log, ``LeaderEpochCheckpointFile``);
+    - ``leader_epoch_cache_unreadable``: the file has a bad header or line (the broker could not load it);
+    - ``leader_epoch_cache_empty``: records, an empty cache, while another replica's cache has entries
+      (every appended v2 batch assigns its epoch, ``LeaderEpochFileCache.assign``);
+    - ``log_end_below_high_watermark``: the segments end below the broker's checkpointed high watermark,
+      which never exceeds its log end offset: records are missing (an emptied or cut segment), or the copy
+      was taken while the broker ran.
+    """
+    from pyspark.sql.window import Window
+    has_data = F.col("tail_path").isNotNull()
+    others = F.max(F.col("max_epoch").isNotNull().cast("int")).over(Window.partitionBy("topic", "partition")) == 1
+    where = F.concat(F.lit("broker "), F.col("broker_id").cast("string"), F.lit("'s replica of "),
+                     F.col("topic"), F.lit("-"), F.col("partition").cast("string"), F.lit(": "))
+    cases = [
+        (has_data & F.col("epoch_checkpoint").isNull(), "leader_epoch_cache_missing",
+         F.concat(F.col("dir_uri"), F.lit("/leader-epoch-checkpoint")),
+         F.concat(where, F.lit("holds records but no leader-epoch-checkpoint"))),
+        (has_data & F.col("cache_issue").isNotNull(), "leader_epoch_cache_unreadable", F.col("epoch_checkpoint"),
+         F.concat(where, F.lit("its leader-epoch-checkpoint does not parse ("), F.col("cache_issue"), F.lit(")"))),
+        (has_data & F.col("max_epoch").isNull() & others, "leader_epoch_cache_empty", F.col("epoch_checkpoint"),
+         F.concat(where, F.lit("holds records but its leader-epoch-checkpoint is empty, unlike another replica's"))),
+        (F.col("log_end_offset") < F.col("high_watermark"), "log_end_below_high_watermark",
+         F.coalesce("tail_path", "dir_uri"),
+         F.concat(where, F.lit("its segments end at offset "), F.col("log_end_offset").cast("string"),
+                  F.lit(" below its checkpointed high watermark "), F.col("high_watermark").cast("string"),
+                  F.lit(" (records missing, or copied while the broker ran)"))),
+    ]
+    damage, file, detail = F.lit(None).cast("string"), F.lit(None).cast("string"), F.lit(None).cast("string")
+    for cond, reason, f, d in reversed(cases):
+        damage = F.when(cond, F.lit(reason)).otherwise(damage)
+        file = F.when(cond, f).otherwise(file)
+        detail = F.when(cond, d).otherwise(detail)
+    return replicas.withColumn("damage", damage).withColumn("damage_file", file).withColumn("damage_detail", detail)
+
+
 REPLICA_SCHEMA = T.StructType([
     T.StructField("broker_id", T.IntegerType()), T.StructField("log_dir", T.StringType()),
     T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
     T.StructField("first_segment_base", T.LongType()), T.StructField("last_segment_base", T.LongType()),
     T.StructField("tail_path", T.StringType()), T.StructField("epoch_checkpoint", T.StringType()),
     T.StructField("epoch_checkpoint_mtime", T.LongType()), T.StructField("segment_count", T.IntegerType()),
+    T.StructField("dir_uri", T.StringType()),
 ])
 
 
@@ -434,7 +488,8 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
       every ``__consumer_offsets`` partition, plus ``broker_id int`` (``reduce_latest``: only
       the rows ``--mode latest`` reads, summarised per segment by :mod:`audit.formats.latest`);
     - ``replicas``: broker_id, topic, partition, log_start_offset, log_end_offset (long, offsets),
-      high_watermark, max_epoch, epoch_checkpoint_mtime (ms) per partition replica;
+      high_watermark, max_epoch, epoch_checkpoint_mtime (ms), segment_count, damage, damage_file,
+      damage_detail (strings, null when intact: :func:`replica_damage`) per partition replica;
     - ``epochs``: topic, partition, broker_id, leader_epoch int, start_offset long, is_leader boolean;
     - ``bounds``: topic, partition, log_start_offset, log_end_offset, high_watermark (long),
       leader_id int, answered_by_broker int, authority string, history_captured_at timestamp,
@@ -442,7 +497,8 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
       metadata_leader_epoch int (the partition's leader epoch per the KRaft metadata log, null without it),
       epoch_timeline array<struct<epoch int, started_at timestamp>> (when each leader epoch began, ditto);
     - ``partition_state``: the KRaft metadata replay per partition (may be empty);
-    - ``read_issues``: file, position, reason, detail, records_affected of everything skipped.
+    - ``read_issues``: file, position, reason, detail, records_affected of everything skipped, and one row
+      per damaged replica (reason = its ``damage``, detail naming the replica the audit used instead).
 
     Raises :class:`InputError` for unusable paths.
     """
@@ -453,7 +509,7 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
         rows.append((r.broker_id, r.log_dir, r.topic, r.partition,
                      r.segments[0][0] if r.segments else None, r.segments[-1][0] if r.segments else None,
                      nonempty[-1][1] if nonempty else None, r.epoch_checkpoint, r.epoch_checkpoint_mtime,
-                     len(r.segments)))
+                     len(r.segments), r.dir_uri))
     replicas0 = spark.createDataFrame(rows, REPLICA_SCHEMA)
 
     # every small partition-state file in one pass: replicas' last segments (log end offsets),
@@ -485,13 +541,18 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
         ck = spark.createDataFrame([], "broker_id int, topic string, partition int, ckpt_log_start long, high_watermark long")
 
     max_epoch = rep_cache.groupBy("broker_id", "topic", "partition").agg(F.max("leader_epoch").alias("max_epoch"))
+    cache_issues = (epoch_rows.where(F.col("issue_reason").isNotNull()).groupBy("path")
+                    .agg(F.min("issue_reason").alias("cache_issue")).withColumnRenamed("path", "epoch_checkpoint"))
     replicas = (replicas0.join(tails, replicas0.tail_path == tails.path, "left").drop("path")
                 .join(ck, ["broker_id", "topic", "partition"], "left")
                 .join(max_epoch, ["broker_id", "topic", "partition"], "left")
-                .select("broker_id", "log_dir", "topic", "partition",
-                        F.greatest("first_segment_base", "ckpt_log_start").alias("log_start_offset"),
-                        F.greatest("last_segment_base", "tail_end").alias("log_end_offset"),
-                        "high_watermark", "max_epoch", "epoch_checkpoint_mtime", "segment_count")).localCheckpoint()
+                .join(cache_issues, "epoch_checkpoint", "left")
+                .withColumn("log_start_offset", F.greatest("first_segment_base", "ckpt_log_start"))
+                .withColumn("log_end_offset", F.greatest("last_segment_base", "tail_end")))
+    replicas = replica_damage(replicas).select(
+        "broker_id", "log_dir", "topic", "partition", "log_start_offset", "log_end_offset", "high_watermark",
+        "max_epoch", "epoch_checkpoint_mtime", "segment_count", "damage", "damage_file", "damage_detail"
+    ).localCheckpoint()
 
     # KRaft metadata log (if any replica of __cluster_metadata-0 is among the inputs)
     meta_reps = [r for r in inv.replicas if r.topic == METADATA_TOPIC and r.segments]
@@ -546,10 +607,21 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
             F.col("path").alias("file"), F.col("issue_position").alias("position"),
             F.col("issue_reason").alias("reason"), F.col("issue_detail").alias("detail"),
             F.lit(0).alias("records_affected")),
-        bad_cache_lines.select(F.col("path").alias("file"), F.lit(None).cast("long").alias("position"),
+        bad_cache_lines.select(F.col("path").alias("file"), F.col("issue_position").alias("position"),
                                F.col("issue_reason").alias("reason"), F.col("issue_detail").alias("detail"),
                                F.lit(0).alias("records_affected")),
     ]
+    issues.append(
+        replicas.where(F.col("damage").isNotNull())
+        .join(bounds.select("topic", "partition", "answered_by_broker"), ["topic", "partition"], "left")
+        .select(F.col("damage_file").alias("file"), F.lit(None).cast("long").alias("position"),
+                F.col("damage").alias("reason"),
+                F.concat(F.col("damage_detail"), F.when(
+                    F.col("answered_by_broker") != F.col("broker_id"),
+                    F.concat(F.lit("; the audit used broker "), F.col("answered_by_broker").cast("string"),
+                             F.lit("'s replica instead"))
+                ).otherwise(F.lit("; no intact replica, so this partition's findings rest on it"))).alias("detail"),
+                F.lit(0).alias("records_affected")))
     if meta_issues is not None:
         issues.append(meta_issues)
     read_issues = issues[0]
@@ -603,18 +675,22 @@ def _metadata_state(spark, meta_reps: list[Replica], replicas: DataFrame):
 
 
 def _authority(replicas: DataFrame, state: DataFrame) -> DataFrame:
-    """Rank each partition's replicas: the metadata log's last leader first, else newest epoch, highest end."""
+    """Rank each partition's replicas: intact ones (:func:`replica_damage`) first; among them the metadata
+    log's last leader, else the newest epoch, the highest end offset."""
     from pyspark.sql.window import Window
     r = replicas.join(state.select("topic", "partition", "last_leader"), ["topic", "partition"], "left")
     is_meta_leader = F.coalesce(F.col("broker_id") == F.col("last_leader"), F.lit(False))
     w = Window.partitionBy("topic", "partition").orderBy(
-        is_meta_leader.desc(), F.col("max_epoch").desc_nulls_last(), F.col("log_end_offset").desc_nulls_last(),
+        F.col("damage").isNull().desc(), is_meta_leader.desc(), F.col("max_epoch").desc_nulls_last(), F.col("log_end_offset").desc_nulls_last(),
         F.col("broker_id").asc())
     return (r.withColumn("rank", F.row_number().over(w))
             .withColumn("replica_count", F.count(F.lit(1)).over(Window.partitionBy("topic", "partition")))
-            .withColumn("authority", F.when(is_meta_leader, F.lit("leader per metadata log"))
-                        .when(F.col("replica_count") == 1, F.lit("only replica"))
-                        .otherwise(F.lit("replica with newest epoch and highest end offset"))))
+            .withColumn("authority", F.concat(
+                F.when(is_meta_leader, F.lit("leader per metadata log"))
+                .when(F.col("replica_count") == 1, F.lit("only replica"))
+                .otherwise(F.lit("replica with newest epoch and highest end offset")),
+                F.when(F.col("damage").isNotNull(), F.concat(F.lit(", damaged ("), F.col("damage"),
+                                                             F.lit("): no intact replica"))).otherwise(F.lit("")))))
 
 
 def cache_disagreements(epochs: DataFrame) -> DataFrame:
