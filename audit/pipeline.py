@@ -197,6 +197,12 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
     _progress(cfg, f"judge: {n_findings} findings over {n_latest} group-partitions")
 
     out = StagedOutput(spark, cfg.output)
+    leftovers = out.clean_leftovers()
+    summary["output_leftovers"] = leftovers
+    if leftovers["removed"]:
+        _progress(cfg, f"removed {len(leftovers['removed'])} staging dir(s) of killed runs: {', '.join(leftovers['removed'])}")
+    if leftovers["kept"]:
+        _progress(cfg, f"left alone (another host's or a live run's): {', '.join(leftovers['kept'])}")
     try:
         out.write_parquet("findings", findings)
         out.write_parquet("committed_offsets", committed)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import socket
 import uuid
 
 from pyspark.sql import DataFrame, SparkSession
@@ -95,15 +97,51 @@ def check_output_target(spark: SparkSession, output: str, log_dirs: list[str]) -
             "of ours): every run replaces the whole directory, so give a new or empty one, or a previous audit's output")
 
 
+_HOST = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname())[:64] or "host"
+_LEFTOVER = re.compile(r"\.(?:staging|old)-(?P<host>[A-Za-z0-9._]+)-(?P<pid>\d+)-[0-9a-f]{12}$")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class StagedOutput:
-    """A staging directory that becomes ``output`` on :meth:`commit`."""
+    """A staging directory that becomes ``output`` on :meth:`commit`.
+
+    Its name, ``<output>.staging-<host>-<pid>-<run>``, says which process writes it, so a later run can tell
+    the leftovers of a killed run (:meth:`clean_leftovers`) from a directory another live run is writing.
+    """
 
     def __init__(self, spark: SparkSession, output: str):
         self.spark = spark
         self.output = fs.to_uri(output).rstrip("/")
-        run = uuid.uuid4().hex[:12]
+        run = f"{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.staging = f"{self.output}.staging-{run}"
         self.old = f"{self.output}.old-{run}"
+
+    def clean_leftovers(self) -> dict[str, list[str]]:
+        """Delete the staging (or swapped-out ``.old``) directories beside ``output`` left by runs that were killed:
+        those named for this host and a process that no longer exists.  Returns ``{"removed": [...], "kept": [...]}``
+        (names; kept: another host's or a live process's, or named the way earlier versions named them, which
+        this run cannot judge)."""
+        parent, _, base = self.output.rpartition("/")
+        res: dict[str, list[str]] = {"removed": [], "kept": []}
+        for name in sorted(fs.children(self.spark, parent) or []):
+            if not (name.startswith(base + ".staging-") or name.startswith(base + ".old-")):
+                continue
+            m = _LEFTOVER.search(name[len(base):])
+            if m and m.group("host") == _HOST and int(m.group("pid")) != os.getpid() and not _pid_alive(int(m.group("pid"))):
+                fs.delete(self.spark, f"{parent}/{name}")
+                res["removed"].append(name)
+            else:
+                res["kept"].append(name)
+        return res
 
     def path(self, name: str) -> str:
         return f"{self.staging}/{name}"
