@@ -356,8 +356,10 @@ def run_fault(fault: Fault, work: Path, clean: dict, offsets_partitions: int) ->
     killed = _kill_while_writing(dirs, out) if fault.killed_run else None
     t0 = time.time()
     code, err = cli_audit(dirs, out)
+    def rel(text: str) -> str:  # paths in messages relative to the fault's work dir
+        return text.replace("file:", "").replace(str(work) + "/", "")
     row = {"fault": fault.name, "what": fault.what, "exit": code, "expected_exit": dmg.exit,
-           "seconds": round(time.time() - t0, 1), "stderr": err.strip().splitlines()[-1] if err.strip() else "",
+           "seconds": round(time.time() - t0, 1), "stderr": rel(err.strip().splitlines()[-1]) if err.strip() else "",
            "reported": [], "missing": [], "changed_touched": None, "changed_untouched": None}
     if killed is not None:
         row["killed_while_writing"] = killed
@@ -377,7 +379,7 @@ def run_fault(fault: Fault, work: Path, clean: dict, offsets_partitions: int) ->
                        and (pos is None or w["position"] == pos) for w in where):
                 row["missing"].append([reason, suffix, pos])
         notes = " ".join(summary["inputs"].get("notes", []))
-        row["notes"] = summary["inputs"].get("notes", [])
+        row["notes"] = [rel(n) for n in summary["inputs"].get("notes", [])]
         row["missing"] += [["note", n, None] for n in dmg.notes if n not in notes]
         if row["missing"]:
             problems.append(f"not reported: {row['missing']}")
@@ -417,7 +419,7 @@ def markdown(rows: list[dict]) -> str:
         rep = "; ".join(f"`{w['reason']}` @ {w['file']}:{w['position'] if w['position'] is not None else '-'}"
                         for w in r["reported"][:3]) or ("—" if r["exit"] == 0 else f"stderr: {r['stderr']}")
         if r.get("notes"):
-            rep += "; notes: " + "; ".join(n[:90] for n in r["notes"][:2])
+            rep += "; notes: " + "; ".join(n[:110] for n in r["notes"][:2])
         if r.get("staging_removed"):
             rep += f"; removed the killed run's {', '.join(r['staging_removed'])}"
         if r.get("staging_left"):
