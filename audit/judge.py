@@ -7,7 +7,7 @@ Input views (the contract between sources and judge, see DESIGN.md):
 * ``bounds`` — topic, partition, log_start_offset, log_end_offset, high_watermark (long),
   answered_by_broker int, authority string, history_captured_at timestamp, caches_disagree
   boolean, unclean_elections int, last_unclean_election timestamp; optional (KRaft metadata log):
-  metadata_leader_epoch int, epoch_timeline array<struct<epoch int, started_at timestamp>>;
+  metadata_leader_epoch int, epoch_timeline array<struct<epoch int, started_at timestamp, leader int, unclean boolean>>;
 * ``epoch_end_offsets`` — topic, partition, requested_epoch, leader_epoch, end_offset,
   answered_by_broker (OffsetsForLeaderEpoch answers; computed by ``sql/epoch_end_offsets.sql``
   from ``epochs`` when a source has caches, or given directly by the live-cluster source).
@@ -32,14 +32,17 @@ RULES = {
     "OFFSET_REWIND": "finding_offset_rewind",
     "EPOCH_UNVERIFIABLE": "finding_epoch_unverifiable",
 }
+TIMELINE_TYPE = "array<struct<epoch:int, started_at:timestamp, leader:int, unclean:boolean>>"
 SEVERITY_RANK = {"critical": 4, "error": 3, "warning": 2, "info": 1}
 
 FINDING_COLUMNS = [
     "group_id", "topic", "partition", "finding", "severity", "committed_offset", "committed_leader_epoch",
     "commit_timestamp", "divergence_offset", "records_at_risk", "epoch_end_offset", "log_start_offset",
     "log_end_offset", "previous_offset", "previous_leader_epoch", "answered_by_broker", "detail",
+    "cause", "cause_leader_epoch", "cause_leader", "cause_time",
 ]
 FINDING_TYPES = {
+    "cause": "string", "cause_leader_epoch": "int", "cause_leader": "int", "cause_time": "timestamp",
     "partition": "int", "committed_offset": "bigint", "committed_leader_epoch": "int",
     "divergence_offset": "bigint", "records_at_risk": "bigint", "epoch_end_offset": "bigint",
     "log_start_offset": "bigint", "log_end_offset": "bigint", "previous_offset": "bigint",
@@ -62,7 +65,7 @@ def register_context(spark: SparkSession, commits: DataFrame, epochs: DataFrame,
         bounds = bounds.withColumn("metadata_leader_epoch", F.lit(None).cast("int"))
     if "epoch_timeline" not in bounds.columns:
         bounds = bounds.withColumn("epoch_timeline",
-                                   F.lit(None).cast("array<struct<epoch:int, started_at:timestamp>>"))
+                                   F.lit(None).cast(TIMELINE_TYPE))
     commits.createOrReplaceTempView("commits")
     epochs.createOrReplaceTempView("epochs")
     bounds.createOrReplaceTempView("bounds")
@@ -80,7 +83,9 @@ def register_context(spark: SparkSession, commits: DataFrame, epochs: DataFrame,
 def run_rule(spark: SparkSession, finding: str) -> DataFrame:
     """Run one rule over the registered ``commit_context`` view; returns FINDING_COLUMNS rows."""
     df = spark.sql(load_sql(RULES[finding]))
-    return df.select(*[F.col(c).cast(FINDING_TYPES[c]) if c in FINDING_TYPES else F.col(c) for c in FINDING_COLUMNS])
+    # columns a rule does not fill (``cause*`` belong to LOG_TRUNCATION) are null
+    return df.select(*[(F.col(c) if c in df.columns else F.lit(None)).cast(FINDING_TYPES[c]).alias(c)
+                       if c in FINDING_TYPES else F.col(c) for c in FINDING_COLUMNS])
 
 
 def judge(spark: SparkSession, commits: DataFrame, epochs: DataFrame, bounds: DataFrame,

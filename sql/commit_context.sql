@@ -23,7 +23,7 @@ SELECT o.*,
        e.end_offset AS epoch_end_offset,
        coalesce(e.answered_by_broker, b.answered_by_broker) AS answered_by_broker,
        b.log_start_offset, b.log_end_offset, b.high_watermark, b.history_captured_at,
-       b.caches_disagree, b.unclean_elections, b.last_unclean_election, b.authority,
+       b.caches_disagree, b.unclean_elections, b.last_unclean_election, b.authority, b.epoch_timeline,
        b.topic IS NOT NULL AS partition_known,
        greatest(l.history_latest_epoch, b.metadata_leader_epoch) AS history_latest_epoch,
        -- the partition's leader epoch when the commit was written (KRaft metadata log; 1 s of clock slack

@@ -5,8 +5,15 @@
 -- An undefined answer (-1, -1) from an empty cache is a truncation with no known divergence point, as
 -- the Java consumer treats it (divergence_offset null). An epoch above every cached epoch is not: the
 -- consumer never validates it (it waits for metadata carrying that epoch, which no broker sends; the
--- Kafka lab's oracle sees no exception), so only UNKNOWN_LEADER_EPOCH reports it. Evidence, strongest first: an unclean election in the metadata log, replicas' caches that
--- disagree, or an epoch older than the one offset O-1 was written in (a stale client epoch).
+-- Kafka lab's oracle sees no exception), so only UNKNOWN_LEADER_EPOCH reports it.
+-- cause, strongest evidence first:
+--   unclean_election: the KRaft metadata log's timeline has an epoch begun by an unclean election (KIP-704
+--     leader_recovery_state RECOVERING) after the committed epoch and no later than the epoch offset O-1 was
+--     written in; cause_leader_epoch / cause_leader / cause_time are that epoch, its leader and when it began;
+--   replica_divergence: replicas' leader-epoch caches disagree about an epoch's start offset;
+--   stale_client_epoch: offset O-1 was written in a newer epoch than the committed one, with no sign of
+--     data loss (the consumer will rewind to the divergence offset and replay);
+--   unknown: none of these.
 WITH t AS (
   SELECT * FROM commit_context
   WHERE committed_leader_epoch >= 0 AND partition_known AND epoch_end_offset IS NOT NULL
@@ -18,6 +25,25 @@ written AS (
   FROM t JOIN epochs x
     ON x.is_leader AND x.topic = t.topic AND x.partition = t.partition AND x.start_offset <= t.committed_offset - 1
   GROUP BY t.group_id, t.topic, t.partition, t.source_partition, t.source_offset
+),
+caused AS (
+  SELECT t.*, w.written_epoch,
+         array_min(filter(t.epoch_timeline, x -> x.unclean AND x.epoch > t.committed_leader_epoch
+                                              AND x.epoch <= coalesce(w.written_epoch, 2147483647))) AS ue
+  FROM t
+  LEFT JOIN written w
+    ON t.group_id = w.group_id AND t.topic = w.topic AND t.partition = w.partition
+   AND t.source_partition = w.source_partition AND t.source_offset = w.source_offset
+),
+c AS (
+  SELECT *,
+         CASE WHEN ue IS NOT NULL THEN 'unclean_election'
+              -- a source with the count of unclean elections but no timeline
+              WHEN epoch_timeline IS NULL AND unclean_elections > 0 THEN 'unclean_election'
+              WHEN caches_disagree THEN 'replica_divergence'
+              WHEN written_epoch > committed_leader_epoch THEN 'stale_client_epoch'
+              ELSE 'unknown' END AS cause
+  FROM caused
 )
 SELECT t.group_id, t.topic, t.partition,
        'LOG_TRUNCATION' AS finding, 'critical' AS severity,
@@ -35,24 +61,29 @@ SELECT t.group_id, t.topic, t.partition,
                        t.committed_offset, t.committed_leader_epoch, t.topic, t.partition,
                        t.end_epoch, t.epoch_end_offset, coalesce(cast(t.answered_by_broker AS STRING), '?'), coalesce(t.authority, 'authoritative cache')),
          CASE
-           WHEN t.unclean_elections > 0 THEN format_string(
-             'Why: the partition had an unclean leader election (leader_recovery_state=RECOVERING in the metadata log%s), so offsets %d..%d were truncated and rewritten by a new lineage. Risk: the %d records this group consumed there are gone (loss), and a client that resumes at %d without epoch validation skips the %d new records written there. ',
-             coalesce(concat(', last at ', cast(t.last_unclean_election AS STRING)), ''),
+           WHEN t.cause = 'unclean_election' THEN format_string(
+             'Why: %s (leader_recovery_state=RECOVERING in the metadata log), so offsets %d..%d were truncated and rewritten by a new lineage. Risk: the %d records this group consumed there are gone (loss), and a client that resumes at %d without epoch validation skips the %d new records written there. ',
+             CASE WHEN t.ue IS NOT NULL
+                  THEN format_string('an unclean leader election made broker %s the leader in epoch %d at %s',
+                                     coalesce(cast(t.ue.leader AS STRING), '?'), t.ue.epoch, cast(t.ue.started_at AS STRING))
+                  ELSE concat('the partition had an unclean leader election',
+                              coalesce(concat(', last at ', cast(t.last_unclean_election AS STRING)), '')) END,
              t.epoch_end_offset, t.committed_offset - 1, t.committed_offset - t.epoch_end_offset,
              t.committed_offset, t.committed_offset - t.epoch_end_offset)
-           WHEN t.caches_disagree THEN format_string(
+           WHEN t.cause = 'replica_divergence' THEN format_string(
              'Why: replicas'' leader-epoch caches disagree about an epoch''s start offset (the footprint of an unclean election). Risk: %d records consumed past offset %d may be lost or replaced; resuming at %d without validation skips new records. ',
              t.committed_offset - t.epoch_end_offset, t.epoch_end_offset, t.committed_offset)
-           WHEN w.written_epoch > t.committed_leader_epoch THEN format_string(
+           WHEN t.cause = 'stale_client_epoch' THEN format_string(
              'Why: no sign of data loss; the commit carries epoch %d although offset %d was written in epoch %d (a stale client epoch). Risk: Kafka''s consumer will raise LogTruncationException or rewind to %d and replay %d records (duplicates). ',
-             t.committed_leader_epoch, t.committed_offset - 1, w.written_epoch, t.epoch_end_offset, t.committed_offset - t.epoch_end_offset)
+             t.committed_leader_epoch, t.committed_offset - 1, t.written_epoch, t.epoch_end_offset, t.committed_offset - t.epoch_end_offset)
            ELSE format_string('Why: the inputs show no unclean election or cache disagreement. Risk: %d records between %d and %d may be lost or replayed. ',
              t.committed_offset - t.epoch_end_offset, t.epoch_end_offset, t.committed_offset)
          END,
          format_string('Action: check downstream for the affected range, then kafka-consumer-groups --bootstrap-server <broker> --group %s --topic %s:%d --reset-offsets --to-offset %d --execute (the group must be inactive).',
                        t.group_id, t.topic, t.partition, t.epoch_end_offset)
-       ) END AS detail
-FROM t
-LEFT JOIN written w
-  ON t.group_id = w.group_id AND t.topic = w.topic AND t.partition = w.partition
- AND t.source_partition = w.source_partition AND t.source_offset = w.source_offset
+       ) END AS detail,
+       t.cause,
+       CASE WHEN t.cause = 'unclean_election' THEN t.ue.epoch END AS cause_leader_epoch,
+       CASE WHEN t.cause = 'unclean_election' THEN t.ue.leader END AS cause_leader,
+       CASE WHEN t.cause = 'unclean_election' THEN t.ue.started_at END AS cause_time
+FROM c t

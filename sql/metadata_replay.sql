@@ -3,8 +3,9 @@
 -- Follows PartitionRegistration.merge: a PartitionRecord sets (leader, leader epoch); a
 -- PartitionChangeRecord whose leader is not -2 (NO_LEADER_CHANGE) sets the leader and bumps the
 -- leader epoch by one. leader_recovery_state = 1 (RECOVERING) marks an unclean election.
--- epoch_timeline: every leader epoch with the time it began (array<struct<epoch int, started_at timestamp>>,
--- sorted by epoch; epochs already in a snapshot began before it: epoch time 0).
+-- epoch_timeline: every leader epoch with the time it began, its first leader and whether an unclean election
+-- began it (array<struct<epoch int, started_at timestamp, leader int, unclean boolean>>, sorted by epoch; epochs
+-- already in a snapshot began before it: epoch time 0).
 WITH topics AS (
   SELECT topic_id, max_by(topic_name, seq) AS topic
   FROM metadata_records WHERE record_type = 'TopicRecord' AND decode_error IS NULL
@@ -36,14 +37,18 @@ replayed AS (
   WINDOW g AS (PARTITION BY topic_id, partition, grp ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 ),
 epoch_starts AS (
-  -- when each leader epoch began (batch timestamp); records replayed from a snapshot began before it
+  -- when each leader epoch began (batch timestamp; records replayed from a snapshot began before it), the
+  -- leader it began with, and whether an unclean election began it (leader_recovery_state RECOVERING, KIP-704)
   SELECT topic_id, partition, epoch_now AS epoch,
-         min(CASE WHEN is_snapshot THEN 0 ELSE timestamp END) AS started_ms
+         min(CASE WHEN is_snapshot THEN 0 ELSE timestamp END) AS started_ms,
+         min_by(leader_now, seq) AS leader,
+         bool_or(coalesce(leader_recovery_state = 1, false)) AS unclean
   FROM replayed GROUP BY topic_id, partition, epoch_now
 ),
 timelines AS (
   SELECT topic_id, partition,
-         array_sort(collect_list(named_struct('epoch', CAST(epoch AS INT), 'started_at', timestamp_millis(started_ms))))
+         array_sort(collect_list(named_struct('epoch', CAST(epoch AS INT), 'started_at', timestamp_millis(started_ms),
+                                              'leader', CAST(leader AS INT), 'unclean', unclean)))
            AS epoch_timeline
   FROM epoch_starts GROUP BY topic_id, partition
 ),

@@ -64,6 +64,10 @@ FINDINGS_SCHEMA = StructType(
         StructField("previous_leader_epoch", IntegerType(), True),
         StructField("answered_by_broker", IntegerType(), True),
         StructField("detail", StringType(), True),
+        StructField("cause", StringType(), True),
+        StructField("cause_leader_epoch", IntegerType(), True),
+        StructField("cause_leader", IntegerType(), True),
+        StructField("cause_time", TimestampType(), True),
     ]
 )
 
@@ -221,6 +225,7 @@ def _finding(
     epoch_end: Optional[int] = None,
     previous: Optional[tuple] = None,
     broker: Optional[int] = None,
+    cause: Optional[tuple] = None,
 ) -> Row:
     start, end, _hw, leader = _BOUNDS[(topic, partition)]
     return {
@@ -241,6 +246,10 @@ def _finding(
         "previous_leader_epoch": previous[1] if previous else None,
         "answered_by_broker": broker if broker is not None else (leader if epoch_end is not None else None),
         "detail": detail,
+        "cause": cause[0] if cause else None,
+        "cause_leader_epoch": cause[1] if cause else None,
+        "cause_leader": cause[2] if cause else None,
+        "cause_time": _ts(cause[3]) if cause and cause[3] else None,
     }
 
 
@@ -307,19 +316,19 @@ def _findings(with_truncation: bool) -> List[Row]:
                 "dev-settlement", "dev.payments", 0, "LOG_TRUNCATION", 100, 0, "07:14:38",
                 _truncation_detail("dev-settlement", "dev.payments-0", 100, 0, 60,
                                    "unclean election: leader_recovery_state RECOVERING"),
-                divergence=60, epoch_end=60, broker=1,
+                divergence=60, epoch_end=60, broker=1, cause=("unclean_election", 2, 2, "07:14:55"),
             ),
             _finding(
                 "dev-settlement", "dev.payments", 1, "LOG_TRUNCATION", 90, 0, "07:14:38",
                 _truncation_detail("dev-settlement", "dev.payments-1", 90, 0, 50,
                                    "unclean election: leader_recovery_state RECOVERING"),
-                divergence=50, epoch_end=50, broker=1,
+                divergence=50, epoch_end=50, broker=1, cause=("unclean_election", 2, 2, "07:14:57"),
             ),
             _finding(
                 "dev-inventory-sync", "dev.inventory", 2, "LOG_TRUNCATION", 78, 0, "07:15:14",
                 _truncation_detail("dev-inventory-sync", "dev.inventory-2", 78, 0, 50,
                                    "stale client epoch: no data lost, but the consumer rewinds"),
-                divergence=50, epoch_end=50, broker=1,
+                divergence=50, epoch_end=50, broker=1, cause=("stale_client_epoch", None, None, None),
             ),
             _finding(
                 "dev-inventory-sync", "dev.inventory", 2, "BEHIND_METADATA_EPOCH", 78, 0, "07:15:14",

@@ -184,3 +184,15 @@ def test_missing_required_table_raises(report_spark, tmp_path):
         run_expectations(report_spark, str(tmp_path / "empty"))
     with pytest.raises(ValueError):
         run_expectations(report_spark, str(tmp_path / "empty"), assets=["nope"])
+
+
+def test_truncation_with_an_unknown_cause_is_caught(report_spark, tmp_path):
+    def bad_cause(tables):
+        for f in tables["findings"]:
+            if f["finding"] == "LOG_TRUNCATION" and f["topic"] == "dev.inventory":
+                f["cause"] = "cosmic_rays"
+
+    out = rf.write_fake_output(report_spark, str(tmp_path / "out"), with_truncation=True, mutate=bad_cause)
+    outcome = run_expectations(report_spark, out, config={"fail_on_severities": [], "build_data_docs": False},
+                               assets=["findings"])
+    assert outcome.failed_checks == ["findings.truncation_cause_known"]

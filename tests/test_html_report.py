@@ -114,6 +114,13 @@ def test_findings_table_sorted_by_severity_with_actions(truncated_report):
     assert "00000000000000000000.log" in text  # where data was skipped
 
 
+def test_truncation_cause_is_shown_under_the_finding(truncated_report):
+    _, text = truncated_report
+    assert text.count('class="cause"') == 3
+    assert "unclean election: epoch 2, leader 2, at 2026-11-22 07:14:55" in text
+    assert ">stale client epoch</small>" in text
+
+
 def test_one_plot_per_partition_with_findings(truncated_report):
     _, text = truncated_report
     page = _parse(text)

@@ -61,6 +61,19 @@ def test_scenario_covers_the_verdicts_that_matter(lab):
     assert all(r["divergent_offset"] is not None for r in truncated)
 
 
+@pytest.mark.parametrize("source", ["offline", "hot"])
+def test_truncation_causes_match_the_faults_the_scenario_made(lab, source):
+    """Offline (with the KRaft metadata log): every truncation in an unclean episode is `unclean_election` with the
+    broker the scenario elected uncleanly as `cause_leader`; in a stale-epoch episode `stale_client_epoch`."""
+    causes = lab["causes"][source]  # [group, topic, partition, cause, cause_leader_epoch, cause_leader]
+    unclean = [c for c in causes if ".unclean." in c[0]]
+    assert unclean, lab["workdir"]
+    wrong = [c for c in unclean if c[3] != "unclean_election" or c[5] != lab["unclean_leader"]]
+    assert wrong == [], (wrong, lab["unclean_leader"], lab["workdir"])
+    stale = [c for c in causes if ".stale_epoch." in c[0]]
+    assert all(c[3] == "stale_client_epoch" for c in stale), stale
+
+
 def test_live_and_offline_audits_agree(lab):
     assert lab["live_vs_offline"] == [], f"seed {lab['seed']} Kafka {lab['version']}: {lab['live_vs_offline']}"
 

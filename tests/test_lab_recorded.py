@@ -29,3 +29,18 @@ def test_recorded_scenario_agrees_with_kafkas_consumer(audit_dirs, recorded, mod
 
 def test_two_kafka_4_scenarios_are_recorded():
     assert len([p for p in RECORDED if p.name.startswith("kafka-4.")]) >= 2
+
+
+@pytest.mark.parametrize("recorded", RECORDED, ids=[p.name for p in RECORDED])
+def test_recorded_truncation_causes(audit_dirs, recorded):
+    """Each truncation of an unclean episode names the unclean election and the broker the scenario elected
+    uncleanly (its schedule's F); the stale-epoch episode's is a stale client epoch."""
+    meta = json.loads((recorded / "scenario.json").read_text())
+    unclean_leader = next(s["F"] for s in meta["schedule"] if s["step"] == "started")
+    _result, out = audit_dirs(f"{recorded.name}-causes", [recorded / "brokers"])
+    causes = differential.truncation_causes(meta["verdicts"], out)
+    unclean = {k: v for k, v in causes.items() if ".unclean." in k[0]}
+    assert len(unclean) >= 3
+    assert all(v == ("unclean_election", 2, unclean_leader) for v in unclean.values()), (unclean, unclean_leader)
+    rest = {k: v for k, v in causes.items() if ".unclean." not in k[0]}
+    assert all(v is not None and v[0] == "stale_client_epoch" for v in rest.values()), rest

@@ -143,14 +143,70 @@ def test_epoch_claimed_before_the_cluster_had_it_is_unknown(spark):
     """KRaft timeline: epoch 5 began at LATER; a commit with epoch 5 written at T0 claimed it early
     (Kafka's consumer, resuming then, stalled); a commit written after LATER is fine."""
     from pyspark.sql import functions as F
-    timeline = F.array(*[F.struct(F.lit(e).alias("epoch"), F.lit(t).cast("timestamp").alias("started_at"))
-                         for e, t in ((3, T0.replace(hour=6)), (5, LATER))])
+    timeline = _timeline((3, T0.replace(hour=6), 1, False), (5, LATER, 1, False))
     c, e, b = tables(spark, [commit(115, 5, ts=T0)], metadata_epoch=5)
     rows = judge(spark, c, e, b.withColumn("epoch_timeline", timeline), rules=["UNKNOWN_LEADER_EPOCH", "LOG_TRUNCATION"]).collect()
     assert [(r["finding"], r["severity"]) for r in rows] == [("UNKNOWN_LEADER_EPOCH", "error")]
     assert "did not exist yet" in rows[0]["detail"] and "leader epoch was 3 then" in rows[0]["detail"]
     c, e, b = tables(spark, [commit(115, 5, ts=LATER.replace(minute=5))], metadata_epoch=5)
     assert judge(spark, c, e, b.withColumn("epoch_timeline", timeline), rules=["UNKNOWN_LEADER_EPOCH"]).collect() == []
+
+
+def _timeline(*entries):
+    """epoch_timeline column: (epoch, started_at, leader, unclean) entries."""
+    from pyspark.sql import functions as F
+    return F.array(*[F.struct(F.lit(e).alias("epoch"), F.lit(t).cast("timestamp").alias("started_at"),
+                              F.lit(ld).alias("leader"), F.lit(u).alias("unclean")) for e, t, ld, u in entries])
+
+
+def _truncation(spark, commits, timeline=None, **kw):
+    c, e, b = tables(spark, commits, **kw)
+    if timeline is not None:
+        b = b.withColumn("epoch_timeline", timeline)
+    return [r.asDict() for r in judge(spark, c, e, b, rules=["LOG_TRUNCATION"]).collect()]
+
+
+def test_truncation_cause_unclean_election_names_the_epoch_leader_and_time(spark):
+    """Cache 0@0, 2@60, 3@110: a commit 100@0 was cut at 60 by epoch 2, begun by an unclean election."""
+    tl = _timeline((0, T0, 1, False), (1, T0.replace(minute=10), -1, False), (2, T0.replace(minute=20), 2, True),
+                   (3, T0.replace(minute=30), 1, False))
+    [r] = _truncation(spark, [commit(100, 0)], timeline=tl)
+    assert (r["cause"], r["cause_leader_epoch"], r["cause_leader"], r["cause_time"]) == \
+        ("unclean_election", 2, 2, T0.replace(minute=20))
+    assert "made broker 2 the leader in epoch 2" in r["detail"]
+
+
+def test_truncation_cause_ignores_an_unclean_election_after_the_offset_was_written(spark):
+    """The only unclean election (epoch 5) came after offset 99 was written (epoch 2): it did not cut this commit;
+    the commit's epoch 0 is simply older than the epoch its last offset was written in."""
+    tl = _timeline((0, T0, 1, False), (2, T0.replace(minute=20), 1, False), (3, T0.replace(minute=30), 1, False),
+                   (5, LATER, 2, True))
+    [r] = _truncation(spark, [commit(100, 0)], timeline=tl)
+    assert (r["cause"], r["cause_leader_epoch"], r["cause_time"]) == ("stale_client_epoch", None, None)
+    assert "stale client epoch" in r["detail"]
+
+
+@pytest.mark.parametrize("kw, cause", [
+    ({"disagree": True}, "replica_divergence"),
+    ({}, "stale_client_epoch"),
+    ({"unclean": 1}, "unclean_election"),  # a source with the count of unclean elections but no timeline
+    ({"cache": ((0, 0), (3, 60))}, "stale_client_epoch"),
+])
+def test_truncation_cause_without_a_timeline(spark, kw, cause):
+    [r] = _truncation(spark, [commit(100, 0)], **kw)
+    assert r["cause"] == cause and r["cause_leader_epoch"] is None
+
+
+def test_truncation_cause_unknown_when_the_commit_is_past_the_log_end_in_its_own_epoch(spark):
+    """Epoch 0 ends at 60 and nothing was written after: the log end is 60, the commit 100@0 points past it."""
+    [r] = _truncation(spark, [commit(100, 0)], cache=((0, 0),), log_end=60)
+    assert r["cause"] == "unknown"
+
+
+def test_other_findings_have_no_cause(spark):
+    rows = judge(spark, *tables(spark, [commit(130, 3)], log_end=120)).collect()
+    assert rows and all(r["cause"] is None and r["cause_leader_epoch"] is None for r in rows
+                        if r["finding"] != "LOG_TRUNCATION")
 
 
 # ---- BEHIND_METADATA_EPOCH

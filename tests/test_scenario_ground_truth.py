@@ -97,6 +97,23 @@ def test_situations_the_story_describes(tables):
     assert not [k for k in by if k[0] in ("dev-inventory-watch", "dev-clickstream", "dev-ledger-lag", "dev-reconciler")]
 
 
+def test_truncation_causes_follow_the_story(tables):
+    """STORY.md: at T8 (07:14:51) `kafka-leader-election --election-type unclean` made broker 2 the leader of both
+    dev.payments partitions in epoch 2, before T12 (07:15:07) moved them back; dev-inventory-sync's 78@0 on
+    dev.inventory-2 is a stale client epoch (no data lost)."""
+    from datetime import datetime
+    _result, findings, _committed = tables
+    trunc = {(f["group_id"], f["topic"], f["partition"]): f for f in findings if f["finding"] == "LOG_TRUNCATION"}
+    for p in (0, 1):
+        f = trunc[("dev-settlement", "dev.payments", p)]
+        assert (f["cause"], f["cause_leader_epoch"], f["cause_leader"]) == ("unclean_election", 2, 2)
+        assert datetime(2026, 11, 22, 7, 14, 51) <= f["cause_time"] < datetime(2026, 11, 22, 7, 15, 7)
+    f = trunc[("dev-inventory-sync", "dev.inventory", 2)]
+    assert (f["cause"], f["cause_leader_epoch"], f["cause_leader"], f["cause_time"]) == \
+        ("stale_client_epoch", None, None, None)
+    assert {f["cause"] for f in findings if f["finding"] != "LOG_TRUNCATION"} == {None}
+
+
 def test_summary_counts_and_exit_status(tables, scenario_latest):
     result, _findings, _committed = tables
     s = result.summary

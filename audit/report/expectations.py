@@ -66,7 +66,10 @@ FINDINGS_COLUMNS = (
     "committed_leader_epoch", "commit_timestamp", "divergence_offset", "records_at_risk",
     "epoch_end_offset", "log_start_offset", "log_end_offset", "previous_offset",
     "previous_leader_epoch", "answered_by_broker", "detail",
+    "cause", "cause_leader_epoch", "cause_leader", "cause_time",
 )
+#: ``cause`` of a LOG_TRUNCATION (``sql/finding_log_truncation.sql``).
+TRUNCATION_CAUSES = ("unclean_election", "replica_divergence", "stale_client_epoch", "unknown")
 COMMITTED_COLUMNS = (
     "group_id", "topic", "partition", "committed_offset", "committed_leader_epoch",
     "metadata", "commit_timestamp", "value_version", "verdict",
@@ -192,6 +195,8 @@ def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
         ("detail_present", E.ExpectColumnValueLengthsToBeBetween(
             column="detail", min_value=max(cfg.min_detail_length, 0))),
         ("detail_not_null", not_null("detail")),
+        ("truncation_cause_known", E.ExpectColumnValuesToBeInSet(
+            column="cause", value_set=list(TRUNCATION_CAUSES), row_condition=is_trunc)),
         ("truncation_has_divergence", E.ExpectColumnValuesToNotBeNull(
             column="divergence_offset", row_condition=is_trunc)),
         ("truncation_records_at_risk", E.ExpectColumnValuesToBeBetween(

@@ -48,11 +48,25 @@ SEVERITY_COLORS: Dict[str, str] = {
 }
 REPORT_FILENAME = "report.html"
 
+
+def _cause_html(r: dict) -> str:
+    """A LOG_TRUNCATION's cause under its name: ``unclean election: epoch 2, leader 2, at 07:14:55`` ..."""
+    cause = r.get("cause")
+    if not cause:
+        return ""
+    text = cause.replace("_", " ")
+    if cause == "unclean_election" and r.get("cause_leader_epoch") is not None:
+        text += (f": epoch {r.get('cause_leader_epoch')}, leader {r.get('cause_leader')}, "
+                 f"at {_fmt_ts(r.get('cause_time'))}")
+    return f'<br><small class="cause">{_esc(text)}</small>'
+
+
 _FINDING_COLUMNS = (
     "group_id", "topic", "partition", "finding", "severity", "committed_offset",
     "committed_leader_epoch", "commit_timestamp", "divergence_offset", "records_at_risk",
     "epoch_end_offset", "log_start_offset", "log_end_offset", "previous_offset",
     "previous_leader_epoch", "answered_by_broker", "detail",
+    "cause", "cause_leader_epoch", "cause_leader", "cause_time",
 )
 
 
@@ -582,7 +596,7 @@ def _findings_section(rows: List[Dict[str, Any]], total: int, cap: int) -> str:
             f'<tbody class="finding sev-row-{_esc(sev)}" data-severity="{_esc(sev)}" '
             f'data-finding="{_esc(r.get("finding"))}"><tr>'
             f'<td><span class="sev sev-{_esc(sev)}">{_esc(sev)}</span></td>'
-            f"<td>{_esc(r.get('finding'))}</td>"
+            f"<td>{_esc(r.get('finding'))}{_cause_html(r)}</td>"
             f"<td>{_esc(r.get('group_id'))}</td>"
             f'<td class="num"><a href="#plot-{_esc(tp)}">{_esc(tp)}</a></td>'
             f'<td class="num">{_esc(_fmt_offset_epoch(r.get("committed_offset"), r.get("committed_leader_epoch")))}</td>'

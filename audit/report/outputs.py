@@ -181,11 +181,13 @@ def console_table(findings: DataFrame, committed: DataFrame, bounds: DataFrame, 
     """
     sev = F.create_map(*[x for i, s in enumerate(SEVERITY_ORDER) for x in (F.lit(s), F.lit(i))])
     frows = (findings.orderBy(sev[F.col("severity")], "group_id", "topic", "partition", "finding")
-             .select("severity", "finding", "group_id", "topic", "partition", "committed_offset",
+             .select("severity", "finding",
+                     (F.col("cause") if "cause" in findings.columns else F.lit(None).cast("string")).alias("cause"),
+                     "group_id", "topic", "partition", "committed_offset",
                      "committed_leader_epoch", "divergence_offset", "records_at_risk", "log_start_offset",
                      "log_end_offset").take(limit + 1))
     out = []
-    heads = ["SEVERITY", "FINDING", "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "EPOCH",
+    heads = ["SEVERITY", "FINDING", "CAUSE", "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "EPOCH",
              "DIVERGENCE-OFFSET", "AT-RISK", "LOG-START-OFFSET", "LOG-END-OFFSET"]
     rows = [[_fmt(v) for v in r] for r in frows[:limit]]
     out.append("FINDINGS" if rows else "FINDINGS: none")

@@ -495,7 +495,8 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
       leader_id int, answered_by_broker int, authority string, history_captured_at timestamp,
       replica_count int, caches_disagree boolean, unclean_elections int, last_unclean_election timestamp,
       metadata_leader_epoch int (the partition's leader epoch per the KRaft metadata log, null without it),
-      epoch_timeline array<struct<epoch int, started_at timestamp>> (when each leader epoch began, ditto);
+      epoch_timeline array<struct<epoch int, started_at timestamp, leader int, unclean boolean>> (when each
+      leader epoch began, its first leader, whether an unclean election began it; ditto);
     - ``partition_state``: the KRaft metadata replay per partition (may be empty);
     - ``read_issues``: file, position, reason, detail, records_affected of everything skipped, and one row
       per damaged replica (reason = its ``damage``, detail naming the replica the audit used instead).
@@ -632,7 +633,7 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
 
 PARTITION_STATE_DDL = ("topic string, partition int, last_leader int, leader_epoch int, "
                        "unclean_elections int, last_unclean_election timestamp, "
-                       "epoch_timeline array<struct<epoch:int, started_at:timestamp>>")
+                       "epoch_timeline array<struct<epoch:int, started_at:timestamp, leader:int, unclean:boolean>>")
 
 
 def _metadata_state(spark, meta_reps: list[Replica], replicas: DataFrame):

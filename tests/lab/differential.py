@@ -39,6 +39,21 @@ def _log_starts(out: Path) -> dict:
             for r in pq.read_table(Path(out) / "bounds", columns=["topic", "partition", "log_start_offset"]).to_pylist()}
 
 
+def truncation_causes(verdicts: list[dict], out: Path) -> dict[tuple, tuple]:
+    """For every group-partition Kafka's consumer found truncated (``LogTruncationException``): the audit's
+    LOG_TRUNCATION ``(cause, cause_leader_epoch, cause_leader)``, or None when the audit has no such finding.
+    Keys: ``(group, topic, partition)``."""
+    _committed, findings = read_output(out)
+    res = {}
+    for v in verdicts:
+        if v["verdict"] != "LogTruncationException":
+            continue
+        key = (v["group"], v["topic"], v["partition"])
+        fs = [f for f in findings.get(key, []) if f["finding"] == TRUNC]
+        res[key] = (fs[0].get("cause"), fs[0].get("cause_leader_epoch"), fs[0].get("cause_leader")) if fs else None
+    return res
+
+
 def compare(verdicts: list[dict], out: Path, reference: Path | None = None) -> list[dict]:
     """One row per judged group-partition: oracle verdict, audit verdict, ``agree`` and ``why`` when not.
 

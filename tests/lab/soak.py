@@ -55,7 +55,12 @@ def check_seed(seed: int, version: str, workdir: Path, spark, sources=SOURCES) -
         cross = [{"group": r["group"], "topic": r["topic"], "partition": r["partition"], "live": r["audit"],
                   "offline": off.get((r["group"], r["topic"], r["partition"]))}
                  for r in rows["live"] if r["audit"] != off.get((r["group"], r["topic"], r["partition"]))]
-    return {"seed": seed, "version": version, "episodes": sc.episodes, "rows": rows, "live_vs_offline": cross}
+    started = next((st for st in sc.steps if st.get("step") == "started"), {})
+    # [group, topic, partition, cause, cause_leader_epoch, cause_leader] (cause None: no LOG_TRUNCATION) per source
+    causes = {s: [[*k, *(v or (None, None, None))] for k, v in differential.truncation_causes(sc.verdicts, o).items()]
+              for s, o in outs.items()}
+    return {"seed": seed, "version": version, "episodes": sc.episodes, "rows": rows, "live_vs_offline": cross,
+            "causes": causes, "unclean_leader": started.get("F")}
 
 
 def _seeds(text: str) -> list[int]:
