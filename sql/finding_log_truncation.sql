@@ -11,8 +11,8 @@
 --     leader_recovery_state RECOVERING) after the committed epoch and no later than the epoch offset O-1 was
 --     written in; cause_leader_epoch / cause_leader / cause_time are that epoch, its leader and when it began;
 --   replica_divergence: replicas' leader-epoch caches disagree about an epoch's start offset;
---   stale_client_epoch: offset O-1 was written in a newer epoch than the committed one, with no sign of
---     data loss (the consumer will rewind to the divergence offset and replay);
+--   stale_client_epoch: offset O-1 (still in the log: O <= log end) was written in a newer epoch than the
+--     committed one, with no sign of data loss (the consumer will rewind to the divergence offset and replay);
 --   unknown: none of these.
 WITH t AS (
   SELECT * FROM commit_context
@@ -28,8 +28,12 @@ written AS (
 ),
 caused AS (
   SELECT t.*, w.written_epoch,
+         -- bounded by the epoch offset O-1 was written in while that record still exists (O <= log end):
+         -- a later unclean election did not cut it; past the log end the records are gone, any later one may have
          array_min(filter(t.epoch_timeline, x -> x.unclean AND x.epoch > t.committed_leader_epoch
-                                              AND x.epoch <= coalesce(w.written_epoch, 2147483647))) AS ue
+                                              AND x.epoch <= CASE WHEN t.committed_offset <= t.log_end_offset
+                                                                  THEN coalesce(w.written_epoch, 2147483647)
+                                                                  ELSE 2147483647 END)) AS ue
   FROM t
   LEFT JOIN written w
     ON t.group_id = w.group_id AND t.topic = w.topic AND t.partition = w.partition
@@ -41,7 +45,7 @@ c AS (
               -- a source with the count of unclean elections but no timeline
               WHEN epoch_timeline IS NULL AND unclean_elections > 0 THEN 'unclean_election'
               WHEN caches_disagree THEN 'replica_divergence'
-              WHEN written_epoch > committed_leader_epoch THEN 'stale_client_epoch'
+              WHEN written_epoch > committed_leader_epoch AND committed_offset <= log_end_offset THEN 'stale_client_epoch'
               ELSE 'unknown' END AS cause
   FROM caused
 )
@@ -76,7 +80,10 @@ SELECT t.group_id, t.topic, t.partition,
            WHEN t.cause = 'stale_client_epoch' THEN format_string(
              'Why: no sign of data loss; the commit carries epoch %d although offset %d was written in epoch %d (a stale client epoch). Risk: Kafka''s consumer will raise LogTruncationException or rewind to %d and replay %d records (duplicates). ',
              t.committed_leader_epoch, t.committed_offset - 1, t.written_epoch, t.epoch_end_offset, t.committed_offset - t.epoch_end_offset)
-           ELSE format_string('Why: the inputs show no unclean election or cache disagreement. Risk: %d records between %d and %d may be lost or replayed. ',
+           ELSE format_string('Why: the inputs show no unclean election or cache disagreement%s. Risk: %d records between %d and %d may be lost or replayed. ',
+             CASE WHEN t.committed_offset > t.log_end_offset THEN format_string(
+               '; the committed offset is past the log end offset %d: the group committed records it never read, or they were lost without a trace here', t.log_end_offset)
+             ELSE '' END,
              t.committed_offset - t.epoch_end_offset, t.epoch_end_offset, t.committed_offset)
          END,
          format_string('Action: check downstream for the affected range, then kafka-consumer-groups --bootstrap-server <broker> --group %s --topic %s:%d --reset-offsets --to-offset %d --execute (the group must be inactive).',

@@ -176,6 +176,16 @@ def test_truncation_cause_unclean_election_names_the_epoch_leader_and_time(spark
     assert "made broker 2 the leader in epoch 2" in r["detail"]
 
 
+def test_truncation_cause_unclean_election_when_the_new_leader_wrote_nothing(spark):
+    """The uncleanly elected leader took epoch 2 at offset 52 and nothing was written since (log end 52): the
+    commit 62@0 lies in records the election threw away (Kafka lab, 3.9.2 seed 1)."""
+    tl = _timeline((0, T0, 2, False), (1, T0.replace(minute=10), -1, False), (2, T0.replace(minute=20), 3, True),
+                   (3, LATER, 2, False))
+    [r] = _truncation(spark, [commit(62, 0)], timeline=tl, cache=((0, 0),), log_end=52)
+    assert (r["cause"], r["cause_leader_epoch"], r["cause_leader"], r["divergence_offset"]) == \
+        ("unclean_election", 2, 3, 52)
+
+
 def test_truncation_cause_ignores_an_unclean_election_after_the_offset_was_written(spark):
     """The only unclean election (epoch 5) came after offset 99 was written (epoch 2): it did not cut this commit;
     the commit's epoch 0 is simply older than the epoch its last offset was written in."""
