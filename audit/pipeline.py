@@ -210,6 +210,8 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
             out.write_parquet("commits", commits.drop("is_latest", "broker_id", "live_count"))
         out.write_parquet("epochs", src.epochs)
         out.write_parquet("bounds", src.bounds)
+        if getattr(src, "leader_timeline", None) is not None:
+            out.write_parquet("leader_timeline", src.leader_timeline)
         summary["elapsed_seconds"] = round(time.time() - started, 3)
         out.write_json("summary.json", summary)
         if cfg.reports:

@@ -398,6 +398,7 @@ class LogDirSources:
     offsets_replicas: dict[int, dict]
     metadata_source: str | None
     epoch_end_offsets: DataFrame | None = None
+    leader_timeline: DataFrame | None = None
 
 
 def replica_damage(replicas: DataFrame) -> DataFrame:
@@ -498,6 +499,8 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
       epoch_timeline array<struct<epoch int, started_at timestamp, leader int, unclean boolean>> (when each
       leader epoch began, its first leader, whether an unclean election began it; ditto);
     - ``partition_state``: the KRaft metadata replay per partition (may be empty);
+    - ``leader_timeline``: every partition state change in the KRaft metadata log (``sql/leader_timeline.sql``
+      gives the columns), None without the metadata log;
     - ``read_issues``: file, position, reason, detail, records_affected of everything skipped, and one row
       per damaged replica (reason = its ``damage``, detail naming the replica the audit used instead).
 
@@ -557,7 +560,7 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
 
     # KRaft metadata log (if any replica of __cluster_metadata-0 is among the inputs)
     meta_reps = [r for r in inv.replicas if r.topic == METADATA_TOPIC and r.segments]
-    partition_state, metadata_source, meta_issues, meta_uris = _metadata_state(spark, meta_reps, replicas)
+    partition_state, metadata_source, meta_issues, meta_uris, timeline = _metadata_state(spark, meta_reps, replicas)
 
     authority = _authority(replicas, partition_state)
     partition_state = partition_state.localCheckpoint()
@@ -628,7 +631,8 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
     read_issues = issues[0]
     for d in issues[1:]:
         read_issues = read_issues.unionByName(d)
-    return LogDirSources(raw, replicas, epochs, bounds, partition_state, read_issues, inv, chosen, metadata_source)
+    return LogDirSources(raw, replicas, epochs, bounds, partition_state, read_issues, inv, chosen, metadata_source,
+                         leader_timeline=timeline)
 
 
 PARTITION_STATE_DDL = ("topic string, partition int, last_leader int, leader_epoch int, "
@@ -647,10 +651,11 @@ def _metadata_state(spark, meta_reps: list[Replica], replicas: DataFrame):
     the final state is leader -1).  ``unclean_elections`` counts records with
     ``leader_recovery_state = 1`` (RECOVERING).
 
-    Returns (partition state, which replica was used, issue rows or None, the URIs decoded).
+    Returns (partition state, which replica was used, issue rows or None, the URIs decoded, the leader
+    timeline of ``sql/leader_timeline.sql`` or None).
     """
     if not meta_reps:
-        return spark.createDataFrame([], PARTITION_STATE_DDL), None, None, []
+        return spark.createDataFrame([], PARTITION_STATE_DDL), None, None, [], None
     ends = {(r["broker_id"]): r["log_end_offset"] for r in replicas.where(F.col("topic") == METADATA_TOPIC)
             .select("broker_id", "log_end_offset").collect()}
     best = sorted(meta_reps, key=lambda r: (-(ends.get(r.broker_id) or -1), r.broker_id))[0]
@@ -672,7 +677,8 @@ def _metadata_state(spark, meta_reps: list[Replica], replicas: DataFrame):
     meta.createOrReplaceTempView("metadata_records")
     from ..judge import load_sql
     state = spark.sql(load_sql("metadata_replay"))
-    return state, f"broker {best.broker_id} {best.dir_uri}", issues, uris
+    timeline = spark.sql(load_sql("leader_timeline"))
+    return state, f"broker {best.broker_id} {best.dir_uri}", issues, uris, timeline
 
 
 def _authority(replicas: DataFrame, state: DataFrame) -> DataFrame:
