@@ -19,7 +19,7 @@ from .commits import live_commits, with_transaction_state
 from .formats.offsets import RECORD_TYPE_NAMES
 from .judge import SEVERITY_RANK, judge, with_verdicts
 from .report.outputs import StagedOutput, check_output_parent, check_output_target, console_table
-from .sources.logdirs import cache_disagreements, read_log_dirs
+from .sources.logdirs import cache_disagreements, read_log_dirs, recover_from_replicas
 
 #: the decoded columns the commit and summary stages read (file names stay in ``raw`` for issues)
 RECORD_COLUMNS = ["source_partition", "kind", "offset", "is_transactional", "producer_id", "control_type",
@@ -170,8 +170,16 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
                        f"{len(src.offsets_replicas)} __consumer_offsets partitions")
 
     # localCheckpoint: materialise each stage once (the decode must run once) and keep query plans short
+    recovered = []
     try:
-        raw = with_transaction_state(raw0.localCheckpoint(), all_rows=True)
+        raw1 = raw0.localCheckpoint()
+        if not cfg.bootstrap_servers:
+            raw1, recovered = recover_from_replicas(spark, raw1, src, reduce_latest=cfg.mode == "latest")
+            if recovered:
+                _progress(cfg, "recovered " + ", ".join(
+                    f"{r['records']} records of __consumer_offsets-{r['partition']} from broker {r['broker_id']}"
+                    for r in recovered))
+        raw = with_transaction_state(raw1, all_rows=True)
     except Exception as exc:
         if cfg.bootstrap_servers:
             _raise_live_read_error(exc)
@@ -193,6 +201,7 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
                      history=history).localCheckpoint()
     committed = with_verdicts(commits, findings).localCheckpoint()
     summary = _summary(cfg, src, raw, (n_live, n_latest), findings, started_at)
+    summary["records_recovered"] = {"total": sum(r["records"] for r in recovered), "from_replicas": recovered}
     n_findings = summary["findings"]["total"]
     _progress(cfg, f"judge: {n_findings} findings over {n_latest} group-partitions")
 

@@ -58,6 +58,7 @@ class Damage:
     output_setup: Callable[[Path], None] | None = None
     stderr: str | None = None
     no_leftovers: bool = False  # the run must remove the staging dirs of killed runs beside the output
+    recovered: bool = False  # what was skipped must come back from another replica: nothing changes at all
 
 
 @dataclass
@@ -139,7 +140,7 @@ def flipped_header_byte(root: Path) -> Damage:
     buf = bytearray(seg.read_bytes())
     buf[pos + 45] ^= 0xFF  # producer id, inside the CRC-covered header
     seg.write_bytes(bytes(buf))
-    return Damage({_tp(d)}, [("crc_mismatch", _rel(root, seg), pos)])
+    return Damage({_tp(d)}, [("crc_mismatch", _rel(root, seg), pos)], recovered=True)
 
 
 def flipped_record_byte_crc_recomputed(root: Path) -> Damage:
@@ -154,7 +155,7 @@ def flipped_record_byte_crc_recomputed(root: Path) -> Damage:
     buf[ks:ks + 2] = b"\x7f\xff"
     _recrc(buf, int(scan.position[b]))
     seg.write_bytes(bytes(buf))
-    return Damage({_tp(d)}, [("unknown_record_type", _rel(root, seg), int(scan.position[b]))])
+    return Damage({_tp(d)}, [("unknown_record_type", _rel(root, seg), int(scan.position[b]))], recovered=True)
 
 
 def empty_offsets_log(root: Path) -> Damage:
@@ -393,6 +394,10 @@ def run_fault(fault: Fault, work: Path, clean: dict, offsets_partitions: int) ->
         row["changed_untouched"] = sorted(list(k) for k in diff if not touched(k))
         if row["changed_untouched"]:
             problems.append(f"untouched group-partitions changed: {row['changed_untouched']}")
+        row["records_recovered"] = summary.get("records_recovered", {}).get("total", 0)
+        if dmg.recovered and (row["changed_touched"] or not row["records_recovered"]):
+            problems.append(f"expected recovery from another replica: {row['records_recovered']} records recovered, "
+                            f"{row['changed_touched']} touched group-partitions changed")
         row["staging_left"] = sorted(p.name for p in out.parent.glob(f"{out.name}.staging-*"))
         row["staging_removed"] = summary.get("output_leftovers", {}).get("removed", [])
         if dmg.no_leftovers and (row["staging_left"] or not row["staging_removed"]):
@@ -420,6 +425,8 @@ def markdown(rows: list[dict]) -> str:
                         for w in r["reported"][:3]) or ("—" if r["exit"] == 0 else f"stderr: {r['stderr']}")
         if r.get("notes"):
             rep += "; notes: " + "; ".join(n[:110] for n in r["notes"][:2])
+        if r.get("records_recovered"):
+            rep += f"; {r['records_recovered']} record(s) recovered from another replica"
         if r.get("staging_removed"):
             rep += f"; removed the killed run's {', '.join(r['staging_removed'])}"
         if r.get("staging_left"):

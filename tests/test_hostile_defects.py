@@ -343,3 +343,28 @@ def test_checkpoint_header_problems_are_named():
     assert "version" in checkpoint_header_problem("1\n1\n0 0\n")
     assert "entry-count" in checkpoint_header_problem("0\nx\n")
     assert checkpoint_header_problem("0\n2\n0 0\n") == "header says 2 entries, found 1"
+
+
+# ------------------------------------------- a batch lost on the chosen replica comes back from another one
+
+def test_corrupt_offsets_batch_is_recovered_from_another_replica_in_history_mode(scenario_history, audit_dirs,
+                                                                                 tmp_path):
+    """A CRC-broken batch of __consumer_offsets on the chosen replica (broker 1): its commit is read from broker 2's
+    copy; every commit of the history equals the clean run's, and the skipped batch is still reported."""
+    from pyspark.sql import SparkSession
+    dst = _copy(SCENARIO / "brokers", tmp_path / "brokers")
+    seg = dst / "broker-1/__consumer_offsets-6/00000000000000000000.log"
+    buf = bytearray(seg.read_bytes())
+    pos = int(scan_batches(bytes(buf)).position[1])
+    buf[pos + 45] ^= 0xFF
+    seg.write_bytes(bytes(buf))
+    result, out = audit_dirs("recover-history", [dst], mode="history")
+    assert result.summary["records_recovered"] == {"total": 1, "from_replicas": [
+        {"partition": 6, "broker_id": 2, "records": 1}]}
+    assert [(w["reason"], w["position"]) for w in result.summary["records_skipped"]["where"]] == [("crc_mismatch", pos)]
+    spark = SparkSession.getActiveSession()
+    for t in ("commits", "findings", "committed_offsets"):
+        got = spark.read.parquet(str(out / t)).drop("answered_by_broker", "detail")
+        want = spark.read.parquet(str(scenario_history[1] / t)).drop("answered_by_broker", "detail")
+        assert sorted(map(tuple, got.collect()), key=repr) == sorted(map(tuple, want.collect()), key=repr), t
+    assert result.summary["offset_commits"] == scenario_history[0].summary["offset_commits"]
