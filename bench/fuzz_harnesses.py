@@ -1,0 +1,1471 @@
+"""Fuzz harnesses for every byte-level decoder of kafka-offset-audit (issue 15).
+
+Each harness is a function ``harness(data: bytes) -> None`` that feeds ``data`` to the project's real
+decoder the way the audit feeds it, and checks the decoder's documented contract.  A harness raises
+only when the decoder breaks that contract: an exception other than the one the entry point documents
+(``CheckpointError`` for the checkpoint parsers, ``MetadataDecodeError`` for a metadata record value,
+``ValueError`` for a group-metadata value), or a result the contract rules out
+(:class:`HarnessViolation`: an issue row without its file or byte position, a value that does not fit
+the Arrow column the audit writes it to, ...).  The decoders that report bad input as issue rows
+(segments, tails, ``_read_small_files``) document no exception at all.
+
+:data:`HARNESSES` maps each harness name to a :class:`Harness`: the function, how its input is laid
+out, the seeds built from real Kafka bytes (:func:`build_seeds`), and a structure-aware mutator
+(``mutate(data, max_size, seed, byte_mutate)``; ``byte_mutate`` is libFuzzer's own mutator under
+atheris, see :mod:`bench.fuzz`).  The mutators keep corruption *inside* the framing the decoders
+check first: after editing a v2 batch they recompute its CRC-32C (and a legacy message's CRC-32),
+they decompress a compressed records block, edit the records and compress it again, and they push
+length and count fields to extremes (0, -1, 2^31-1, 2^63-1, 5- and 10-byte varints).
+
+Nothing here needs atheris: the regression test (``tests/test_fuzz_regressions.py``) replays saved
+inputs through these functions directly.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import struct
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pyarrow as pa
+from crc32c import crc32c
+
+from audit.formats.checkpoints import (CheckpointError, broker_id_of, parse_leader_epoch_checkpoint,
+                                       parse_meta_properties, parse_offset_checkpoint)
+from audit.formats.metadata_log import METADATA_ROW_FIELDS, MetadataDecodeError, decode_metadata_value
+from audit.formats.offsets import decode_group_metadata_value
+from audit.formats.record_batch import (BATCH_HEADER_SIZE, INT64_MAX, LOG_OVERHEAD, BatchScan, RecordTable,
+                                        control_types, decompress, extract_records, index_start,
+                                        scan_batches, scan_tail)
+from audit.formats.segments import RAW_SCHEMA, decode_offsets_rows, decode_offsets_segment
+
+REPO = Path(__file__).resolve().parents[1]
+#: The read-only sample Kafka bytes (``KOA_SHARED_DIR`` overrides the ``../shared`` beside the checkout).
+SHARED_DATA = Path(os.environ.get("KOA_SHARED_DIR", REPO.parent / "shared")) / "data"
+#: Committed seeds (small) and regression inputs, one directory per harness.
+SEED_DIR = REPO / "tests/data/fuzz-seeds"
+REGRESSION_DIR = REPO / "tests/data/fuzz-regressions"
+
+#: The path the offsets harnesses report their input under (issue rows must carry it).
+SEGMENT_PATH = "/fuzz/broker-1/__consumer_offsets-0/00000000000000000000.log"
+METADATA_PATH = "/fuzz/broker-1/__cluster_metadata-0/00000000000000000000.log"
+#: The real segment (and its ``.index``) the ``index_file`` harness reads with a fuzzed index.
+INDEX_SEGMENT = "real/kraft-4.x/kafka-logs/__consumer_offsets-15/00000000000000000000"
+
+_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
+_V2_FIELDS = ("base_offset", "batch_length", "partition_leader_epoch", "magic", "crc", "attributes",
+              "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id", "producer_epoch",
+              "base_sequence", "record_count")
+_V2_FMT = "qiibIhiqqqhii"
+
+
+class HarnessViolation(AssertionError):
+    """A decoder returned normally but broke its documented contract (the message says how)."""
+
+
+def _check(cond: bool, what: str) -> None:
+    if not cond:
+        raise HarnessViolation(what)
+
+
+# =========================================================================== harnesses
+
+def _check_scan(scan: BatchScan, data: bytes, start: int = 0) -> None:
+    n = len(data)
+    k = len(scan.position)
+    for name in ("base_offset", "batch_length", "partition_leader_epoch", "attributes", "last_offset_delta",
+                 "base_timestamp", "max_timestamp", "producer_id", "producer_epoch", "record_count", "crc_ok",
+                 "magic"):
+        _check(len(getattr(scan, name)) == k, f"BatchScan.{name} has {len(getattr(scan, name))} rows, not {k}")
+    pos = scan.position.tolist()
+    _check(all(start <= p < n for p in pos), "a batch position outside the bytes read")
+    _check(all(a < b for a, b in zip(pos, pos[1:])), "batch positions not increasing")
+    _check(0 <= scan.bytes_read <= n, f"bytes_read {scan.bytes_read} outside 0..{n}")
+    for iss in scan.issues:
+        _check(isinstance(iss.reason, str) and iss.reason, "an issue without a reason")
+        _check(0 <= iss.position <= n, f"issue {iss.reason} at byte {iss.position}, outside 0..{n}")
+    e = scan.end_offset
+    _check(-INT64_MAX - 1 <= e <= INT64_MAX, f"end offset {e} does not fit an int64")
+
+
+def _check_records(recs: RecordTable, scan: BatchScan, n: int) -> None:
+    m = len(recs.batch)
+    for name in ("offset", "timestamp", "key_start", "key_len", "value_start", "value_len"):
+        _check(len(getattr(recs, name)) == m, f"RecordTable.{name} length differs")
+    if m:
+        _check(int(recs.batch.min()) >= 0 and int(recs.batch.max()) < len(scan.position), "record of no batch")
+        d = len(recs.data)
+        ks, kl, vs, vl = recs.key_start, recs.key_len, recs.value_start, recs.value_len
+        _check(bool(((kl < 0) | ((ks >= 0) & (ks + kl <= d))).all()), "a key outside the data buffer")
+        _check(bool(((vl < 0) | ((vs >= 0) & (vs + vl <= d))).all()), "a value outside the data buffer")
+    for iss in recs.issues:
+        _check(0 <= iss.position <= n, f"record issue {iss.reason} at byte {iss.position}, outside 0..{n}")
+
+
+def record_batches(data: bytes) -> None:
+    """Record batches, v2 and legacy magic 0/1: ``scan_batches`` (CRC checked, as the audit reads
+    ``__consumer_offsets`` and ``__cluster_metadata`` segments), ``extract_records`` (decompression,
+    record framing, legacy message sets through kafka-python), ``control_types`` and ``end_offset``.
+    Documented exceptions: none."""
+    scan = scan_batches(data)
+    _check_scan(scan, data)
+    recs = extract_records(data, scan)
+    _check_records(recs, scan, len(data))
+    control_types(recs)
+
+
+def _small_files(path: str, data: bytes) -> pa.Table:
+    """``audit.sources.logdirs._read_small_files`` on one file, fed as Spark's ``binaryFile`` feeds it."""
+    from audit.sources.logdirs import SMALL_SCHEMA, _read_small_files
+    rb = pa.RecordBatch.from_pydict({"path": [path], "content": [data]},
+                                    schema=pa.schema([("path", pa.string()), ("content", pa.binary())]))
+    out = list(_read_small_files(iter([rb])))
+    table = pa.Table.from_batches(out, schema=SMALL_SCHEMA)
+    issues = table.filter(pa.compute.is_valid(table.column("issue_reason"))).to_pylist()
+    for row in issues:
+        _check(row["path"] == path, "a small-file issue row without its file")
+    return table
+
+
+def tail_scan(data: bytes) -> None:
+    """The log-end-offset tail scan without an ``.index`` (``scan_tail(buf)``, which scans the whole
+    segment) and ``_read_small_files`` on the segment (its ``tail`` row carries the same end offset).
+    Documented exceptions: none."""
+    scan = scan_tail(data)
+    _check_scan(scan, data)
+    table = _small_files(SEGMENT_PATH, data)
+    tails = table.filter(pa.compute.equal(table.column("file_kind"), "tail")).column("value").to_pylist()
+    _check(bool(tails) and set(tails) == {scan.end_offset}, f"tail rows say {set(tails)}, scan_tail {scan.end_offset}")
+    for row in table.to_pylist():
+        if row["issue_reason"] is not None:
+            _check(row["issue_position"] is not None and 0 <= row["issue_position"] <= len(data),
+                   "a tail issue row without a byte position inside the file")
+
+
+def split_index_container(data: bytes) -> tuple[bytes, int, bytes]:
+    """``tail_scan_index`` input layout: uint32 index length, uint64 segment base offset (as a segment
+    file name gives it, up to 20 digits), the ``.index`` bytes, then the ``.log`` bytes."""
+    if len(data) < 12:
+        return b"", 0, data
+    ilen, base = struct.unpack_from(">IQ", data, 0)
+    ilen = min(ilen, len(data) - 12)
+    return data[12:12 + ilen], base, data[12 + ilen:]
+
+
+def join_index_container(index: bytes, base: int, segment: bytes) -> bytes:
+    """Inverse of :func:`split_index_container`."""
+    return struct.pack(">IQ", len(index), base & ((1 << 64) - 1)) + index + segment
+
+
+def tail_scan_index(data: bytes) -> None:
+    """The tail scan with an ``.index``: ``index_start`` (binary search of the index, checks of the
+    entry against the segment) and ``scan_tail(log, index, segment_base)``; input laid out as
+    :func:`split_index_container` says.  Documented exceptions: none."""
+    index, base, seg = split_index_container(data)
+    start = index_start(seg, index or None, base)
+    _check(0 <= start <= len(seg), f"index_start {start} outside the segment")
+    scan = scan_tail(seg, index or None, base)
+    _check_scan(scan, seg)
+
+
+_INDEX_SEG: tuple[bytes, int] | None = None
+
+
+def index_segment() -> tuple[bytes, int]:
+    """(bytes, base offset) of the real segment :data:`INDEX_SEGMENT` the ``index_file`` harness uses."""
+    global _INDEX_SEG
+    if _INDEX_SEG is None:
+        path = SHARED_DATA / (INDEX_SEGMENT + ".log")
+        _INDEX_SEG = (path.read_bytes(), int(path.name[:20]))
+    return _INDEX_SEG
+
+
+def index_file(data: bytes) -> None:
+    """A fuzzed ``.index`` file next to a real segment (:data:`INDEX_SEGMENT`): ``index_start`` and
+    ``scan_tail``.  Documented exceptions: none."""
+    seg, base = index_segment()
+    start = index_start(seg, data or None, base)
+    _check(0 <= start <= len(seg), f"index_start {start} outside the segment")
+    _check_scan(scan_tail(seg, data or None, base), seg)
+
+
+def _check_raw(batches: list, data: bytes, path: str) -> pa.Table:
+    for b in batches:
+        _check(b.schema.equals(RAW_SCHEMA), "a decoded batch not in RAW_SCHEMA")
+    table = pa.Table.from_batches(batches, schema=RAW_SCHEMA)
+    issues = table.filter(pa.compute.equal(table.column("kind"), "issue"))
+    for row in issues.select(["source_file", "position", "decode_error"]).to_pylist():
+        _check(row["source_file"] == path, "an issue row without its file")
+        _check(row["position"] is not None and 0 <= row["position"] <= len(data),
+               f"issue {row['decode_error']} without a byte position inside the file: {row['position']}")
+        _check(bool(row["decode_error"]), "an issue row without a reason")
+    return table
+
+
+def offsets_segment(data: bytes) -> None:
+    """A ``__consumer_offsets`` segment through ``decode_offsets_segment`` (``--mode history``): batches,
+    records, keys and values of every record type and version, group metadata, control records.
+    Documented exceptions: none."""
+    _check_raw(decode_offsets_segment(data, SEGMENT_PATH, 0), data, SEGMENT_PATH)
+
+
+def offsets_segment_latest(data: bytes) -> None:
+    """The same with ``reduce_latest=True``: the ``--mode latest`` reducer of ``latest.py``
+    (``summarise_latest``, ``group_equal_bytes``) on the decoded records.  Every record the reducer
+    folds away must still be counted: records read equal history mode's.  Documented exceptions: none."""
+    def records_read(t: pa.Table) -> int:
+        rows = t.filter(pa.compute.not_equal(t.column("kind"), "issue"))
+        return int(pa.compute.sum(rows.column("record_count")).as_py() or 0)
+    a = records_read(_check_raw(decode_offsets_segment(data, SEGMENT_PATH, 0, reduce_latest=True), data, SEGMENT_PATH))
+    b = records_read(pa.Table.from_batches(decode_offsets_segment(data, SEGMENT_PATH, 0), schema=RAW_SCHEMA))
+    _check(a == b, f"latest mode counts {a} records read, history mode {b}")
+
+
+def split_codec_container(data: bytes) -> tuple[int, int, bytes]:
+    """Codec harness input layout: byte 0 picks the container (``% 3``: 0 a v2 batch, 1 a magic-1
+    wrapper message, 2 a magic-0 one), bytes 1-4 the int32 record count (v2) , then the compressed
+    records block."""
+    if len(data) < 5:
+        return 0, 0, data
+    return data[0] % 3, struct.unpack_from(">i", data, 1)[0], data[5:]
+
+
+def join_codec_container(container: int, count: int, payload: bytes) -> bytes:
+    """Inverse of :func:`split_codec_container`."""
+    return bytes([container]) + struct.pack(">i", _wrap(count, 32)) + payload
+
+
+def v2_batch(payload: bytes, count: int, codec: int, base_offset: int = 0, last_delta: int | None = None,
+             attributes: int | None = None, epoch: int = 0) -> bytes:
+    """One CRC-valid v2 batch around ``payload`` (its records block as stored)."""
+    if last_delta is None:
+        last_delta = max(min(count, 1 << 31) - 1, 0)
+    attrs = codec if attributes is None else attributes
+    body = struct.pack(">hiqqqhii", _wrap(attrs, 16), _wrap(last_delta, 32), 1_700_000_000_000, 1_700_000_000_000,
+                       -1, -1, -1, _wrap(count, 32)) + payload
+    head = struct.pack(">qiib", _wrap(base_offset, 64), len(body) + 9, _wrap(epoch, 32), 2)
+    return head + struct.pack(">I", crc32c(body)) + body
+
+
+def legacy_message(magic: int, attrs: int, offset: int, key: bytes | None, value: bytes | None,
+                   timestamp: int = 1_600_000_000_000) -> bytes:
+    """One CRC-valid legacy message (``LegacyRecord``), with its offset and size prefix."""
+    body = bytes([magic, attrs & 0xFF]) + (struct.pack(">q", timestamp) if magic == 1 else b"")
+    for b in (key, value):
+        body += struct.pack(">i", -1) if b is None else struct.pack(">i", len(b)) + b
+    msg = struct.pack(">I", zlib.crc32(body)) + body
+    return struct.pack(">qi", _wrap(offset, 64), len(msg)) + msg
+
+
+def codec_segment(codec: int, data: bytes) -> bytes:
+    """The segment a codec harness decodes: the input's compressed block in a v2 batch or a legacy
+    wrapper message with the codec's attribute bits and a valid CRC (see :func:`split_codec_container`)."""
+    container, count, payload = split_codec_container(data)
+    if container == 0:
+        return v2_batch(payload, count, codec)
+    magic = 2 - container
+    return legacy_message(magic, codec, max(count - 1, 0), None, payload)
+
+
+def _codec(codec: int) -> Callable[[bytes], None]:
+    def harness(data: bytes) -> None:
+        seg = codec_segment(codec, data)
+        _check_raw(decode_offsets_segment(seg, SEGMENT_PATH, 0), seg, SEGMENT_PATH)
+    harness.__name__ = f"codec_{_CODEC_NAMES[codec]}"
+    harness.__doc__ = (f"A {_CODEC_NAMES[codec]} records block (v2 batch or legacy wrapper, "
+                       f":func:`split_codec_container`) decoded in full by ``decode_offsets_segment``: "
+                       f"bounded decompression, then record framing and key/value decoding.  "
+                       f"Documented exceptions: none.")
+    return harness
+
+
+_CODEC_NAMES = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+def split_kv_records(data: bytes) -> list[tuple[bytes | None, bytes | None]]:
+    """``offsets_records`` input layout: repeated ``int32 key length, key, int32 value length, value``
+    (length -1 = null; a length past the end takes what is left)."""
+    out = []
+    pos, n = 0, len(data)
+    while pos < n and len(out) < 4096:
+        parts = []
+        for _ in range(2):
+            if pos + 4 > n:
+                ln, pos = -1, n
+            else:
+                ln = struct.unpack_from(">i", data, pos)[0]
+                pos += 4
+            if ln < 0:
+                parts.append(None)
+            else:
+                parts.append(data[pos:pos + ln])
+                pos += ln
+        out.append((parts[0], parts[1]))
+    return out
+
+
+def join_kv_records(records: list[tuple[bytes | None, bytes | None]]) -> bytes:
+    """Inverse of :func:`split_kv_records`."""
+    out = bytearray()
+    for k, v in records:
+        for b in (k, v):
+            out += struct.pack(">i", -1) if b is None else struct.pack(">i", len(b)) + b
+    return bytes(out)
+
+
+_KV_SCHEMA = pa.schema([("source_partition", pa.int32()), ("source_offset", pa.int64()),
+                        ("timestamp", pa.int64()), ("key", pa.binary()), ("value", pa.binary())])
+
+
+def offsets_records(data: bytes) -> None:
+    """``__consumer_offsets`` keys and values (every record type, OffsetCommitValue v0-v4, group
+    metadata v0-v4, tombstones) through ``decode_offsets_rows``, the decoder of the records a Kafka
+    client fetched (and, inside it, ``decode_offsets_kv`` and the group-metadata decode); input laid
+    out as :func:`split_kv_records` says.  Documented exceptions: none."""
+    recs = split_kv_records(data)
+    n = len(recs)
+    rb = pa.RecordBatch.from_pydict({"source_partition": [0] * n, "source_offset": list(range(n)),
+                                     "timestamp": [0] * n, "key": [k for k, _ in recs],
+                                     "value": [v for _, v in recs]}, schema=_KV_SCHEMA)
+    out = decode_offsets_rows(rb)
+    _check(out.schema.equals(RAW_SCHEMA) and out.num_rows == n, "decode_offsets_rows lost rows")
+
+
+def group_metadata_value(data: bytes) -> None:
+    """One GroupMetadataValue through ``decode_group_metadata_value``.  Documented exception:
+    ``ValueError`` (truncated bytes, unknown version)."""
+    try:
+        g = decode_group_metadata_value(data)
+    except ValueError:
+        return
+    _check(-(1 << 31) <= g["generation"] < 1 << 31, "generation outside int32")
+    _check(g["members"] >= 0, "negative member count")
+
+
+_META_SCHEMA = pa.schema(METADATA_ROW_FIELDS)
+
+
+def metadata_value(data: bytes) -> None:
+    """One KRaft metadata record value through ``decode_metadata_value``; a decoded row must fit the
+    Arrow columns the audit puts it in (``METADATA_ROW_FIELDS``).  Documented exception:
+    ``MetadataDecodeError``."""
+    try:
+        row = decode_metadata_value(data)
+    except MetadataDecodeError:
+        return
+    _check(set(row) == set(_META_SCHEMA.names), "a metadata row with other keys than METADATA_ROW_FIELDS")
+    try:
+        pa.RecordBatch.from_pylist([row], schema=_META_SCHEMA)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+        raise HarnessViolation(f"decoded metadata row does not fit its Arrow columns: {exc}") from None
+
+
+def metadata_segment(data: bytes) -> None:
+    """A ``__cluster_metadata`` segment through ``audit.sources.logdirs._decode_metadata_files`` as
+    Spark feeds it (``binaryFile`` content): batches, records and every metadata record value.
+    Documented exceptions: none."""
+    from audit.sources.logdirs import _decode_metadata_files, _metadata_schema
+    rb = pa.RecordBatch.from_pydict({"path": [METADATA_PATH], "content": [data]},
+                                    schema=pa.schema([("path", pa.string()), ("content", pa.binary())]))
+    table = pa.Table.from_batches(list(_decode_metadata_files(iter([rb]))), schema=_metadata_schema())
+    for row in table.filter(pa.compute.is_valid(table.column("issue_reason"))).select(
+            ["source_file", "issue_position"]).to_pylist():
+        _check(row["source_file"] == METADATA_PATH, "a metadata issue row without its file")
+        _check(row["issue_position"] is not None and 0 <= row["issue_position"] <= len(data),
+               "a metadata issue row without a byte position inside the file")
+
+
+def leader_epoch_checkpoint(data: bytes) -> None:
+    """A ``leader-epoch-checkpoint`` file: ``parse_leader_epoch_checkpoint`` (documented exception:
+    ``CheckpointError``) and ``_read_small_files`` on the file (documented exceptions: none)."""
+    text = data.decode("utf-8", "replace")
+    try:
+        entries = parse_leader_epoch_checkpoint(text)
+    except CheckpointError:
+        entries = None
+    if entries is not None:
+        for e, s in entries:
+            _check(-(1 << 31) <= e < 1 << 31 and -(1 << 63) <= s < 1 << 63, "entry outside its Java type")
+    _small_files("/fuzz/broker-1/__consumer_offsets-0/leader-epoch-checkpoint", data)
+
+
+def offset_checkpoint(data: bytes) -> None:
+    """A root offset checkpoint (``replication-offset-checkpoint``, ``log-start-offset-checkpoint``,
+    ...): ``parse_offset_checkpoint`` (documented exception: ``CheckpointError``) and
+    ``_read_small_files`` on the file (documented exceptions: none)."""
+    text = data.decode("utf-8", "replace")
+    try:
+        entries = parse_offset_checkpoint(text)
+    except CheckpointError:
+        entries = None
+    if entries is not None:
+        for (_t, p), o in entries.items():
+            _check(-(1 << 31) <= p < 1 << 31 and -(1 << 63) <= o < 1 << 63, "entry outside its Java type")
+    _small_files("/fuzz/broker-1/replication-offset-checkpoint", data)
+
+
+def meta_properties(data: bytes) -> None:
+    """``meta.properties`` as discovery reads it (bytes decoded as UTF-8 with replacement):
+    ``parse_meta_properties`` and ``broker_id_of``, whose broker id the audit stores in ``int``
+    columns, so it must be None or fit an int32.  Documented exceptions: none."""
+    props = parse_meta_properties(data.decode("utf-8", "replace"))
+    bid = broker_id_of(props)
+    _check(bid is None or -(1 << 31) <= bid < 1 << 31, f"broker id {bid} does not fit the int broker_id column")
+
+
+# =========================================================================== value helpers
+
+def _wrap(v: int, bits: int) -> int:
+    """``v`` as a signed ``bits``-bit integer (two's complement wrap)."""
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+def uvarint(v: int) -> bytes:
+    """Unsigned base-128 varint of any non-negative integer (no length limit: over-long on purpose)."""
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def zigzag(v: int, bits: int = 64) -> bytes:
+    """Kafka's zigzag varint (``ByteUtils.writeVarint``/``writeVarlong``) of ``v`` wrapped to ``bits``."""
+    v = _wrap(v, bits)
+    return uvarint(((v << 1) ^ (v >> (bits - 1))) & ((1 << bits) - 1))
+
+
+def read_uvarint(b: bytes, pos: int, limit: int = 10) -> tuple[int, int] | None:
+    """(value, next position) of the unsigned varint at ``pos``; None when unterminated."""
+    v = shift = 0
+    for i in range(pos, min(pos + limit, len(b))):
+        v |= (b[i] & 0x7F) << shift
+        if b[i] < 0x80:
+            return v, i + 1
+        shift += 7
+    return None
+
+
+def read_zigzag(b: bytes, pos: int, limit: int = 10) -> tuple[int, int] | None:
+    r = read_uvarint(b, pos, limit)
+    if r is None:
+        return None
+    u, p = r
+    return (u >> 1) ^ -(u & 1), p
+
+
+#: Extreme integers of every width the formats use.
+EXTREMES = {
+    8: [0, 1, -1, 127, -128, 2, 0x7F, 0x80],
+    16: [0, 1, -1, 2, 3, 4, 5, 0x7FFF, -0x8000, 0x7FFE, 255, 256],
+    32: [0, 1, -1, 2, 7, 0x7FFFFFFF, -0x80000000, 0x7FFFFFFE, 0xFFFF, 0x10000, 1 << 20, 1 << 24, 1000000],
+    64: [0, 1, -1, (1 << 63) - 1, -(1 << 63), (1 << 63) - 2, (1 << 32), (1 << 31) - 1, (1 << 31),
+         -(1 << 31) - 1, 1 << 62],
+}
+
+
+def extreme(rng: random.Random, bits: int) -> int:
+    """An extreme (or near-extreme, or random) signed ``bits``-bit integer."""
+    r = rng.random()
+    if r < 0.7:
+        return _wrap(rng.choice(EXTREMES[bits]), bits)
+    if r < 0.85:
+        return _wrap(rng.choice(EXTREMES[bits]) + rng.choice((-2, -1, 1, 2)), bits)
+    return _wrap(rng.getrandbits(bits), bits)
+
+
+def extreme_varint(rng: random.Random) -> bytes:
+    """A varint-shaped byte string at an extreme: huge, negative, over-long, or unterminated."""
+    k = rng.randrange(9)
+    if k == 0:
+        return zigzag(extreme(rng, 32), 32)
+    if k == 1:
+        return zigzag(extreme(rng, 64), 64)
+    if k == 2:
+        return uvarint(rng.choice((0, 1, 0x7FFFFFFF, 0xFFFFFFFF, 1 << 35, (1 << 64) - 1, (1 << 70) - 1)))
+    if k == 3:
+        return b"\xff" * rng.choice((5, 6, 10, 11))  # unterminated
+    if k == 4:
+        return b"\x80" * rng.choice((4, 9)) + b"\x00"  # over-long zero
+    if k == 5:
+        return b"\xff\xff\xff\xff\x0f"  # 5-byte maximum
+    if k == 6:
+        return b"\xff" * 9 + b"\x01"  # 10-byte maximum
+    if k == 7:
+        return b"\xfe\xff\xff\xff\x0f"  # zigzag int32 min/max neighbourhood
+    return zigzag(rng.randrange(-300, 300), 32)
+
+
+def poke(rng: random.Random, b: bytes, start: int = 0) -> bytes:
+    """Overwrite (or insert) an extreme integer in some encoding at a random position >= ``start``."""
+    if len(b) <= start:
+        start = 0
+    pos = rng.randrange(start, len(b) + 1)
+    kind = rng.randrange(6)
+    if kind < 4:
+        bits = (8, 16, 32, 64)[kind]
+        enc = struct.pack(">" + "bhiq"[kind], extreme(rng, bits))
+    else:
+        enc = extreme_varint(rng)
+    if rng.random() < 0.6:
+        return b[:pos] + enc + b[pos + len(enc):]
+    return b[:pos] + enc + b[pos:]
+
+
+def _simple_byte_mutate(data: bytes, max_size: int) -> bytes:
+    """A plain byte mutation (used when libFuzzer's own mutator is not at hand)."""
+    rng = random.Random(hash(bytes(data)) ^ random.getrandbits(32))
+    b = bytearray(data)
+    for _ in range(rng.randint(1, 4)):
+        op = rng.randrange(4)
+        if op == 0 and b:
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        elif op == 1:
+            b.insert(rng.randrange(len(b) + 1), rng.randrange(256))
+        elif op == 2 and b:
+            del b[rng.randrange(len(b))]
+        elif b:
+            i = rng.randrange(len(b))
+            b[i] ^= 1 << rng.randrange(8)
+    return bytes(b[:max_size])
+
+
+ByteMutate = Callable[[bytes, int], bytes]
+
+
+# =========================================================================== segment model
+
+def split_chain(buf: bytes) -> tuple[list[bytearray], bytes]:
+    """Split a segment into its entries (v2 batches or legacy messages, each with its 12-byte offset
+    and length prefix) as far as the length fields allow, and the bytes after the last one."""
+    entries: list[bytearray] = []
+    pos, n = 0, len(buf)
+    while n - pos >= LOG_OVERHEAD + 5 and len(entries) < 20000:
+        length = struct.unpack_from(">i", buf, pos + 8)[0]
+        if length < 5 or pos + LOG_OVERHEAD + length > n:
+            break
+        entries.append(bytearray(buf[pos:pos + LOG_OVERHEAD + length]))
+        pos += LOG_OVERHEAD + length
+    return entries, bytes(buf[pos:])
+
+
+def fix_entry(e: bytearray, length: bool = True) -> bytearray:
+    """Recompute an entry's length field (when ``length``) and its CRC: CRC-32C over attributes..end
+    for magic 2, CRC-32 over magic..end for legacy messages."""
+    if len(e) < 17:
+        return e
+    if length:
+        e[8:12] = struct.pack(">i", len(e) - LOG_OVERHEAD)
+    magic = e[16]
+    if magic == 2 and len(e) >= BATCH_HEADER_SIZE:
+        e[17:21] = struct.pack(">I", crc32c(bytes(e[21:])))
+    elif magic in (0, 1):
+        e[12:16] = struct.pack(">I", zlib.crc32(bytes(e[16:])))
+    return e
+
+
+#: Decompressed sizes the mutators work with (a records block larger than this is mutated as bytes).
+_MUTATE_PLAIN_CAP = 8 << 20
+
+
+def _decompress_for_mutation(codec: int, payload: bytes, legacy_magic: int | None = None) -> bytes | None:
+    try:
+        if legacy_magic == 0 and codec == 3:
+            from kafka.codec import lz4_decode_old_kafka
+            return lz4_decode_old_kafka(payload) if len(payload) < (1 << 20) else None
+        return decompress(codec, payload, _MUTATE_PLAIN_CAP)
+    except Exception:
+        return None
+
+
+def compress(codec: int, plain: bytes, rng: random.Random | None = None, legacy_magic: int | None = None) -> bytes:
+    """Compress a records block as a producer would: gzip, snappy (xerial-framed as the Java client
+    writes it, or raw), lz4 (frame; Kafka 0.8's broken framing for magic 0), zstd."""
+    from kafka import codec as kc
+    if codec == 1:
+        return gzip.compress(plain, compresslevel=rng.choice((1, 6, 9)) if rng else 6)
+    if codec == 2:
+        if rng is not None and rng.random() < 0.3:
+            import snappy
+            return snappy.compress(plain)
+        return kc.snappy_encode(plain)
+    if codec == 3:
+        return kc.lz4_encode_old_kafka(plain) if legacy_magic == 0 else kc.lz4_encode(plain)
+    if codec == 4:
+        return kc.zstd_encode(plain)
+    return plain
+
+
+# ---- v2 records
+
+def split_records(plain: bytes) -> tuple[list[bytes], bytes]:
+    """The record bodies of an uncompressed v2 records block (each without its length varint) and
+    whatever follows the last one that fits."""
+    out, pos, n = [], 0, len(plain)
+    while pos < n and len(out) < 200000:
+        r = read_zigzag(plain, pos, 5)
+        if r is None:
+            break
+        ln, p = r
+        if ln < 0 or p + ln > n:
+            break
+        out.append(plain[p:p + ln])
+        pos = p + ln
+    return out, plain[pos:]
+
+
+def join_records(bodies: list[bytes], tail: bytes = b"") -> bytes:
+    return b"".join(zigzag(len(b), 32) + b for b in bodies) + tail
+
+
+def parse_record(body: bytes) -> list | None:
+    """[attributes, timestamp delta, offset delta, key, value, headers block] of one record body."""
+    if not body:
+        return None
+    pos = 1
+    r1 = read_zigzag(body, pos, 10)
+    if r1 is None:
+        return None
+    tsd, pos = r1
+    r2 = read_zigzag(body, pos, 5)
+    if r2 is None:
+        return None
+    offd, pos = r2
+    fields = [body[0], tsd, offd]
+    for _ in range(2):
+        r = read_zigzag(body, pos, 5)
+        if r is None:
+            return None
+        ln, pos = r
+        if ln < 0:
+            fields.append(None)
+        else:
+            if pos + ln > len(body):
+                return None
+            fields.append(body[pos:pos + ln])
+            pos += ln
+    fields.append(body[pos:])
+    return fields
+
+
+def build_record(f: list) -> bytes:
+    out = bytes([f[0] & 0xFF]) + zigzag(f[1], 64) + zigzag(f[2], 32)
+    for b in (f[3], f[4]):
+        out += zigzag(-1, 32) if b is None else zigzag(len(b), 32) + b
+    return out + f[5]
+
+
+def minimal_record(i: int = 0) -> bytes:
+    """The smallest v2 record body: null key and value, no headers (6 bytes after its length)."""
+    return bytes([0]) + zigzag(0, 64) + zigzag(i, 32) + b"\x01\x01\x00"
+
+
+# =========================================================================== key/value mutators
+
+_RECORD_TYPES = (0, 1, 2, 3, 4, 5, 8, 9, 15, 16, 17, 18, 23, 24, 99, -1, 0x7FFF, -0x8000)
+
+
+def mutate_offsets_key(rng: random.Random, key: bytes | None) -> bytes | None:
+    """A ``__consumer_offsets`` key with one structural edit: record type, a string length or the
+    partition at an extreme, a truncated or extended tail."""
+    if key is None or len(key) < 2 or rng.random() < 0.05:
+        group = rng.choice((b"g", b"", b"payments-\xff", b"x" * rng.choice((1, 200, 1500))))
+        return (struct.pack(">hh", rng.choice((0, 1, 2, 3)), len(group)) + group + struct.pack(">h", 1) + b"t"
+                + struct.pack(">i", rng.randrange(-2, 50)))
+    op = rng.randrange(7)
+    if op == 0:
+        return struct.pack(">h", rng.choice(_RECORD_TYPES)) + key[2:]
+    if op in (1, 2) and len(key) >= 4:
+        glen = struct.unpack_from(">h", key, 2)[0]
+        if op == 1 or glen < 0 or 4 + glen + 2 > len(key):
+            return key[:2] + struct.pack(">h", extreme(rng, 16)) + key[4:]
+        t = 4 + glen
+        return key[:t] + struct.pack(">h", extreme(rng, 16)) + key[t + 2:]
+    if op == 3 and len(key) >= 4:
+        return key[:-4] + struct.pack(">i", extreme(rng, 32))
+    if op == 4:
+        return key[:rng.randrange(len(key) + 1)]
+    if op == 5:
+        return key + bytes(rng.randrange(256) for _ in range(rng.randrange(1, 8)))
+    return poke(rng, key)
+
+
+_VALUE_VERSIONS = (0, 1, 2, 3, 4, 5, -1, 0x7FFF, -0x8000)
+
+
+def mutate_offsets_value(rng: random.Random, value: bytes | None) -> bytes | None:
+    """An OffsetCommitValue / GroupMetadataValue with one structural edit: version, offset, epoch,
+    metadata length (int16 or compact varint), timestamps, member count; or null (a tombstone)."""
+    r = rng.random()
+    if value is None or r < 0.04:
+        if value is None or rng.random() < 0.5:
+            v = rng.choice((0, 1, 3, 4))
+            body = struct.pack(">q", extreme(rng, 64))
+            if v >= 3:
+                body += struct.pack(">i", rng.choice((-1, 0, 5, -2, 0x7FFFFFFF)))
+            body += (b"\x01" if v == 4 else struct.pack(">h", 0)) + struct.pack(">q", 1_700_000_000_000)
+            if v == 1:
+                body += struct.pack(">q", -1)
+            return struct.pack(">h", v) + body + (b"\x00" if v == 4 else b"")
+        return None
+    if len(value) < 2:
+        return poke(rng, value)
+    op = rng.randrange(8)
+    if op == 0:
+        return struct.pack(">h", rng.choice(_VALUE_VERSIONS)) + value[2:]
+    if op == 1 and len(value) >= 10:  # committed offset (or group metadata's protocol type + generation)
+        return value[:2] + struct.pack(">q", extreme(rng, 64)) + value[10:]
+    if op == 2 and len(value) >= 14:  # leader epoch of v3+
+        return value[:10] + struct.pack(">i", extreme(rng, 32)) + value[14:]
+    if op == 3 and len(value) >= 12:  # metadata length: int16 (v0-v3) or compact varint (v4)
+        version = struct.unpack_from(">h", value, 0)[0]
+        at = 14 if version >= 3 else 10
+        if version >= 4:
+            r2 = read_uvarint(value, at, 5)
+            end = r2[1] if r2 else at + 1
+            return value[:at] + extreme_varint(rng) + value[end:]
+        return value[:at] + struct.pack(">h", extreme(rng, 16)) + value[at + 2:]
+    if op == 4:
+        return value[:rng.randrange(len(value) + 1)]
+    if op == 5:
+        return value + bytes(rng.randrange(256) for _ in range(rng.randrange(1, 16)))
+    return poke(rng, value, 2)
+
+
+_META_KEYS = (0, 1, 2, 3, 4, 5, 7, 8, 9, 12, 17, 20, 21, 27, 28, 29, 30, 6, 13, 16, 0x7FFF, 0x8000, 1 << 28)
+
+
+def mutate_metadata_value(rng: random.Random, value: bytes | None) -> bytes | None:
+    """A KRaft metadata record value with one structural edit: frame version, api key or version at an
+    extreme, a tagged-field count/size or array length pushed to an extreme varint."""
+    if value is None:
+        return bytes([1, 2, 0]) + b"\x02t" + bytes(16) + b"\x00"
+    fr = read_uvarint(value, 0, 5)
+    ak = read_uvarint(value, fr[1], 5) if fr else None
+    ve = read_uvarint(value, ak[1], 5) if ak else None
+    op = rng.randrange(6)
+    if ve is not None and op == 0:
+        return uvarint(rng.choice((1, 1, 1, 0, 2, 127, 128))) + value[fr[1]:]
+    if ve is not None and op == 1:
+        return value[:fr[1]] + uvarint(rng.choice(_META_KEYS)) + value[ak[1]:]
+    if ve is not None and op == 2:
+        return value[:ak[1]] + uvarint(rng.choice((0, 1, 2, 3, 4, 5, 0x7FFF, 0x8000))) + value[ve[1]:]
+    if op == 3:
+        start = ve[1] if ve else 0
+        pos = rng.randrange(start, len(value) + 1)
+        r = read_uvarint(value, pos, 5)
+        end = r[1] if r else pos
+        return value[:pos] + extreme_varint(rng) + value[end:]
+    if op == 4:
+        return value[:rng.randrange(len(value) + 1)]
+    return poke(rng, value, ve[1] if ve else 0)
+
+
+KVMutate = Callable[[random.Random, bytes | None, bytes | None], tuple[bytes | None, bytes | None]]
+
+
+def offsets_kv_mutator(rng, key, value):
+    if rng.random() < 0.4:
+        return mutate_offsets_key(rng, key), value
+    return key, mutate_offsets_value(rng, value)
+
+
+def metadata_kv_mutator(rng, key, value):
+    if rng.random() < 0.05:
+        return mutate_offsets_key(rng, key), value
+    return key, mutate_metadata_value(rng, value)
+
+
+# =========================================================================== segment mutator
+
+def _bomb(codec: int, kind: str, size: int, legacy_magic: int | None = None) -> tuple[bytes, int]:
+    """(compressed block, record count) of a records block of ``size`` bytes that compresses well:
+    zeros, or the smallest valid record (or legacy message) repeated.  Built once per process, and
+    compressed in 1 MiB pieces, so the mutator never holds the inflated bytes."""
+    key = (codec, kind, size, legacy_magic)
+    if key in _BOMBS:
+        return _BOMBS[key]
+    if kind == "zeros":
+        unit = bytes(1)
+    elif legacy_magic is None:
+        unit = zigzag(6, 32) + minimal_record(0)
+    else:
+        unit = legacy_message(legacy_magic, 0, 0, None, b"")
+    reps = max(size // len(unit), 1)
+    count = reps if kind != "zeros" else size // 7
+    piece_reps = max((1 << 20) // len(unit), 1)
+    pieces = [unit * min(piece_reps, reps - i) for i in range(0, reps, piece_reps)]
+    if codec == 1:
+        z = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        block = b"".join(z.compress(p) for p in pieces) + z.flush()
+    elif codec == 3 and legacy_magic != 0:
+        import lz4.frame
+        c = lz4.frame.LZ4FrameCompressor()
+        block = c.begin() + b"".join(c.compress(p) for p in pieces) + c.flush()
+    elif codec == 4:
+        import zstandard
+        c = zstandard.ZstdCompressor().compressobj()
+        block = b"".join(c.compress(p) for p in pieces) + c.flush()
+    else:  # snappy (bounded to a few MiB by the callers) and magic-0 lz4: whole
+        block = compress(codec, b"".join(pieces), None, legacy_magic)
+    _BOMBS[key] = (block, count)
+    return _BOMBS[key]
+
+
+_BOMBS: dict = {}
+
+
+def _mutate_records(rng: random.Random, plain: bytes, kv: KVMutate, byte_mutate: ByteMutate,
+                    max_size: int) -> tuple[bytes, int | None]:
+    """Edit an uncompressed v2 records block; returns it and its new record count (None: unknown)."""
+    bodies, tail = split_records(plain)
+    op = rng.randrange(10)
+    if not bodies or op == 0:
+        return byte_mutate(plain, max(len(plain) * 2, 64)), None
+    i = rng.randrange(len(bodies))
+    f = parse_record(bodies[i])
+    if op in (1, 2, 3) and f is not None:  # key / value through the format-aware mutator
+        f[3], f[4] = kv(rng, f[3], f[4])
+        bodies[i] = build_record(f)
+    elif op == 4 and f is not None:  # a numeric field of the record at an extreme
+        j = rng.randrange(4)
+        if j == 0:
+            f[0] = extreme(rng, 8)
+        elif j == 1:
+            f[1] = extreme(rng, 64)
+        elif j == 2:
+            f[2] = extreme(rng, 32)
+        else:
+            f[5] = extreme_varint(rng) + f[5][1:]
+        bodies[i] = build_record(f)
+    elif op == 5:  # a length varint (record, key or value) at an extreme: framing must catch it
+        raw = join_records(bodies[:i]) + extreme_varint(rng) + bodies[i] + join_records(bodies[i + 1:], tail)
+        return raw, len(bodies)
+    elif op == 6 and f is not None:  # key/value length lies, bytes stay
+        key_len_pos = 1 + len(zigzag(f[1], 64)) + len(zigzag(f[2], 32))
+        b = bodies[i]
+        bodies[i] = b[:key_len_pos] + extreme_varint(rng) + b[key_len_pos + 1:]
+    elif op == 7:  # many copies of a record (a batch of many records)
+        k = rng.choice((2, 10, 100, 1000, max(1, max_size // max(len(bodies[i]) + 1, 1))))
+        bodies[i:i + 1] = [bodies[i]] * k
+    elif op == 8 and len(bodies) > 1:
+        del bodies[i]
+    else:
+        bodies[i] = byte_mutate(bodies[i], len(bodies[i]) + 16)
+    return join_records(bodies, tail), len(bodies)
+
+
+def _mutate_v2(rng: random.Random, e: bytearray, kv: KVMutate, byte_mutate: ByteMutate, max_size: int) -> bytearray:
+    if len(e) < BATCH_HEADER_SIZE:
+        return fix_entry(bytearray(byte_mutate(bytes(e), len(e) + 8)))
+    hdr = list(_V2_HEADER.unpack_from(e, 0))
+    codec = hdr[5] & 7
+    op = rng.randrange(10)
+    if op <= 2:  # a header field at an extreme, CRC fixed so the field is what is checked
+        j = rng.choice((0, 1, 2, 3, 5, 5, 6, 6, 7, 8, 9, 10, 11, 12, 12, 12))
+        bits = {"q": 64, "i": 32, "b": 8, "h": 16, "I": 32}[_V2_FMT[j]]
+        v = extreme(rng, bits)
+        if j == 5 and rng.random() < 0.7:  # attributes: codec, timestamp type, transactional, control
+            v = rng.choice((0, 1, 2, 3, 4, 5, 6, 7, 0x08, 0x10, 0x20, 0x30, 0x40, 0x7FFF)) | (hdr[5] & ~7 if rng.random() < 0.5 else 0)
+        if j == 3:
+            v = rng.choice((0, 1, 3, 0x7F, -1, -128))
+        hdr[j] = v
+        e[:BATCH_HEADER_SIZE] = _pack_header(hdr)
+        return fix_entry(e, length=(j != 1))
+    payload = bytes(e[BATCH_HEADER_SIZE:])
+    if op == 3 and codec:  # the compressed bytes themselves
+        payload = byte_mutate(payload, len(payload) + 64)
+        return fix_entry(bytearray(e[:BATCH_HEADER_SIZE] + payload))
+    if op == 4:  # compress (or recompress) the records with another codec
+        plain = payload if codec == 0 else _decompress_for_mutation(codec, payload)
+        if plain is None:
+            return e
+        new = rng.choice((1, 2, 3, 4))
+        hdr[5] = (hdr[5] & ~7) | new
+        e2 = bytearray(_pack_header(hdr)) + compress(new, plain, rng)
+        return fix_entry(e2)
+    if op == 5 and rng.random() < 0.3:  # a block that inflates to many tiny records (or zeros)
+        new = rng.choice((1, 2, 3, 4))
+        size = rng.choice((1 << 20, 16 << 20, 80 << 20)) if new != 2 else rng.choice((1 << 20, 8 << 20))
+        block, count = _bomb(new, rng.choice(("tiny", "tiny", "zeros")), size)
+        hdr[5] = (hdr[5] & ~7) | new
+        hdr[12] = count if rng.random() < 0.8 else extreme(rng, 32)
+        hdr[6] = max(min(count, 1 << 31) - 1, 0)
+        return fix_entry(bytearray(_pack_header(hdr)) + block)
+    plain = payload if codec == 0 else _decompress_for_mutation(codec, payload)
+    if plain is None:
+        return fix_entry(bytearray(e[:BATCH_HEADER_SIZE] + byte_mutate(payload, len(payload) + 64)))
+    plain, count = _mutate_records(rng, plain, kv, byte_mutate, max_size)
+    if count is not None and rng.random() < 0.8:
+        hdr[12] = _wrap(count, 32)
+        hdr[6] = _wrap(max(count - 1, 0), 32)
+    block = compress(codec, plain, rng) if codec in (1, 2, 3, 4) else plain
+    return fix_entry(bytearray(_pack_header(hdr)) + block)
+
+
+def _pack_header(hdr: list) -> bytes:
+    """The 61-byte v2 header of ``hdr`` (values wrapped to their field widths)."""
+    bits = {"q": 64, "i": 32, "b": 8, "h": 16}
+    return _V2_HEADER.pack(*[x & 0xFFFFFFFF if c == "I" else _wrap(x, bits[c]) for x, c in zip(hdr, _V2_FMT)])
+
+
+def _legacy_fields(e: bytearray):
+    """(magic, attrs, timestamp, key, value, ok) of a legacy entry."""
+    if len(e) < 18:
+        return 0, 0, -1, None, None, False
+    magic, attrs = e[16], e[17]
+    pos = 18 + (8 if magic == 1 else 0)
+    ts = struct.unpack_from(">q", e, 18)[0] if magic == 1 and len(e) >= 26 else -1
+    out = []
+    for _ in range(2):
+        if pos + 4 > len(e):
+            return magic, attrs, ts, None, None, False
+        ln = struct.unpack_from(">i", e, pos)[0]
+        pos += 4
+        if ln < 0:
+            out.append(None)
+        else:
+            if pos + ln > len(e):
+                return magic, attrs, ts, None, None, False
+            out.append(bytes(e[pos:pos + ln]))
+            pos += ln
+    return magic, attrs, ts, out[0], out[1], pos == len(e)
+
+
+def _mutate_legacy(rng: random.Random, e: bytearray, kv: KVMutate, byte_mutate: ByteMutate, max_size: int,
+                   depth: int = 0) -> bytearray:
+    offset = struct.unpack_from(">q", e, 0)[0]
+    magic, attrs, ts, key, value, ok = _legacy_fields(e)
+    op = rng.randrange(8)
+    if not ok or op == 0:
+        return fix_entry(bytearray(e[:16]) + bytearray(byte_mutate(bytes(e[16:]), len(e) + 16)))
+    codec = attrs & 7
+    if op == 1:  # offset, attributes, magic or timestamp at an extreme
+        j = rng.randrange(4)
+        if j == 0:
+            offset = extreme(rng, 64)
+        elif j == 1:
+            attrs = rng.choice((0, 1, 2, 3, 4, 5, 7, 8, 9, 0x10, 0x80, 0xFF))
+        elif j == 2:
+            magic = rng.choice((0, 1))
+        else:
+            ts = extreme(rng, 64)
+        return bytearray(legacy_message(magic, attrs, offset, key, value, ts))
+    if codec in (1, 2, 3) and value is not None and depth == 0:
+        if op == 2 and rng.random() < 0.3:  # a wrapper inflating to many tiny messages
+            big = codec != 2 and not (codec == 3 and magic == 0)
+            block, _count = _bomb(codec, rng.choice(("tiny", "zeros")),
+                                  rng.choice((1 << 20, 16 << 20, 80 << 20)) if big else 8 << 20, magic)
+            return bytearray(legacy_message(magic, attrs, offset, key, block, ts))
+        if op in (2, 3, 4, 5):
+            inner = _decompress_for_mutation(codec, value, magic)
+            if inner is not None:
+                inner = mutate_chain(rng, inner, kv, byte_mutate, max_size, depth + 1)
+                return bytearray(legacy_message(magic, attrs, offset, key, compress(codec, inner, rng, magic), ts))
+        return bytearray(legacy_message(magic, attrs, offset, key, byte_mutate(value, len(value) + 32), ts))
+    if op in (2, 3, 4, 5):
+        key, value = kv(rng, key, value)
+    elif op == 6:  # a key or value length that lies, CRC fixed
+        b = bytearray(legacy_message(magic, attrs, offset, key, value, ts))
+        at = 18 + (8 if magic == 1 else 0)
+        if rng.random() < 0.5 and key is not None:
+            at += 4 + len(key)
+        b[at:at + 4] = struct.pack(">i", extreme(rng, 32))
+        return fix_entry(b)
+    else:
+        value = byte_mutate(value or b"", len(value or b"") + 16)
+    return bytearray(legacy_message(magic, attrs, offset, key, value, ts))
+
+
+def mutate_chain(rng: random.Random, buf: bytes, kv: KVMutate, byte_mutate: ByteMutate, max_size: int,
+                 depth: int = 0, other: bytes | None = None) -> bytes:
+    """One structure-aware edit of a segment (a chain of v2 batches and/or legacy messages)."""
+    entries, tail = split_chain(buf)
+    r = rng.random()
+    if not entries or r < 0.12:
+        return byte_mutate(buf, max_size)
+    i = rng.randrange(len(entries))
+    if r < 0.22:  # bytes of one entry, then CRC (and length) fixed: corruption behind the CRC
+        e = entries[i]
+        start = rng.choice((12, 16, 17, 21, BATCH_HEADER_SIZE)) if len(e) > BATCH_HEADER_SIZE else 12
+        e2 = bytearray(e[:start]) + bytearray(byte_mutate(bytes(e[start:]), len(e) + 64))
+        entries[i] = fix_entry(e2, length=rng.random() < 0.9)
+    elif r < 0.75:
+        e = entries[i]
+        if e[16] == 2:
+            entries[i] = _mutate_v2(rng, e, kv, byte_mutate, max_size)
+        elif e[16] in (0, 1):
+            entries[i] = _mutate_legacy(rng, e, kv, byte_mutate, max_size, depth)
+        else:
+            entries[i] = fix_entry(bytearray(byte_mutate(bytes(e), len(e) + 8)))
+    elif r < 0.80:  # the length field at an extreme (CRC untouched)
+        entries[i][8:12] = struct.pack(">i", extreme(rng, 32))
+    elif r < 0.85:
+        entries.insert(rng.randrange(len(entries) + 1), bytearray(entries[i]))
+    elif r < 0.88 and len(entries) > 1:
+        del entries[i]
+    elif r < 0.91 and len(entries) > 1:
+        j = rng.randrange(len(entries))
+        entries[i], entries[j] = entries[j], entries[i]
+    elif r < 0.94:  # splice an entry of another input
+        o, _ = split_chain(other) if other else ([], b"")
+        if o:
+            entries.insert(rng.randrange(len(entries) + 1), rng.choice(o))
+    elif r < 0.97:  # cut the segment short, or end it with preallocated zeros
+        out = b"".join(entries) + tail
+        return out[:rng.randrange(len(out) + 1)] if rng.random() < 0.6 else out + bytes(rng.choice((1, 17, 64, 4096)))
+    else:
+        tail = byte_mutate(tail, len(tail) + 64)
+    out = b"".join(entries) + tail
+    return out[:max_size]
+
+
+# =========================================================================== per-format mutators
+
+def _rng(seed: int) -> random.Random:
+    return random.Random(seed)
+
+
+def segment_mutator(kv: KVMutate) -> Callable:
+    def mutate(data: bytes, max_size: int, seed: int, byte_mutate: ByteMutate = _simple_byte_mutate) -> bytes:
+        return mutate_chain(_rng(seed), data, kv, byte_mutate, max_size)
+    return mutate
+
+
+def index_container_mutator(data: bytes, max_size: int, seed: int, byte_mutate: ByteMutate = _simple_byte_mutate) -> bytes:
+    rng = _rng(seed)
+    index, base, seg = split_index_container(data)
+    r = rng.random()
+    if r < 0.45:
+        index = mutate_index(rng, index, seg, byte_mutate)
+    elif r < 0.55:
+        base = rng.choice((0, 1, base + 1, base - 1, (1 << 63) - 1, (1 << 64) - 1, 10 ** 19, extreme(rng, 64)))
+    elif r < 0.95:
+        seg = mutate_chain(rng, seg, offsets_kv_mutator, byte_mutate, max(max_size - len(index) - 12, 0))
+    else:
+        return byte_mutate(data, max_size)
+    return join_index_container(index, base, seg)[:max_size]
+
+
+def mutate_index(rng: random.Random, index: bytes, seg: bytes, byte_mutate: ByteMutate) -> bytes:
+    """An offset index (8-byte entries: int32 relative offset, int32 position) with one edit: an entry
+    pointing at a real batch or anywhere, relative offsets at extremes, preallocated zeros, a torn entry."""
+    n = len(index) // 8
+    b = bytearray(index)
+    op = rng.randrange(8)
+    if op <= 1:  # an entry pointing at a real batch (or just beside it) of the segment
+        entries, _ = split_chain(seg)
+        pos, positions = 0, []
+        for e in entries:
+            positions.append((pos, struct.unpack_from(">q", e, 0)[0]))
+            pos += len(e)
+        if positions:
+            p, off = rng.choice(positions)
+            p += rng.choice((0, 0, 0, 1, -1, 12, 61))
+            rel = off + rng.choice((0, 0, 1, -1, 1000))
+            entry = struct.pack(">ii", _wrap(rel, 32), _wrap(p, 32))
+            if n and rng.random() < 0.5:
+                k = rng.randrange(n)
+                b[8 * k:8 * k + 8] = entry
+            else:
+                b += entry
+    elif op == 2 and n:
+        k = rng.randrange(n)
+        b[8 * k:8 * k + 4] = struct.pack(">i", extreme(rng, 32))
+    elif op == 3 and n:
+        k = rng.randrange(n)
+        b[8 * k + 4:8 * k + 8] = struct.pack(">i", extreme(rng, 32))
+    elif op == 4:  # preallocated zero tail, or a lot of entries
+        b += bytes(8 * rng.choice((1, 16, 1024, 100000)))
+    elif op == 5:  # a torn last entry
+        b += bytes(rng.randrange(1, 8))
+    elif op == 6 and n > 1:
+        k, j = rng.randrange(n), rng.randrange(n)
+        b[8 * k:8 * k + 8], b[8 * j:8 * j + 8] = b[8 * j:8 * j + 8], b[8 * k:8 * k + 8]
+    else:
+        return byte_mutate(bytes(b), len(b) + 32)
+    return bytes(b)
+
+
+def index_mutator(data: bytes, max_size: int, seed: int, byte_mutate: ByteMutate = _simple_byte_mutate) -> bytes:
+    rng = _rng(seed)
+    if rng.random() < 0.15:
+        return byte_mutate(data, max_size)
+    return mutate_index(rng, data, index_segment()[0], byte_mutate)[:max_size]
+
+
+def codec_mutator(codec: int) -> Callable:
+    def mutate(data: bytes, max_size: int, seed: int, byte_mutate: ByteMutate = _simple_byte_mutate) -> bytes:
+        rng = _rng(seed)
+        container, count, payload = split_codec_container(data)
+        r = rng.random()
+        legacy_magic = None if container == 0 else 2 - container
+        if r < 0.10:
+            return byte_mutate(data, max_size)
+        if r < 0.25:  # the compressed stream itself: frame headers, block sizes, checksums
+            payload = byte_mutate(payload, max(max_size - 5, 0))
+        elif r < 0.32:
+            count = extreme(rng, 32)
+        elif r < 0.36:
+            container = rng.randrange(3)
+        elif r < 0.42:  # a block inflating to many tiny records
+            legacy_magic = None if container == 0 else 2 - container
+            big = codec != 2 and not (codec == 3 and legacy_magic == 0)
+            size = rng.choice((1 << 20, 16 << 20, 80 << 20)) if big else rng.choice((1 << 20, 8 << 20))
+            payload, n = _bomb(codec, rng.choice(("tiny", "tiny", "zeros")), size, legacy_magic)
+            count = n if rng.random() < 0.8 else extreme(rng, 32)
+        else:  # the records inside, then compressed again
+            plain = _decompress_for_mutation(codec, payload, legacy_magic)
+            if plain is None:
+                payload = byte_mutate(payload, max(max_size - 5, 0))
+            elif legacy_magic is None:
+                plain, n = _mutate_records(rng, plain, offsets_kv_mutator, byte_mutate, max_size)
+                if n is not None and rng.random() < 0.8:
+                    count = n
+                payload = compress(codec, plain, rng)
+            else:
+                plain = mutate_chain(rng, plain, offsets_kv_mutator, byte_mutate, max_size, depth=1)
+                payload = compress(codec, plain, rng, legacy_magic)
+        return join_codec_container(container, count, payload)[:max_size]
+    return mutate
+
+
+def kv_records_mutator(data: bytes, max_size: int, seed: int, byte_mutate: ByteMutate = _simple_byte_mutate) -> bytes:
+    rng = _rng(seed)
+    recs = split_kv_records(data)
+    r = rng.random()
+    if not recs or r < 0.1:
+        return byte_mutate(data, max_size)
+    i = rng.randrange(len(recs))
+    if r < 0.8:
+        recs[i] = offsets_kv_mutator(rng, *recs[i])
+    elif r < 0.88:
+        recs.insert(rng.randrange(len(recs) + 1), recs[i])
+    elif r < 0.94 and len(recs) > 1:
+        del recs[i]
+    else:
+        k, v = recs[i]
+        recs[i] = (k, None if v is None else byte_mutate(v, len(v) + 32))
+    return join_kv_records(recs)[:max_size]
+
+
+def value_mutator(fn: Callable) -> Callable:
+    def mutate(data: bytes, max_size: int, seed: int, byte_mutate: ByteMutate = _simple_byte_mutate) -> bytes:
+        rng = _rng(seed)
+        if rng.random() < 0.25:
+            return byte_mutate(data, max_size)
+        out = fn(rng, data)
+        return (out if out is not None else b"")[:max_size]
+    return mutate
+
+
+def _group_value_edit(rng: random.Random, value: bytes) -> bytes:
+    """GroupMetadataValue: version, string lengths (int16 or compact), generation, member count."""
+    if len(value) < 2:
+        return poke(rng, value)
+    op = rng.randrange(4)
+    if op == 0:
+        return struct.pack(">h", rng.choice((0, 1, 2, 3, 4, 5, -1, 0x7FFF))) + value[2:]
+    return poke(rng, value, 2)
+
+
+_TOKENS = ("0", "1", "-1", "+1", "2147483647", "2147483648", "-2147483648", "-2147483649",
+           "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
+           "1_0", "\u0663", "\uff11", "1e3", "0x10", "", " ", "\t", "\x00", "nan", "9" * 5000, "-" + "9" * 30,
+           "__consumer_offsets", "a b", "\u2028", "=", "node.id", "broker.id")
+_SEPS = (" ", "\t", "  ", "\x0b", "\x0c", "\r", "\u00a0", "\u3000")
+_NEWLINES = ("\n", "\r\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\u2028")
+
+
+def text_mutator(data: bytes, max_size: int, seed: int, byte_mutate: ByteMutate = _simple_byte_mutate) -> bytes:
+    """Line- and token-aware edit of a checkpoint or properties file: a number at an extreme or in
+    another script, a wrong entry count, other whitespace and line breaks, many lines."""
+    rng = _rng(seed)
+    if rng.random() < 0.15:
+        return byte_mutate(data, max_size)
+    lines = data.decode("utf-8", "replace").split("\n")
+    i = rng.randrange(len(lines))
+    op = rng.randrange(8)
+    if op <= 2:
+        toks = lines[i].split(" ") if " " in lines[i] else lines[i].split("=")
+        sep = " " if " " in lines[i] else "="
+        j = rng.randrange(len(toks))
+        toks[j] = rng.choice(_TOKENS)
+        lines[i] = sep.join(toks)
+    elif op == 3:
+        lines[i] = lines[i].replace(" ", rng.choice(_SEPS), 1)
+    elif op == 4:
+        sep = rng.choice(_NEWLINES)
+        return (sep.join(lines).encode("utf-8", "surrogatepass"))[:max_size]
+    elif op == 5:  # many entries (bounded by max_size)
+        k = min(rng.choice((2, 10, 1000, 50000)), max(max_size // (len(lines[i]) + 1), 1))
+        lines[i:i + 1] = [lines[i]] * k
+    elif op == 6 and len(lines) > 1:
+        lines[1] = rng.choice(_TOKENS)
+    else:
+        del lines[i]
+    return "\n".join(lines).encode("utf-8", "surrogatepass")[:max_size]
+
+
+# =========================================================================== seeds
+
+def _files(pattern: str) -> list[Path]:
+    roots = [SHARED_DATA, REPO / "tests/data"]
+    out = []
+    for root in roots:
+        out.extend(sorted(p for p in root.glob(pattern) if p.is_file()))
+    return out
+
+
+def _trim(buf: bytes, limit: int) -> bytes:
+    """The leading whole batches of a segment, at most ``limit`` bytes (at least one batch)."""
+    entries, _ = split_chain(buf)
+    out = bytearray()
+    for e in entries:
+        if out and len(out) + len(e) > limit:
+            break
+        out += e
+    return bytes(out) if out else buf[:limit]
+
+
+def _dedup(seeds: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    seen, out = set(), []
+    for name, b in seeds:
+        if b not in seen:
+            seen.add(b)
+            out.append((name, b))
+    return out
+
+
+def _rel(p: Path) -> str:
+    for root in (SHARED_DATA, REPO):
+        try:
+            return str(p.relative_to(root)).replace("/", "__")
+        except ValueError:
+            pass
+    return p.name
+
+
+def _offsets_segments(limit: int) -> list[tuple[str, bytes]]:
+    return _dedup([(_rel(p), _trim(p.read_bytes(), limit)) for p in _files("**/__consumer_offsets-*/*.log")
+                   if p.stat().st_size])
+
+
+def _metadata_segments(limit: int) -> list[tuple[str, bytes]]:
+    return _dedup([(_rel(p), _trim(p.read_bytes(), limit)) for p in _files("**/__cluster_metadata-*/*.log")
+                   if p.stat().st_size])
+
+
+def _user_segments(limit: int) -> list[tuple[str, bytes]]:
+    return _dedup([(_rel(p), _trim(p.read_bytes(), limit)) for p in _files("**/*-[0-9]*/*.log")
+                   if p.stat().st_size and "__" not in p.parent.name])
+
+
+def _real_records(kind: str = "offsets", limit: int = 400, per_kind: int = 40) -> list[tuple[bytes | None, bytes | None, int]]:
+    """(key, value, batch attributes) of distinct real records, at most ``per_kind`` per (key type,
+    value version) so rare record types are not crowded out."""
+    segs = _offsets_segments(1 << 30) if kind == "offsets" else _metadata_segments(1 << 30)
+    out, seen, kinds = [], set(), {}
+    for _name, buf in segs:
+        scan = scan_batches(buf)
+        recs = extract_records(buf, scan)
+        d = recs.data
+        for j in range(len(recs)):
+            ks, kl, vs, vl = (int(recs.key_start[j]), int(recs.key_len[j]), int(recs.value_start[j]),
+                              int(recs.value_len[j]))
+            k = None if kl < 0 else d[ks:ks + kl].tobytes()
+            v = None if vl < 0 else d[vs:vs + vl].tobytes()
+            sig = (k[:2] if k else None, v[:3] if v else None)
+            if (k, v) in seen or kinds.get(sig, 0) >= per_kind:
+                continue
+            seen.add((k, v))
+            kinds[sig] = kinds.get(sig, 0) + 1
+            out.append((k, v, int(scan.attributes[recs.batch[j]])))
+            if len(out) >= limit:
+                return out
+    return out
+
+
+def _v2_payloads(limit: int = 24) -> list[tuple[bytes, int]]:
+    """(uncompressed records block, record count) of real __consumer_offsets batches."""
+    out = []
+    for _name, buf in _offsets_segments(1 << 30):
+        for e in split_chain(buf)[0][:4]:
+            if e[16] == 2 and len(e) > BATCH_HEADER_SIZE and not e[22] & 0x27:  # uncompressed, not control
+                out.append((bytes(e[BATCH_HEADER_SIZE:]), struct.unpack_from(">i", e, 57)[0]))
+            if len(out) >= limit:
+                return out
+    return out
+
+
+def _legacy_sets() -> list[tuple[str, bytes]]:
+    """Legacy message sets (magic 0 and 1, uncompressed and gzip/snappy/lz4 wrappers) holding real
+    ``__consumer_offsets`` keys and values, with the offsets a broker assigns."""
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+    recs = [(k, v) for k, v, _a in _real_records("offsets", 60) if k is not None][:40]
+    out = []
+    for magic in (0, 1):
+        for codec in (0, 1, 2, 3):
+            for start in (0, 20):
+                chunk = recs[start:start + 6]
+                if not chunk:
+                    continue
+                base = 100 + start
+                if codec == 0:
+                    seg = b"".join(legacy_message(magic, 0, base + i, k, v) for i, (k, v) in enumerate(chunk))
+                else:
+                    b = LegacyRecordBatchBuilder(magic=magic, compression_type=codec, batch_size=1 << 20)
+                    for i, (k, v) in enumerate(chunk):
+                        b.append(i if magic == 1 else base + i, timestamp=1_600_000_000_000 + i, key=k, value=v)
+                    raw = bytearray(b.build())
+                    raw[0:8] = struct.pack(">q", base + len(chunk) - 1)
+                    seg = bytes(raw)
+                out.append((f"legacy-magic{magic}-codec{codec}-{start}", seg))
+    return out
+
+
+def _codec_seeds(codec: int) -> list[tuple[str, bytes]]:
+    out = []
+    for i, (plain, count) in enumerate(_v2_payloads(12)):
+        out.append((f"v2-{i}", join_codec_container(0, count, compress(codec, plain))))
+    if codec != 4:
+        recs = [(k, v) for k, v, _a in _real_records("offsets", 40) if k is not None][:12]
+        for magic in (0, 1):
+            for start in (0, 6):
+                inner = b"".join(legacy_message(magic, 0, i if magic == 1 else 100 + i, k, v)
+                                 for i, (k, v) in enumerate(recs[start:start + 6]))
+                out.append((f"magic{magic}-{start}", join_codec_container(2 - magic, 6, compress(codec, inner, None, magic))))
+    return out
+
+
+def _kv_seeds() -> list[tuple[str, bytes]]:
+    out = []
+    vec = SHARED_DATA / "vectors/offset_commit_vectors.json"
+    pairs = []
+    if vec.exists():
+        for v in json.loads(vec.read_text())["vectors"]:
+            k = bytes.fromhex(v["key_hex"]) if v.get("key_hex") else None
+            val = bytes.fromhex(v["value_hex"]) if v.get("value_hex") else None
+            pairs.append((k, val))
+    for i in range(0, len(pairs), 8):
+        out.append((f"vectors-{i}", join_kv_records(pairs[i:i + 8])))
+    real = [(k, v) for k, v, _a in _real_records("offsets", 400)]
+    for i in range(0, len(real), 16):
+        out.append((f"real-{i}", join_kv_records(real[i:i + 16])))
+    return _dedup(out)
+
+
+def _group_values() -> list[tuple[str, bytes]]:
+    vals = [v for k, v, _a in _real_records("offsets", 400) if k and k[:2] == b"\x00\x02" and v]
+    return _dedup([(f"group-{i}", v) for i, v in enumerate(vals)])
+
+
+def _metadata_values() -> list[tuple[str, bytes]]:
+    out, seen = [], set()
+    for k, v, attrs in _real_records("metadata", 5000):
+        if v is None or attrs & 0x20:
+            continue
+        sig = v[:3]
+        if sig in seen:
+            continue
+        seen.add(sig)
+        out.append((f"api{v[1]}-v{v[2]}-{len(out)}", v))
+    return out
+
+
+def _index_pairs() -> list[tuple[str, bytes]]:
+    out = []
+    for idx in _files("**/*.index"):
+        log = idx.with_suffix(".log")
+        if idx.stat().st_size and log.exists() and log.stat().st_size <= 200_000:
+            out.append((_rel(idx), join_index_container(idx.read_bytes(), int(idx.name[:20]), log.read_bytes())))
+    return _dedup(out)
+
+
+def _text_files(names: tuple[str, ...]) -> list[tuple[str, bytes]]:
+    out = []
+    for name in names:
+        out.extend((_rel(p), p.read_bytes()) for p in _files(f"**/{name}"))
+    return _dedup(out)
+
+
+def _index_seeds() -> list[tuple[str, bytes]]:
+    idx = SHARED_DATA / (INDEX_SEGMENT + ".index")
+    out = [("real", idx.read_bytes()), ("empty-entry", b"")]
+    seg, base = index_segment()
+    entries, _ = split_chain(seg)
+    pos, synth = 0, bytearray()
+    for e in entries:
+        synth += struct.pack(">ii", struct.unpack_from(">q", e, 0)[0] + struct.unpack_from(">i", e, 23)[0] - base, pos)
+        pos += len(e)
+    out.append(("every-batch", bytes(synth[8:])))
+    out.append(("preallocated", bytes(out[0][1]) + bytes(4096)))
+    return [(n, b) for n, b in out if b]
+
+
+# =========================================================================== registry
+
+@dataclass
+class Harness:
+    """One fuzz target: ``fn(data)``, a mutator, and where its seeds come from."""
+
+    name: str
+    fn: Callable[[bytes], None]
+    seeds: Callable[[], list[tuple[str, bytes]]]
+    mutate: Callable | None = None
+    #: seeds above this size are trimmed (whole batches) when committed under tests/data/fuzz-seeds
+    doc: str = field(default="")
+
+
+def _h(name, fn, seeds, mutate) -> Harness:
+    return Harness(name, fn, seeds, mutate, (fn.__doc__ or "").split(".")[0])
+
+
+_offsets_mut = segment_mutator(offsets_kv_mutator)
+_meta_mut = segment_mutator(metadata_kv_mutator)
+
+HARNESSES: dict[str, Harness] = {h.name: h for h in [
+    _h("record_batches_v2", record_batches,
+       lambda: _offsets_segments(48 << 10) + _metadata_segments(48 << 10) + _user_segments(16 << 10), _offsets_mut),
+    _h("record_batches_legacy", record_batches, _legacy_sets, _offsets_mut),
+    _h("tail_scan", tail_scan, lambda: _offsets_segments(48 << 10) + _user_segments(16 << 10) + _legacy_sets()[:8],
+       _offsets_mut),
+    _h("tail_scan_index", tail_scan_index, _index_pairs, index_container_mutator),
+    _h("index_file", index_file, _index_seeds, index_mutator),
+    _h("offsets_segment", offsets_segment, lambda: _offsets_segments(48 << 10) + _legacy_sets(), _offsets_mut),
+    _h("offsets_segment_latest", offsets_segment_latest, lambda: _offsets_segments(48 << 10) + _legacy_sets()[:8],
+       _offsets_mut),
+    *[_h(f"codec_{n}", _codec(c), (lambda c=c: _codec_seeds(c)), codec_mutator(c)) for c, n in _CODEC_NAMES.items()],
+    _h("offsets_records", offsets_records, _kv_seeds, kv_records_mutator),
+    _h("group_metadata_value", group_metadata_value, _group_values, value_mutator(_group_value_edit)),
+    _h("metadata_value", metadata_value, _metadata_values, value_mutator(mutate_metadata_value)),
+    _h("metadata_segment", metadata_segment, lambda: _metadata_segments(48 << 10), _meta_mut),
+    _h("leader_epoch_checkpoint", leader_epoch_checkpoint, lambda: _text_files(("leader-epoch-checkpoint",)),
+       text_mutator),
+    _h("offset_checkpoint", offset_checkpoint,
+       lambda: _text_files(("replication-offset-checkpoint", "log-start-offset-checkpoint",
+                            "recovery-point-offset-checkpoint", "cleaner-offset-checkpoint")), text_mutator),
+    _h("meta_properties", meta_properties, lambda: _text_files(("meta.properties",)), text_mutator),
+]}
+
+
+def build_seeds(name: str) -> list[tuple[str, bytes]]:
+    """Seeds of harness ``name`` built from the real Kafka bytes under :data:`SHARED_DATA` (and the
+    repository's recorded lab data): ``[(seed name, bytes)]``, de-duplicated."""
+    return _dedup(HARNESSES[name].seeds())
+
+
+def saved_inputs(root: Path, name: str) -> list[Path]:
+    """Files under ``root/<name>/`` (committed seeds or regression inputs of one harness)."""
+    d = root / name
+    return sorted(p for p in d.iterdir() if p.is_file() and not p.name.startswith(".")) if d.is_dir() else []
