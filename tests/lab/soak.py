@@ -95,6 +95,24 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def cause_summary(results: list[dict]) -> str:
+    """One line per version and offline source: how many truncations of unclean episodes the audit attributes to
+    ``unclean_election`` naming the broker the scenario elected uncleanly, and of stale-epoch episodes to
+    ``stale_client_epoch``."""
+    lines = []
+    for version in dict.fromkeys(r["version"] for r in results):
+        for src in ("offline", "hot"):
+            rows = [(c, r.get("unclean_leader")) for r in results if r["version"] == version
+                    for c in (r.get("causes") or {}).get(src, [])]
+            unclean = [(c, f) for c, f in rows if ".unclean." in c[0]]
+            right = sum(1 for c, f in unclean if c[3] == "unclean_election" and c[5] == f)
+            stale = [c for c, _f in rows if ".stale_epoch." in c[0]]
+            lines.append(f"- Kafka {version}, {src}: `cause` of the unclean episodes' truncations is `unclean_election` "
+                         f"naming the uncleanly elected broker for {right} of {len(unclean)}; stale-epoch episodes' "
+                         f"`stale_client_epoch` for {sum(1 for c in stale if c[3] == 'stale_client_epoch')} of {len(stale)}")
+    return "\n".join(lines)
+
+
 def merge(json_paths: list[str], out: Path) -> str:
     """Combine soak JSON files (e.g. one per version, run in parallel) into one table at ``out``.md/.json."""
     results, runs = [], []
@@ -164,6 +182,7 @@ def main(argv=None) -> int:
                 f"# Kafka lab soak: the audit against Kafka's own consumer\n\n"
                 f"`python -m tests.lab.soak --versions {args.versions} --seeds {args.seeds}`, "
                 f"{time.strftime('%Y-%m-%d')}, {time.time() - started:.0f} s.\n\n" + table(ok_results) + "\n\n"
+                + cause_summary(ok_results) + "\n\n"
                 + (f"Scenarios that could not run: {failed}\n" if failed else "")
                 + "".join(f"\nlive vs offline, Kafka {r['version']} seed {r['seed']}: {r['live_vs_offline']}\n"
                           for r in ok_results if r["live_vs_offline"]))
@@ -173,6 +192,7 @@ def main(argv=None) -> int:
                   "judged": {s: len(rows) for s, rows in r["rows"].items()},
                   "rows": {s: [[x["group"], x["topic"], x["partition"], x["oracle"], x["divergent_offset"], x["audit"],
                                 x["agree"], x.get("documented")] for x in rows] for s, rows in r["rows"].items()},
+                  "causes": r.get("causes"), "unclean_leader": r.get("unclean_leader"),
                   "disagreements": {s: [x for x in rows if not x["agree"]] for s, rows in r["rows"].items()},
                   "live_vs_offline": r.get("live_vs_offline")} for r in results], indent=1, default=str))
     spark.stop()
