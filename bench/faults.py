@@ -113,24 +113,22 @@ def _recrc(buf: bytearray, pos: int) -> None:
 
 # ------------------------------------------------------------------------------------------------ the faults
 
-def truncated_offsets_segment(root: Path) -> Damage:
-    d = _busiest_offsets_partition(root)
+def _cut_last_batch(root: Path, d: Path) -> Damage:
+    """Cut the partition dir's newest segment 30 bytes into its last batch (a copy or a disk that stopped there)."""
     seg = _segment(d)
     last = int(_batches(seg).position[-1])
     with open(seg, "r+b") as fh:
         fh.truncate(last + 30)
     return Damage({_tp(d)}, [("partial_batch", _rel(root, seg), last),
                              ("log_end_below_high_watermark", _rel(root, seg), None)])
+
+
+def truncated_offsets_segment(root: Path) -> Damage:
+    return _cut_last_batch(root, _busiest_offsets_partition(root))
 
 
 def truncated_user_segment(root: Path) -> Damage:
-    d = root / "broker-1/dev.payments-0"
-    seg = _segment(d)
-    last = int(_batches(seg).position[-1])
-    with open(seg, "r+b") as fh:
-        fh.truncate(last + 30)
-    return Damage({_tp(d)}, [("partial_batch", _rel(root, seg), last),
-                             ("log_end_below_high_watermark", _rel(root, seg), None)])
+    return _cut_last_batch(root, root / "broker-1/dev.payments-0")
 
 
 def flipped_header_byte(root: Path) -> Damage:
