@@ -284,7 +284,10 @@ def _read_small_files(batches):
                 scan = scan_tail(data if data is not None else b"", index, _segment_base(name))
                 if data is None:
                     scan.issues.append(Issue(UNREADABLE, 0, UNREADABLE_DETAIL))
-                fact = dict(path=path, file_kind=TAIL, value=scan.end_offset)
+                # the newest leader epoch its batches carry (-1: legacy message sets, which have none)
+                ok = scan.crc_ok
+                epoch = int(scan.partition_leader_epoch[ok].max()) if ok.any() else None
+                fact = dict(path=path, file_kind=TAIL, value=scan.end_offset, leader_epoch=epoch)
                 for iss in scan.issues or [None]:
                     add(**fact, **({"issue_reason": iss.reason, "issue_position": iss.position,
                                     "issue_detail": iss.detail} if iss else {}))
@@ -405,16 +408,17 @@ def replica_damage(replicas: DataFrame) -> DataFrame:
     """Flag partition replicas whose files contradict themselves, so an intact replica is preferred.
 
     Input columns: broker_id int, topic string, partition int, dir_uri string, tail_path string (the newest
-    non-empty segment, null when the replica holds no record), epoch_checkpoint string (null when the file
+    non-empty segment, null when the replica holds no record), tail_epoch int (the newest leader epoch its last
+    batches carry, -1 for legacy message sets), epoch_checkpoint string (null when the file
     is missing), cache_issue string (a ``bad_checkpoint_*`` reason of that file), max_epoch int (null: no
     entry), log_end_offset long, high_watermark long (the broker's ``replication-offset-checkpoint``).
     Adds ``damage`` string (null when intact), ``damage_file`` and ``damage_detail`` string:
 
-    - ``leader_epoch_cache_missing``: records but no ``leader-epoch-checkpoint`` (a broker creates the file
-      with the log, ``LeaderEpochCheckpointFile``);
+    - ``leader_epoch_cache_missing``: records with leader epochs (or another replica with a cache) but no
+      ``leader-epoch-checkpoint`` (a broker creates the file with the log, ``LeaderEpochCheckpointFile``);
     - ``leader_epoch_cache_unreadable``: the file has a bad header or line (the broker could not load it);
-    - ``leader_epoch_cache_empty``: records, an empty cache, while another replica's cache has entries
-      (every appended v2 batch assigns its epoch, ``LeaderEpochFileCache.assign``);
+    - ``leader_epoch_cache_empty``: the same, with an empty file (every appended v2 batch assigns its epoch,
+      ``LeaderEpochFileCache.assign``);
     - ``log_end_below_high_watermark``: the segments end below the broker's checkpointed high watermark,
       which never exceeds its log end offset: records are missing (an emptied or cut segment), or the copy
       was taken while the broker ran.
@@ -422,16 +426,19 @@ def replica_damage(replicas: DataFrame) -> DataFrame:
     from pyspark.sql.window import Window
     has_data = F.col("tail_path").isNotNull()
     others = F.max(F.col("max_epoch").isNotNull().cast("int")).over(Window.partitionBy("topic", "partition")) == 1
+    # a cache is owed when the newest batches carry a leader epoch (v2), or another replica has one; legacy message
+    # sets (magic 0/1, a log from before KIP-101) carry none and may have no cache at all
+    owed = has_data & (F.coalesce(F.col("tail_epoch") >= 0, F.lit(False)) | others)
     where = F.concat(F.lit("broker "), F.col("broker_id").cast("string"), F.lit("'s replica of "),
                      F.col("topic"), F.lit("-"), F.col("partition").cast("string"), F.lit(": "))
     cases = [
-        (has_data & F.col("epoch_checkpoint").isNull(), "leader_epoch_cache_missing",
+        (owed & F.col("epoch_checkpoint").isNull(), "leader_epoch_cache_missing",
          F.concat(F.col("dir_uri"), F.lit("/leader-epoch-checkpoint")),
          F.concat(where, F.lit("holds records but no leader-epoch-checkpoint"))),
         (has_data & F.col("cache_issue").isNotNull(), "leader_epoch_cache_unreadable", F.col("epoch_checkpoint"),
          F.concat(where, F.lit("its leader-epoch-checkpoint does not parse ("), F.col("cache_issue"), F.lit(")"))),
-        (has_data & F.col("max_epoch").isNull() & others, "leader_epoch_cache_empty", F.col("epoch_checkpoint"),
-         F.concat(where, F.lit("holds records but its leader-epoch-checkpoint is empty, unlike another replica's"))),
+        (owed & F.col("max_epoch").isNull(), "leader_epoch_cache_empty", F.col("epoch_checkpoint"),
+         F.concat(where, F.lit("holds records with leader epochs but its leader-epoch-checkpoint is empty"))),
         (F.col("log_end_offset") < F.col("high_watermark"), "log_end_below_high_watermark",
          F.coalesce("tail_path", "dir_uri"),
          F.concat(where, F.lit("its segments end at offset "), F.col("log_end_offset").cast("string"),
@@ -526,7 +533,7 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
     small = (_binary(spark, small_uris).mapInArrow(_read_small_files, spark_schema(SMALL_SCHEMA)) if small_uris
              else spark.createDataFrame([], spark_schema(SMALL_SCHEMA))).localCheckpoint()
     tail_df = small.where(F.col("file_kind") == TAIL)
-    tails = tail_df.groupBy("path").agg(F.max("value").alias("tail_end"))
+    tails = tail_df.groupBy("path").agg(F.max("value").alias("tail_end"), F.max("leader_epoch").alias("tail_epoch"))
 
     epoch_rows = small.where(F.col("file_kind") == EPOCH_CHECKPOINT)
     bad_cache_lines = epoch_rows.where(F.col("issue_reason").isNotNull())
