@@ -121,14 +121,24 @@ def parse_meta_properties(text: str) -> dict[str, str]:
     return out
 
 
+#: A Java ``Integer.parseInt`` / ``Long.parseLong`` literal: optional sign, then decimal digits (Java's
+#: ``Character.digit`` takes any Unicode decimal digit, as ``\d`` does); no underscores, no blanks.
+_JAVA_INT = re.compile(r"[+-]?\d+")
+
+
 def broker_id_of(props: dict[str, str]) -> int | None:
-    """``node.id`` (KRaft) or ``broker.id`` (ZooKeeper mode) from parsed meta.properties."""
+    """``node.id`` (KRaft) or ``broker.id`` (ZooKeeper mode) from parsed meta.properties.
+
+    The broker reads it with ``Integer.parseInt``: a value that is not an int32 literal (out of range,
+    ``1_0``, ``0x10``) gives None, like a missing one, never a number the audit's int ``broker_id``
+    columns cannot hold."""
     for key in ("node.id", "broker.id"):
         if key in props:
-            try:
-                return int(props[key])
-            except ValueError:
+            v = props[key]
+            if not _JAVA_INT.fullmatch(v):
                 return None
+            n = int(v)
+            return n if -(1 << 31) <= n < 1 << 31 else None
     return None
 
 
