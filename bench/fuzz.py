@@ -370,7 +370,9 @@ def write_committed_seeds() -> int:
         if len(small) < SEED_FILES:  # trim larger segments to their leading batches
             small += [(n, fh._trim(b, SEED_BYTES)) for n, b in seeds if len(b) > SEED_BYTES
                       and name not in ("tail_scan_index",)]
-        picked = fh._dedup(small)[:SEED_FILES]
+        small = fh._dedup(small)
+        step = max(len(small) / SEED_FILES, 1)  # spread over the sources, not the first few of one
+        picked = [small[int(i * step)] for i in range(min(SEED_FILES, len(small)))]
         for label, data in picked:
             safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label)[:80]
             (d / safe).write_bytes(data)

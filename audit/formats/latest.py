@@ -47,28 +47,43 @@ def group_equal_bytes(data: np.ndarray, start: np.ndarray, length: np.ndarray) -
     ``data`` uint8 buffer, ``start``/``length`` int64 arrays.  Rows with ``length`` < 0 or
     above :data:`MAX_KEY_BYTES`, and rows whose bytes differ from another row with the same
     64-bit hash, get id -1 (a caller passes them through).  Ids are below the row count.
+    Keys are compared in classes of equal width in 8-byte words (keys of different widths are never
+    equal), so memory follows the bytes compared, not the row count times the longest key.
     """
     m = len(start)
     ids = np.full(m, -1, dtype=np.int64)
     ok = np.nonzero((length >= 0) & (length <= MAX_KEY_BYTES))[0]
     if not len(ok):
         return ids
-    s, ln = start[ok].astype(np.int64), length[ok].astype(np.int64)
-    width = int((ln.max() + 7) // 8)
+    words = (length[ok].astype(np.int64) + 7) // 8
+    first_id = 0
+    for w in np.unique(words).tolist():
+        rows = ok[words == w]
+        sub = _group_equal_width(data, start[rows].astype(np.int64), length[rows].astype(np.int64), w)
+        good = sub >= 0
+        ids[rows[good]] = sub[good] + first_id
+        first_id += len(rows)
+    return ids
+
+
+def _group_equal_width(data: np.ndarray, s: np.ndarray, ln: np.ndarray, width: int) -> np.ndarray:
+    """:func:`group_equal_bytes` for rows whose keys all take ``width`` 8-byte words: ids below the row
+    count, -1 for a row whose bytes differ from its hash bucket's first row."""
     cols = [ln.astype(np.uint64)]
     for w in range(width):
         rest = np.clip(ln - 8 * w, 0, 8)
         cols.append(_words(data, s + 8 * w) & _MASKS[rest])
     mat = np.stack(cols, axis=1)
-    h = np.zeros(len(ok), dtype=np.uint64)
+    h = np.zeros(len(s), dtype=np.uint64)
     for c in cols:
         h = (h ^ c) * _MIX
         h ^= h >> np.uint64(29)
+    del cols
     _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
     same = (mat == mat[first[inv]]).all(axis=1)
     # a row that differs from its hash bucket's first row is another key: leave it (and its key) out
-    ids[ok[same]] = inv[same]
-    return ids
+    return np.where(same, inv, -1)
 
 
 @dataclass

@@ -60,11 +60,7 @@ def _strings(data: np.ndarray, start: np.ndarray, length: np.ndarray, valid: np.
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lens, out=offsets[1:])
     total = int(offsets[-1])
-    if total:
-        idx = np.repeat(np.where(ok, start, 0) - offsets[:-1], lens) + np.arange(total, dtype=np.int64)
-        chars = data[idx]
-    else:
-        chars = np.zeros(0, dtype=np.uint8)
+    chars = _gather(data, np.where(ok, start, 0), lens, offsets) if total else np.zeros(0, dtype=np.uint8)
     validity = pa.array(ok).buffers()[1] if not ok.all() else None
     arr = pa.LargeBinaryArray.from_buffers(pa.large_binary(), n, [validity, pa.py_buffer(offsets), pa.py_buffer(chars)])
     try:
@@ -72,6 +68,39 @@ def _strings(data: np.ndarray, start: np.ndarray, length: np.ndarray, valid: np.
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         # Not valid UTF-8 somewhere: decode per value, replacing bad bytes.
         return pa.array([None if v is None else v.decode("utf-8", "replace") for v in arr.to_pylist()], pa.string())
+
+
+#: :func:`_gather` builds its per-byte index for at most this many bytes at a time (8 index bytes per
+#: byte gathered); a longer string is copied as one slice.
+GATHER_CHUNK = 1 << 18
+
+
+def _gather(data: np.ndarray, start: np.ndarray, lens: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """``data[start[i]:start[i] + lens[i]]`` of every row, concatenated (``offsets``: the running sum of
+    ``lens`` with a leading 0).  Memory stays near the output size: the vectorised per-byte index is
+    built for at most :data:`GATHER_CHUNK` bytes of rows at a time, and a row longer than that (a huge
+    metadata string) is copied as a slice."""
+    total = int(offsets[-1])
+    out = np.empty(total, dtype=np.uint8)
+    n = len(lens)
+    big = np.nonzero(lens > GATHER_CHUNK)[0]
+    for i in big.tolist():
+        out[offsets[i]:offsets[i + 1]] = data[start[i]:start[i] + lens[i]]
+    small = lens.copy()
+    small[big] = 0
+    cum = np.cumsum(small)
+    lo = 0
+    while lo < n:
+        # rows lo..hi-1 hold at most GATHER_CHUNK bytes of the strings left (at least one row)
+        hi = max(int(np.searchsorted(cum, (cum[lo - 1] if lo else 0) + GATHER_CHUNK, side="right")), lo + 1)
+        ln = small[lo:hi]
+        m = int(ln.sum())
+        if m:
+            rows = np.repeat(np.arange(lo, hi, dtype=np.int64), ln)
+            t = np.arange(m, dtype=np.int64) - np.repeat(np.cumsum(ln) - ln, ln)
+            out[offsets[rows] + t] = data[start[rows] + t]
+        lo = hi
+    return out
 
 
 def decode_offsets_kv(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarray,

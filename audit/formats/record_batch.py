@@ -67,6 +67,54 @@ class DecompressionLimitError(ValueError):
     """A compressed records block inflates beyond the cap it was given (see :func:`decompress`)."""
 
 
+#: What the compressed batches of one segment may inflate to *in total* (the per-batch cap alone lets a
+#: small segment of many bombs, each just under the cap, inflate without bound): their records blocks
+#: at most max(:data:`SEGMENT_INFLATION_FLOOR`, :data:`SEGMENT_INFLATION_RATIO` x their stored bytes)
+#: decompressed bytes, holding at most max(:data:`SEGMENT_RECORD_FLOOR`, stored bytes /
+#: :data:`STORED_BYTES_PER_RECORD`) records.  A batch (or legacy wrapper message) that would pass
+#: either is reported as ``decompression_limit`` and not decoded; decoding memory and time grow with
+#: the records and bytes decoded, so both stay proportional to the segment's size.  Real compressed
+#: batches hold more than 4 stored bytes a record (every record differs from its neighbours at least
+#: in its partition or offset) and inflate less than 16-fold.
+SEGMENT_INFLATION_FLOOR = 16 << 20
+SEGMENT_INFLATION_RATIO = 16
+SEGMENT_RECORD_FLOOR = 1 << 16
+STORED_BYTES_PER_RECORD = 4
+
+
+@dataclass
+class InflationBudget:
+    """What is left of one segment's inflation budget (see :data:`SEGMENT_INFLATION_FLOOR`):
+    decompressed ``bytes`` and ``records`` of compressed batches."""
+
+    bytes: int
+    records: int
+
+    @classmethod
+    def for_batches(cls, scan: "BatchScan", mask: np.ndarray) -> "InflationBudget":
+        """The budget of the batches of ``scan`` selected by ``mask``, from their compressed ones' stored size."""
+        compressed = mask & ((scan.attributes & ATTR_COMPRESSION_MASK) != 0)
+        stored = int(scan.batch_length[compressed].astype(np.int64).sum()) + LOG_OVERHEAD * int(compressed.sum())
+        return cls(max(SEGMENT_INFLATION_FLOOR, SEGMENT_INFLATION_RATIO * stored),
+                   max(SEGMENT_RECORD_FLOOR, stored // STORED_BYTES_PER_RECORD))
+
+    def cap(self) -> int:
+        """Decompressed bytes the next block may have: the per-batch cap or what is left, the smaller."""
+        return max(min(max_batch_payload_bytes(), self.bytes), 0)
+
+    def check_records(self, n: int) -> None:
+        """Raise :class:`DecompressionLimitError` when ``n`` more records would pass the budget."""
+        if n > self.records:
+            raise DecompressionLimitError(
+                f"{n} records would pass what is left of the segment's budget for records in compressed "
+                f"batches ({max(self.records, 0)}; at most one per {STORED_BYTES_PER_RECORD} stored bytes, "
+                f"or {SEGMENT_RECORD_FLOOR})")
+
+    def spend(self, nbytes: int, records: int) -> None:
+        self.bytes -= nbytes
+        self.records -= records
+
+
 def byte_view(buf: bytes | memoryview) -> memoryview:
     """``buf`` as a flat memoryview of unsigned bytes (format ``B``).
 
@@ -320,7 +368,7 @@ def scan_tail(buf: bytes | memoryview, index: bytes | memoryview | None = None, 
     return scan_batches(buf)
 
 
-def decompress(codec_id: int, data: bytes, max_bytes: int | None = None) -> bytes:
+def decompress(codec_id: int, data: bytes, max_bytes: int | None = None) -> bytes | bytearray:
     """Decompress one batch's records block with the real codec libraries, at most ``max_bytes`` out.
 
     Kafka ``CompressionType`` ids: 1 gzip (one or more members, as ``GZIPInputStream`` reads
@@ -329,7 +377,8 @@ def decompress(codec_id: int, data: bytes, max_bytes: int | None = None) -> byte
     decompressed incrementally and stops as soon as the output would pass ``max_bytes``
     (default :func:`max_batch_payload_bytes`), so a small block that inflates to gigabytes
     costs at most ``max_bytes`` of memory; snappy's preamble declares each block's length,
-    which is checked before decompressing.  Raises :class:`DecompressionLimitError` beyond
+    which is checked before decompressing.  Returns the records bytes (``bytes`` or, to spare a copy,
+    ``bytearray``).  Raises :class:`DecompressionLimitError` beyond
     the cap, ``ValueError`` for an unknown id or a truncated stream, the codec's own error
     for bad data.
     """
@@ -350,7 +399,7 @@ def _over(cap: int) -> DecompressionLimitError:
     return DecompressionLimitError(f"decompressed records exceed {cap} bytes (KOA_MAX_BATCH_BYTES)")
 
 
-def _gzip_bounded(data: bytes, cap: int) -> bytes:
+def _gzip_bounded(data: bytes, cap: int) -> bytearray:
     """gzip members in sequence, at most ``cap`` bytes out (``zlib`` with ``max_length``)."""
     out = bytearray()
     rest = bytes(data)
@@ -366,10 +415,10 @@ def _gzip_bounded(data: bytes, cap: int) -> bytes:
                 raise ValueError("gzip stream ended before the end-of-stream marker")
         rest = d.unused_data
         if not rest.startswith(b"\x1f\x8b"):  # GZIPInputStream stops where no further member starts
-            return bytes(out)
+            return out
 
 
-def _lz4_bounded(data: bytes, cap: int) -> bytes:
+def _lz4_bounded(data: bytes, cap: int) -> bytearray:
     """One LZ4 frame (``KafkaLZ4BlockInputStream``), at most ``cap`` bytes out."""
     import lz4.frame
     d = lz4.frame.LZ4FrameDecompressor()
@@ -382,10 +431,10 @@ def _lz4_bounded(data: bytes, cap: int) -> bytes:
             raise _over(cap)
         if d.needs_input and not d.eof:
             raise ValueError("lz4 frame ended before its end mark")
-    return bytes(out)
+    return out
 
 
-def _zstd_bounded(data: bytes, cap: int) -> bytes:
+def _zstd_bounded(data: bytes, cap: int) -> bytearray:
     """zstd frames, read across as kafka.codec does, at most ``cap`` bytes out."""
     import io
 
@@ -395,7 +444,7 @@ def _zstd_bounded(data: bytes, cap: int) -> bytes:
         while True:
             chunk = reader.read(min(1 << 20, cap - len(out) + 1))
             if not chunk:
-                return bytes(out)
+                return out
             out += chunk
             if len(out) > cap:
                 raise _over(cap)
@@ -538,9 +587,11 @@ def extract_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np.nda
     """Locate every record of the batches selected by ``batch_mask`` (default: CRC-valid ones).
 
     Compressed batches are decompressed with :func:`decompress` (at most
-    :func:`max_batch_payload_bytes` each; a batch inflating beyond that is dropped and reported as
-    ``decompression_limit``) and appended to the buffer.  Records are framed in lock-step: step *k*
-    reads the *k*-th record of every batch at once.  A batch whose record count is negative or larger
+    :func:`max_batch_payload_bytes` each, and together within the segment's
+    :class:`InflationBudget`; a batch inflating beyond either is dropped and reported as
+    ``decompression_limit``) and appended to the buffer.  Records are framed in lock-step (step *k*
+    reads the *k*-th record of every batch at once) while many batches are left, then the few left
+    record by record (:func:`_frame_records`).  A batch whose record count is negative or larger
     than its (decompressed) payload can hold at :data:`MIN_RECORD_SIZE` bytes a record, or whose
     records overrun it, is dropped whole and reported as ``corrupt_batch`` (Kafka's
     ``DefaultRecordBatch`` throws ``InvalidRecordException`` for these).  A batch of count 0 (emptied
@@ -550,60 +601,180 @@ def extract_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np.nda
     """
     selected = scan.crc_ok.copy() if batch_mask is None else batch_mask & scan.crc_ok
     legacy = selected & (scan.magic < 2)
-    table = _extract_v2_records(buf, scan, selected & ~legacy)
+    budget = InflationBudget.for_batches(scan, selected)
+    table = _extract_v2_records(buf, scan, selected & ~legacy, budget)
     if legacy.any():
-        table = _merge_in_log_order(table, extract_legacy_records(buf, scan, legacy))
+        table = _merge_in_log_order(table, extract_legacy_records(buf, scan, legacy, budget))
     return table
 
 
-def extract_legacy_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np.ndarray) -> RecordTable:
+#: Byte position of the key length in a legacy message, from the start of its offset field.
+_LEGACY_KEY_OFFSET = {0: 18, 1: 26}
+_LEGACY_HEADER = {0: struct.Struct(">qiIbb"), 1: struct.Struct(">qiIbbq")}
+_I32 = struct.Struct(">i")
+
+
+class _LegacyFormatError(ValueError):
+    """A legacy message (or a message inside a wrapper) whose framing does not hold."""
+
+
+def _legacy_key_value(mv, pos: int, end: int) -> tuple[int, int, int, int]:
+    """(key start, key length, value start, value length) of the legacy message body at ``pos`` (its key
+    length field), inside ``end``; lengths are -1 for null.  Raises :class:`_LegacyFormatError`."""
+    out = []
+    for what in ("key", "value"):
+        if pos + 4 > end:
+            raise _LegacyFormatError(f"message ends inside its {what} length")
+        n = _I32.unpack_from(mv, pos)[0]
+        pos += 4
+        if n < -1 or pos + max(n, 0) > end:
+            raise _LegacyFormatError(f"{what} length {n} does not fit the message")
+        out += (pos, n)
+        pos += max(n, 0)
+    return out[0], out[1], out[2], out[3]
+
+
+def _kafka08_lz4(payload: bytes) -> bytes:
+    """An lz4 frame as Kafka 0.8/0.9 wrote it for magic 0 (KAFKA-3160: the header checksum byte covers
+    the wrong bytes), with the checksum the LZ4 frame format defines (second byte of the xxh32 of the
+    frame descriptor) put back, so a standard lz4 frame decoder reads it."""
+    import xxhash
+    b = bytes(payload)
+    if len(b) < 7:
+        return b
+    end = 7 + (8 if b[4] & 0x08 else 0)  # FLG bit 3: the descriptor carries an 8-byte content size
+    if len(b) < end:
+        return b
+    hc = (xxhash.xxh32_intdigest(b[4:end - 1]) >> 8) & 0xFF
+    return b[:end - 1] + bytes([hc]) + b[end:]
+
+
+def _walk_legacy_set(inner, magic: int, wrapper_offset: int, wrapper_attrs: int, wrapper_ts: int):
+    """The messages of a decompressed legacy wrapper's message set, as ``AbstractLegacyRecordBatch``
+    (and kafka-python's ``LegacyRecordBatch``) iterate them: inner messages laid out as the wrapper's
+    magic says, never compressed themselves; magic 1 inner offsets relative (absolute = the wrapper's
+    offset minus the last inner offset plus the inner offset, kept as written when that base would be
+    negative), magic 0 absolute; a LogAppendTime wrapper's timestamp for every inner message.  Returns
+    ``(offsets, timestamps, key starts, key lengths, value starts, value lengths)`` as int64 arrays with
+    positions into ``inner``.  Raises :class:`_LegacyFormatError` for a message that does not fit, an
+    empty set, a compressed inner message or an offset beyond int64."""
+    from array import array
+    hdr = _LEGACY_HEADER[magic]
+    key_at = _LEGACY_KEY_OFFSET[magic]
+    n = len(inner)
+    cols = [array("q") for _ in range(6)]
+    off_a, ts_a, ks_a, kl_a, vs_a, vl_a = cols
+    pos = 0
+    min_size = LEGACY_MIN_SIZE[magic]
+    while pos < n:
+        if pos + hdr.size > n:
+            raise _LegacyFormatError(f"inner message at byte {pos} of the decompressed set is cut short")
+        h = hdr.unpack_from(inner, pos)
+        size = h[1]
+        end = pos + LOG_OVERHEAD + size
+        if size < min_size or end > n:
+            raise _LegacyFormatError(f"inner message at byte {pos} has size {size}, {n - pos - LOG_OVERHEAD} bytes left")
+        if h[4] & ATTR_COMPRESSION_MASK:
+            raise _LegacyFormatError(f"inner message at byte {pos} is compressed again (attributes {h[4]})")
+        ks, kl, vs, vl = _legacy_key_value(inner, pos + key_at, end)
+        off_a.append(h[0])
+        ts_a.append(h[5] if magic == 1 else -1)
+        ks_a.append(ks)
+        kl_a.append(kl)
+        vs_a.append(vs)
+        vl_a.append(vl)
+        pos = end
+    if not off_a:
+        raise _LegacyFormatError("the decompressed message set holds no message")
+    offsets = [int(x) for x in off_a] if magic == 1 else None
+    out = [np.frombuffer(c, dtype=np.int64).copy() if len(c) else np.zeros(0, np.int64) for c in cols]
+    if magic == 1:
+        base = wrapper_offset - offsets[-1]
+        if base >= 0:
+            lo, hi = min(offsets) + base, max(offsets) + base
+            if hi > INT64_MAX or lo < -INT64_MAX - 1:
+                raise _LegacyFormatError(f"inner offsets plus the base {base} do not fit in int64 offsets")
+            out[0] = out[0] + base
+        if wrapper_attrs & ATTR_TIMESTAMP_TYPE:
+            out[1][:] = wrapper_ts
+    return out
+
+
+def extract_legacy_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np.ndarray,
+                           budget: InflationBudget | None = None) -> RecordTable:
     """Every message of the legacy (magic 0/1) entries selected by ``batch_mask``.
 
-    Uses kafka-python's ``LegacyRecordBatch``: it decompresses a wrapper message (gzip,
-    snappy, lz4, with Kafka's old lz4 framing for magic 0) and turns magic-1 relative inner
-    offsets into absolute ones, as ``AbstractLegacyRecordBatch`` does.  Keys and values are
-    copied into the returned table's own buffer; a timestamp is -1 for magic 0, the wrapper's
-    for inner messages of a LogAppendTime wrapper.  An entry that cannot be read is dropped
-    whole and reported (``decompression_failed`` for a compressed wrapper, else
-    ``corrupt_batch``).  Never raises.
+    As Kafka's ``AbstractLegacyRecordBatch`` (and kafka-python's ``LegacyRecordBatch``) read them: a
+    wrapper message's value is decompressed (gzip, snappy, lz4, with Kafka 0.8's lz4 header checksum for
+    magic 0) with :func:`decompress`, bounded by the batch cap and the segment's ``budget``
+    (:class:`InflationBudget`, default: that of the selected entries), and its inner messages walked by
+    :func:`_walk_legacy_set` (magic-1 relative offsets made absolute).  Keys and values of plain messages
+    are copied into the returned table's own buffer, which also holds each decompressed set; a timestamp
+    is -1 for magic 0, the wrapper's for inner messages of a LogAppendTime wrapper.  An entry that cannot
+    be read (a key or value length that does not fit, a null or empty compressed set, an inner message
+    that does not fit) is dropped whole and reported (``decompression_limit`` beyond the budget,
+    ``decompression_failed`` for another compressed wrapper, else ``corrupt_batch``).  Never raises.
     """
-    from kafka.record.legacy_records import LegacyRecordBatch
+    from array import array
     mv = byte_view(buf)
+    if budget is None:
+        budget = InflationBudget.for_batches(scan, batch_mask)
     blob = bytearray()
-    batch, offset, timestamp, k_start, k_len, v_start, v_len = ([] for _ in range(7))
+    parts: list[list[np.ndarray]] = []
     issues: list[Issue] = []
-
-    def put(b):
-        if b is None:
-            return 0, -1
-        start = len(blob)
-        blob.extend(b)
-        return start, len(b)
-
-    for i in np.nonzero(batch_mask)[0]:
+    batch_a, off_a, ts_a, ks_a, kl_a, vs_a, vl_a = (array("q") for _ in range(7))
+    for i in np.nonzero(batch_mask)[0].tolist():
         pos = int(scan.position[i])
-        codec = int(scan.attributes[i]) & ATTR_COMPRESSION_MASK
+        end = pos + LOG_OVERHEAD + int(scan.batch_length[i])
+        magic = int(scan.magic[i])
+        attrs = int(scan.attributes[i])
+        codec = attrs & ATTR_COMPRESSION_MASK
+        wrapper_offset = int(scan.base_offset[i])
         try:
-            msgs = list(LegacyRecordBatch(mv[pos:pos + LOG_OVERHEAD + int(scan.batch_length[i])], int(scan.magic[i])))
-        except Exception as exc:  # codec errors, AssertionError, CorruptRecordError, struct.error
-            reason = "decompression_failed" if codec else "corrupt_batch"
-            issues.append(Issue(reason, pos, f"legacy message (magic {int(scan.magic[i])}, "
-                                f"{COMPRESSION_NAMES.get(codec, codec)}): {exc!r}", int(scan.base_offset[i])))
+            ks, kl, vs, vl = _legacy_key_value(mv, pos + _LEGACY_KEY_OFFSET[magic], end)
+            if not codec:
+                batch_a.append(i)
+                off_a.append(wrapper_offset)
+                ts_a.append(int(scan.base_timestamp[i]) if magic == 1 else -1)
+                for b_start, b_len, s_a, l_a in ((ks, kl, ks_a, kl_a), (vs, vl, vs_a, vl_a)):
+                    s_a.append(len(blob) if b_len >= 0 else 0)
+                    l_a.append(b_len)
+                    if b_len > 0:
+                        blob += mv[b_start:b_start + b_len]
+                continue
+            if vl < 0:
+                raise _LegacyFormatError("the wrapper message of a compressed set has a null value")
+            if codec not in (1, 2, 3):
+                raise _LegacyFormatError(f"compression id {codec} does not exist for magic {magic}")
+            payload = bytes(mv[vs:vs + vl])
+            if codec == 3 and magic == 0:
+                payload = _kafka08_lz4(payload)
+            inner = decompress(codec, payload, budget.cap())
+            cols = _walk_legacy_set(inner, magic, wrapper_offset, attrs, int(scan.base_timestamp[i]))
+            budget.check_records(len(cols[0]))
+            budget.spend(len(inner), len(cols[0]))
+        except Exception as exc:  # codec errors have many types; framing errors are _LegacyFormatError
+            reason = ("decompression_limit" if isinstance(exc, DecompressionLimitError) else
+                      "decompression_failed" if codec else "corrupt_batch")
+            issues.append(Issue(reason, pos, f"legacy message (magic {magic}, "
+                                f"{COMPRESSION_NAMES.get(codec, codec)}): {exc}", wrapper_offset))
             continue
-        for m in msgs:
-            ks, kl = put(m.key)
-            vs, vl = put(m.value)
-            batch.append(i)
-            offset.append(m.offset)
-            timestamp.append(-1 if m.timestamp is None else m.timestamp)
-            k_start.append(ks)
-            k_len.append(kl)
-            v_start.append(vs)
-            v_len.append(vl)
-    i64 = lambda a: np.asarray(a, dtype=np.int64)  # noqa: E731
-    return RecordTable(data=np.frombuffer(bytes(blob), dtype=np.uint8), batch=i64(batch), offset=i64(offset),
-                       timestamp=i64(timestamp), key_start=i64(k_start), key_len=i64(k_len),
-                       value_start=i64(v_start), value_len=i64(v_len), issues=issues)
+        shift = len(blob)
+        blob += inner
+        m = len(cols[0])
+        k_len, v_len = cols[3], cols[5]
+        parts.append([np.full(m, i, dtype=np.int64), cols[0], cols[1],
+                      np.where(k_len >= 0, cols[2] + shift, 0), k_len,
+                      np.where(v_len >= 0, cols[4] + shift, 0), v_len])
+    plain = [np.frombuffer(a, dtype=np.int64) if len(a) else np.zeros(0, np.int64)
+             for a in (batch_a, off_a, ts_a, ks_a, kl_a, vs_a, vl_a)]
+    if parts:  # plain messages and decompressed sets, in the order of their entries
+        allp = [np.concatenate([plain[c]] + [p[c] for p in parts]) for c in range(7)]
+        order = np.argsort(allp[0], kind="stable")
+        plain = [c[order] for c in allp]
+    return RecordTable(data=np.frombuffer(blob, dtype=np.uint8), batch=plain[0], offset=plain[1],
+                       timestamp=plain[2], key_start=plain[3], key_len=plain[4], value_start=plain[5],
+                       value_len=plain[6], issues=issues)
 
 
 def _merge_in_log_order(a: RecordTable, b: RecordTable) -> RecordTable:
@@ -621,8 +792,10 @@ def _merge_in_log_order(a: RecordTable, b: RecordTable) -> RecordTable:
         value_len=cat(a.value_len, b.value_len), issues=a.issues + b.issues)
 
 
-def _extract_v2_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np.ndarray) -> RecordTable:
-    """:func:`extract_records` for the magic-2 batches selected by ``batch_mask``."""
+def _extract_v2_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np.ndarray,
+                        budget: InflationBudget) -> RecordTable:
+    """:func:`extract_records` for the magic-2 batches selected by ``batch_mask``, compressed ones
+    within ``budget``."""
     batch_mask = batch_mask.copy()
     issues: list[Issue] = []
     base = np.frombuffer(buf, dtype=np.uint8)
@@ -653,7 +826,9 @@ def _extract_v2_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np
         try:
             if c not in COMPRESSION_NAMES:
                 raise ValueError(f"compression id {c}")
-            block = decompress(c, bytes(mv[int(sec_start[i]):int(sec_end[i])]), cap)
+            budget.check_records(int(counts_all[i]))
+            block = decompress(c, bytes(mv[int(sec_start[i]):int(sec_end[i])]), budget.cap())
+            budget.spend(len(block), int(counts_all[i]))
             if int(counts_all[i]) * MIN_RECORD_SIZE > len(block):
                 issues.append(Issue("corrupt_batch", int(scan.position[i]), f"record count {int(counts_all[i])} needs "
                                     f"at least {int(counts_all[i]) * MIN_RECORD_SIZE} bytes, the decompressed records "
@@ -676,35 +851,7 @@ def _extract_v2_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np
     counts = scan.record_count[sel].astype(np.int64)
     cur = sec_start[sel].copy()
     ends = sec_end[sel]
-    bad = np.zeros(len(sel), dtype=bool)
-    rec_batch_parts, rec_start_parts, rec_end_parts, rec_step_parts = [], [], [], []
-    max_count = int(counts.max()) if len(counts) else 0
-    active = np.arange(len(sel))
-    for k in range(max_count):
-        active = active[counts[active] > k]
-        if len(active) == 0:
-            break
-        p = cur[active]
-        length, size, ok = read_varint(data, p, 5)
-        start = p + size
-        stop = start + length
-        # a record body has at least MIN_RECORD_SIZE - 1 bytes (attributes and five varints)
-        ok &= (length >= MIN_RECORD_SIZE - 1) & (stop <= ends[active])
-        bad[active[~ok]] = True
-        cur[active] = np.where(ok, stop, ends[active])
-        rec_batch_parts.append(active)
-        rec_step_parts.append(np.full(len(active), k, dtype=np.int64))
-        rec_start_parts.append(start)
-        rec_end_parts.append(stop)
-        active = active[ok]
-    if rec_batch_parts:
-        rb = np.concatenate(rec_batch_parts)
-        order = np.lexsort((np.concatenate(rec_step_parts), rb))  # log order: batch, then record
-        rb = rb[order]
-        rs = np.concatenate(rec_start_parts)[order]
-        re_ = np.concatenate(rec_end_parts)[order]
-    else:
-        rb = rs = re_ = np.zeros(0, dtype=np.int64)
+    rb, rs, re_, bad = _frame_records(data, cur, ends, counts)
     # Record bodies: attributes int8, timestampDelta varlong, offsetDelta varint,
     # key (varint length + bytes), value (varint length + bytes), headers.
     p = rs + 1
@@ -740,6 +887,103 @@ def _extract_v2_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np
         value_len=value_len[keep],
         issues=issues,
     )
+
+
+#: Records are framed in lock-step (step *k* reads the *k*-th record of every batch at once) while at
+#: least this many batches still have records; one numpy step costs about as much as walking this many
+#: records one by one in Python, so the few batches left (say one batch of 100,000 records) are walked
+#: record by record instead: framing costs O(records), never O(records of the largest batch) numpy steps.
+LOCKSTEP_MIN_BATCHES = 48
+
+
+def _frame_records(data: np.ndarray, cur: np.ndarray, ends: np.ndarray, counts: np.ndarray):
+    """Record boundaries of batches whose records start at ``cur`` and end at ``ends`` (positions in the
+    uint8 array ``data``), ``counts`` records each.
+
+    Each record is a zigzag varint length (at most 5 bytes, ``ByteUtils.readVarint``) then that many
+    bytes, at least ``MIN_RECORD_SIZE - 1``, inside its batch.  Returns ``(batch, start, stop, bad)``:
+    per record (in log order) the index of its batch and its body's byte range, and per batch whether
+    its framing failed (its records are then unusable).
+    """
+    n = len(cur)
+    bad = np.zeros(n, dtype=bool)
+    cur = cur.copy()
+    parts_b, parts_k, parts_s, parts_e = [], [], [], []
+    max_count = int(counts.max()) if n else 0
+    active = np.arange(n)
+    k = 0
+    while k < max_count:
+        active = active[counts[active] > k]
+        if len(active) < LOCKSTEP_MIN_BATCHES:
+            break
+        p = cur[active]
+        length, size, ok = read_varint(data, p, 5)
+        start = p + size
+        stop = start + length
+        # a record body has at least MIN_RECORD_SIZE - 1 bytes (attributes and five varints)
+        ok &= (length >= MIN_RECORD_SIZE - 1) & (stop <= ends[active])
+        bad[active[~ok]] = True
+        cur[active] = np.where(ok, stop, ends[active])
+        parts_b.append(active)
+        parts_k.append(np.full(len(active), k, dtype=np.int64))
+        parts_s.append(start)
+        parts_e.append(stop)
+        active = active[ok]
+        k += 1
+    active = active[counts[active] > k]
+    if len(active):
+        mv = memoryview(np.ascontiguousarray(data))
+        for j in active.tolist():
+            starts, stops, ok = _walk_records(mv, int(cur[j]), int(ends[j]), int(counts[j]) - k)
+            bad[j] |= not ok
+            m = len(starts)
+            if m:
+                parts_b.append(np.full(m, j, dtype=np.int64))
+                parts_k.append(np.arange(k, k + m, dtype=np.int64))
+                parts_s.append(np.frombuffer(starts, dtype=np.int64))
+                parts_e.append(np.frombuffer(stops, dtype=np.int64))
+    if not parts_b:
+        e = np.zeros(0, dtype=np.int64)
+        return e, e, e.copy(), bad
+    rb = np.concatenate(parts_b)
+    order = np.lexsort((np.concatenate(parts_k), rb))  # log order: batch, then record
+    return rb[order], np.concatenate(parts_s)[order], np.concatenate(parts_e)[order], bad
+
+
+def _walk_records(mv: memoryview, pos: int, end: int, n: int):
+    """Frame ``n`` records from byte ``pos`` of ``mv`` (unsigned bytes) one at a time, as one step of
+    :func:`_frame_records` does for many batches: ``(starts, stops, ok)``, ``ok`` False at the first
+    record whose length varint is unterminated within 5 bytes, too small, or overruns ``end``."""
+    from array import array
+    starts, stops = array("q"), array("q")
+    size = len(mv)
+    min_body = MIN_RECORD_SIZE - 1
+    for _ in range(n):
+        if pos >= size:
+            return starts, stops, False
+        b = mv[pos]
+        if b < 0x80:
+            raw, pos = b, pos + 1
+        else:
+            raw, shift, i = b & 0x7F, 7, pos + 1
+            while True:
+                if i >= size or i >= pos + 5:
+                    return starts, stops, False
+                b = mv[i]
+                raw |= (b & 0x7F) << shift
+                i += 1
+                if b < 0x80:
+                    break
+                shift += 7
+            pos = i
+        length = (raw >> 1) ^ -(raw & 1)
+        stop = pos + length
+        if length < min_body or stop > end:
+            return starts, stops, False
+        starts.append(pos)
+        stops.append(stop)
+        pos = stop
+    return starts, stops, True
 
 
 def control_types(records: RecordTable) -> np.ndarray:

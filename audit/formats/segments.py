@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 from .latest import summarise_latest
 from .offsets import (GROUP_METADATA_TYPE, decode_group_metadata_value, decode_offsets_kv,
                       decode_offsets_numeric, materialise_offsets_kv)
-from .record_batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, control_types, extract_records, scan_batches
+from .record_batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, extract_records, read_int, scan_batches
 
 #: Rows produced per segment (``source_file`` is set on issue rows and records with a ``decode_error``).
 #: ``kind``: ``record`` (a data record of a __consumer_offsets
@@ -99,13 +99,94 @@ def _counts_batch(source_partition: int, counts) -> pa.RecordBatch:
         "is_tombstone": [c[2] for c in counts], "record_count": [c[3] for c in counts], "live_count": [0] * n})
 
 
+#: Records decoded per step (keys, values and Arrow columns), so the per-record temporaries of a
+#: segment of millions of records never exist all at once; each step is one output batch.
+RECORDS_PER_STEP = 1 << 15
+
+
+def _record_types(recs, idx: np.ndarray, is_control: np.ndarray) -> dict[str, np.ndarray]:
+    """:func:`decode_offsets_numeric` of the records ``idx`` of ``recs``, control records marked
+    (record type -1, no decode error)."""
+    num = decode_offsets_numeric(recs.data, recs.key_start[idx], recs.key_len[idx], recs.value_start[idx],
+                                 recs.value_len[idx])
+    num["record_type"] = np.where(is_control, -1, num["record_type"]).astype(np.int16)
+    if is_control.any():
+        num["decode_error"][is_control] = None
+    return num
+
+
+#: The columns of :func:`decode_offsets_numeric` that :func:`summarise_latest` reads.
+_SUMMARY_COLUMNS = ("record_type", "is_tombstone", "decode_error", "topic_ok", "leader_epoch", "value_version")
+
+
+def _summary_columns(recs, is_control: np.ndarray) -> dict[str, np.ndarray]:
+    """The :data:`_SUMMARY_COLUMNS` of every record, decoded :data:`RECORDS_PER_STEP` records at a time."""
+    n = len(recs)
+    parts = []
+    for lo in range(0, n, RECORDS_PER_STEP):
+        idx = np.arange(lo, min(lo + RECORDS_PER_STEP, n), dtype=np.int64)
+        num = _record_types(recs, idx, is_control[idx])
+        parts.append({k: num[k] for k in _SUMMARY_COLUMNS})
+    return {k: np.concatenate([p[k] for p in parts]) for k in _SUMMARY_COLUMNS}
+
+
+def _record_rows(recs, scan, idx: np.ndarray, is_control: np.ndarray, is_txn: np.ndarray,
+                 live_count: np.ndarray, record_count: np.ndarray, source_file: str,
+                 source_partition: int) -> pa.RecordBatch:
+    """:data:`RAW_SCHEMA` rows (``record``/``control``) of the records ``idx`` of ``recs``."""
+    m = len(idx)
+    num = _record_types(recs, idx, is_control)
+    dec = materialise_offsets_kv(recs.data, num)
+    batch = recs.batch[idx]
+    kl, ks = recs.key_len[idx], recs.key_start[idx]
+    has_type = kl >= 4  # a control record's key: int16 version, int16 type (ControlRecordType)
+    ctl = np.where(has_type, read_int(recs.data, np.where(has_type, ks + 2, 0), 2), -1)
+    ctype = np.where(is_control, ctl, -1).astype(np.int16)
+    rtype = dec["record_type"]
+    err = dec["decode_error"]
+    generation, proto, err = _group_metadata(recs.data, rtype, recs.value_start[idx], recs.value_len[idx], err)
+    cols = {
+        # the file name only where something is reported (a per-row path would dominate memory)
+        "source_file": pc.if_else(pc.is_valid(err), pa.scalar(source_file, pa.string()), pa.scalar(None, pa.string())),
+        "source_partition": pa.array(np.full(m, source_partition, dtype=np.int32)),
+        "kind": pc.if_else(pa.array(is_control), pa.scalar("control"), pa.scalar("record")),
+        "position": pa.array(scan.position[batch]),
+        "offset": pa.array(recs.offset[idx]),
+        "timestamp": pa.array(recs.timestamp[idx]),
+        "batch_leader_epoch": pa.array(scan.partition_leader_epoch[batch]),
+        "is_transactional": pa.array(is_txn),
+        "producer_id": pa.array(scan.producer_id[batch]),
+        "control_type": pa.array(ctype),
+        "record_type": pa.array(rtype),
+        "group_id": dec["group_id"],
+        "topic": dec["topic"],
+        "partition": pa.array(dec["partition"]),
+        "is_tombstone": pa.array(dec["is_tombstone"]),
+        "value_version": pa.array(dec["value_version"]),
+        "committed_offset": pa.array(dec["committed_offset"]),
+        "leader_epoch": pa.array(dec["leader_epoch"]),
+        "metadata": dec["metadata"],
+        "commit_timestamp": pa.array(dec["commit_timestamp"]),
+        "expire_timestamp": pa.array(dec["expire_timestamp"]),
+        "group_generation": pa.array(generation),
+        "group_protocol_type": pa.array(proto, pa.string()),
+        "decode_error": err,
+        "detail": pa.nulls(m, pa.string()),
+        "records_affected": pa.array(np.ones(m, dtype=np.int32)),
+        "record_count": pa.array(record_count),
+        "live_count": pa.array(live_count),
+    }
+    return pa.RecordBatch.from_arrays([cols[f.name].cast(f.type) for f in RAW_SCHEMA], schema=RAW_SCHEMA)
+
+
 def decode_offsets_segment(buf: bytes | memoryview, source_file: str, source_partition: int,
                            verify_crc: bool = True, reduce_latest: bool = False) -> list[pa.RecordBatch]:
     """Decode every record of one ``__consumer_offsets`` segment into :data:`RAW_SCHEMA` rows.
 
     ``buf``: the ``.log`` file's bytes; ``source_file``: its path (reported with issues);
-    ``source_partition``: the ``__consumer_offsets`` partition number.  Returns one batch
-    of record/control rows and, when anything was skipped, one batch of issue rows.
+    ``source_partition``: the ``__consumer_offsets`` partition number.  Returns batches of
+    record/control rows (one per :data:`RECORDS_PER_STEP` records, in log order) and, when anything
+    was skipped, one batch of issue rows.
     Record-level problems (unknown record type, unknown value version, malformed bytes)
     are ``kind='record'`` rows with ``decode_error`` set.  Never raises on bad bytes.
 
@@ -121,61 +202,22 @@ def decode_offsets_segment(buf: bytes | memoryview, source_file: str, source_par
         attrs = scan.attributes[recs.batch]
         is_control = (attrs & ATTR_CONTROL) != 0
         is_txn = (attrs & ATTR_TRANSACTIONAL) != 0
-        num = decode_offsets_numeric(recs.data, recs.key_start, recs.key_len, recs.value_start, recs.value_len)
-        num["record_type"] = np.where(is_control, -1, num["record_type"]).astype(np.int16)
-        if is_control.any():
-            num["decode_error"][is_control] = None
+        del attrs
         counts = []
         if reduce_latest:
+            num = _summary_columns(recs, is_control)
             summary = summarise_latest(recs.data, recs.key_start, recs.key_len, num, is_txn, is_control)
+            del num
             keep, live_count, record_count, counts = (summary.keep, summary.live_count, summary.record_count,
                                                       summary.counts)
         else:
             keep = np.arange(n, dtype=np.int64)
             live_count = record_count = np.ones(n, dtype=np.int64)
-        full = len(keep) == n
-        rows = None if full else keep
-        pick = (lambda a: a) if full else (lambda a: a[keep])  # noqa: E731
-        dec = materialise_offsets_kv(recs.data, num, rows)
-        is_control = pick(is_control)
-        batch = pick(recs.batch)
-        m = len(keep)
-        ctype = np.where(is_control, pick(control_types(recs)), -1).astype(np.int16)
-        rtype = dec["record_type"]
-        err = dec["decode_error"]
-        generation, proto, err = _group_metadata(recs.data, rtype, pick(recs.value_start), pick(recs.value_len), err)
-        cols = {
-            # the file name only where something is reported (a per-row path would dominate memory)
-            "source_file": pc.if_else(pc.is_valid(err), pa.scalar(source_file, pa.string()), pa.scalar(None, pa.string())),
-            "source_partition": pa.array(np.full(m, source_partition, dtype=np.int32)),
-            "kind": pc.if_else(pa.array(is_control), pa.scalar("control"), pa.scalar("record")),
-            "position": pa.array(scan.position[batch]),
-            "offset": pa.array(pick(recs.offset)),
-            "timestamp": pa.array(pick(recs.timestamp)),
-            "batch_leader_epoch": pa.array(scan.partition_leader_epoch[batch]),
-            "is_transactional": pa.array(pick(is_txn)),
-            "producer_id": pa.array(scan.producer_id[batch]),
-            "control_type": pa.array(ctype),
-            "record_type": pa.array(rtype),
-            "group_id": dec["group_id"],
-            "topic": dec["topic"],
-            "partition": pa.array(dec["partition"]),
-            "is_tombstone": pa.array(dec["is_tombstone"]),
-            "value_version": pa.array(dec["value_version"]),
-            "committed_offset": pa.array(dec["committed_offset"]),
-            "leader_epoch": pa.array(dec["leader_epoch"]),
-            "metadata": dec["metadata"],
-            "commit_timestamp": pa.array(dec["commit_timestamp"]),
-            "expire_timestamp": pa.array(dec["expire_timestamp"]),
-            "group_generation": pa.array(generation),
-            "group_protocol_type": pa.array(proto, pa.string()),
-            "decode_error": err,
-            "detail": pa.nulls(m, pa.string()),
-            "records_affected": pa.array(np.ones(m, dtype=np.int32)),
-            "record_count": pa.array(record_count),
-            "live_count": pa.array(live_count),
-        }
-        out.append(pa.RecordBatch.from_arrays([cols[f.name].cast(f.type) for f in RAW_SCHEMA], schema=RAW_SCHEMA))
+        for lo in range(0, len(keep), RECORDS_PER_STEP):
+            idx = keep[lo:lo + RECORDS_PER_STEP]
+            out.append(_record_rows(recs, scan, idx, is_control[idx], is_txn[idx],
+                                    live_count[lo:lo + RECORDS_PER_STEP], record_count[lo:lo + RECORDS_PER_STEP],
+                                    source_file, source_partition))
         if counts:
             out.append(_counts_batch(source_partition, counts))
     issues = scan.issues + recs.issues
