@@ -369,9 +369,11 @@ def test_one_long_key_does_not_widen_every_row():
 
 @pytest.mark.parametrize("value,expected", [("1", 1), ("2147483647", 2147483647), ("-2147483648", -2147483648),
                                             ("2147483648", None), ("-2147483649", None),
-                                            ("99999999999999999999", None), ("1_0", None), ("0x10", None)])
+                                            ("99999999999999999999", None), ("1_0", None), ("0x10", None),
+                                            ("9" * 5000, None), ("0" * 5000 + "7", 7)])
 def test_broker_id_fits_the_int_column_or_is_unknown(value, expected):
-    """Fix 6: ``broker_id_of`` returned any Python int (``node.id=2147483648``, ``1_0``); the audit stores
-    broker ids in int columns, and the broker itself reads them with Integer.parseInt."""
+    """Fix 6: ``broker_id_of`` returned any Python int (``node.id=2147483648``, ``1_0``), and raised
+    ValueError for a value of over 4,300 digits (Python's int() limit); the audit stores broker ids in
+    int columns, and the broker itself reads them with Integer.parseInt (leading zeros and all)."""
     from audit.formats.checkpoints import broker_id_of, parse_meta_properties
     assert broker_id_of(parse_meta_properties(f"version=1\nnode.id={value}\n")) == expected

@@ -8,6 +8,7 @@ same formats with SQL in :mod:`audit.sources.logdirs`.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 #: ``<topic>-<partition>`` directory names; ``.../<topic>-<p>.<uuid>-delete`` and ``-future``
 #: directories (pending deletion or an in-flight ``alterReplicaLogDirs``) are not live logs.
@@ -137,7 +138,11 @@ def broker_id_of(props: dict[str, str]) -> int | None:
             v = props[key]
             if not _JAVA_INT.fullmatch(v):
                 return None
-            n = int(v)
+            digits = v.lstrip("+-")
+            significant = digits[next((i for i, c in enumerate(digits) if unicodedata.digit(c) != 0), len(digits)):]
+            if len(significant) > 10:  # not an int32, and no int() of thousands of digits (Python refuses those)
+                return None
+            n = int(significant or "0") * (-1 if v.startswith("-") else 1)
             return n if -(1 << 31) <= n < 1 << 31 else None
     return None
 

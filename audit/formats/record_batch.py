@@ -610,7 +610,6 @@ def extract_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np.nda
 
 #: Byte position of the key length in a legacy message, from the start of its offset field.
 _LEGACY_KEY_OFFSET = {0: 18, 1: 26}
-_LEGACY_HEADER = {0: struct.Struct(">qiIbb"), 1: struct.Struct(">qiIbbq")}
 _I32 = struct.Struct(">i")
 
 
@@ -649,55 +648,70 @@ def _kafka08_lz4(payload: bytes) -> bytes:
     return b[:end - 1] + bytes([hc]) + b[end:]
 
 
-def _walk_legacy_set(inner, magic: int, wrapper_offset: int, wrapper_attrs: int, wrapper_ts: int):
+def _walk_legacy_set(inner, magic: int, wrapper_offset: int, wrapper_attrs: int, wrapper_ts: int,
+                     max_messages: int):
     """The messages of a decompressed legacy wrapper's message set, as ``AbstractLegacyRecordBatch``
     (and kafka-python's ``LegacyRecordBatch``) iterate them: inner messages laid out as the wrapper's
     magic says, never compressed themselves; magic 1 inner offsets relative (absolute = the wrapper's
     offset minus the last inner offset plus the inner offset, kept as written when that base would be
-    negative), magic 0 absolute; a LogAppendTime wrapper's timestamp for every inner message.  Returns
+    negative), magic 0 absolute; a LogAppendTime wrapper's timestamp for every inner message.
+
+    Only the chain of message sizes is walked in Python; every field is then read with numpy.  Returns
     ``(offsets, timestamps, key starts, key lengths, value starts, value lengths)`` as int64 arrays with
-    positions into ``inner``.  Raises :class:`_LegacyFormatError` for a message that does not fit, an
-    empty set, a compressed inner message or an offset beyond int64."""
+    positions into ``inner``.  Raises :class:`DecompressionLimitError` as soon as the set holds more
+    than ``max_messages`` messages, :class:`_LegacyFormatError` for a message that does not fit (or
+    whose key or value does not fit it), an empty set, a compressed inner message or an offset beyond
+    int64."""
     from array import array
-    hdr = _LEGACY_HEADER[magic]
-    key_at = _LEGACY_KEY_OFFSET[magic]
     n = len(inner)
-    cols = [array("q") for _ in range(6)]
-    off_a, ts_a, ks_a, kl_a, vs_a, vl_a = cols
+    key_at = _LEGACY_KEY_OFFSET[magic]
+    need = key_at + 8 - LOG_OVERHEAD  # message size that holds the header and both length fields
+    unpack = _I32.unpack_from
+    starts = array("q")
     pos = 0
-    min_size = LEGACY_MIN_SIZE[magic]
     while pos < n:
-        if pos + hdr.size > n:
+        if pos + LOG_OVERHEAD > n:
             raise _LegacyFormatError(f"inner message at byte {pos} of the decompressed set is cut short")
-        h = hdr.unpack_from(inner, pos)
-        size = h[1]
-        end = pos + LOG_OVERHEAD + size
-        if size < min_size or end > n:
+        size = unpack(inner, pos + 8)[0]
+        if size < need or pos + LOG_OVERHEAD + size > n:
             raise _LegacyFormatError(f"inner message at byte {pos} has size {size}, {n - pos - LOG_OVERHEAD} bytes left")
-        if h[4] & ATTR_COMPRESSION_MASK:
-            raise _LegacyFormatError(f"inner message at byte {pos} is compressed again (attributes {h[4]})")
-        ks, kl, vs, vl = _legacy_key_value(inner, pos + key_at, end)
-        off_a.append(h[0])
-        ts_a.append(h[5] if magic == 1 else -1)
-        ks_a.append(ks)
-        kl_a.append(kl)
-        vs_a.append(vs)
-        vl_a.append(vl)
-        pos = end
-    if not off_a:
+        starts.append(pos)
+        if len(starts) > max_messages:
+            raise DecompressionLimitError(
+                f"the decompressed message set holds more than {max_messages} messages, what is left of the "
+                f"segment's budget for records in compressed batches")
+        pos += LOG_OVERHEAD + size
+    if not starts:
         raise _LegacyFormatError("the decompressed message set holds no message")
-    offsets = [int(x) for x in off_a] if magic == 1 else None
-    out = [np.frombuffer(c, dtype=np.int64).copy() if len(c) else np.zeros(0, np.int64) for c in cols]
+    arr = np.frombuffer(inner, dtype=np.uint8)
+    p = np.frombuffer(starts, dtype=np.int64)
+    end = p + LOG_OVERHEAD + read_int(arr, p + 8, 4)
+    attrs = arr[p + 17]
+    if (attrs & ATTR_COMPRESSION_MASK).any():
+        k = int(np.argmax((attrs & ATTR_COMPRESSION_MASK) != 0))
+        raise _LegacyFormatError(f"inner message at byte {int(p[k])} is compressed again (attributes {int(attrs[k])})")
+    kl = read_int(arr, p + key_at, 4)
+    ks = p + key_at + 4
+    vpos = ks + np.maximum(kl, 0)
+    ok = (kl >= -1) & (vpos + 4 <= end)
+    vl = read_int(arr, np.where(ok, vpos, 0), 4)
+    vs = vpos + 4
+    ok &= (vl >= -1) & (vs + np.maximum(vl, 0) <= end)
+    if not ok.all():
+        k = int(np.argmin(ok))
+        raise _LegacyFormatError(f"inner message at byte {int(p[k])}: key length {int(kl[k])} or value length "
+                                 f"{int(vl[k])} does not fit the message")
+    offsets = read_int(arr, p, 8)
+    timestamps = read_int(arr, p + 18, 8) if magic == 1 else np.full(len(p), -1, dtype=np.int64)
     if magic == 1:
-        base = wrapper_offset - offsets[-1]
+        base = wrapper_offset - int(offsets[-1])
         if base >= 0:
-            lo, hi = min(offsets) + base, max(offsets) + base
-            if hi > INT64_MAX or lo < -INT64_MAX - 1:
+            if int(offsets.max()) + base > INT64_MAX or int(offsets.min()) + base < -INT64_MAX - 1:
                 raise _LegacyFormatError(f"inner offsets plus the base {base} do not fit in int64 offsets")
-            out[0] = out[0] + base
+            offsets = offsets + base
         if wrapper_attrs & ATTR_TIMESTAMP_TYPE:
-            out[1][:] = wrapper_ts
-    return out
+            timestamps[:] = wrapper_ts
+    return [offsets, timestamps, np.where(kl >= 0, ks, 0), kl, np.where(vl >= 0, vs, 0), vl]
 
 
 def extract_legacy_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np.ndarray,
@@ -750,8 +764,8 @@ def extract_legacy_records(buf: bytes | memoryview, scan: BatchScan, batch_mask:
             if codec == 3 and magic == 0:
                 payload = _kafka08_lz4(payload)
             inner = decompress(codec, payload, budget.cap())
-            cols = _walk_legacy_set(inner, magic, wrapper_offset, attrs, int(scan.base_timestamp[i]))
-            budget.check_records(len(cols[0]))
+            cols = _walk_legacy_set(inner, magic, wrapper_offset, attrs, int(scan.base_timestamp[i]),
+                                    max(budget.records, 0))
             budget.spend(len(inner), len(cols[0]))
         except Exception as exc:  # codec errors have many types; framing errors are _LegacyFormatError
             reason = ("decompression_limit" if isinstance(exc, DecompressionLimitError) else
