@@ -804,20 +804,24 @@ def _bomb(codec: int, kind: str, size: int, legacy_magic: int | None = None) -> 
     reps = max(size // len(unit), 1)
     count = reps if kind != "zeros" else size // 7
     piece_reps = max((1 << 20) // len(unit), 1)
-    pieces = [unit * min(piece_reps, reps - i) for i in range(0, reps, piece_reps)]
+    piece = unit * piece_reps
+
+    def pieces():  # the same 1 MiB piece again and again: never the whole block in memory
+        for i in range(0, reps, piece_reps):
+            yield piece if reps - i >= piece_reps else unit * (reps - i)
     if codec == 1:
         z = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-        block = b"".join(z.compress(p) for p in pieces) + z.flush()
+        block = b"".join(z.compress(p) for p in pieces()) + z.flush()
     elif codec == 3 and legacy_magic != 0:
         import lz4.frame
         c = lz4.frame.LZ4FrameCompressor()
-        block = c.begin() + b"".join(c.compress(p) for p in pieces) + c.flush()
+        block = c.begin() + b"".join(c.compress(p) for p in pieces()) + c.flush()
     elif codec == 4:
         import zstandard
         c = zstandard.ZstdCompressor().compressobj()
-        block = b"".join(c.compress(p) for p in pieces) + c.flush()
+        block = b"".join(c.compress(p) for p in pieces()) + c.flush()
     else:  # snappy (bounded to a few MiB by the callers) and magic-0 lz4: whole
-        block = compress(codec, b"".join(pieces), None, legacy_magic)
+        block = compress(codec, b"".join(pieces()), None, legacy_magic)
     _BOMBS[key] = (block, count)
     return _BOMBS[key]
 
