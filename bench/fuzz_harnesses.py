@@ -457,6 +457,7 @@ def read_uvarint(b: bytes, pos: int, limit: int = 10) -> tuple[int, int] | None:
 
 
 def read_zigzag(b: bytes, pos: int, limit: int = 10) -> tuple[int, int] | None:
+    """(value, next position) of the zigzag varint at ``pos``; None when unterminated within ``limit``."""
     r = read_uvarint(b, pos, limit)
     if r is None:
         return None
@@ -625,6 +626,8 @@ def split_records(plain: bytes) -> tuple[list[bytes], bytes]:
 
 
 def join_records(bodies: list[bytes], tail: bytes = b"") -> bytes:
+    """A v2 records block: each body after its zigzag varint length, then ``tail`` (inverse of
+    :func:`split_records`)."""
     return b"".join(zigzag(len(b), 32) + b for b in bodies) + tail
 
 
@@ -659,6 +662,7 @@ def parse_record(body: bytes) -> list | None:
 
 
 def build_record(f: list) -> bytes:
+    """One record body from the fields :func:`parse_record` returns (key/value None = null)."""
     out = bytes([f[0] & 0xFF]) + zigzag(f[1], 64) + zigzag(f[2], 32)
     for b in (f[3], f[4]):
         out += zigzag(-1, 32) if b is None else zigzag(len(b), 32) + b
@@ -775,12 +779,14 @@ KVMutate = Callable[[random.Random, bytes | None, bytes | None], tuple[bytes | N
 
 
 def offsets_kv_mutator(rng, key, value):
+    """(key, value) of a ``__consumer_offsets`` record with one structural edit of either."""
     if rng.random() < 0.4:
         return mutate_offsets_key(rng, key), value
     return key, mutate_offsets_value(rng, value)
 
 
 def metadata_kv_mutator(rng, key, value):
+    """(key, value) of a ``__cluster_metadata`` record, its value (mostly) edited structurally."""
     if rng.random() < 0.05:
         return mutate_offsets_key(rng, key), value
     return key, mutate_metadata_value(rng, value)
@@ -993,7 +999,12 @@ def _mutate_legacy(rng: random.Random, e: bytearray, kv: KVMutate, byte_mutate: 
 
 def mutate_chain(rng: random.Random, buf: bytes, kv: KVMutate, byte_mutate: ByteMutate, max_size: int,
                  depth: int = 0, other: bytes | None = None) -> bytes:
-    """One structure-aware edit of a segment (a chain of v2 batches and/or legacy messages)."""
+    """One structure-aware edit of a segment (a chain of v2 batches and/or legacy messages), at most
+    ``max_size`` bytes: bytes of one entry with its CRC (and length) recomputed, a header field, record
+    or key/value at an extreme (:func:`_mutate_v2`, :func:`_mutate_legacy`; ``kv`` edits keys and values;
+    ``depth`` > 0 inside a legacy wrapper), a length field at an extreme, entries duplicated, dropped,
+    swapped or spliced from ``other``, the segment cut short or padded with zeros, or plain
+    ``byte_mutate``."""
     entries, tail = split_chain(buf)
     r = rng.random()
     if not entries or r < 0.12:
@@ -1041,12 +1052,16 @@ def _rng(seed: int) -> random.Random:
 
 
 def segment_mutator(kv: KVMutate) -> Callable:
+    """A libFuzzer custom mutator ``(data, max_size, seed[, byte_mutate]) -> bytes`` for segment inputs:
+    :func:`mutate_chain` with the record key/value mutator ``kv``."""
     def mutate(data: bytes, max_size: int, seed: int, byte_mutate: ByteMutate = _simple_byte_mutate) -> bytes:
         return mutate_chain(_rng(seed), data, kv, byte_mutate, max_size)
     return mutate
 
 
 def index_container_mutator(data: bytes, max_size: int, seed: int, byte_mutate: ByteMutate = _simple_byte_mutate) -> bytes:
+    """Custom mutator of ``tail_scan_index`` inputs: the index (:func:`mutate_index`), the segment base
+    offset or the segment (:func:`mutate_chain`), keeping :func:`split_index_container`'s layout."""
     rng = _rng(seed)
     index, base, seg = split_index_container(data)
     r = rng.random()
@@ -1102,6 +1117,7 @@ def mutate_index(rng: random.Random, index: bytes, seg: bytes, byte_mutate: Byte
 
 
 def index_mutator(data: bytes, max_size: int, seed: int, byte_mutate: ByteMutate = _simple_byte_mutate) -> bytes:
+    """Custom mutator of ``index_file`` inputs: :func:`mutate_index` against :func:`index_segment`."""
     rng = _rng(seed)
     if rng.random() < 0.15:
         return byte_mutate(data, max_size)
@@ -1109,6 +1125,9 @@ def index_mutator(data: bytes, max_size: int, seed: int, byte_mutate: ByteMutate
 
 
 def codec_mutator(codec: int) -> Callable:
+    """Custom mutator of a codec harness's inputs (:func:`split_codec_container`): the compressed stream
+    itself, the record count or container, a block inflating to many tiny records, or the records inside
+    (decompressed, edited with :func:`_mutate_records` or :func:`mutate_chain`, compressed again)."""
     def mutate(data: bytes, max_size: int, seed: int, byte_mutate: ByteMutate = _simple_byte_mutate) -> bytes:
         rng = _rng(seed)
         container, count, payload = split_codec_container(data)
@@ -1145,6 +1164,8 @@ def codec_mutator(codec: int) -> Callable:
 
 
 def kv_records_mutator(data: bytes, max_size: int, seed: int, byte_mutate: ByteMutate = _simple_byte_mutate) -> bytes:
+    """Custom mutator of ``offsets_records`` inputs (:func:`split_kv_records`): one record's key or value
+    edited structurally, a record duplicated or dropped, or a value's bytes mutated."""
     rng = _rng(seed)
     recs = split_kv_records(data)
     r = rng.random()
@@ -1164,6 +1185,7 @@ def kv_records_mutator(data: bytes, max_size: int, seed: int, byte_mutate: ByteM
 
 
 def value_mutator(fn: Callable) -> Callable:
+    """Custom mutator of single-value inputs: ``fn(rng, value)`` (a structural edit) or a byte mutation."""
     def mutate(data: bytes, max_size: int, seed: int, byte_mutate: ByteMutate = _simple_byte_mutate) -> bytes:
         rng = _rng(seed)
         if rng.random() < 0.25:
@@ -1427,7 +1449,7 @@ class Harness:
     fn: Callable[[bytes], None]
     seeds: Callable[[], list[tuple[str, bytes]]]
     mutate: Callable | None = None
-    #: seeds above this size are trimmed (whole batches) when committed under tests/data/fuzz-seeds
+    #: the first sentence of ``fn``'s docstring (``python -m bench.fuzz --list``)
     doc: str = field(default="")
 
 

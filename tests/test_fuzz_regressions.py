@@ -2,7 +2,7 @@
 seed (``tests/data/fuzz-seeds/<harness>/``) through its harness of :mod:`bench.fuzz_harnesses`, without
 atheris: no exception beyond what the entry point documents, at most 2 s an input (libFuzzer's hang
 limit in ``python -m bench.fuzz``), and, for the inputs that blew memory up, less than 256 MiB above the
-process's start-up RSS.  Regression inputs are named ``<kind>-<what>``, ``kind`` one of ``crash``,
+process's start-up RSS (its own ``VmHWM``).  Regression inputs are named ``<kind>-<what>``, ``kind`` one of ``crash``,
 ``hang``, ``blowup``.
 """
 import os
@@ -81,7 +81,10 @@ _MEASURE = textwrap.dedent("""
         base = int(f.read().split()[1]) * resource.getpagesize() / 2 ** 20
     data = open(sys.argv[2], "rb").read()
     h.fn(data)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the parent (pytest, big after the Spark
+    # tests) across vfork+exec, which made every input look like a 280 MiB blow-up
+    with open("/proc/self/status") as f:
+        peak = int(next(ln for ln in f if ln.startswith("VmHWM")).split()[1]) / 1024
     print(f"GROWTH {peak - base:.0f}")
 """)
 
