@@ -268,6 +268,19 @@ def _fmt(n: float) -> str:
     return f"{n:,.0f}"
 
 
+def _commit() -> str:
+    """The audited code's git commit (``+dirty`` when the work tree has changes), or ``unknown``."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "audit", "bench"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
 def render_md(results: list[Result], meta: dict) -> str:
     """The Markdown report of a run: how it was run, the per-harness table with a total row, whether the
     issue's target was reached, and every finding with its input file."""
@@ -277,7 +290,7 @@ def render_md(results: list[Result], meta: dict) -> str:
         "",
         f"Command: `{meta['command']}`",
         "",
-        f"Run {meta['started']} on {meta['machine']}; atheris {meta['atheris']} (libFuzzer), Python {meta['python']}; "
+        f"Run {meta['started']} at commit `{meta.get('commit', 'unknown')}` on {meta['machine']}; atheris {meta['atheris']} (libFuzzer), Python {meta['python']}; "
         f"{meta['jobs']} harness(es) at a time, {meta['seconds']} s per harness.  Per-input timeout "
         f"{TIMEOUT_S} s (hang), memory blow-up = an input whose peak RSS passes the RSS before it by more than "
         f"{BLOWUP_MB} MiB (libFuzzer -rss_limit_mb: start-up RSS + {BLOWUP_MB + 128} MiB), "
@@ -344,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"command": "python -m bench.fuzz " + " ".join(sys.argv[1:] if argv is None else argv),
             "started": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": f"{os.cpu_count()} cores, {platform.machine()}",
             "python": platform.python_version(), "atheris": _version("atheris"), "jobs": args.jobs,
-            "seconds": args.seconds}
+            "seconds": args.seconds, "commit": _commit()}
     lock = threading.Lock()
     print(f"fuzzing {len(names)} harness(es), {args.seconds} s each, {args.jobs} at a time", flush=True)
     t0 = time.monotonic()

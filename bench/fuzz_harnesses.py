@@ -26,6 +26,7 @@ import gzip
 import json
 import os
 import random
+import re
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -1454,7 +1455,8 @@ class Harness:
 
 
 def _h(name, fn, seeds, mutate) -> Harness:
-    return Harness(name, fn, seeds, mutate, (fn.__doc__ or "").split(".")[0])
+    first = re.split(r"\.(?:\s|$)", " ".join((fn.__doc__ or "").split()), maxsplit=1)[0]
+    return Harness(name, fn, seeds, mutate, first)
 
 
 _offsets_mut = segment_mutator(offsets_kv_mutator)
