@@ -18,13 +18,15 @@ from . import __version__
 from .commits import live_commits, with_transaction_state
 from .formats.offsets import RECORD_TYPE_NAMES
 from .judge import SEVERITY_RANK, judge, with_verdicts
+from .owners import group_tables, with_owners
 from .report.outputs import StagedOutput, check_output_parent, check_output_target, console_table
 from .sources.logdirs import cache_disagreements, read_log_dirs, recover_from_replicas
 
 #: the decoded columns the commit and summary stages read (file names stay in ``raw`` for issues)
-RECORD_COLUMNS = ["source_partition", "kind", "offset", "is_transactional", "producer_id", "control_type",
+RECORD_COLUMNS = ["source_partition", "kind", "offset", "timestamp", "is_transactional", "producer_id", "control_type",
                   "record_type", "group_id", "topic", "partition", "is_tombstone", "value_version",
-                  "committed_offset", "leader_epoch", "metadata", "commit_timestamp", "decode_error", "broker_id", "record_count", "live_count"]
+                  "committed_offset", "leader_epoch", "metadata", "commit_timestamp", "decode_error", "broker_id", "record_count", "live_count",
+                  "group_generation", "group_protocol_type", "group_protocol", "group_members", "group_owners"]
 FAIL_ON = {"critical": 4, "error": 3, "warning": 2, "never": 99}
 MAX_WHERE = 1000
 
@@ -197,9 +199,13 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
         _progress(cfg, f"collect: {live.info['epoch_requests']} OffsetsForLeaderEpoch requests, {live.info['partitions']} partitions")
 
     history = cfg.mode == "history"
+    # whose consumer is it: the groups' state and each partition's last owner (classic GroupMetadataValue)
+    group_state, owners = group_tables(spark, records)
+    group_state, owners = group_state.localCheckpoint(), owners.localCheckpoint()
     findings = judge(spark, commits, src.epochs, src.bounds, epoch_end_offsets=src.epoch_end_offsets,
-                     history=history).localCheckpoint()
-    committed = with_verdicts(commits, findings).localCheckpoint()
+                     history=history)
+    findings = with_owners(findings, group_state, owners).localCheckpoint()
+    committed = with_owners(with_verdicts(commits, findings), group_state, owners).localCheckpoint()
     summary = _summary(cfg, src, raw, (n_live, n_latest), findings, started_at)
     summary["records_recovered"] = {"total": sum(r["records"] for r in recovered), "from_replicas": recovered}
     n_findings = summary["findings"]["total"]

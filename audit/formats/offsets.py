@@ -332,12 +332,52 @@ class _Reader:
             self.take(self.uvarint())
 
 
+#: ConsumerProtocolAssignment.json: versions 0-3, none flexible, all with the same fields
+MAX_CONSUMER_ASSIGNMENT_VERSION = 3
+
+
+def decode_consumer_assignment(assignment: bytes) -> list[tuple[str, int]]:
+    """The (topic, partition) pairs of one member's assignment in a ``consumer`` protocol group.
+
+    ``assignment`` is the ``Assignment`` bytes of a GroupMetadataValue member: an int16 version,
+    then ``ConsumerProtocolAssignment.json`` (not flexible): ``AssignedPartitions`` (int32 count
+    of {``Topic`` int16-length string, ``Partitions`` int32 array}), ``UserData`` (nullable
+    int32-length bytes).  Versions above 3 are read as version 3 and bytes after the known fields
+    are ignored, as Kafka's ``ConsumerProtocol.deserializeAssignment`` does (forward
+    compatibility).  Raises ``ValueError`` for a negative version, a negative or oversized
+    count, or truncated bytes.
+    """
+    r = _Reader(assignment)
+    if r.i16() < 0:
+        raise ValueError("negative ConsumerProtocolAssignment version")
+    out = []
+    n_topics = r.i32()
+    if n_topics < 0 or n_topics > len(assignment):
+        raise ValueError(f"bad assigned topic count {n_topics}")
+    for _ in range(n_topics):
+        topic = r.string(False)
+        n_parts = r.i32()
+        if topic is None or n_parts < 0 or 4 * n_parts > len(assignment) - r.p:
+            raise ValueError("bad assigned partitions")
+        parts = struct.unpack(f">{n_parts}i", r.take(4 * n_parts))
+        out.extend((topic, p) for p in parts)
+    r.bytes_(False)  # UserData
+    return out
+
+
 def decode_group_metadata_value(value: bytes) -> dict:
     """Decode a GroupMetadataValue (v0-v4; v4 flexible) per ``GroupMetadataValue.json``.
 
     Returns ``{"value_version", "protocol_type", "generation", "protocol", "leader",
-    "current_state_timestamp" (ms, -1 before v2), "members"}`` where ``members`` is the
-    member count.  Raises ``ValueError`` for truncated bytes or a version above 4.
+    "current_state_timestamp" (ms, -1 before v2), "members", "member_list"}`` where ``members``
+    is the member count and ``member_list`` one dict per member: ``member_id``,
+    ``group_instance_id`` (None before v3 or for a dynamic member), ``client_id``,
+    ``client_host`` (as the coordinator saw it, e.g. ``/10.0.0.7``), ``session_timeout`` and
+    ``rebalance_timeout`` (ms; -1 before v1), and ``assignment``: the member's (topic, partition)
+    pairs from :func:`decode_consumer_assignment` when the group's protocol type is
+    ``consumer``, else None (Connect and other protocols have their own assignment format); an
+    assignment that does not decode is None too and counted in ``bad_assignments``.  Raises
+    ``ValueError`` for truncated bytes or a version above 4.
     """
     r = _Reader(value)
     version = r.i16()
@@ -348,20 +388,29 @@ def decode_group_metadata_value(value: bytes) -> dict:
            "protocol": r.string(flex), "leader": r.string(flex)}
     out["current_state_timestamp"] = r.i64() if version >= 2 else -1
     count = (r.uvarint() - 1) if flex else r.i32()
+    consumer = out["protocol_type"] == "consumer"
+    members, bad = [], 0
     for _ in range(max(count, 0)):
-        r.string(flex)  # member_id
-        if version >= 3:
-            r.string(flex)  # group_instance_id
-        r.string(flex)  # client_id
-        r.string(flex)  # client_host
-        if version >= 1:
-            r.i32()  # rebalance_timeout
-        r.i32()  # session_timeout
+        m = {"member_id": r.string(flex)}
+        m["group_instance_id"] = r.string(flex) if version >= 3 else None
+        m["client_id"] = r.string(flex)
+        m["client_host"] = r.string(flex)
+        m["rebalance_timeout"] = r.i32() if version >= 1 else -1
+        m["session_timeout"] = r.i32()
         r.bytes_(flex)  # subscription
-        r.bytes_(flex)  # assignment
+        assignment = r.bytes_(flex)
+        m["assignment"] = None
+        if consumer and assignment is not None:
+            try:
+                m["assignment"] = decode_consumer_assignment(assignment)
+            except (ValueError, struct.error):
+                bad += 1
         if flex:
             r.tags()
+        members.append(m)
     if flex:
         r.tags()
     out["members"] = max(count, 0)
+    out["member_list"] = members
+    out["bad_assignments"] = bad
     return out

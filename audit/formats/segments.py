@@ -24,6 +24,12 @@ from .record_batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, extract_records, rea
 #: ``record_count``: records this row adds to the records-read statistics (1 for a record,
 #: 0 for a summarised one); ``live_count``: live commits the row stands for when it is live.
 #: Offsets are Kafka offsets of the __consumer_offsets partition; timestamps are epoch ms.
+#: one entry per assigned partition of a GroupMetadataValue (``decode_group_metadata_value``)
+OWNERS_TYPE = pa.list_(pa.struct([
+    ("topic", pa.string()), ("partition", pa.int32()), ("member_id", pa.string()),
+    ("group_instance_id", pa.string()), ("client_id", pa.string()), ("client_host", pa.string()),
+]))
+
 RAW_SCHEMA = pa.schema([
     ("source_file", pa.string()),
     ("source_partition", pa.int32()),
@@ -48,6 +54,9 @@ RAW_SCHEMA = pa.schema([
     ("expire_timestamp", pa.int64()),
     ("group_generation", pa.int32()),
     ("group_protocol_type", pa.string()),
+    ("group_protocol", pa.string()),
+    ("group_members", pa.int32()),
+    ("group_owners", OWNERS_TYPE),
     ("decode_error", pa.string()),
     ("detail", pa.string()),
     ("records_affected", pa.int32()),
@@ -56,24 +65,51 @@ RAW_SCHEMA = pa.schema([
 ])
 
 
-def _group_metadata(data, record_type, value_start, value_len, err: pa.Array):
-    """Per-record decode of the (rare) GroupMetadataValue rows: (generation int32 array,
-    protocol_type list, decode_error array with failures marked)."""
+def _group_metadata(data, record_type, value_start, value_len, err: pa.Array) -> dict:
+    """Per-record decode of the (rare) GroupMetadataValue rows.
+
+    Returns the RAW_SCHEMA columns ``group_generation`` (int32, -1 elsewhere),
+    ``group_protocol_type``, ``group_protocol`` (lists), ``group_members`` (int32 member count,
+    -1 elsewhere), ``group_owners`` (list per row: one dict per assigned partition, None
+    elsewhere) and ``decode_error`` with failures marked (``malformed_value``,
+    ``unknown_value_version``; an undecodable member assignment: ``malformed_assignment``, the
+    row's other fields kept).
+    """
     n = len(record_type)
     generation = np.full(n, -1, dtype=np.int32)
-    proto = [None] * n
+    members = np.full(n, -1, dtype=np.int32)
+    proto, protocol, owners = [None] * n, [None] * n, [None] * n
     rows = np.nonzero((record_type == GROUP_METADATA_TYPE) & (value_len >= 0))[0]
     if not len(rows):
-        return generation, proto, err
+        return {"group_generation": generation, "group_protocol_type": proto, "group_protocol": protocol,
+                "group_members": members, "group_owners": owners, "decode_error": err}
     errs = err.to_pylist()
     for i in rows:
         s, ln = int(value_start[i]), int(value_len[i])
         try:
             g = decode_group_metadata_value(data[s:s + ln].tobytes())
-            generation[i], proto[i] = g["generation"], g["protocol_type"]
         except ValueError as exc:
             errs[i] = "unknown_value_version" if "version" in str(exc) else "malformed_value"
-    return generation, proto, pa.array(errs, pa.string())
+            continue
+        generation[i], proto[i], protocol[i], members[i] = (g["generation"], g["protocol_type"], g["protocol"],
+                                                            g["members"])
+        owners[i] = [{"topic": t, "partition": p, "member_id": m["member_id"],
+                      "group_instance_id": m["group_instance_id"], "client_id": m["client_id"],
+                      "client_host": m["client_host"]}
+                     for m in g["member_list"] for t, p in (m["assignment"] or ())]
+        if g["bad_assignments"]:
+            errs[i] = "malformed_assignment"
+    return {"group_generation": generation, "group_protocol_type": proto, "group_protocol": protocol,
+            "group_members": members, "group_owners": owners, "decode_error": pa.array(errs, pa.string())}
+
+
+def _group_columns(g: dict) -> dict:
+    """The :func:`_group_metadata` output as Arrow arrays of RAW_SCHEMA's types."""
+    return {"group_generation": pa.array(g["group_generation"]),
+            "group_protocol_type": pa.array(g["group_protocol_type"], pa.string()),
+            "group_protocol": pa.array(g["group_protocol"], pa.string()),
+            "group_members": pa.array(g["group_members"]),
+            "group_owners": pa.array(g["group_owners"], OWNERS_TYPE)}
 
 
 def _sparse_batch(n: int, values: dict) -> pa.RecordBatch:
@@ -144,7 +180,8 @@ def _record_rows(recs, scan, idx: np.ndarray, is_control: np.ndarray, is_txn: np
     ctype = np.where(is_control, ctl, -1).astype(np.int16)
     rtype = dec["record_type"]
     err = dec["decode_error"]
-    generation, proto, err = _group_metadata(recs.data, rtype, recs.value_start[idx], recs.value_len[idx], err)
+    g = _group_metadata(recs.data, rtype, recs.value_start[idx], recs.value_len[idx], err)
+    err = g["decode_error"]
     cols = {
         # the file name only where something is reported (a per-row path would dominate memory)
         "source_file": pc.if_else(pc.is_valid(err), pa.scalar(source_file, pa.string()), pa.scalar(None, pa.string())),
@@ -168,8 +205,7 @@ def _record_rows(recs, scan, idx: np.ndarray, is_control: np.ndarray, is_txn: np
         "metadata": dec["metadata"],
         "commit_timestamp": pa.array(dec["commit_timestamp"]),
         "expire_timestamp": pa.array(dec["expire_timestamp"]),
-        "group_generation": pa.array(generation),
-        "group_protocol_type": pa.array(proto, pa.string()),
+        **_group_columns(g),
         "decode_error": err,
         "detail": pa.nulls(m, pa.string()),
         "records_affected": pa.array(np.ones(m, dtype=np.int32)),
@@ -251,7 +287,8 @@ def decode_offsets_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
     data = np.concatenate([kd, vd])
     dec = decode_offsets_kv(data, ks, kl, vs + len(kd), vl)
     sp = batch.column("source_partition").cast(pa.int32())
-    generation, proto, err = _group_metadata(data, dec["record_type"], vs + len(kd), vl, dec["decode_error"])
+    g = _group_metadata(data, dec["record_type"], vs + len(kd), vl, dec["decode_error"])
+    err = g["decode_error"]
     cols = {
         "source_file": pa.array([f"__consumer_offsets-{p}" for p in sp.to_pylist()], pa.string()),
         "source_partition": sp,
@@ -268,8 +305,7 @@ def decode_offsets_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
         "is_tombstone": pa.array(dec["is_tombstone"]), "value_version": pa.array(dec["value_version"]),
         "committed_offset": pa.array(dec["committed_offset"]), "leader_epoch": pa.array(dec["leader_epoch"]),
         "metadata": dec["metadata"], "commit_timestamp": pa.array(dec["commit_timestamp"]),
-        "expire_timestamp": pa.array(dec["expire_timestamp"]), "group_generation": pa.array(generation),
-        "group_protocol_type": pa.array(proto, pa.string()), "decode_error": err,
+        "expire_timestamp": pa.array(dec["expire_timestamp"]), **_group_columns(g), "decode_error": err,
         "detail": pa.nulls(n, pa.string()), "records_affected": pa.array(np.ones(n, dtype=np.int32)),
         "record_count": pa.array(np.ones(n, dtype=np.int64)), "live_count": pa.array(np.ones(n, dtype=np.int64)),
     }

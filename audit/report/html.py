@@ -67,7 +67,25 @@ _FINDING_COLUMNS = (
     "epoch_end_offset", "log_start_offset", "log_end_offset", "previous_offset",
     "previous_leader_epoch", "answered_by_broker", "detail",
     "cause", "cause_leader_epoch", "cause_leader", "cause_time",
+    "group_state", "group_protocol", "owner_member_id", "owner_group_instance_id", "owner_client_id",
+    "owner_client_host", "owner_generation",
 )
+
+
+def _owner_html(r: dict) -> str:
+    """The group's state and the partition's last owner under the group name (whom to call)."""
+    bits = []
+    if r.get("owner_client_id") is not None or r.get("owner_member_id") is not None:
+        who = f"{r.get('owner_client_id') or '?'} on {r.get('owner_client_host') or '?'}"
+        if r.get("owner_group_instance_id"):
+            who += f" (instance {r.get('owner_group_instance_id')})"
+        bits.append(f"owner: {who}, member {r.get('owner_member_id')}, generation {r.get('owner_generation')}")
+    if r.get("group_state"):
+        bits.append(f"group {r.get('group_state')}")
+    if not bits:
+        return ""
+    return f'<br><small class="owner">{_esc("; ".join(bits))}</small>'
+
 
 
 # --------------------------------------------------------------------------- helpers
@@ -597,7 +615,7 @@ def _findings_section(rows: List[Dict[str, Any]], total: int, cap: int) -> str:
             f'data-finding="{_esc(r.get("finding"))}"><tr>'
             f'<td><span class="sev sev-{_esc(sev)}">{_esc(sev)}</span></td>'
             f"<td>{_esc(r.get('finding'))}{_cause_html(r)}</td>"
-            f"<td>{_esc(r.get('group_id'))}</td>"
+            f"<td>{_esc(r.get('group_id'))}{_owner_html(r)}</td>"
             f'<td class="num"><a href="#plot-{_esc(tp)}">{_esc(tp)}</a></td>'
             f'<td class="num">{_esc(_fmt_offset_epoch(r.get("committed_offset"), r.get("committed_leader_epoch")))}</td>'
             f'<td class="num">{_esc(_fmt_ts(r.get("commit_timestamp")))}</td>'

@@ -178,17 +178,26 @@ def console_table(findings: DataFrame, committed: DataFrame, bounds: DataFrame, 
     """A ``kafka-consumer-groups --describe``-style text table, findings first.
 
     Collects at most ``limit`` findings and ``limit`` commit rows (bounded, sorted by severity).
+    When the inputs carry the owner columns (:data:`audit.owners.OWNER_COLUMNS`), findings show the
+    partition's last owner as ``OWNER`` (``client.id`` and host) and the commit rows Kafka's
+    ``CONSUMER-ID``, ``HOST`` and ``CLIENT-ID``; ``-`` where the group recorded no member.
     """
+    def opt(df, name):
+        return F.col(name) if name in df.columns else F.lit(None).cast("string")
+
+    owner = F.when(opt(findings, "owner_client_id").isNotNull(),
+                   F.concat_ws(" ", opt(findings, "owner_client_id"),
+                               F.concat(F.lit("("), F.coalesce(opt(findings, "owner_client_host"), F.lit("?")), F.lit(")"))))
     sev = F.create_map(*[x for i, s in enumerate(SEVERITY_ORDER) for x in (F.lit(s), F.lit(i))])
     frows = (findings.orderBy(sev[F.col("severity")], "group_id", "topic", "partition", "finding")
              .select("severity", "finding",
                      (F.col("cause") if "cause" in findings.columns else F.lit(None).cast("string")).alias("cause"),
                      "group_id", "topic", "partition", "committed_offset",
                      "committed_leader_epoch", "divergence_offset", "records_at_risk", "log_start_offset",
-                     "log_end_offset").take(limit + 1))
+                     "log_end_offset", owner.alias("owner")).take(limit + 1))
     out = []
     heads = ["SEVERITY", "FINDING", "CAUSE", "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "EPOCH",
-             "DIVERGENCE-OFFSET", "AT-RISK", "LOG-START-OFFSET", "LOG-END-OFFSET"]
+             "DIVERGENCE-OFFSET", "AT-RISK", "LOG-START-OFFSET", "LOG-END-OFFSET", "OWNER"]
     rows = [[_fmt(v) for v in r] for r in frows[:limit]]
     out.append("FINDINGS" if rows else "FINDINGS: none")
     if rows:
@@ -198,10 +207,13 @@ def console_table(findings: DataFrame, committed: DataFrame, bounds: DataFrame, 
     crow = (committed.join(bounds.select("topic", "partition", "log_end_offset"), ["topic", "partition"], "left")
             .orderBy(F.col("verdict") == "OK", "group_id", "topic", "partition")
             .select("group_id", "topic", "partition", "committed_offset", "committed_leader_epoch", "log_end_offset",
-                    (F.col("log_end_offset") - F.col("committed_offset")).alias("lag"), "verdict").take(limit + 1))
+                    (F.col("log_end_offset") - F.col("committed_offset")).alias("lag"), "verdict",
+                    opt(committed, "owner_member_id"), opt(committed, "owner_client_host"),
+                    opt(committed, "owner_client_id")).take(limit + 1))
     out.append("")
     out.append("COMMITTED OFFSETS")
-    out.append(_table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "EPOCH", "LOG-END-OFFSET", "LAG", "VERDICT"],
+    out.append(_table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "EPOCH", "LOG-END-OFFSET", "LAG", "VERDICT",
+                       "CONSUMER-ID", "HOST", "CLIENT-ID"],
                       [[_fmt(v) for v in r] for r in crow[:limit]]))
     if len(crow) > limit:
         out.append(f"... more in committed_offsets/ (showing {limit})")

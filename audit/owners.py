@@ -1,0 +1,57 @@
+"""Whose consumer is it: partition owners and group state from classic groups' GroupMetadataValue records.
+
+``__consumer_offsets`` holds, next to the offset commits, one GroupMetadataValue per completed generation of
+every classic group (``GroupMetadataValue.json``): its protocol type and assignor, and per member the
+``member_id``, ``group.instance.id``, ``client.id``, the host the coordinator saw and the assignment
+(``ConsumerProtocolAssignment.json``), decoded by :func:`audit.formats.offsets.decode_group_metadata_value`.
+The rules are ``sql/group_state.sql`` and ``sql/partition_owners.sql``; this module only feeds them.
+
+Not covered: KIP-848 consumer groups (``group.protocol=consumer``, record types 3-13), whose assignments name
+topic ids; their group-partitions get null owner columns.
+"""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from .judge import load_sql
+
+GROUP_METADATA_TYPE = 2
+#: columns :func:`with_owners` adds, in order
+OWNER_COLUMNS = ["group_state", "group_protocol_type", "group_protocol", "owner_member_id",
+                 "owner_group_instance_id", "owner_client_id", "owner_client_host", "owner_generation",
+                 "owner_assigned_at"]
+OWNER_TYPES = {"group_state": "string", "group_protocol_type": "string", "group_protocol": "string",
+               "owner_member_id": "string", "owner_group_instance_id": "string", "owner_client_id": "string",
+               "owner_client_host": "string", "owner_generation": "int", "owner_assigned_at": "timestamp"}
+
+
+def group_records(records: DataFrame) -> DataFrame:
+    """The GroupMetadataValue rows of ``records`` (RAW_SCHEMA ``kind='record'`` rows with ``txn_state``,
+    :func:`audit.commits.with_transaction_state`) the group coordinator would load: decoded (a member
+    assignment that did not decode, ``malformed_assignment``, leaves the record's other members) and not in
+    an aborted or pending transaction.  Columns: group_id, source_partition, offset, timestamp (ms),
+    is_tombstone, group_generation, group_protocol_type, group_protocol, group_members, group_owners."""
+    return (records
+            .where((F.col("record_type") == GROUP_METADATA_TYPE) & F.col("txn_state").isin("none", "committed")
+                   & (F.col("decode_error").isNull() | (F.col("decode_error") == "malformed_assignment")))
+            .select("group_id", "source_partition", "offset", "timestamp", "is_tombstone", "group_generation",
+                    "group_protocol_type", "group_protocol", "group_members", "group_owners"))
+
+
+def group_tables(spark: SparkSession, records: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """``(group_state, partition_owners)`` from ``records`` (see :func:`group_records`): the outputs of
+    ``sql/group_state.sql`` (one row per group) and ``sql/partition_owners.sql`` (one row per assigned
+    group-partition).  Registers the temp view ``group_records``."""
+    group_records(records).createOrReplaceTempView("group_records")
+    return spark.sql(load_sql("group_state")), spark.sql(load_sql("partition_owners"))
+
+
+def with_owners(df: DataFrame, group_state: DataFrame, owners: DataFrame) -> DataFrame:
+    """``df`` (keyed by group_id, topic, partition) with :data:`OWNER_COLUMNS` appended: the group's state,
+    protocol type and assignor, and the partition's last owner (null for a group with no GroupMetadataValue:
+    standalone consumers that only commit, KIP-848 consumer groups)."""
+    gs = group_state.select("group_id", "group_state", "group_protocol_type", "group_protocol")
+    ow = owners.select("group_id", "topic", "partition", *[c for c in OWNER_COLUMNS if c.startswith("owner_")])
+    out = df.join(gs, "group_id", "left").join(ow, ["group_id", "topic", "partition"], "left")
+    return out.select(*df.columns, *[F.col(c).cast(OWNER_TYPES[c]).alias(c) for c in OWNER_COLUMNS])

@@ -1,0 +1,293 @@
+"""Partition owners and group state (issue 12, "whose consumer is it").
+
+The reference is Kafka's own decoding: ``kafka-dump-log --offsets-decoder`` prints every GroupMetadataValue's
+assignment as ``{member=[topic-partition, ...]}`` (``GroupMetadataManager.formatRecordKeyAndValue``).  The
+shared samples carry dumps Kafka wrote; for the recorded lab scenarios the test runs Kafka 4.4.0's
+``kafka.tools.DumpLogSegments`` itself.  The SQL (``sql/group_state.sql``, ``sql/partition_owners.sql``) is
+tested on small inline tables.
+"""
+import json
+import re
+import struct
+import subprocess
+from datetime import datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from pyspark.sql import Row
+
+from audit.formats.offsets import decode_consumer_assignment, decode_group_metadata_value
+from audit.formats.segments import RAW_SCHEMA, decode_offsets_segment
+from audit.owners import OWNER_COLUMNS, group_tables, with_owners
+
+from .paths import REAL, SCENARIO
+
+LAB_RECORDED = Path(__file__).parent / "data" / "lab-scenarios"
+GROUP_LINE = re.compile(r"^\| offset: (\d+) .*?key: group_metadata::group=(\S+) payload: (.*)$")
+
+
+def _kafka_assignments(dump_text: str) -> dict:
+    """offset -> {member_id: sorted ["topic-partition"]} (None for a tombstone) from dump-log output."""
+    out = {}
+    for line in dump_text.splitlines():
+        m = GROUP_LINE.match(line)
+        if not m:
+            continue
+        off, _group, payload = m.groups()
+        if payload.strip() == "<DELETE>":
+            out[int(off)] = None
+            continue
+        text = json.loads(payload)["assignment"]
+        members = {}
+        for mm in re.finditer(r"([^{}=,\s][^=]*?)=\[([^\]]*)\]", text):
+            members[mm.group(1)] = sorted(p.strip() for p in mm.group(2).split(",") if p.strip())
+        out[int(off)] = members
+    return out
+
+
+def _our_assignments(segment: Path, partition: int) -> dict:
+    t = pa.Table.from_batches(decode_offsets_segment(segment.read_bytes(), str(segment), partition), schema=RAW_SCHEMA)
+    out = {}
+    for r in t.to_pylist():
+        if r["kind"] != "record" or r["record_type"] != 2:
+            continue
+        assert r["decode_error"] is None, r
+        if r["is_tombstone"]:
+            out[r["offset"]] = None
+            continue
+        members = {}
+        for o in r["group_owners"]:
+            members.setdefault(o["member_id"], []).append(f"{o['topic']}-{o['partition']}")
+        out[r["offset"]] = {k: sorted(v) for k, v in members.items()}
+    return out
+
+
+def _same(kafka: dict, ours: dict):
+    # dump-log prints members with an empty assignment as member=[]; the owners list has no row for them
+    kafka = {off: None if m is None else {k: v for k, v in m.items() if v} for off, m in kafka.items()}
+    assert ours == kafka
+
+
+SHARED_DUMPS = sorted((SCENARIO / "dumps").glob("*/__consumer_offsets-*/*.consumer_offsets.txt")) + \
+    sorted((REAL / "kraft-3.6-single-broker/dumps").glob("__consumer_offsets-*.dump.txt"))
+
+
+def _segment_of(dump: Path) -> tuple[Path, int]:
+    if dump.name.endswith(".dump.txt"):
+        part = dump.name.split(".")[0]
+        return REAL / "kraft-3.6-single-broker/data" / part / "00000000000000000000.log", int(part.rsplit("-", 1)[1])
+    node, part = dump.parent.parent.name, dump.parent.name
+    return SCENARIO / "brokers" / node / part / (dump.name.split(".log")[0] + ".log"), int(part.rsplit("-", 1)[1])
+
+
+@pytest.mark.parametrize("dump", SHARED_DUMPS, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}/{p.name[:24]}")
+def test_assignments_equal_kafkas_dump_log(dump):
+    seg, part = _segment_of(dump)
+    _same(_kafka_assignments(dump.read_text()), _our_assignments(seg, part))
+
+
+def test_the_shared_dumps_hold_assignments():
+    members = [m for d in SHARED_DUMPS for m in _kafka_assignments(d.read_text()).values() if m]
+    assert len(members) >= 4 and any(len(v) >= 3 for m in members for v in m.values())
+
+
+JSON_LINE = re.compile(r'^\| offset: (\d+) .*?key: (\{"type":"2".*?\}) payload: (.*)$')
+
+
+def _kafka_owner_rows(dump_text: str) -> dict:
+    """offset -> sorted (member_id, group_instance_id, client_id, client_host, topic, partition), None for a
+    tombstone, from Kafka 3.9's JSON ``--offsets-decoder`` output (GroupMetadataValue with its members)."""
+    out = {}
+    for line in dump_text.splitlines():
+        m = JSON_LINE.match(line)
+        if not m:
+            continue
+        off, _key, payload = m.groups()
+        if payload.strip() in ("<DELETE>", "null"):
+            out[int(off)] = None
+            continue
+        data = json.loads(payload)["data"]
+        out[int(off)] = sorted((mem["memberId"], mem["groupInstanceId"], mem["clientId"], mem["clientHost"], a["topic"], p)
+                               for mem in data["members"] for a in (mem["assignment"] or {}).get("assignedPartitions", [])
+                               for p in a["partitions"])
+    return out
+
+
+def _our_owner_rows(segment: Path) -> dict:
+    t = pa.Table.from_batches(decode_offsets_segment(segment.read_bytes(), str(segment), 0), schema=RAW_SCHEMA)
+    return {r["offset"]: None if r["is_tombstone"] else
+            sorted((o["member_id"], o["group_instance_id"], o["client_id"], o["client_host"], o["topic"], o["partition"])
+                   for o in r["group_owners"])
+            for r in t.to_pylist() if r["kind"] == "record" and r["record_type"] == 2}
+
+
+def test_lab_recorded_owners_equal_kafkas_dump_log():
+    """Kafka's DumpLogSegments (3.9.2's ``kafka.tools`` class; 4.x moved it to ``kafka-tools``, which the lab
+    classpath does not carry) over the recorded 4.4.0 lab scenarios' __consumer_offsets segments: member id,
+    group.instance.id, client.id, client host and partitions of every member of every GroupMetadataValue."""
+    from .lab.kafka_dist import java, java_classpath
+    segs = [p for p in sorted(LAB_RECORDED.glob("*/brokers/*/__consumer_offsets-*/*.log")) if _our_owner_rows(p)]
+    assert len(segs) >= 2
+    proc = subprocess.run([java(), "-cp", java_classpath("3.9.2"), "kafka.tools.DumpLogSegments",
+                           "--offsets-decoder", "--print-data-log", "--files", ",".join(map(str, segs))],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    chunks = re.split(r"^Dumping (\S+)$", proc.stdout, flags=re.M)
+    dumped = dict(zip(chunks[1::2], chunks[2::2]))
+    owned = 0
+    for seg in segs:
+        kafka = _kafka_owner_rows(dumped[str(seg)])
+        assert _our_owner_rows(seg) == kafka, seg
+        owned += sum(len(v) for v in kafka.values() if v)
+    assert owned >= 10
+
+
+# ------------------------------------------------------------------ the decoders on hand-built values
+
+def _s(x: str) -> bytes:
+    b = x.encode()
+    return struct.pack(">h", len(b)) + b
+
+
+def _assignment(version: int, parts: dict, user_data: bytes | None = None) -> bytes:
+    out = struct.pack(">hi", version, len(parts))
+    for t, ps in parts.items():
+        out += _s(t) + struct.pack(">i", len(ps)) + b"".join(struct.pack(">i", p) for p in ps)
+    return out + (struct.pack(">i", -1) if user_data is None else struct.pack(">i", len(user_data)) + user_data)
+
+
+def _group_value_v3(protocol_type: str, members: list[tuple[str, str | None, bytes]]) -> bytes:
+    out = struct.pack(">h", 3) + _s(protocol_type) + struct.pack(">i", 7) + _s("range") + _s("m1")
+    out += struct.pack(">q", 1_700_000_000_000) + struct.pack(">i", len(members))
+    for mid, instance, assignment in members:
+        out += _s(mid) + (struct.pack(">h", -1) if instance is None else _s(instance)) + _s("client-" + mid)
+        out += _s("/10.0.0.1") + struct.pack(">ii", 60000, 45000) + struct.pack(">i", 0)
+        out += struct.pack(">i", len(assignment)) + assignment
+    return out
+
+
+def test_consumer_assignment_versions_and_forward_compatibility():
+    assert decode_consumer_assignment(_assignment(0, {"a": [0, 2], "b": [1]})) == [("a", 0), ("a", 2), ("b", 1)]
+    # a version above 3 is read as 3 (ConsumerProtocol.checkVersionCompatibility); trailing bytes ignored
+    assert decode_consumer_assignment(_assignment(7, {"a": [5]}, b"ud") + b"future") == [("a", 5)]
+    for bad in (struct.pack(">h", -1) + _assignment(0, {})[2:], _assignment(1, {"a": [0]})[:-6],
+                struct.pack(">hi", 0, 2_000_000_000)):
+        with pytest.raises(ValueError):
+            decode_consumer_assignment(bad)
+
+
+def test_group_metadata_members_static_membership_and_other_protocols():
+    v = decode_group_metadata_value(_group_value_v3("consumer", [("m1", "pod-0", _assignment(1, {"t": [0, 1]})),
+                                                                 ("m2", None, _assignment(1, {"t": [2]}))]))
+    assert [(m["member_id"], m["group_instance_id"], m["client_id"], m["client_host"], m["assignment"])
+            for m in v["member_list"]] == [("m1", "pod-0", "client-m1", "/10.0.0.1", [("t", 0), ("t", 1)]),
+                                           ("m2", None, "client-m2", "/10.0.0.1", [("t", 2)])]
+    assert v["bad_assignments"] == 0 and v["members"] == 2
+    # Connect's assignment is not ConsumerProtocolAssignment: members kept, no partitions claimed
+    c = decode_group_metadata_value(_group_value_v3("connect", [("w1", None, b"\x00\x01junk")]))
+    assert c["member_list"][0]["assignment"] is None and c["bad_assignments"] == 0
+
+
+def test_a_malformed_assignment_is_reported_and_the_other_members_kept():
+    value = _group_value_v3("consumer", [("m1", None, b"\x00\x00\x00\x00\x00\x09"), ("m2", None, _assignment(0, {"t": [4]}))])
+    d = decode_group_metadata_value(value)
+    assert d["bad_assignments"] == 1 and d["member_list"][1]["assignment"] == [("t", 4)]
+
+
+# ------------------------------------------------------------------ the SQL on inline tables
+
+_OWNER = "struct<topic:string, partition:int, member_id:string, group_instance_id:string, client_id:string, client_host:string>"
+_SCHEMA = ("record_type short, txn_state string, decode_error string, group_id string, source_partition int, "
+           f"offset long, timestamp long, is_tombstone boolean, group_generation int, group_protocol_type string, "
+           f"group_protocol string, group_members int, group_owners array<{_OWNER}>")
+
+
+def _o(topic, partition, member):
+    return Row(topic=topic, partition=partition, member_id=member, group_instance_id=None,
+               client_id="c-" + member, client_host="/10.1.1.1")
+
+
+def _g(group, offset, generation, owners, *, members=None, tomb=False, txn="none", err=None, rtype=2):
+    return (rtype, txn, err, group, 3, offset, 1_000 * offset, tomb, -1 if tomb else generation,
+            None if tomb else "consumer", None if tomb or not owners else "range",
+            -1 if tomb else (len({o.member_id for o in owners}) if members is None else members),
+            None if tomb else owners)
+
+
+def _tables(spark, rows):
+    gs, ow = group_tables(spark, spark.createDataFrame(rows, _SCHEMA))
+    return ({r["group_id"]: r.asDict() for r in gs.collect()},
+            {(r["group_id"], r["topic"], r["partition"]): r.asDict() for r in ow.collect()})
+
+
+def test_owner_is_the_newest_assignment_and_survives_the_group_going_empty(spark):
+    gs, ow = _tables(spark, [
+        _g("g", 10, 1, [_o("t", 0, "a"), _o("t", 1, "a")]),
+        _g("g", 20, 2, [_o("t", 0, "b"), _o("t", 1, "a")]),
+        _g("g", 30, 3, [], members=0),                      # every member left: Empty
+    ])
+    assert gs["g"]["group_state"] == "Empty" and gs["g"]["group_generation"] == 3
+    assert gs["g"]["group_state_since"] == datetime.fromtimestamp(30)
+    assert {k: (v["owner_member_id"], v["owner_generation"], v["owner_client_id"]) for k, v in ow.items()} == {
+        ("g", "t", 0): ("b", 2, "c-b"), ("g", "t", 1): ("a", 2, "c-a")}
+    assert ow[("g", "t", 0)]["owner_assigned_at"] == datetime.fromtimestamp(20)
+
+
+def test_a_deleted_group_keeps_no_owner_and_a_recreated_one_only_its_new_members(spark):
+    gs, ow = _tables(spark, [
+        _g("gone", 10, 1, [_o("t", 0, "a")]), _g("gone", 11, 0, [], tomb=True),
+        _g("again", 10, 1, [_o("t", 0, "old"), _o("t", 1, "old")]), _g("again", 11, 0, [], tomb=True),
+        _g("again", 12, 1, [_o("t", 1, "new")]),
+    ])
+    assert gs["gone"]["group_state"] == "Dead" and gs["gone"]["group_generation"] is None
+    assert gs["again"]["group_state"] == "Stable"
+    assert set(ow) == {("again", "t", 1)} and ow[("again", "t", 1)]["owner_member_id"] == "new"
+
+
+def test_aborted_undecoded_and_commit_records_are_not_group_records(spark):
+    gs, ow = _tables(spark, [
+        _g("g", 10, 1, [_o("t", 0, "a")]),
+        _g("g", 11, 2, [_o("t", 0, "aborted")], txn="aborted"),
+        _g("g", 12, 3, [_o("t", 0, "pending")], txn="pending"),
+        _g("g", 13, 4, [_o("t", 0, "broken")], err="malformed_value"),
+        _g("g", 14, 5, [_o("t", 0, "commit")], rtype=1),
+        _g("g", 15, 6, [_o("t", 1, "half")], err="malformed_assignment"),  # other members' assignments count
+    ])
+    assert gs["g"]["group_generation"] == 6
+    assert {k: v["owner_member_id"] for k, v in ow.items()} == {("g", "t", 0): "a", ("g", "t", 1): "half"}
+
+
+def test_with_owners_appends_the_columns_and_leaves_ownerless_rows_null(spark):
+    gs, ow = group_tables(spark, spark.createDataFrame([_g("g", 10, 1, [_o("t", 0, "a")])], _SCHEMA))
+    df = spark.createDataFrame([("g", "t", 0, "LOG_TRUNCATION"), ("g", "t", 9, "OK"), ("solo", "t", 0, "OK")],
+                               "group_id string, topic string, partition int, verdict string")
+    rows = {(r["group_id"], r["partition"]): r.asDict() for r in with_owners(df, gs, ow).collect()}
+    assert list(with_owners(df, gs, ow).columns) == df.columns + OWNER_COLUMNS
+    assert rows[("g", 0)]["owner_member_id"] == "a" and rows[("g", 0)]["verdict"] == "LOG_TRUNCATION"
+    assert rows[("g", 9)]["group_state"] == "Stable" and rows[("g", 9)]["owner_member_id"] is None
+    assert all(rows[("solo", 0)][c] is None for c in OWNER_COLUMNS)
+
+
+# ------------------------------------------------------------------ end to end on the shared scenario
+
+def test_scenario_owner_is_the_member_kafka_recorded_last(scenario_latest):
+    """dev-clickstream: generation 3 gave dev.clicks-0..3 to ktool-cd215709-...; generation 4 is Empty."""
+    from pyspark.sql import SparkSession
+    _result, out = scenario_latest
+    spark = SparkSession.getActiveSession()
+    rows = spark.read.parquet(str(out / "committed_offsets")).where("group_id = 'dev-clickstream'").collect()
+    assert sorted(r["partition"] for r in rows) == [0, 1, 2, 3]
+    kafka = {}
+    for dump in sorted((SCENARIO / "dumps").glob("*/__consumer_offsets-*/*.consumer_offsets.txt")):
+        if "group=dev-clickstream" in dump.read_text():
+            kafka = _kafka_assignments(dump.read_text())
+    last = kafka[max(off for off, m in kafka.items() if m and any(m.values()))]
+    for r in rows:
+        assert r["group_state"] == "Empty" and r["group_protocol_type"] == "consumer"
+        assert f"dev.clicks-{r['partition']}" in last[r["owner_member_id"]]
+        assert (r["owner_client_id"], r["owner_client_host"], r["owner_generation"]) == ("ktool", "/127.0.0.1", 3)
+    findings = spark.read.parquet(str(out / "findings"))
+    assert set(OWNER_COLUMNS) <= set(findings.columns)
+    # standalone groups (assign() + commitSync) have no GroupMetadataValue: null, never a guess
+    assert findings.where("owner_member_id IS NOT NULL AND group_id != 'dev-clickstream'").count() == 0
