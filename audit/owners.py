@@ -29,12 +29,14 @@ OWNER_TYPES = {"group_state": "string", "group_protocol_type": "string", "group_
 def group_records(records: DataFrame) -> DataFrame:
     """The GroupMetadataValue rows of ``records`` (RAW_SCHEMA ``kind='record'`` rows with ``txn_state``,
     :func:`audit.commits.with_transaction_state`) the group coordinator would load: decoded (a member
-    assignment that did not decode, ``malformed_assignment``, leaves the record's other members) and not in
-    an aborted or pending transaction.  Columns: group_id, source_partition, offset, timestamp (ms),
+    assignment that did not decode, ``malformed_assignment``, leaves the record's other members; a record
+    with too many to hold, ``owners_over_limit``, keeps its state) and not in an aborted or pending
+    transaction.  Columns: group_id, source_partition, offset, timestamp (ms),
     is_tombstone, group_generation, group_protocol_type, group_protocol, group_members, group_owners."""
     return (records
             .where((F.col("record_type") == GROUP_METADATA_TYPE) & F.col("txn_state").isin("none", "committed")
-                   & (F.col("decode_error").isNull() | (F.col("decode_error") == "malformed_assignment")))
+                   & (F.col("decode_error").isNull()
+                      | F.col("decode_error").isin("malformed_assignment", "owners_over_limit")))
             .select("group_id", "source_partition", "offset", "timestamp", "is_tombstone", "group_generation",
                     "group_protocol_type", "group_protocol", "group_members", "group_owners"))
 

@@ -39,11 +39,11 @@ from crc32c import crc32c
 from audit.formats.checkpoints import (CheckpointError, broker_id_of, parse_leader_epoch_checkpoint,
                                        parse_meta_properties, parse_offset_checkpoint)
 from audit.formats.metadata_log import METADATA_ROW_FIELDS, MetadataDecodeError, decode_metadata_value
-from audit.formats.offsets import decode_group_metadata_value
+from audit.formats.offsets import decode_consumer_assignment, decode_group_metadata_value
 from audit.formats.record_batch import (BATCH_HEADER_SIZE, INT64_MAX, LOG_OVERHEAD, BatchScan, RecordTable,
                                         control_types, decompress, extract_records, index_start,
                                         scan_batches, scan_tail)
-from audit.formats.segments import RAW_SCHEMA, decode_offsets_rows, decode_offsets_segment
+from audit.formats.segments import OWNERS_TYPE, RAW_SCHEMA, decode_offsets_rows, decode_offsets_segment
 
 REPO = Path(__file__).resolve().parents[1]
 #: The read-only sample Kafka bytes (``KOA_SHARED_DIR`` overrides the ``../shared`` beside the checkout).
@@ -338,14 +338,29 @@ def offsets_records(data: bytes) -> None:
 
 
 def group_metadata_value(data: bytes) -> None:
-    """One GroupMetadataValue through ``decode_group_metadata_value``.  Documented exception:
-    ``ValueError`` (truncated bytes, unknown version)."""
+    """One GroupMetadataValue through ``decode_group_metadata_value`` (members and their consumer protocol
+    assignments, which must fit the ``group_owners`` Arrow column), and the same bytes through
+    ``decode_consumer_assignment``.  Documented exception: ``ValueError`` (truncated bytes, unknown
+    version)."""
+    try:
+        decode_consumer_assignment(data)
+    except ValueError:
+        pass
     try:
         g = decode_group_metadata_value(data)
     except ValueError:
         return
     _check(-(1 << 31) <= g["generation"] < 1 << 31, "generation outside int32")
     _check(g["members"] >= 0, "negative member count")
+    _check(g["members"] == len(g["member_list"]), "member count differs from the members decoded")
+    owners = [{"member_id": m["member_id"], "group_instance_id": m["group_instance_id"], "client_id": m["client_id"],
+               "client_host": m["client_host"], "topic": t, "partitions": p.tolist()}
+              for m in g["member_list"] for t, p in (m["assignment"] or ())]
+    _check(all(len(o["partitions"]) > 0 for o in owners), "an owner entry without partitions")
+    try:
+        pa.array([owners], OWNERS_TYPE)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+        raise HarnessViolation(f"owners do not fit group_owners: {exc}") from exc
 
 
 _META_SCHEMA = pa.schema(METADATA_ROW_FIELDS)

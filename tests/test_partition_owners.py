@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import Row
 
-from audit.formats.offsets import decode_consumer_assignment, decode_group_metadata_value
+from audit.formats.offsets import AssignmentLimitError, decode_consumer_assignment, decode_group_metadata_value
 from audit.formats.segments import RAW_SCHEMA, decode_offsets_segment
 from audit.owners import OWNER_COLUMNS, group_tables, with_owners
 
@@ -46,20 +46,47 @@ def _kafka_assignments(dump_text: str) -> dict:
     return out
 
 
-def _our_assignments(segment: Path, partition: int) -> dict:
+def _group_values(segment: Path) -> dict:
+    """offset -> GroupMetadataValue bytes (None for a tombstone) of every group metadata record of a segment."""
+    from audit.formats.record_batch import extract_records, scan_batches
+    buf = segment.read_bytes()
+    recs = extract_records(buf, scan_batches(buf))
+    out = {}
+    for i in range(len(recs.offset)):
+        ks, kl = int(recs.key_start[i]), int(recs.key_len[i])
+        if kl < 2 or struct.unpack(">h", recs.data[ks:ks + 2].tobytes())[0] != 2:
+            continue
+        vs, vl = int(recs.value_start[i]), int(recs.value_len[i])
+        out[int(recs.offset[i])] = None if vl < 0 else recs.data[vs:vs + vl].tobytes()
+    return out
+
+
+def _our_assignments(segment: Path) -> dict:
+    out = {}
+    for off, value in _group_values(segment).items():
+        if value is None:
+            out[off] = None
+            continue
+        members = {}
+        for m in decode_group_metadata_value(value)["member_list"]:
+            for t, parts in m["assignment"] or ():
+                members.setdefault(m["member_id"], []).extend(f"{t}-{p}" for p in parts)
+        out[off] = {k: sorted(v) for k, v in members.items()}
+    return out
+
+
+def _owner_rows(segment: Path, partition: int = 0) -> dict:
+    """offset -> sorted (member, instance, client, host, topic, partition) of the rows the segment decoder filled
+    ``group_owners`` on."""
     t = pa.Table.from_batches(decode_offsets_segment(segment.read_bytes(), str(segment), partition), schema=RAW_SCHEMA)
     out = {}
     for r in t.to_pylist():
-        if r["kind"] != "record" or r["record_type"] != 2:
-            continue
-        assert r["decode_error"] is None, r
-        if r["is_tombstone"]:
-            out[r["offset"]] = None
-            continue
-        members = {}
-        for o in r["group_owners"]:
-            members.setdefault(o["member_id"], []).append(f"{o['topic']}-{o['partition']}")
-        out[r["offset"]] = {k: sorted(v) for k, v in members.items()}
+        if r["kind"] == "record" and r["record_type"] == 2:
+            assert r["decode_error"] is None, r
+            if r["group_owners"] is not None:
+                out[r["offset"]] = (r["group_id"], sorted(
+                    (o["member_id"], o["group_instance_id"], o["client_id"], o["client_host"], o["topic"], p)
+                    for o in r["group_owners"] for p in o["partitions"]))
     return out
 
 
@@ -83,8 +110,8 @@ def _segment_of(dump: Path) -> tuple[Path, int]:
 
 @pytest.mark.parametrize("dump", SHARED_DUMPS, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}/{p.name[:24]}")
 def test_assignments_equal_kafkas_dump_log(dump):
-    seg, part = _segment_of(dump)
-    _same(_kafka_assignments(dump.read_text()), _our_assignments(seg, part))
+    seg, _part = _segment_of(dump)
+    _same(_kafka_assignments(dump.read_text()), _our_assignments(seg))
 
 
 def test_the_shared_dumps_hold_assignments():
@@ -95,15 +122,16 @@ def test_the_shared_dumps_hold_assignments():
 JSON_LINE = re.compile(r'^\| offset: (\d+) .*?key: (\{"type":"2".*?\}) payload: (.*)$')
 
 
-def _kafka_owner_rows(dump_text: str) -> dict:
-    """offset -> sorted (member_id, group_instance_id, client_id, client_host, topic, partition), None for a
-    tombstone, from Kafka 3.9's JSON ``--offsets-decoder`` output (GroupMetadataValue with its members)."""
-    out = {}
+def _kafka_owner_rows(dump_text: str) -> tuple[dict, dict]:
+    """(offset -> sorted (member_id, group_instance_id, client_id, client_host, topic, partition), None for a
+    tombstone; offset -> group) from Kafka 3.9's JSON ``--offsets-decoder`` output."""
+    out, groups = {}, {}
     for line in dump_text.splitlines():
         m = JSON_LINE.match(line)
         if not m:
             continue
-        off, _key, payload = m.groups()
+        off, key, payload = m.groups()
+        groups[int(off)] = json.loads(key)["data"]["group"]
         if payload.strip() in ("<DELETE>", "null"):
             out[int(off)] = None
             continue
@@ -111,15 +139,16 @@ def _kafka_owner_rows(dump_text: str) -> dict:
         out[int(off)] = sorted((mem["memberId"], mem["groupInstanceId"], mem["clientId"], mem["clientHost"], a["topic"], p)
                                for mem in data["members"] for a in (mem["assignment"] or {}).get("assignedPartitions", [])
                                for p in a["partitions"])
-    return out
+    return out, groups
 
 
-def _our_owner_rows(segment: Path) -> dict:
-    t = pa.Table.from_batches(decode_offsets_segment(segment.read_bytes(), str(segment), 0), schema=RAW_SCHEMA)
-    return {r["offset"]: None if r["is_tombstone"] else
-            sorted((o["member_id"], o["group_instance_id"], o["client_id"], o["client_host"], o["topic"], o["partition"])
-                   for o in r["group_owners"])
-            for r in t.to_pylist() if r["kind"] == "record" and r["record_type"] == 2}
+def _newest_with_members(kafka: dict, groups: dict) -> dict:
+    """The rows the segment decoder fills owners on: each group's newest record with members."""
+    newest = {}
+    for off in sorted(kafka):
+        if kafka[off]:
+            newest[groups[off]] = off
+    return {off: (g, kafka[off]) for g, off in newest.items()}
 
 
 def test_lab_recorded_owners_equal_kafkas_dump_log():
@@ -127,7 +156,7 @@ def test_lab_recorded_owners_equal_kafkas_dump_log():
     classpath does not carry) over the recorded 4.4.0 lab scenarios' __consumer_offsets segments: member id,
     group.instance.id, client.id, client host and partitions of every member of every GroupMetadataValue."""
     from .lab.kafka_dist import java, java_classpath
-    segs = [p for p in sorted(LAB_RECORDED.glob("*/brokers/*/__consumer_offsets-*/*.log")) if _our_owner_rows(p)]
+    segs = [p for p in sorted(LAB_RECORDED.glob("*/brokers/*/__consumer_offsets-*/*.log")) if _owner_rows(p)]
     assert len(segs) >= 2
     proc = subprocess.run([java(), "-cp", java_classpath("3.9.2"), "kafka.tools.DumpLogSegments",
                            "--offsets-decoder", "--print-data-log", "--files", ",".join(map(str, segs))],
@@ -137,8 +166,17 @@ def test_lab_recorded_owners_equal_kafkas_dump_log():
     dumped = dict(zip(chunks[1::2], chunks[2::2]))
     owned = 0
     for seg in segs:
-        kafka = _kafka_owner_rows(dumped[str(seg)])
-        assert _our_owner_rows(seg) == kafka, seg
+        kafka, groups = _kafka_owner_rows(dumped[str(seg)])
+        # every record through decode_group_metadata_value
+        ours = {}
+        for off, value in _group_values(seg).items():
+            ours[off] = None if value is None else sorted(
+                (m["member_id"], m["group_instance_id"], m["client_id"], m["client_host"], t, p)
+                for m in decode_group_metadata_value(value)["member_list"] for t, parts in m["assignment"] or ()
+                for p in parts.tolist())
+        assert ours == kafka, seg
+        # and the segment decoder's group_owners column: the newest record with members of each group
+        assert _owner_rows(seg) == _newest_with_members(kafka, groups), seg
         owned += sum(len(v) for v in kafka.values() if v)
     assert owned >= 10
 
@@ -168,9 +206,14 @@ def _group_value_v3(protocol_type: str, members: list[tuple[str, str | None, byt
 
 
 def test_consumer_assignment_versions_and_forward_compatibility():
-    assert decode_consumer_assignment(_assignment(0, {"a": [0, 2], "b": [1]})) == [("a", 0), ("a", 2), ("b", 1)]
+    def flat(a):
+        return [(t, p) for t, ps in a for p in ps.tolist()]
+    assert flat(decode_consumer_assignment(_assignment(0, {"a": [0, 2], "b": [1], "c": []}))) == \
+        [("a", 0), ("a", 2), ("b", 1)]
     # a version above 3 is read as 3 (ConsumerProtocol.checkVersionCompatibility); trailing bytes ignored
-    assert decode_consumer_assignment(_assignment(7, {"a": [5]}, b"ud") + b"future") == [("a", 5)]
+    assert flat(decode_consumer_assignment(_assignment(7, {"a": [5]}, b"ud") + b"future")) == [("a", 5)]
+    with pytest.raises(AssignmentLimitError):
+        decode_consumer_assignment(_assignment(0, {"a": [0], "b": [1]}), max_entries=1)
     for bad in (struct.pack(">h", -1) + _assignment(0, {})[2:], _assignment(1, {"a": [0]})[:-6],
                 struct.pack(">hi", 0, 2_000_000_000)):
         with pytest.raises(ValueError):
@@ -180,9 +223,10 @@ def test_consumer_assignment_versions_and_forward_compatibility():
 def test_group_metadata_members_static_membership_and_other_protocols():
     v = decode_group_metadata_value(_group_value_v3("consumer", [("m1", "pod-0", _assignment(1, {"t": [0, 1]})),
                                                                  ("m2", None, _assignment(1, {"t": [2]}))]))
-    assert [(m["member_id"], m["group_instance_id"], m["client_id"], m["client_host"], m["assignment"])
-            for m in v["member_list"]] == [("m1", "pod-0", "client-m1", "/10.0.0.1", [("t", 0), ("t", 1)]),
-                                           ("m2", None, "client-m2", "/10.0.0.1", [("t", 2)])]
+    assert [(m["member_id"], m["group_instance_id"], m["client_id"], m["client_host"],
+             [(t, ps.tolist()) for t, ps in m["assignment"]])
+            for m in v["member_list"]] == [("m1", "pod-0", "client-m1", "/10.0.0.1", [("t", [0, 1])]),
+                                           ("m2", None, "client-m2", "/10.0.0.1", [("t", [2])])]
     assert v["bad_assignments"] == 0 and v["members"] == 2
     # Connect's assignment is not ConsumerProtocolAssignment: members kept, no partitions claimed
     c = decode_group_metadata_value(_group_value_v3("connect", [("w1", None, b"\x00\x01junk")]))
@@ -192,20 +236,21 @@ def test_group_metadata_members_static_membership_and_other_protocols():
 def test_a_malformed_assignment_is_reported_and_the_other_members_kept():
     value = _group_value_v3("consumer", [("m1", None, b"\x00\x00\x00\x00\x00\x09"), ("m2", None, _assignment(0, {"t": [4]}))])
     d = decode_group_metadata_value(value)
-    assert d["bad_assignments"] == 1 and d["member_list"][1]["assignment"] == [("t", 4)]
+    assert d["bad_assignments"] == 1 and [(t, p.tolist()) for t, p in d["member_list"][1]["assignment"]] == [("t", [4])]
 
 
 # ------------------------------------------------------------------ the SQL on inline tables
 
-_OWNER = "struct<topic:string, partition:int, member_id:string, group_instance_id:string, client_id:string, client_host:string>"
+_OWNER = ("struct<member_id:string, group_instance_id:string, client_id:string, client_host:string, topic:string, "
+          "partitions:array<int>>")
 _SCHEMA = ("record_type short, txn_state string, decode_error string, group_id string, source_partition int, "
            f"offset long, timestamp long, is_tombstone boolean, group_generation int, group_protocol_type string, "
            f"group_protocol string, group_members int, group_owners array<{_OWNER}>")
 
 
 def _o(topic, partition, member):
-    return Row(topic=topic, partition=partition, member_id=member, group_instance_id=None,
-               client_id="c-" + member, client_host="/10.1.1.1")
+    return Row(member_id=member, group_instance_id=None, client_id="c-" + member, client_host="/10.1.1.1",
+               topic=topic, partitions=[partition])
 
 
 def _g(group, offset, generation, owners, *, members=None, tomb=False, txn="none", err=None, rtype=2):
@@ -252,10 +297,21 @@ def test_aborted_undecoded_and_commit_records_are_not_group_records(spark):
         _g("g", 12, 3, [_o("t", 0, "pending")], txn="pending"),
         _g("g", 13, 4, [_o("t", 0, "broken")], err="malformed_value"),
         _g("g", 14, 5, [_o("t", 0, "commit")], rtype=1),
-        _g("g", 15, 6, [_o("t", 1, "half")], err="malformed_assignment"),  # other members' assignments count
     ])
-    assert gs["g"]["group_generation"] == 6
-    assert {k: v["owner_member_id"] for k, v in ow.items()} == {("g", "t", 0): "a", ("g", "t", 1): "half"}
+    assert gs["g"]["group_generation"] == 1
+    assert {k: v["owner_member_id"] for k, v in ow.items()} == {("g", "t", 0): "a"}
+
+
+def test_owners_come_from_the_newest_generation_with_members_only(spark):
+    gs, ow = _tables(spark, [
+        # a member whose assignment did not decode: the record still counts, with the others' partitions
+        _g("h", 10, 1, [_o("t", 0, "x")]), _g("h", 11, 2, [_o("t", 1, "half")], err="malformed_assignment"),
+        # too many entries to hold: the state counts, no owner (never the older generation's)
+        _g("k", 10, 1, [_o("t", 0, "y")]), (2, "none", "owners_over_limit", "k", 3, 11, 11_000, False, 2, "consumer",
+                                            "range", 3, None),
+    ])
+    assert (gs["h"]["group_generation"], gs["k"]["group_generation"], gs["k"]["group_state"]) == (2, 2, "Stable")
+    assert {k: v["owner_member_id"] for k, v in ow.items()} == {("h", "t", 1): "half"}
 
 
 def test_with_owners_appends_the_columns_and_leaves_ownerless_rows_null(spark):
@@ -291,3 +347,23 @@ def test_scenario_owner_is_the_member_kafka_recorded_last(scenario_latest):
     assert set(OWNER_COLUMNS) <= set(findings.columns)
     # standalone groups (assign() + commitSync) have no GroupMetadataValue: null, never a guess
     assert findings.where("owner_member_id IS NOT NULL AND group_id != 'dev-clickstream'").count() == 0
+
+
+def test_owner_entries_are_bounded_and_the_overflow_reported(monkeypatch):
+    """A group record with more (member, topic) entries than a decode call may hold keeps its state and gets
+    owners_over_limit; the live path (decode_offsets_rows) shares the decoder."""
+    from audit.formats import segments
+    from audit.formats.segments import decode_offsets_rows
+    monkeypatch.setattr(segments, "MAX_OWNER_ENTRIES", 2)
+    key = struct.pack(">h", 2) + _s("big")
+    small = _group_value_v3("consumer", [("m1", None, _assignment(0, {"a": [0, 1]}))])
+    big = _group_value_v3("consumer", [("m1", None, _assignment(0, {"a": [0], "b": [0], "c": [0]}))])
+    batch = pa.RecordBatch.from_pydict({
+        "source_partition": pa.array([0, 0, 0], pa.int32()), "source_offset": pa.array([5, 6, 7], pa.int64()),
+        "timestamp": pa.array([1, 2, 3], pa.int64()), "key": pa.array([key, struct.pack(">h", 2) + _s("ok"), key]),
+        "value": pa.array([small, small, big])})
+    rows = decode_offsets_rows(batch).to_pylist()
+    assert [r["decode_error"] for r in rows] == [None, None, "owners_over_limit"]
+    assert rows[0]["group_owners"] is None  # superseded by the same group's newer record
+    assert [(o["topic"], o["partitions"]) for o in rows[1]["group_owners"]] == [("a", [0, 1])]
+    assert rows[2]["group_owners"] is None and rows[2]["group_members"] == 1 and rows[2]["group_generation"] == 7

@@ -336,16 +336,22 @@ class _Reader:
 MAX_CONSUMER_ASSIGNMENT_VERSION = 3
 
 
-def decode_consumer_assignment(assignment: bytes) -> list[tuple[str, int]]:
-    """The (topic, partition) pairs of one member's assignment in a ``consumer`` protocol group.
+class AssignmentLimitError(ValueError):
+    """A GroupMetadataValue's assignments hold more (member, topic) entries than the caller allows."""
+
+
+def decode_consumer_assignment(assignment: bytes, max_entries: int | None = None) -> list[tuple[str, np.ndarray]]:
+    """The assigned partitions of one member of a ``consumer`` protocol group, per topic.
 
     ``assignment`` is the ``Assignment`` bytes of a GroupMetadataValue member: an int16 version,
     then ``ConsumerProtocolAssignment.json`` (not flexible): ``AssignedPartitions`` (int32 count
     of {``Topic`` int16-length string, ``Partitions`` int32 array}), ``UserData`` (nullable
-    int32-length bytes).  Versions above 3 are read as version 3 and bytes after the known fields
+    int32-length bytes).  Returns ``[(topic, partitions int32 ndarray)]``, topics with no
+    partition left out.  Versions above 3 are read as version 3 and bytes after the known fields
     are ignored, as Kafka's ``ConsumerProtocol.deserializeAssignment`` does (forward
     compatibility).  Raises ``ValueError`` for a negative version, a negative or oversized
-    count, or truncated bytes.
+    count, or truncated bytes; :class:`AssignmentLimitError` (before building it) when the
+    result would have more than ``max_entries`` topics.
     """
     r = _Reader(assignment)
     if r.i16() < 0:
@@ -359,13 +365,16 @@ def decode_consumer_assignment(assignment: bytes) -> list[tuple[str, int]]:
         n_parts = r.i32()
         if topic is None or n_parts < 0 or 4 * n_parts > len(assignment) - r.p:
             raise ValueError("bad assigned partitions")
-        parts = struct.unpack(f">{n_parts}i", r.take(4 * n_parts))
-        out.extend((topic, p) for p in parts)
+        if n_parts:
+            if max_entries is not None and len(out) >= max_entries:
+                raise AssignmentLimitError(f"more than {max_entries} assigned topics")
+            out.append((topic, np.frombuffer(assignment, ">i4", n_parts, r.p).astype(np.int32)))
+        r.p += 4 * n_parts
     r.bytes_(False)  # UserData
     return out
 
 
-def decode_group_metadata_value(value: bytes) -> dict:
+def decode_group_metadata_value(value: bytes, assignments: bool = True, max_entries: int | None = None) -> dict:
     """Decode a GroupMetadataValue (v0-v4; v4 flexible) per ``GroupMetadataValue.json``.
 
     Returns ``{"value_version", "protocol_type", "generation", "protocol", "leader",
@@ -373,11 +382,13 @@ def decode_group_metadata_value(value: bytes) -> dict:
     is the member count and ``member_list`` one dict per member: ``member_id``,
     ``group_instance_id`` (None before v3 or for a dynamic member), ``client_id``,
     ``client_host`` (as the coordinator saw it, e.g. ``/10.0.0.7``), ``session_timeout`` and
-    ``rebalance_timeout`` (ms; -1 before v1), and ``assignment``: the member's (topic, partition)
-    pairs from :func:`decode_consumer_assignment` when the group's protocol type is
-    ``consumer``, else None (Connect and other protocols have their own assignment format); an
-    assignment that does not decode is None too and counted in ``bad_assignments``.  Raises
-    ``ValueError`` for truncated bytes or a version above 4.
+    ``rebalance_timeout`` (ms; -1 before v1), and ``assignment``: the member's
+    ``[(topic, partitions int32 ndarray)]`` from :func:`decode_consumer_assignment` when the
+    group's protocol type is ``consumer`` (and ``assignments`` is true), else None (Connect and
+    other protocols have their own assignment format); an assignment that does not decode is
+    None too and counted in ``bad_assignments``.  Raises ``ValueError`` for truncated bytes or a
+    version above 4, :class:`AssignmentLimitError` when the members' assignments hold more than
+    ``max_entries`` (member, topic) entries in all (checked before they are built: bounded memory).
     """
     r = _Reader(value)
     version = r.i16()
@@ -388,8 +399,8 @@ def decode_group_metadata_value(value: bytes) -> dict:
            "protocol": r.string(flex), "leader": r.string(flex)}
     out["current_state_timestamp"] = r.i64() if version >= 2 else -1
     count = (r.uvarint() - 1) if flex else r.i32()
-    consumer = out["protocol_type"] == "consumer"
-    members, bad = [], 0
+    consumer = assignments and out["protocol_type"] == "consumer"
+    members, bad, entries = [], 0, 0
     for _ in range(max(count, 0)):
         m = {"member_id": r.string(flex)}
         m["group_instance_id"] = r.string(flex) if version >= 3 else None
@@ -402,7 +413,11 @@ def decode_group_metadata_value(value: bytes) -> dict:
         m["assignment"] = None
         if consumer and assignment is not None:
             try:
-                m["assignment"] = decode_consumer_assignment(assignment)
+                left = None if max_entries is None else max_entries - entries
+                m["assignment"] = decode_consumer_assignment(assignment, left)
+                entries += len(m["assignment"])
+            except AssignmentLimitError:
+                raise
             except (ValueError, struct.error):
                 bad += 1
         if flex:

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .latest import summarise_latest
-from .offsets import (GROUP_METADATA_TYPE, decode_group_metadata_value, decode_offsets_kv,
+from .offsets import (GROUP_METADATA_TYPE, AssignmentLimitError, decode_group_metadata_value, decode_offsets_kv,
                       decode_offsets_numeric, materialise_offsets_kv)
 from .record_batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, extract_records, read_int, scan_batches
 
@@ -24,11 +24,15 @@ from .record_batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, extract_records, rea
 #: ``record_count``: records this row adds to the records-read statistics (1 for a record,
 #: 0 for a summarised one); ``live_count``: live commits the row stands for when it is live.
 #: Offsets are Kafka offsets of the __consumer_offsets partition; timestamps are epoch ms.
-#: one entry per assigned partition of a GroupMetadataValue (``decode_group_metadata_value``)
-OWNERS_TYPE = pa.list_(pa.struct([
-    ("topic", pa.string()), ("partition", pa.int32()), ("member_id", pa.string()),
-    ("group_instance_id", pa.string()), ("client_id", pa.string()), ("client_host", pa.string()),
-]))
+#: one entry per (member, topic) of a GroupMetadataValue's assignments (``decode_group_metadata_value``)
+OWNER_ENTRY = pa.struct([
+    ("member_id", pa.string()), ("group_instance_id", pa.string()), ("client_id", pa.string()),
+    ("client_host", pa.string()), ("topic", pa.string()), ("partitions", pa.list_(pa.int32())),
+])
+OWNERS_TYPE = pa.list_(OWNER_ENTRY)
+#: (member, topic) owner entries one decode call builds at most (memory stays bounded: about 150 bytes each);
+#: a group past what is left gets ``owners_over_limit`` and no owners
+MAX_OWNER_ENTRIES = 65_536
 
 RAW_SCHEMA = pa.schema([
     ("source_file", pa.string()),
@@ -65,51 +69,79 @@ RAW_SCHEMA = pa.schema([
 ])
 
 
-def _group_metadata(data, record_type, value_start, value_len, err: pa.Array) -> dict:
+def _group_metadata(data, record_type, value_start, value_len, err: pa.Array, group_id: pa.Array) -> dict:
     """Per-record decode of the (rare) GroupMetadataValue rows.
 
-    Returns the RAW_SCHEMA columns ``group_generation`` (int32, -1 elsewhere),
-    ``group_protocol_type``, ``group_protocol`` (lists), ``group_members`` (int32 member count,
-    -1 elsewhere), ``group_owners`` (list per row: one dict per assigned partition, None
-    elsewhere) and ``decode_error`` with failures marked (``malformed_value``,
-    ``unknown_value_version``; an undecodable member assignment: ``malformed_assignment``, the
-    row's other fields kept).
+    Returns the RAW_SCHEMA columns (Arrow arrays) ``group_generation`` (-1 elsewhere),
+    ``group_protocol_type``, ``group_protocol``, ``group_members`` (member count, -1 elsewhere),
+    ``group_owners`` and ``decode_error`` with failures marked (``malformed_value``,
+    ``unknown_value_version``; a member assignment that does not decode: ``malformed_assignment``,
+    the other members kept; ``owners_over_limit``, see :data:`MAX_OWNER_ENTRIES`).
+
+    ``group_owners`` (one entry per member and topic, ``partitions`` a list) is filled only on each
+    group's newest record with members among these rows: ``sql/partition_owners.sql`` reads no other,
+    and older generations' assignments would cost memory for nothing.
     """
     n = len(record_type)
     generation = np.full(n, -1, dtype=np.int32)
     members = np.full(n, -1, dtype=np.int32)
-    proto, protocol, owners = [None] * n, [None] * n, [None] * n
+    proto, protocol = [None] * n, [None] * n
     rows = np.nonzero((record_type == GROUP_METADATA_TYPE) & (value_len >= 0))[0]
-    if not len(rows):
-        return {"group_generation": generation, "group_protocol_type": proto, "group_protocol": protocol,
-                "group_members": members, "group_owners": owners, "decode_error": err}
-    errs = err.to_pylist()
+    errs = err.to_pylist() if len(rows) else None
+    newest: dict = {}
     for i in rows:
         s, ln = int(value_start[i]), int(value_len[i])
         try:
-            g = decode_group_metadata_value(data[s:s + ln].tobytes())
+            g = decode_group_metadata_value(data[s:s + ln].tobytes(), assignments=False)
         except ValueError as exc:
             errs[i] = "unknown_value_version" if "version" in str(exc) else "malformed_value"
             continue
         generation[i], proto[i], protocol[i], members[i] = (g["generation"], g["protocol_type"], g["protocol"],
                                                             g["members"])
-        owners[i] = [{"topic": t, "partition": p, "member_id": m["member_id"],
-                      "group_instance_id": m["group_instance_id"], "client_id": m["client_id"],
-                      "client_host": m["client_host"]}
-                     for m in g["member_list"] for t, p in (m["assignment"] or ())]
+        if g["members"] > 0 and g["protocol_type"] == "consumer":
+            newest[group_id[int(i)].as_py()] = int(i)
+    owner_rows = np.zeros(n, dtype=bool)
+    cols: dict[str, list] = {k: [] for k in ("row", "member_id", "group_instance_id", "client_id", "client_host",
+                                             "topic", "partitions")}
+    left = MAX_OWNER_ENTRIES
+    for i in sorted(newest.values()):
+        s, ln = int(value_start[i]), int(value_len[i])
+        try:
+            g = decode_group_metadata_value(data[s:s + ln].tobytes(), max_entries=left)
+        except AssignmentLimitError:
+            errs[i] = "owners_over_limit"
+            continue
         if g["bad_assignments"]:
             errs[i] = "malformed_assignment"
-    return {"group_generation": generation, "group_protocol_type": proto, "group_protocol": protocol,
-            "group_members": members, "group_owners": owners, "decode_error": pa.array(errs, pa.string())}
+        owner_rows[i] = True
+        for m in g["member_list"]:
+            for topic, parts in m["assignment"] or ():
+                cols["row"].append(i)
+                for k in ("member_id", "group_instance_id", "client_id", "client_host"):
+                    cols[k].append(m[k])
+                cols["topic"].append(topic)
+                cols["partitions"].append(parts)
+                left -= 1
+    return {"group_generation": pa.array(generation), "group_protocol_type": pa.array(proto, pa.string()),
+            "group_protocol": pa.array(protocol, pa.string()), "group_members": pa.array(members),
+            "group_owners": _owners_array(n, owner_rows, cols),
+            "decode_error": pa.array(errs, pa.string()) if errs is not None else err}
 
 
-def _group_columns(g: dict) -> dict:
-    """The :func:`_group_metadata` output as Arrow arrays of RAW_SCHEMA's types."""
-    return {"group_generation": pa.array(g["group_generation"]),
-            "group_protocol_type": pa.array(g["group_protocol_type"], pa.string()),
-            "group_protocol": pa.array(g["group_protocol"], pa.string()),
-            "group_members": pa.array(g["group_members"]),
-            "group_owners": pa.array(g["group_owners"], OWNERS_TYPE)}
+def _owners_array(n: int, owner_rows: np.ndarray, cols: dict) -> pa.Array:
+    """``n`` rows of :data:`OWNERS_TYPE`: the entries of ``cols`` (in row order) on ``owner_rows``, null elsewhere."""
+    parts = cols["partitions"]
+    lens = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
+    flat = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+    part_lists = pa.ListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)),
+                                          pa.array(flat, pa.int32()))
+    entries = pa.StructArray.from_arrays(
+        [pa.array(cols[k], pa.string()) for k in ("member_id", "group_instance_id", "client_id", "client_host",
+                                                   "topic")] + [part_lists],
+        fields=list(OWNER_ENTRY))
+    per_row = np.bincount(np.asarray(cols["row"], dtype=np.int64), minlength=n) if cols["row"] else np.zeros(n, np.int64)
+    offsets = np.concatenate([[0], np.cumsum(per_row)]).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets), entries, type=OWNERS_TYPE, mask=pa.array(~owner_rows))
 
 
 def _sparse_batch(n: int, values: dict) -> pa.RecordBatch:
@@ -180,7 +212,7 @@ def _record_rows(recs, scan, idx: np.ndarray, is_control: np.ndarray, is_txn: np
     ctype = np.where(is_control, ctl, -1).astype(np.int16)
     rtype = dec["record_type"]
     err = dec["decode_error"]
-    g = _group_metadata(recs.data, rtype, recs.value_start[idx], recs.value_len[idx], err)
+    g = _group_metadata(recs.data, rtype, recs.value_start[idx], recs.value_len[idx], err, dec["group_id"])
     err = g["decode_error"]
     cols = {
         # the file name only where something is reported (a per-row path would dominate memory)
@@ -205,7 +237,7 @@ def _record_rows(recs, scan, idx: np.ndarray, is_control: np.ndarray, is_txn: np
         "metadata": dec["metadata"],
         "commit_timestamp": pa.array(dec["commit_timestamp"]),
         "expire_timestamp": pa.array(dec["expire_timestamp"]),
-        **_group_columns(g),
+        **{k: v for k, v in g.items() if k != "decode_error"},
         "decode_error": err,
         "detail": pa.nulls(m, pa.string()),
         "records_affected": pa.array(np.ones(m, dtype=np.int32)),
@@ -287,7 +319,7 @@ def decode_offsets_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
     data = np.concatenate([kd, vd])
     dec = decode_offsets_kv(data, ks, kl, vs + len(kd), vl)
     sp = batch.column("source_partition").cast(pa.int32())
-    g = _group_metadata(data, dec["record_type"], vs + len(kd), vl, dec["decode_error"])
+    g = _group_metadata(data, dec["record_type"], vs + len(kd), vl, dec["decode_error"], dec["group_id"])
     err = g["decode_error"]
     cols = {
         "source_file": pa.array([f"__consumer_offsets-{p}" for p in sp.to_pylist()], pa.string()),
@@ -305,7 +337,8 @@ def decode_offsets_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
         "is_tombstone": pa.array(dec["is_tombstone"]), "value_version": pa.array(dec["value_version"]),
         "committed_offset": pa.array(dec["committed_offset"]), "leader_epoch": pa.array(dec["leader_epoch"]),
         "metadata": dec["metadata"], "commit_timestamp": pa.array(dec["commit_timestamp"]),
-        "expire_timestamp": pa.array(dec["expire_timestamp"]), **_group_columns(g), "decode_error": err,
+        "expire_timestamp": pa.array(dec["expire_timestamp"]),
+        **{k: v for k, v in g.items() if k != "decode_error"}, "decode_error": err,
         "detail": pa.nulls(n, pa.string()), "records_affected": pa.array(np.ones(n, dtype=np.int32)),
         "record_count": pa.array(np.ones(n, dtype=np.int64)), "live_count": pa.array(np.ones(n, dtype=np.int64)),
     }
