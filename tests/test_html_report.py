@@ -246,3 +246,23 @@ def test_report_renders_in_headless_chromium(truncated_report, tmp_path):
     assert _console_messages(proc.stderr) == []
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20000
+
+
+def test_unclean_elections_marked_and_incident_timeline_in_time_order(spark, scenario_latest, tmp_path):
+    """The shared scenario's report (its real outputs): dev.payments-0's figure carries the unclean election of
+    epoch 2 (broker 2, KIP-704 RECOVERING in the metadata log) in a timeline ordered by time, before the
+    group's commit and the LOG_TRUNCATION the audit found; the owner of dev-clickstream's partitions shows."""
+    _result, out = scenario_latest
+    path = write_html_report(spark, str(tmp_path), tables_dir=str(out))
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    fig = re.search(r'<figure class="partition-plot" id="plot-dev\.payments-0".*?</figure>', text, re.S).group(0)
+    items = re.findall(r"<li class=\"ev-(\w+)\"><span class=\"when\">([^<]*)</span>([^<]*)</li>", fig)
+    kinds = [k for k, _w, _t in items]
+    assert "unclean" in kinds and "commit" in kinds and kinds[-1] == "finding"
+    unclean = [t for k, _w, t in items if k == "unclean"]
+    assert len(unclean) == 1 and "leader epoch 2 began, leader broker 2" in unclean[0]
+    times = [w for k, w, _t in items if k in ("epoch", "unclean", "commit") and w != "from snapshot"]
+    assert times == sorted(times) and len(times) >= 3
+    assert kinds.index("unclean") < max(i for i, k in enumerate(kinds) if k == "commit")
+    assert "LOG_TRUNCATION for group dev-settlement: unclean_election" in fig

@@ -217,8 +217,8 @@ def _collect_commits_for_partitions(df, keys_df, max_per_partition: int) -> List
     rank = F.when(F.col("verdict") == "OK", F.lit(9)).otherwise(F.lit(0)) if "verdict" in df.columns \
         else F.lit(0)
     w = Window.partitionBy("topic", "partition").orderBy(rank, "group_id")
-    cols = [c for c in ("group_id", "topic", "partition", "committed_offset",
-                        "committed_leader_epoch", "verdict") if c in df.columns]
+    cols = [c for c in ("group_id", "topic", "partition", "committed_offset", "committed_leader_epoch", "verdict",
+                        "commit_timestamp", "owner_client_id", "owner_client_host") if c in df.columns]
     joined = (
         df.select(*cols)
         .join(F.broadcast(keys_df), on=["topic", "partition"], how="inner")
@@ -266,8 +266,10 @@ def _plot_partition(
     bounds: Optional[Dict[str, Any]],
     commits: Sequence[Dict[str, Any]],
     divergences: Sequence[int],
+    timeline: Sequence[Dict[str, Any]] = (),
 ) -> str:
-    """Leader-epoch history of one partition with the groups' committed offsets."""
+    """Leader-epoch history of one partition with the groups' committed offsets; ``timeline`` (the bounds'
+    ``epoch_timeline`` from the KRaft metadata log) marks each unclean election where its epoch begins."""
     by_broker: Dict[int, List[Tuple[int, int]]] = defaultdict(list)
     leaders = set()
     for e in epochs:
@@ -316,6 +318,25 @@ def _plot_partition(
                 ax.annotate(f"e{ep}@{off}", (off, ep), textcoords="offset points",
                             xytext=(3, 5), fontsize=7, color="#343a40")
 
+    starts: Dict[int, int] = {}
+    for broker in sorted(by_broker, key=lambda b: (b not in leaders, b)):
+        for ep, off in by_broker[broker]:
+            starts.setdefault(ep, off)
+    for i, t in enumerate(t for t in timeline if t.get("unclean")):
+        ep = int(t["epoch"])
+        label = "unclean election" if i == 0 else None
+        text = f"unclean election e{ep}: broker {t.get('leader')}"
+        y_values.append(ep)
+        if ep in starts:
+            ax.plot([starts[ep]], [ep], marker="*", ms=15, color="#e8590c", mec="black", mew=0.6, zorder=9,
+                    label=label)
+            ax.annotate(text, (starts[ep], ep), textcoords="offset points", xytext=(6, 8), fontsize=7,
+                        color="#e8590c")
+        else:  # no replica's cache has the epoch: mark its level
+            ax.axhline(ep, color="#e8590c", lw=1.2, ls=(0, (4, 2)), label=label, zorder=1)
+            ax.annotate(text, (0.01, ep), xycoords=("axes fraction", "data"), xytext=(0, 3),
+                        textcoords="offset points", fontsize=7, color="#e8590c")
+
     for i, d in enumerate(divergences):
         ax.axvline(d, color="#b3001b", lw=1.8, ls=":",
                    label="divergence" if i == 0 else None, zorder=6)
@@ -362,6 +383,41 @@ def _plot_partition(
     return _figure_to_data_uri(fig)
 
 
+def _incident_timeline(timeline: Sequence[Dict[str, Any]], commits: Sequence[Dict[str, Any]],
+                       findings: Sequence[Dict[str, Any]], max_events: int = 60) -> str:
+    """What happened to one partition, in time order: leader epochs from the metadata log (unclean
+    elections marked), the groups' latest commits, then what the audit found.  Empty when there is nothing
+    to order (no timeline and no commit time)."""
+    events: List[Tuple[Any, int, str, str]] = []
+    for t in timeline:
+        what = f"leader epoch {t.get('epoch')} began, leader broker {t.get('leader')}"
+        if t.get("unclean"):
+            what += ": UNCLEAN leader election (a replica outside the ISR; records past its log end are lost)"
+        events.append((t.get("started_at"), 0, what, "unclean" if t.get("unclean") else "epoch"))
+    for c in commits:
+        if c.get("commit_timestamp") is None:
+            continue
+        who = f" by {c['owner_client_id']} on {c.get('owner_client_host')}" if c.get("owner_client_id") else ""
+        events.append((c["commit_timestamp"], 1,
+                       f"group {c.get('group_id')} committed offset {c.get('committed_offset')} "
+                       f"(leader epoch {c.get('committed_leader_epoch')}){who}: {c.get('verdict') or 'OK'}", "commit"))
+    if not events:
+        return ""
+    known = sorted((e for e in events if e[0] is not None), key=lambda e: (e[0], e[1]))
+    unknown = [e for e in events if e[0] is None]
+    ordered = unknown + known
+    items = []
+    for when, _k, what, kind in ordered[-max_events:]:
+        items.append(f'<li class="ev-{kind}"><span class="when">{_esc(_fmt_ts(when) if when else "from snapshot")}'
+                     f"</span> {_esc(what)}</li>")
+    for f in findings:
+        items.append(f'<li class="ev-finding"><span class="when">audit</span> {_esc(f.get("finding"))} '
+                     f'for group {_esc(f.get("group_id"))}: {_esc(f.get("cause") or f.get("severity"))}</li>')
+    more = (f'<p class="note">{len(ordered) - max_events} earlier events not shown.</p>'
+            if len(ordered) > max_events else "")
+    return f'<details class="incident" open><summary>Timeline</summary>{more}<ol>{"".join(items)}</ol></details>'
+
+
 #: Worst severity each finding can have; colours a commit marker by its verdict.
 _VERDICT_SEVERITY = {
     "LOG_TRUNCATION": "critical",
@@ -402,6 +458,11 @@ def _cache_disagreements(epochs: Iterable[Dict[str, Any]]) -> List[str]:
 
 
 _CSS = """
+details.incident { margin: .4rem 0 0; font-size: .85rem; }
+details.incident ol { margin: .3rem 0; padding-left: 1.4rem; }
+details.incident .when { color: var(--muted); font-variant-numeric: tabular-nums; margin-right: .4rem; }
+details.incident li.ev-unclean { color: #c92a2a; font-weight: 600; }
+details.incident li.ev-finding { color: #862e9c; }
 :root { --fg:#212529; --muted:#6c757d; --line:#dee2e6; --bg:#fff; }
 * { box-sizing: border-box; }
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", Arial, sans-serif;
@@ -737,7 +798,9 @@ def write_html_report(
         eps = epochs_by_tp.get(tp, [])
         b = bounds_by_tp.get(tp)
         cs = commits_by_tp.get(tp, [])
-        uri = _plot_partition(tp[0], tp[1], eps, b, cs, divergences)
+        timeline = [t.asDict() if hasattr(t, "asDict") else dict(t) for t in ((b or {}).get("epoch_timeline") or [])]
+        uri = _plot_partition(tp[0], tp[1], eps, b, cs, divergences, timeline)
+        story = _incident_timeline(timeline, cs, [f for f in rows if (f.get("topic"), f.get("partition")) == tp])
         anchor = f"plot-{tp[0]}-{tp[1]}"
         notes = _cache_disagreements(eps)
         if not eps:
@@ -761,7 +824,7 @@ def write_html_report(
             f'data-partition="{tp[1]}" data-divergence="{_esc(",".join(map(str, divergences)))}">'
             f'<h3>{_esc(tp[0])}-{tp[1]}</h3>'
             f'<img class="plot" alt="{_esc(alt)}" src="{uri}">'
-            f"<figcaption>{_esc('; '.join(caption_bits))}</figcaption></figure>"
+            f"<figcaption>{_esc('; '.join(caption_bits))}</figcaption>{story}</figure>"
         )
     group_uri = _plot_group_chart(group_counts)
 
