@@ -6,8 +6,9 @@ every classic group (``GroupMetadataValue.json``): its protocol type and assigno
 (``ConsumerProtocolAssignment.json``), decoded by :func:`audit.formats.offsets.decode_group_metadata_value`.
 The rules are ``sql/group_state.sql`` and ``sql/partition_owners.sql``; this module only feeds them.
 
-Not covered: KIP-848 consumer groups (``group.protocol=consumer``, record types 3-13), whose assignments name
-topic ids; their group-partitions get null owner columns.
+KIP-848 consumer groups (``group.protocol=consumer``) write per member a ``ConsumerGroupMemberMetadataValue``
+(client.id, host) and a ``ConsumerGroupCurrentMemberAssignmentValue`` (partitions by topic id), named through
+the KRaft metadata log's topic ids when it is among the inputs.
 """
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ from pyspark.sql import functions as F
 
 from .judge import load_sql
 
-GROUP_METADATA_TYPE = 2
+#: classic GroupMetadata (2), KIP-848 ConsumerGroupMetadata (3), ConsumerGroupMemberMetadata (5),
+#: ConsumerGroupCurrentMemberAssignment (8)
+GROUP_RECORD_TYPES = (2, 3, 5, 8)
 #: columns :func:`with_owners` adds, in order
 OWNER_COLUMNS = ["group_state", "group_protocol_type", "group_protocol", "owner_member_id",
                  "owner_group_instance_id", "owner_client_id", "owner_client_host", "owner_generation",
@@ -34,18 +37,24 @@ def group_records(records: DataFrame) -> DataFrame:
     transaction.  Columns: group_id, source_partition, offset, timestamp (ms),
     is_tombstone, group_generation, group_protocol_type, group_protocol, group_members, group_owners."""
     return (records
-            .where((F.col("record_type") == GROUP_METADATA_TYPE) & F.col("txn_state").isin("none", "committed")
+            .where(F.col("record_type").isin(*GROUP_RECORD_TYPES) & F.col("txn_state").isin("none", "committed")
                    & (F.col("decode_error").isNull()
                       | F.col("decode_error").isin("malformed_assignment", "owners_over_limit")))
-            .select("group_id", "source_partition", "offset", "timestamp", "is_tombstone", "group_generation",
-                    "group_protocol_type", "group_protocol", "group_members", "group_owners"))
+            .select("record_type", "group_id", "member_id", "source_partition", "offset", "timestamp", "is_tombstone",
+                    "group_generation", "group_protocol_type", "group_protocol", "group_members", "group_owners"))
 
 
-def group_tables(spark: SparkSession, records: DataFrame) -> tuple[DataFrame, DataFrame]:
+def group_tables(spark: SparkSession, records: DataFrame,
+                 topic_names: DataFrame | None = None) -> tuple[DataFrame, DataFrame]:
     """``(group_state, partition_owners)`` from ``records`` (see :func:`group_records`): the outputs of
     ``sql/group_state.sql`` (one row per group) and ``sql/partition_owners.sql`` (one row per assigned
-    group-partition).  Registers the temp view ``group_records``."""
+    group-partition).  ``topic_names`` (topic_id string, topic string; e.g. from ``leader_timeline``) names
+    the topic ids of KIP-848 assignments; without it those give no owner.  Registers the temp views
+    ``group_records`` and ``topic_names``."""
     group_records(records).createOrReplaceTempView("group_records")
+    if topic_names is None:
+        topic_names = spark.createDataFrame([], "topic_id string, topic string")
+    topic_names.select("topic_id", "topic").where("topic IS NOT NULL").distinct().createOrReplaceTempView("topic_names")
     return spark.sql(load_sql("group_state")), spark.sql(load_sql("partition_owners"))
 
 

@@ -26,7 +26,8 @@ from .sources.logdirs import cache_disagreements, read_log_dirs, recover_from_re
 RECORD_COLUMNS = ["source_partition", "kind", "offset", "timestamp", "is_transactional", "producer_id", "control_type",
                   "record_type", "group_id", "topic", "partition", "is_tombstone", "value_version",
                   "committed_offset", "leader_epoch", "metadata", "commit_timestamp", "decode_error", "broker_id", "record_count", "live_count",
-                  "group_generation", "group_protocol_type", "group_protocol", "group_members", "group_owners"]
+                  "group_generation", "group_protocol_type", "group_protocol", "group_members", "group_owners",
+                  "member_id"]
 FAIL_ON = {"critical": 4, "error": 3, "warning": 2, "never": 99}
 MAX_WHERE = 1000
 
@@ -200,7 +201,9 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
 
     history = cfg.mode == "history"
     # whose consumer is it: the groups' state and each partition's last owner (classic GroupMetadataValue)
-    group_state, owners = group_tables(spark, records)
+    timeline = getattr(src, "leader_timeline", None)
+    group_state, owners = group_tables(spark, records,
+                                       timeline.select("topic_id", "topic") if timeline is not None else None)
     group_state, owners = group_state.localCheckpoint(), owners.localCheckpoint()
     findings = judge(spark, commits, src.epochs, src.bounds, epoch_end_offsets=src.epoch_end_offsets,
                      history=history)

@@ -39,7 +39,8 @@ from crc32c import crc32c
 from audit.formats.checkpoints import (CheckpointError, broker_id_of, parse_leader_epoch_checkpoint,
                                        parse_meta_properties, parse_offset_checkpoint)
 from audit.formats.metadata_log import METADATA_ROW_FIELDS, MetadataDecodeError, decode_metadata_value
-from audit.formats.offsets import decode_consumer_assignment, decode_group_metadata_value
+from audit.formats.offsets import (decode_consumer_assignment, decode_consumer_group_assignment_value,
+                                   decode_consumer_group_member_value, decode_group_metadata_value, decode_member_key)
 from audit.formats.record_batch import (BATCH_HEADER_SIZE, INT64_MAX, LOG_OVERHEAD, BatchScan, RecordTable,
                                         control_types, decompress, extract_records, index_start,
                                         scan_batches, scan_tail)
@@ -340,12 +341,16 @@ def offsets_records(data: bytes) -> None:
 def group_metadata_value(data: bytes) -> None:
     """One GroupMetadataValue through ``decode_group_metadata_value`` (members and their consumer protocol
     assignments, which must fit the ``group_owners`` Arrow column), and the same bytes through
-    ``decode_consumer_assignment``.  Documented exception: ``ValueError`` (truncated bytes, unknown
-    version)."""
-    try:
-        decode_consumer_assignment(data)
-    except ValueError:
-        pass
+    ``decode_consumer_assignment`` and the KIP-848 member decoders (``decode_member_key``,
+    ``decode_consumer_group_member_value``, ``decode_consumer_group_assignment_value``).  Documented exception:
+    ``ValueError`` (truncated bytes, unknown version)."""
+    for fn in (decode_consumer_assignment, decode_consumer_group_member_value, decode_consumer_group_assignment_value):
+        try:
+            fn(data)
+        except ValueError:
+            pass
+    member = decode_member_key(data)
+    _check(member is None or isinstance(member, str), "a member id that is not a string")
     try:
         g = decode_group_metadata_value(data)
     except ValueError:

@@ -1,22 +1,55 @@
--- Each classic group's state as of its latest GroupMetadataValue record in __consumer_offsets (issue 12).
--- Input view group_records: group_id string, source_partition int, offset bigint, timestamp bigint (ms),
--- is_tombstone boolean, group_generation int, group_protocol_type string, group_protocol string,
--- group_members int, group_owners array<struct<topic, partition, member_id, group_instance_id, client_id,
--- client_host>>.
--- The coordinator writes a GroupMetadataValue when a generation completes (SyncGroup: Stable, with the
+-- Each group's state as of its latest group record in __consumer_offsets (issue 12).
+-- Input view group_records: record_type short (2 classic GroupMetadata, 3 ConsumerGroupMetadata, 5
+-- ConsumerGroupMemberMetadata, 8 ConsumerGroupCurrentMemberAssignment), group_id string, member_id string
+-- (types 5, 8), source_partition int, offset bigint, timestamp bigint (ms), is_tombstone boolean,
+-- group_generation int, group_protocol_type string, group_protocol string, group_members int, group_owners
+-- array<struct<member_id, group_instance_id, client_id, client_host, topic, partitions array<int>>>.
+-- Classic groups: the coordinator writes a GroupMetadataValue when a generation completes (Stable, with the
 -- assignment), when the last member leaves (Empty, no members) and a tombstone when the group is deleted or
--- expires (Dead) (GroupMetadataManager.storeGroup / GroupCoordinatorShard); the states in between
--- (PreparingRebalance, CompletingRebalance) are never written, so they cannot be told from the log.
+-- expires (Dead) (GroupMetadataManager.storeGroup / GroupCoordinatorShard); PreparingRebalance and
+-- CompletingRebalance are never written, so they cannot be told from the log.
+-- KIP-848 consumer groups (group.protocol=consumer): a ConsumerGroupMetadata record on every group epoch, a
+-- tombstone when the group is deleted (Dead); Stable while a member's latest ConsumerGroupMemberMetadata is
+-- not a tombstone, else Empty.  A classic group converted to a consumer group (or back) takes the state of
+-- whichever protocol wrote last.
 -- Columns: group_id string, group_state string (Stable, Empty, Dead), group_protocol_type string,
--- group_protocol string (the assignor, e.g. range), group_generation int, group_state_since timestamp
--- (the record's timestamp).
-SELECT group_id,
-       CASE WHEN is_tombstone THEN 'Dead' WHEN group_members = 0 THEN 'Empty' ELSE 'Stable' END AS group_state,
-       group_protocol_type, group_protocol,
-       CASE WHEN is_tombstone THEN NULL ELSE group_generation END AS group_generation,
+-- group_protocol string (the classic assignor, e.g. range; null for KIP-848 groups: the assignor runs in the
+-- coordinator), group_generation int (classic only), group_state_since timestamp (the record's timestamp).
+WITH classic AS (
+  SELECT group_id, source_partition, offset, timestamp,
+         CASE WHEN is_tombstone THEN 'Dead' WHEN group_members = 0 THEN 'Empty' ELSE 'Stable' END AS group_state,
+         group_protocol_type, group_protocol,
+         CASE WHEN is_tombstone THEN NULL ELSE group_generation END AS group_generation,
+         row_number() OVER (PARTITION BY group_id ORDER BY source_partition DESC, offset DESC) AS rn
+  FROM group_records WHERE record_type = 2
+),
+cg_meta AS (
+  SELECT group_id, source_partition, offset, timestamp, is_tombstone,
+         row_number() OVER (PARTITION BY group_id ORDER BY source_partition DESC, offset DESC) AS rn
+  FROM group_records WHERE record_type = 3
+),
+cg_members AS (
+  SELECT group_id, member_id, is_tombstone,
+         row_number() OVER (PARTITION BY group_id, member_id ORDER BY source_partition DESC, offset DESC) AS rn
+  FROM group_records WHERE record_type = 5 AND member_id IS NOT NULL
+),
+live_members AS (
+  SELECT group_id, count(*) AS n FROM cg_members WHERE rn = 1 AND NOT is_tombstone GROUP BY group_id
+),
+latest AS (
+  SELECT group_id, source_partition, offset, timestamp, group_state, group_protocol_type, group_protocol,
+         group_generation
+  FROM classic WHERE rn = 1
+  UNION ALL
+  SELECT m.group_id, m.source_partition, m.offset, m.timestamp,
+         CASE WHEN m.is_tombstone THEN 'Dead' WHEN coalesce(l.n, 0) > 0 THEN 'Stable' ELSE 'Empty' END,
+         'consumer', CAST(NULL AS STRING), CAST(NULL AS INT)
+  FROM cg_meta m LEFT JOIN live_members l ON m.group_id = l.group_id
+  WHERE m.rn = 1
+)
+SELECT group_id, group_state, group_protocol_type, group_protocol, group_generation,
        timestamp_millis(timestamp) AS group_state_since
 FROM (
-  SELECT *, row_number() OVER (PARTITION BY group_id ORDER BY source_partition DESC, offset DESC) AS rn
-  FROM group_records
+  SELECT *, row_number() OVER (PARTITION BY group_id ORDER BY source_partition DESC, offset DESC) AS rn FROM latest
 )
 WHERE rn = 1

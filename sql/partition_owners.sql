@@ -1,36 +1,65 @@
--- Partition owners (issue 12): per group-partition, the member that holds it in the group's newest generation
--- with members, from the members' Assignment bytes (ConsumerProtocolAssignment.json) in its GroupMetadataValue.
--- Input view group_records (see group_state.sql); group_owners: one entry per (member, topic) with the
--- partitions list, filled by the decoder on each group's newest record with members (others are null).
--- Records up to the group's latest tombstone do not count: a deleted and re-created group does not inherit the
--- old members.  When the group is Empty now (its consumers stopped), the owner is the member that consumed the
--- partition last, which is whom to call; a partition that generation did not assign has no owner.
+-- Partition owners (issue 12): per group-partition, the member that holds it, from the group records of
+-- __consumer_offsets.  Input views group_records (see group_state.sql) and topic_names (topic_id string,
+-- topic string: the KRaft metadata log's TopicRecords; empty without one).
+-- Classic groups: the member holding the partition in the group's newest generation with members, from the
+-- members' Assignment bytes (ConsumerProtocolAssignment.json); the decoder fills group_owners only on that
+-- record.  KIP-848 consumer groups: per member its newest ConsumerGroupCurrentMemberAssignment (type 8) that
+-- is not a tombstone, the partition going to the member whose record is newest; client.id, host and
+-- group.instance.id from the member's newest ConsumerGroupMemberMetadata (type 5).  Assignments name topic
+-- ids: without the metadata log (live mode, or no controller dir) they cannot be named and give no owner.
+-- Either way records up to the group's latest tombstone (type 2 or 3) do not count, and a member that left
+-- (its records tombstoned since) is still named: when the group is Empty, that is the consumer that read the
+-- partition last, which is whom to call.  A classic group converted to KIP-848 (or back): the newer wins.
 -- Columns: group_id string, topic string, partition int, owner_member_id string, owner_group_instance_id
 -- string (static membership, KIP-345), owner_client_id string, owner_client_host string, owner_generation
--- int, owner_assigned_at timestamp (the record's timestamp).
+-- int (classic generation; KIP-848: the member epoch), owner_assigned_at timestamp (the record's timestamp).
 WITH deleted AS (
   SELECT group_id, max(struct(source_partition, offset)) AS deleted_at
-  FROM group_records WHERE is_tombstone GROUP BY group_id
+  FROM group_records WHERE is_tombstone AND record_type IN (2, 3) GROUP BY group_id
 ),
-with_members AS (
-  SELECT g.*, row_number() OVER (PARTITION BY g.group_id ORDER BY g.source_partition DESC, g.offset DESC) AS rn
-  FROM group_records g LEFT JOIN deleted d ON g.group_id = d.group_id
-  WHERE NOT g.is_tombstone AND g.group_members > 0 AND g.group_protocol_type = 'consumer'
-    AND (d.deleted_at IS NULL OR struct(g.source_partition, g.offset) > d.deleted_at)
+live AS (
+  SELECT g.* FROM group_records g LEFT JOIN deleted d ON g.group_id = d.group_id
+  WHERE NOT g.is_tombstone AND (d.deleted_at IS NULL OR struct(g.source_partition, g.offset) > d.deleted_at)
 ),
-entries AS (
-  SELECT group_id, group_generation, timestamp, explode(group_owners) AS o FROM with_members WHERE rn = 1
+classic AS (
+  SELECT *, row_number() OVER (PARTITION BY group_id ORDER BY source_partition DESC, offset DESC) AS rn
+  FROM live WHERE record_type = 2 AND group_members > 0 AND group_protocol_type = 'consumer'
 ),
-assigned AS (
-  SELECT group_id, group_generation, timestamp, o, explode(o.partitions) AS partition FROM entries
+classic_parts AS (
+  SELECT group_id, source_partition, offset, timestamp, group_generation, o.topic AS topic,
+         explode(o.partitions) AS partition, o.member_id AS member_id, o.group_instance_id AS group_instance_id,
+         o.client_id AS client_id, o.client_host AS client_host
+  FROM (SELECT *, explode(group_owners) AS o FROM classic WHERE rn = 1)
+),
+cg_assign AS (
+  SELECT *, row_number() OVER (PARTITION BY group_id, member_id ORDER BY source_partition DESC, offset DESC) AS rn
+  FROM live WHERE record_type = 8 AND member_id IS NOT NULL AND group_owners IS NOT NULL
+),
+cg_info AS (
+  SELECT group_id, member_id, group_owners[0] AS info,
+         row_number() OVER (PARTITION BY group_id, member_id ORDER BY source_partition DESC, offset DESC) AS rn
+  FROM live WHERE record_type = 5 AND member_id IS NOT NULL AND size(group_owners) > 0
+),
+cg_entries AS (
+  SELECT group_id, member_id, source_partition, offset, timestamp, group_generation,
+         o.topic AS topic_id, explode(o.partitions) AS partition
+  FROM (SELECT *, explode(group_owners) AS o FROM cg_assign WHERE rn = 1)
+),
+cg_parts AS (
+  SELECT a.group_id, a.source_partition, a.offset, a.timestamp, a.group_generation, t.topic, a.partition,
+         a.member_id, i.info.group_instance_id, i.info.client_id, i.info.client_host
+  FROM cg_entries a
+  JOIN topic_names t ON t.topic_id = a.topic_id
+  LEFT JOIN (SELECT * FROM cg_info WHERE rn = 1) i ON i.group_id = a.group_id AND i.member_id = a.member_id
 ),
 ranked AS (
   -- an assignor that gave one partition to two members (a broken custom assignor): the first member id wins
-  SELECT *, row_number() OVER (PARTITION BY group_id, o.topic, partition ORDER BY o.member_id) AS n FROM assigned
+  SELECT *, row_number() OVER (PARTITION BY group_id, topic, partition
+                               ORDER BY source_partition DESC, offset DESC, member_id) AS n
+  FROM (SELECT * FROM classic_parts UNION ALL SELECT * FROM cg_parts)
 )
-SELECT group_id, o.topic AS topic, partition, o.member_id AS owner_member_id,
-       o.group_instance_id AS owner_group_instance_id, o.client_id AS owner_client_id,
-       o.client_host AS owner_client_host, group_generation AS owner_generation,
+SELECT group_id, topic, partition, member_id AS owner_member_id, group_instance_id AS owner_group_instance_id,
+       client_id AS owner_client_id, client_host AS owner_client_host, group_generation AS owner_generation,
        timestamp_millis(timestamp) AS owner_assigned_at
 FROM ranked
-WHERE n = 1
+WHERE n = 1 AND topic IS NOT NULL

@@ -243,7 +243,8 @@ def test_a_malformed_assignment_is_reported_and_the_other_members_kept():
 
 _OWNER = ("struct<member_id:string, group_instance_id:string, client_id:string, client_host:string, topic:string, "
           "partitions:array<int>>")
-_SCHEMA = ("record_type short, txn_state string, decode_error string, group_id string, source_partition int, "
+_SCHEMA = ("record_type short, txn_state string, decode_error string, group_id string, member_id string, "
+           "source_partition int, "
            f"offset long, timestamp long, is_tombstone boolean, group_generation int, group_protocol_type string, "
            f"group_protocol string, group_members int, group_owners array<{_OWNER}>")
 
@@ -254,7 +255,7 @@ def _o(topic, partition, member):
 
 
 def _g(group, offset, generation, owners, *, members=None, tomb=False, txn="none", err=None, rtype=2):
-    return (rtype, txn, err, group, 3, offset, 1_000 * offset, tomb, -1 if tomb else generation,
+    return (rtype, txn, err, group, None, 3, offset, 1_000 * offset, tomb, -1 if tomb else generation,
             None if tomb else "consumer", None if tomb or not owners else "range",
             -1 if tomb else (len({o.member_id for o in owners}) if members is None else members),
             None if tomb else owners)
@@ -307,7 +308,7 @@ def test_owners_come_from_the_newest_generation_with_members_only(spark):
         # a member whose assignment did not decode: the record still counts, with the others' partitions
         _g("h", 10, 1, [_o("t", 0, "x")]), _g("h", 11, 2, [_o("t", 1, "half")], err="malformed_assignment"),
         # too many entries to hold: the state counts, no owner (never the older generation's)
-        _g("k", 10, 1, [_o("t", 0, "y")]), (2, "none", "owners_over_limit", "k", 3, 11, 11_000, False, 2, "consumer",
+        _g("k", 10, 1, [_o("t", 0, "y")]), (2, "none", "owners_over_limit", "k", None, 3, 11, 11_000, False, 2, "consumer",
                                             "range", 3, None),
     ])
     assert (gs["h"]["group_generation"], gs["k"]["group_generation"], gs["k"]["group_state"]) == (2, 2, "Stable")
@@ -367,3 +368,111 @@ def test_owner_entries_are_bounded_and_the_overflow_reported(monkeypatch):
     assert rows[0]["group_owners"] is None  # superseded by the same group's newer record
     assert [(o["topic"], o["partitions"]) for o in rows[1]["group_owners"]] == [("a", [0, 1])]
     assert rows[2]["group_owners"] is None and rows[2]["group_members"] == 1 and rows[2]["group_generation"] == 7
+
+
+# ------------------------------------------------------------------ KIP-848 consumer groups (4.x lab recordings)
+
+KIP848_LINE = re.compile(r'^\| offset: (\d+) .*?key: (\{"type":"(?:5|8)".*?\}) payload: (.*)$')
+
+
+def _kafka_kip848(dump_text: str) -> dict:
+    """offset -> (type, group, member, fields) of the type 5 / 8 records in Kafka 3.9's JSON dump output."""
+    out = {}
+    for line in dump_text.splitlines():
+        m = KIP848_LINE.match(line)
+        if not m:
+            continue
+        off, key, payload = m.groups()
+        k = json.loads(key)
+        t, group, member = int(k["type"]), k["data"]["groupId"], k["data"]["memberId"]
+        if payload.strip() == "<DELETE>":
+            out[int(off)] = (t, group, member, None)
+        elif t == 5:
+            d = json.loads(payload)["data"]
+            out[int(off)] = (t, group, member, [(member, d["instanceId"], d["clientId"], d["clientHost"], None, None)])
+        else:
+            d = json.loads(payload)["data"]
+            out[int(off)] = (t, group, member, [(member, None, None, None, a["topicId"], a["partitions"])
+                                               for a in d["assignedPartitions"] if a["partitions"]])
+    return out
+
+
+def _our_kip848(segment: Path) -> dict:
+    t = pa.Table.from_batches(decode_offsets_segment(segment.read_bytes(), str(segment), 0), schema=RAW_SCHEMA)
+    out = {}
+    for r in t.to_pylist():
+        if r["kind"] == "record" and r["record_type"] in (5, 8):
+            assert r["decode_error"] is None, r
+            owners = None if r["group_owners"] is None else [
+                (o["member_id"], o["group_instance_id"], o["client_id"], o["client_host"], o["topic"], o["partitions"])
+                for o in r["group_owners"]]
+            out[r["offset"]] = (r["record_type"], r["group_id"], r["member_id"], owners)
+    return out
+
+
+def test_lab_recorded_kip848_member_records_equal_kafkas_dump_log():
+    from .lab.kafka_dist import java, java_classpath
+    segs = [p for p in sorted(LAB_RECORDED.glob("*/brokers/*/__consumer_offsets-*/*.log")) if _our_kip848(p)]
+    assert len(segs) >= 2
+    proc = subprocess.run([java(), "-cp", java_classpath("3.9.2"), "kafka.tools.DumpLogSegments",
+                           "--offsets-decoder", "--print-data-log", "--files", ",".join(map(str, segs))],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    chunks = re.split(r"^Dumping (\S+)$", proc.stdout, flags=re.M)
+    dumped = dict(zip(chunks[1::2], chunks[2::2]))
+    assignments = 0
+    for seg in segs:
+        kafka = _kafka_kip848(dumped[str(seg)])
+        assert _our_kip848(seg) == kafka, seg
+        assignments += sum(1 for v in kafka.values() if v[0] == 8 and v[3])
+    assert assignments >= 4
+
+
+def test_kip848_owner_and_state_end_to_end(audit_dirs):
+    """Recorded 4.4.0 lab scenario, seed 101: group s101.e0.unclean.kip848-past (group.protocol=consumer) had one
+    member; it left (its records tombstoned) and the group is Empty; its partitions' owner is that member, the
+    topic named through the metadata log's topic id."""
+    from pyspark.sql import SparkSession
+    rec = LAB_RECORDED / "kafka-4.4.0-seed101" / "brokers"
+    _result, out = audit_dirs("kip848-owners", [rec])
+    spark = SparkSession.getActiveSession()
+    seg = rec / "broker-1" / "__consumer_offsets-0" / "00000000000000000000.log"
+    kafka = [v for v in _our_kip848(seg).values() if v[1] == "s101.e0.unclean.kip848-past"]
+    info = next(v[3][0] for v in kafka if v[0] == 5 and v[3])
+    epoch_of = {v[2]: v for v in kafka if v[0] == 8 and v[3]}
+    rows = spark.read.parquet(str(out / "committed_offsets")).where("group_id = 's101.e0.unclean.kip848-past'").collect()
+    assert rows
+    topic_ids = {r["topic_id"]: r["topic"] for r in spark.read.parquet(str(out / "leader_timeline")).collect()}
+    for r in rows:
+        assert r["group_state"] == "Empty" and r["group_protocol_type"] == "consumer"
+        assert (r["owner_member_id"], r["owner_client_id"], r["owner_client_host"]) == (info[0], info[2], info[3])
+        entry = epoch_of[r["owner_member_id"]][3]
+        assert any(topic_ids[e[4]] == r["topic"] and r["partition"] in e[5] for e in entry)
+
+
+def test_kip848_assignments_need_topic_names_and_the_newest_member_record(spark):
+    def rec(rtype, offset, member, owners, tomb=False, epoch=-1):
+        return (rtype, "none", None, "cg", member, 3, offset, 1_000 * offset, tomb, epoch, None, None, -1,
+                None if tomb else owners)
+    info = lambda m, c: [Row(member_id=m, group_instance_id=None, client_id=c, client_host="/h", topic=None,  # noqa: E731
+                             partitions=None)]
+    assign = lambda m, tid, ps: [Row(member_id=m, group_instance_id=None, client_id=None, client_host=None,  # noqa: E731
+                                     topic=tid, partitions=ps)]
+    rows = [rec(3, 1, None, None), rec(5, 2, "a", info("a", "app-a")), rec(8, 3, "a", assign("a", "TID", [0, 1]), epoch=2),
+            rec(5, 4, "b", info("b", "app-b")), rec(8, 5, "b", assign("b", "TID", [1]), epoch=3),
+            rec(8, 6, "a", assign("a", "TID", [0]), epoch=3),      # a gave partition 1 up
+            rec(8, 7, "b", None, tomb=True), rec(5, 8, "b", None, tomb=True), rec(3, 9, None, None)]
+    df = spark.createDataFrame(rows, _SCHEMA)
+    names = spark.createDataFrame([("TID", "orders")], "topic_id string, topic string")
+    gs, ow = group_tables(spark, df, names)
+    gs = {r["group_id"]: r for r in gs.collect()}
+    ow = {(r["topic"], r["partition"]): (r["owner_member_id"], r["owner_client_id"], r["owner_generation"])
+          for r in ow.collect()}
+    assert gs["cg"]["group_state"] == "Stable"  # a is still a member
+    # b left (tombstones) but still holds partition 1 in its newest assignment: the consumer that read it last
+    assert ow == {("orders", 0): ("a", "app-a", 3), ("orders", 1): ("b", "app-b", 3)}
+    _gs, ow2 = group_tables(spark, df)  # no metadata log: topic ids cannot be named
+    assert ow2.count() == 0
+    dead = spark.createDataFrame(rows + [rec(3, 10, None, None, tomb=True)], _SCHEMA)
+    gs3, ow3 = group_tables(spark, dead, names)
+    assert gs3.collect()[0]["group_state"] == "Dead" and ow3.count() == 0

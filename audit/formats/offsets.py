@@ -429,3 +429,80 @@ def decode_group_metadata_value(value: bytes, assignments: bool = True, max_entr
     out["member_list"] = members
     out["bad_assignments"] = bad
     return out
+
+
+# --------------------------------------------------------------------------- KIP-848 consumer groups
+
+CONSUMER_GROUP_METADATA_TYPE = 3
+CONSUMER_GROUP_MEMBER_METADATA_TYPE = 5
+CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE = 8
+
+
+def decode_member_key(key: bytes) -> str | None:
+    """The ``MemberId`` of a ``ConsumerGroupMemberMetadataKey`` / ``ConsumerGroupCurrentMemberAssignmentKey``
+    (not flexible: int16 type, GroupId int16-length string, MemberId int16-length string); None when the key
+    is cut short."""
+    try:
+        r = _Reader(key, 2)
+        r.string(False)
+        return r.string(False)
+    except ValueError:
+        return None
+
+
+def _uuid(r: _Reader) -> str:
+    from .metadata_log import uuid_to_str
+    return uuid_to_str(r.take(16))
+
+
+def decode_consumer_group_member_value(value: bytes) -> dict:
+    """A ``ConsumerGroupMemberMetadataValue`` (record type 5, KIP-848; version 0, flexible): returns
+    ``group_instance_id``, ``rack_id``, ``client_id``, ``client_host``.  Fields per
+    ``ConsumerGroupMemberMetadataValue.json`` of Kafka 3.9-4.x (InstanceId, RackId, ClientId, ClientHost,
+    SubscribedTopicNames, SubscribedTopicRegex, RebalanceTimeoutMs, ServerAssignor, tagged
+    ClassicMemberMetadata); the fields after ClientHost are not needed and not read.  Raises ``ValueError``
+    for a version other than 0 or truncated bytes."""
+    r = _Reader(value)
+    if r.i16() != 0:
+        raise ValueError("unknown ConsumerGroupMemberMetadataValue version")
+    out = {"group_instance_id": r.string(True), "rack_id": r.string(True)}
+    out["client_id"], out["client_host"] = r.string(True), r.string(True)
+    if out["client_id"] is None or out["client_host"] is None:
+        raise ValueError("null ClientId or ClientHost")
+    return out
+
+
+def decode_consumer_group_assignment_value(value: bytes, max_entries: int | None = None) -> dict:
+    """A ``ConsumerGroupCurrentMemberAssignmentValue`` (record type 8, KIP-848; version 0, flexible, per
+    ``ConsumerGroupCurrentMemberAssignmentValue.json`` of Kafka 3.9-4.x): ``member_epoch``,
+    ``previous_member_epoch``, ``state`` (int8, ``MemberState``), ``assigned`` and ``pending_revocation``:
+    ``[(topic id as Uuid.toString(), partitions int32 ndarray)]`` (topics without partitions left out).
+    Raises ``ValueError`` for another version, truncated bytes or bytes left over (3.7's early-access layout
+    had other fields under the same version), :class:`AssignmentLimitError` past ``max_entries`` topics."""
+    r = _Reader(value)
+    if r.i16() != 0:
+        raise ValueError("unknown ConsumerGroupCurrentMemberAssignmentValue version")
+    out = {"member_epoch": r.i32(), "previous_member_epoch": r.i32(), "state": struct.unpack(">b", r.take(1))[0]}
+    entries = 0
+    for field in ("assigned", "pending_revocation"):
+        n = r.uvarint() - 1
+        if n < 0 or n > len(value):
+            raise ValueError(f"bad {field} count")
+        topics = []
+        for _ in range(n):
+            topic_id = _uuid(r)
+            k = r.uvarint() - 1
+            if k < 0 or 4 * k > len(value) - r.p:
+                raise ValueError("bad partitions")
+            if k:
+                if max_entries is not None and entries >= max_entries:
+                    raise AssignmentLimitError(f"more than {max_entries} assigned topics")
+                topics.append((topic_id, np.frombuffer(value, ">i4", k, r.p).astype(np.int32)))
+                entries += 1
+            r.p += 4 * k
+            r.tags()  # AssignmentEpochs (tag 0, KIP-1251) and any later tag
+        out[field] = topics
+    r.tags()
+    if r.p != len(value):
+        raise ValueError("bytes after the value")
+    return out

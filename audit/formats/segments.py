@@ -10,7 +10,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .latest import summarise_latest
-from .offsets import (GROUP_METADATA_TYPE, AssignmentLimitError, decode_group_metadata_value, decode_offsets_kv,
+from .offsets import (CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE, CONSUMER_GROUP_MEMBER_METADATA_TYPE, GROUP_METADATA_TYPE,
+                      AssignmentLimitError, decode_consumer_group_assignment_value, decode_consumer_group_member_value,
+                      decode_group_metadata_value, decode_member_key, decode_offsets_kv,
                       decode_offsets_numeric, materialise_offsets_kv)
 from .record_batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, extract_records, read_int, scan_batches
 
@@ -61,6 +63,7 @@ RAW_SCHEMA = pa.schema([
     ("group_protocol", pa.string()),
     ("group_members", pa.int32()),
     ("group_owners", OWNERS_TYPE),
+    ("member_id", pa.string()),
     ("decode_error", pa.string()),
     ("detail", pa.string()),
     ("records_affected", pa.int32()),
@@ -69,25 +72,32 @@ RAW_SCHEMA = pa.schema([
 ])
 
 
-def _group_metadata(data, record_type, value_start, value_len, err: pa.Array, group_id: pa.Array) -> dict:
-    """Per-record decode of the (rare) GroupMetadataValue rows.
+def _group_metadata(data, record_type, value_start, value_len, err: pa.Array, group_id: pa.Array,
+                    key_start=None, key_len=None) -> dict:
+    """Per-record decode of the (rare) group records: classic GroupMetadataValue (type 2) and the KIP-848
+    consumer group's member metadata (type 5) and current assignment (type 8).
 
-    Returns the RAW_SCHEMA columns (Arrow arrays) ``group_generation`` (-1 elsewhere),
-    ``group_protocol_type``, ``group_protocol``, ``group_members`` (member count, -1 elsewhere),
-    ``group_owners`` and ``decode_error`` with failures marked (``malformed_value``,
-    ``unknown_value_version``; a member assignment that does not decode: ``malformed_assignment``,
-    the other members kept; ``owners_over_limit``, see :data:`MAX_OWNER_ENTRIES`).
+    Returns the RAW_SCHEMA columns (Arrow arrays) ``group_generation`` (-1 elsewhere; the member epoch
+    on type 8), ``group_protocol_type``, ``group_protocol``, ``group_members`` (member count, -1
+    elsewhere), ``group_owners``, ``member_id`` (types 5 and 8, from the key) and ``decode_error`` with
+    failures marked (``malformed_value``, ``unknown_value_version``; a member assignment that does not
+    decode: ``malformed_assignment``, the other members kept; ``owners_over_limit``, see
+    :data:`MAX_OWNER_ENTRIES`).
 
-    ``group_owners`` (one entry per member and topic, ``partitions`` a list) is filled only on each
-    group's newest record with members among these rows: ``sql/partition_owners.sql`` reads no other,
-    and older generations' assignments would cost memory for nothing.
+    ``group_owners`` (one entry per member and topic, ``partitions`` a list) is filled on each classic
+    group's newest record with members among these rows (``sql/partition_owners.sql`` reads no other, and
+    older generations' assignments would cost memory for nothing), on type 8 (``topic`` is the topic id,
+    Kafka's ``Uuid.toString()``, client fields null) and on type 5 (one entry: client fields, no topic).
     """
     n = len(record_type)
     generation = np.full(n, -1, dtype=np.int32)
     members = np.full(n, -1, dtype=np.int32)
-    proto, protocol = [None] * n, [None] * n
+    proto, protocol, member_ids = [None] * n, [None] * n, [None] * n
     rows = np.nonzero((record_type == GROUP_METADATA_TYPE) & (value_len >= 0))[0]
-    errs = err.to_pylist() if len(rows) else None
+    cg_rows = (np.nonzero(np.isin(record_type, (CONSUMER_GROUP_MEMBER_METADATA_TYPE,
+                                                CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE)))[0]
+               if key_start is not None else np.zeros(0, dtype=np.int64))
+    errs = err.to_pylist() if len(rows) or len(cg_rows) else None
     newest: dict = {}
     for i in rows:
         s, ln = int(value_start[i]), int(value_len[i])
@@ -104,6 +114,16 @@ def _group_metadata(data, record_type, value_start, value_len, err: pa.Array, gr
     cols: dict[str, list] = {k: [] for k in ("row", "member_id", "group_instance_id", "client_id", "client_host",
                                              "topic", "partitions")}
     left = MAX_OWNER_ENTRIES
+
+    def add(i, member_id, instance, client, host, topic, parts):
+        cols["row"].append(i)
+        cols["member_id"].append(member_id)
+        cols["group_instance_id"].append(instance)
+        cols["client_id"].append(client)
+        cols["client_host"].append(host)
+        cols["topic"].append(topic)
+        cols["partitions"].append(parts)
+
     for i in sorted(newest.values()):
         s, ln = int(value_start[i]), int(value_len[i])
         try:
@@ -116,25 +136,48 @@ def _group_metadata(data, record_type, value_start, value_len, err: pa.Array, gr
         owner_rows[i] = True
         for m in g["member_list"]:
             for topic, parts in m["assignment"] or ():
-                cols["row"].append(i)
-                for k in ("member_id", "group_instance_id", "client_id", "client_host"):
-                    cols[k].append(m[k])
-                cols["topic"].append(topic)
-                cols["partitions"].append(parts)
+                add(i, m["member_id"], m["group_instance_id"], m["client_id"], m["client_host"], topic, parts)
                 left -= 1
+    for i in cg_rows:
+        i = int(i)
+        ks, kl = int(key_start[i]), int(key_len[i])
+        member_ids[i] = decode_member_key(data[ks:ks + kl].tobytes())
+        if value_len[i] < 0:
+            continue
+        s, ln = int(value_start[i]), int(value_len[i])
+        value = data[s:s + ln].tobytes()
+        try:
+            if record_type[i] == CONSUMER_GROUP_MEMBER_METADATA_TYPE:
+                m = decode_consumer_group_member_value(value)
+                add(i, member_ids[i], m["group_instance_id"], m["client_id"], m["client_host"], None, None)
+            else:
+                a = decode_consumer_group_assignment_value(value, max_entries=left)
+                generation[i] = a["member_epoch"]
+                for topic_id, parts in a["assigned"]:
+                    add(i, member_ids[i], None, None, None, topic_id, parts)
+                    left -= 1
+            owner_rows[i] = True
+        except AssignmentLimitError:
+            errs[i] = "owners_over_limit"
+        except ValueError as exc:
+            errs[i] = "unknown_value_version" if "version" in str(exc) else "malformed_value"
+    if cols["row"]:
+        order = np.argsort(np.asarray(cols["row"], dtype=np.int64), kind="stable")
+        cols = {k: [v[j] for j in order] for k, v in cols.items()}
     return {"group_generation": pa.array(generation), "group_protocol_type": pa.array(proto, pa.string()),
             "group_protocol": pa.array(protocol, pa.string()), "group_members": pa.array(members),
-            "group_owners": _owners_array(n, owner_rows, cols),
+            "group_owners": _owners_array(n, owner_rows, cols), "member_id": pa.array(member_ids, pa.string()),
             "decode_error": pa.array(errs, pa.string()) if errs is not None else err}
 
 
 def _owners_array(n: int, owner_rows: np.ndarray, cols: dict) -> pa.Array:
     """``n`` rows of :data:`OWNERS_TYPE`: the entries of ``cols`` (in row order) on ``owner_rows``, null elsewhere."""
     parts = cols["partitions"]
-    lens = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
-    flat = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+    lens = np.fromiter((0 if p is None else len(p) for p in parts), dtype=np.int64, count=len(parts))
+    flat = np.concatenate([p for p in parts if p is not None] or [np.zeros(0, dtype=np.int32)])
     part_lists = pa.ListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)),
-                                          pa.array(flat, pa.int32()))
+                                          pa.array(flat, pa.int32()),
+                                          mask=pa.array([p is None for p in parts], pa.bool_()))
     entries = pa.StructArray.from_arrays(
         [pa.array(cols[k], pa.string()) for k in ("member_id", "group_instance_id", "client_id", "client_host",
                                                    "topic")] + [part_lists],
@@ -212,7 +255,8 @@ def _record_rows(recs, scan, idx: np.ndarray, is_control: np.ndarray, is_txn: np
     ctype = np.where(is_control, ctl, -1).astype(np.int16)
     rtype = dec["record_type"]
     err = dec["decode_error"]
-    g = _group_metadata(recs.data, rtype, recs.value_start[idx], recs.value_len[idx], err, dec["group_id"])
+    g = _group_metadata(recs.data, rtype, recs.value_start[idx], recs.value_len[idx], err, dec["group_id"],
+                        ks, kl)
     err = g["decode_error"]
     cols = {
         # the file name only where something is reported (a per-row path would dominate memory)
@@ -319,7 +363,7 @@ def decode_offsets_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
     data = np.concatenate([kd, vd])
     dec = decode_offsets_kv(data, ks, kl, vs + len(kd), vl)
     sp = batch.column("source_partition").cast(pa.int32())
-    g = _group_metadata(data, dec["record_type"], vs + len(kd), vl, dec["decode_error"], dec["group_id"])
+    g = _group_metadata(data, dec["record_type"], vs + len(kd), vl, dec["decode_error"], dec["group_id"], ks, kl)
     err = g["decode_error"]
     cols = {
         "source_file": pa.array([f"__consumer_offsets-{p}" for p in sp.to_pylist()], pa.string()),
