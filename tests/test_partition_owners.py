@@ -27,22 +27,39 @@ LAB_RECORDED = Path(__file__).parent / "data" / "lab-scenarios"
 GROUP_LINE = re.compile(r"^\| offset: (\d+) .*?key: group_metadata::group=(\S+) payload: (.*)$")
 
 
+def _dump_records(pattern: re.Pattern, dump_text: str):
+    """(offset, key, payload) of the dump-log lines ``pattern`` matches."""
+    for line in dump_text.splitlines():
+        m = pattern.match(line)
+        if m:
+            off, key, payload = m.groups()
+            yield int(off), key, payload.strip()
+
+
+def _kafka_dump(segments: list[Path]) -> dict:
+    """path -> Kafka's ``DumpLogSegments --offsets-decoder`` output for it (3.9.2's ``kafka.tools`` class; 4.x
+    moved it to ``kafka-tools``, which the lab classpath does not carry)."""
+    from .lab.kafka_dist import java, java_classpath
+    proc = subprocess.run([java(), "-cp", java_classpath("3.9.2"), "kafka.tools.DumpLogSegments",
+                           "--offsets-decoder", "--print-data-log", "--files", ",".join(map(str, segments))],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    chunks = re.split(r"^Dumping (\S+)$", proc.stdout, flags=re.M)
+    return dict(zip(chunks[1::2], chunks[2::2]))
+
+
 def _kafka_assignments(dump_text: str) -> dict:
     """offset -> {member_id: sorted ["topic-partition"]} (None for a tombstone) from dump-log output."""
     out = {}
-    for line in dump_text.splitlines():
-        m = GROUP_LINE.match(line)
-        if not m:
-            continue
-        off, _group, payload = m.groups()
-        if payload.strip() == "<DELETE>":
-            out[int(off)] = None
+    for off, _group, payload in _dump_records(GROUP_LINE, dump_text):
+        if payload == "<DELETE>":
+            out[off] = None
             continue
         text = json.loads(payload)["assignment"]
         members = {}
         for mm in re.finditer(r"([^{}=,\s][^=]*?)=\[([^\]]*)\]", text):
             members[mm.group(1)] = sorted(p.strip() for p in mm.group(2).split(",") if p.strip())
-        out[int(off)] = members
+        out[off] = members
     return out
 
 
@@ -126,17 +143,13 @@ def _kafka_owner_rows(dump_text: str) -> tuple[dict, dict]:
     """(offset -> sorted (member_id, group_instance_id, client_id, client_host, topic, partition), None for a
     tombstone; offset -> group) from Kafka 3.9's JSON ``--offsets-decoder`` output."""
     out, groups = {}, {}
-    for line in dump_text.splitlines():
-        m = JSON_LINE.match(line)
-        if not m:
-            continue
-        off, key, payload = m.groups()
-        groups[int(off)] = json.loads(key)["data"]["group"]
-        if payload.strip() in ("<DELETE>", "null"):
-            out[int(off)] = None
+    for off, key, payload in _dump_records(JSON_LINE, dump_text):
+        groups[off] = json.loads(key)["data"]["group"]
+        if payload in ("<DELETE>", "null"):
+            out[off] = None
             continue
         data = json.loads(payload)["data"]
-        out[int(off)] = sorted((mem["memberId"], mem["groupInstanceId"], mem["clientId"], mem["clientHost"], a["topic"], p)
+        out[off] = sorted((mem["memberId"], mem["groupInstanceId"], mem["clientId"], mem["clientHost"], a["topic"], p)
                                for mem in data["members"] for a in (mem["assignment"] or {}).get("assignedPartitions", [])
                                for p in a["partitions"])
     return out, groups
@@ -152,18 +165,12 @@ def _newest_with_members(kafka: dict, groups: dict) -> dict:
 
 
 def test_lab_recorded_owners_equal_kafkas_dump_log():
-    """Kafka's DumpLogSegments (3.9.2's ``kafka.tools`` class; 4.x moved it to ``kafka-tools``, which the lab
-    classpath does not carry) over the recorded 4.4.0 lab scenarios' __consumer_offsets segments: member id,
+    """Kafka's DumpLogSegments (:func:`_kafka_dump`) over the recorded 4.4.0 lab scenarios' __consumer_offsets
+    segments: member id,
     group.instance.id, client.id, client host and partitions of every member of every GroupMetadataValue."""
-    from .lab.kafka_dist import java, java_classpath
     segs = [p for p in sorted(LAB_RECORDED.glob("*/brokers/*/__consumer_offsets-*/*.log")) if _owner_rows(p)]
     assert len(segs) >= 2
-    proc = subprocess.run([java(), "-cp", java_classpath("3.9.2"), "kafka.tools.DumpLogSegments",
-                           "--offsets-decoder", "--print-data-log", "--files", ",".join(map(str, segs))],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    chunks = re.split(r"^Dumping (\S+)$", proc.stdout, flags=re.M)
-    dumped = dict(zip(chunks[1::2], chunks[2::2]))
+    dumped = _kafka_dump(segs)
     owned = 0
     for seg in segs:
         kafka, groups = _kafka_owner_rows(dumped[str(seg)])
@@ -378,22 +385,18 @@ KIP848_LINE = re.compile(r'^\| offset: (\d+) .*?key: (\{"type":"(?:5|8)".*?\}) p
 def _kafka_kip848(dump_text: str) -> dict:
     """offset -> (type, group, member, fields) of the type 5 / 8 records in Kafka 3.9's JSON dump output."""
     out = {}
-    for line in dump_text.splitlines():
-        m = KIP848_LINE.match(line)
-        if not m:
-            continue
-        off, key, payload = m.groups()
+    for off, key, payload in _dump_records(KIP848_LINE, dump_text):
         k = json.loads(key)
         t, group, member = int(k["type"]), k["data"]["groupId"], k["data"]["memberId"]
-        if payload.strip() == "<DELETE>":
-            out[int(off)] = (t, group, member, None)
+        if payload == "<DELETE>":
+            out[off] = (t, group, member, None)
         elif t == 5:
             d = json.loads(payload)["data"]
-            out[int(off)] = (t, group, member, [(member, d["instanceId"], d["clientId"], d["clientHost"], None, None)])
+            out[off] = (t, group, member, [(member, d["instanceId"], d["clientId"], d["clientHost"], None, None)])
         else:
             d = json.loads(payload)["data"]
-            out[int(off)] = (t, group, member, [(member, None, None, None, a["topicId"], a["partitions"])
-                                               for a in d["assignedPartitions"] if a["partitions"]])
+            out[off] = (t, group, member, [(member, None, None, None, a["topicId"], a["partitions"])
+                                           for a in d["assignedPartitions"] if a["partitions"]])
     return out
 
 
@@ -411,15 +414,9 @@ def _our_kip848(segment: Path) -> dict:
 
 
 def test_lab_recorded_kip848_member_records_equal_kafkas_dump_log():
-    from .lab.kafka_dist import java, java_classpath
     segs = [p for p in sorted(LAB_RECORDED.glob("*/brokers/*/__consumer_offsets-*/*.log")) if _our_kip848(p)]
     assert len(segs) >= 2
-    proc = subprocess.run([java(), "-cp", java_classpath("3.9.2"), "kafka.tools.DumpLogSegments",
-                           "--offsets-decoder", "--print-data-log", "--files", ",".join(map(str, segs))],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    chunks = re.split(r"^Dumping (\S+)$", proc.stdout, flags=re.M)
-    dumped = dict(zip(chunks[1::2], chunks[2::2]))
+    dumped = _kafka_dump(segs)
     assignments = 0
     for seg in segs:
         kafka = _kafka_kip848(dumped[str(seg)])
