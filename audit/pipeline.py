@@ -230,6 +230,8 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
         out.write_parquet("bounds", src.bounds)
         if getattr(src, "leader_timeline", None) is not None:
             out.write_parquet("leader_timeline", src.leader_timeline)
+        if getattr(src, "broker_timeline", None) is not None:
+            out.write_parquet("broker_timeline", src.broker_timeline)
         summary["elapsed_seconds"] = round(time.time() - started, 3)
         out.write_json("summary.json", summary)
         if cfg.reports:

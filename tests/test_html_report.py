@@ -266,3 +266,6 @@ def test_unclean_elections_marked_and_incident_timeline_in_time_order(spark, sce
     assert times == sorted(times) and len(times) >= 3
     assert kinds.index("unclean") < max(i for i, k in enumerate(kinds) if k == "commit")
     assert "LOG_TRUNCATION for group dev-settlement: unclean_election" in fig
+    # the fencing of the brokers that led it (broker_timeline/), in the same order
+    brokers = [t for k, _w, t in items if k == "broker"]
+    assert any("fenced" in t for t in brokers), brokers

@@ -75,8 +75,15 @@ def test_metadata_fields_match_kafkas_decoding(version):
                 assert row["leader_recovery_state"] == (None if k["leaderRecoveryState"] == -1 else k["leaderRecoveryState"])
         elif t in ("RegisterBrokerRecord", "UnregisterBrokerRecord", "BrokerRegistrationChangeRecord"):
             assert (row["broker_id"], row["broker_epoch"]) == (k["brokerId"], k["brokerEpoch"]), off
+            if t == "RegisterBrokerRecord":
+                assert row["fenced"] == (1 if k["fenced"] else -1), off
+            elif t == "BrokerRegistrationChangeRecord":
+                assert row["fenced"] == k.get("fenced", 0), off
+                if "inControlledShutdown" in k:  # the recorded reference names it only in newer recordings
+                    assert row["in_controlled_shutdown"] == k["inControlledShutdown"], off
         elif t in ("FenceBrokerRecord", "UnfenceBrokerRecord"):
             assert (row["broker_id"], row["broker_epoch"]) == (k["id"], k["epoch"]), off
+            assert row["fenced"] == (1 if t == "FenceBrokerRecord" else -1), off
         elif t == "TopicRecord":
             assert (row["topic_name"], row["topic_id"]) == (k["name"], k["topicId"]), off
         elif t == "ClearElrRecord":

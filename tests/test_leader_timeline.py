@@ -102,3 +102,41 @@ def test_recreated_topic_has_two_topic_ids_the_first_removed(audit_dirs):
     assert len(ids) == 2, ids
     assert sorted(len([t for t in v if t is not None]) for v in ids.values()) == [0, 1]
     assert all(len(v) == 1 for v in ids.values())
+
+
+def _broker_events(records) -> list:
+    """(metadata offset, broker, event) as the controller replays broker records (ClusterControlManager)."""
+    out = []
+    for offset, kind, d in records:
+        if kind == "REGISTER_BROKER_RECORD":
+            out.append((offset, d["brokerId"], "registered"))
+        elif kind in ("BROKER_REGISTRATION_CHANGE_RECORD", "FENCE_BROKER_RECORD", "UNFENCE_BROKER_RECORD"):
+            fenced = {"FENCE_BROKER_RECORD": 1, "UNFENCE_BROKER_RECORD": -1}.get(kind, d.get("fenced", 0))
+            broker = d.get("brokerId", d.get("id"))
+            if fenced:
+                out.append((offset, broker, "fenced" if fenced == 1 else "unfenced"))
+            if d.get("inControlledShutdown", 0) == 1:
+                out.append((offset, broker, "controlled_shutdown"))
+        elif kind == "UNREGISTER_BROKER_RECORD":
+            out.append((offset, d["brokerId"], "unregistered"))
+    return sorted(out)
+
+
+def test_shared_scenario_broker_timeline_equals_kafkas_decoding(scenario_latest):
+    """broker_timeline/ (sql/broker_timeline.sql): every registration, fencing, unfencing and controlled shutdown
+    kafka-dump-log --cluster-metadata-decoder printed for the controller's log, in log order."""
+    _result, out = scenario_latest
+    raw = []
+    path = SCENARIO / "dumps/controller-100/__cluster_metadata-0/00000000000000000000.log.cluster_metadata.txt"
+    for line in path.read_text().splitlines():
+        m = re.search(r"offset: (\d+) .*payload: (\{.*\})\s*$", line)
+        if m:
+            p = json.loads(m.group(2))
+            raw.append((int(m.group(1)), p["type"], p["data"]))
+    ref = _broker_events(raw)
+    spark = SparkSession.getActiveSession()
+    ours = sorted((r["metadata_offset"], r["broker_id"], r["event"])
+                  for r in spark.read.parquet(str(out / "broker_timeline")).collect())
+    assert ours == ref
+    events = {e for _o, _b, e in ref}
+    assert {"registered", "fenced", "unfenced"} <= events, events

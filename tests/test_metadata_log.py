@@ -195,6 +195,19 @@ def test_register_broker_records_match_dump(decoded_and_dump):
     for off, row, data in pairs:
         assert row["broker_id"] == data["brokerId"], off
         assert row["broker_epoch"] == data["brokerEpoch"], off
+        assert row["fenced"] == (1 if data["fenced"] else -1), off
+        assert row["in_controlled_shutdown"] == int(data.get("inControlledShutdown", False)), off
+
+
+def test_broker_registration_changes_match_dump(decoded_and_dump):
+    """Fenced (tag 0: 1 fence, -1 unfence) and InControlledShutdown (tag 1) as Kafka printed them."""
+    decoded, dump = decoded_and_dump
+    pairs = _of_type(decoded, dump, "BROKER_REGISTRATION_CHANGE_RECORD")
+    assert pairs and {d.get("fenced", 0) for _o, _r, d in pairs} >= {1, -1}
+    for off, row, data in pairs:
+        assert (row["broker_id"], row["broker_epoch"]) == (data["brokerId"], data["brokerEpoch"]), off
+        assert row["fenced"] == data.get("fenced", 0), off
+        assert row["in_controlled_shutdown"] == data.get("inControlledShutdown", 0), off
 
 
 # --- the unclean election in the scenario ------------------------------------

@@ -157,6 +157,11 @@ METADATA_ROW_FIELDS = [
     ("isr", pa.list_(pa.int32())),
     ("broker_id", pa.int32()),
     ("broker_epoch", pa.int64()),
+    # broker records: fencing 1 fenced, -1 unfenced, 0 unchanged (BrokerRegistrationFencingChange; a
+    # RegisterBrokerRecord's state is 1 or -1, Fence/UnfenceBrokerRecord 1 / -1); in_controlled_shutdown 1 when
+    # the broker entered controlled shutdown (RegisterBrokerRecord v1+, BrokerRegistrationChangeRecord tag 1)
+    ("fenced", pa.int8()),
+    ("in_controlled_shutdown", pa.int8()),
     # KIP-966 (PartitionRecord / PartitionChangeRecord v2+): null = absent (unchanged)
     ("eligible_leader_replicas", pa.list_(pa.int32())),
     ("last_known_elr", pa.list_(pa.int32())),
@@ -399,26 +404,41 @@ def _read_register_broker(r: _Reader, version: int, row: dict):
     r.struct_array("EndPoints", _read_endpoint)
     r.struct_array("Features", _read_feature)
     r.compact_string("Rack", nullable=True)
-    r.boolean("Fenced")
-    if version >= 1:
-        r.boolean("InControlledShutdown")
+    row["fenced"] = 1 if r.boolean("Fenced") else -1
+    row["in_controlled_shutdown"] = int(r.boolean("InControlledShutdown")) if version >= 1 else 0
     r.skip_tagged_fields()  # tags 0 LogDirs (v3+) and 1 CordonedLogDirs (v4+) are not needed
 
 
-def _broker_and_epoch(id_field: str, epoch_field: str):
-    """Reader of records that start with a broker id (int32) and epoch (int64), then only tagged fields
-    the audit does not need: FenceBrokerRecord.json / UnfenceBrokerRecord.json (Id, Epoch),
-    UnregisterBrokerRecord.json and BrokerRegistrationChangeRecord.json v0-3 (BrokerId, BrokerEpoch; tags
-    Fenced, InControlledShutdown, LogDirs, CordonedLogDirs)."""
+def _broker_and_epoch(id_field: str, epoch_field: str, fenced: int | None = None):
+    """Reader of records that start with a broker id (int32) and epoch (int64), then only tagged fields:
+    FenceBrokerRecord.json / UnfenceBrokerRecord.json (Id, Epoch; ``fenced`` 1 / -1),
+    UnregisterBrokerRecord.json (BrokerId, BrokerEpoch)."""
     def read(r: _Reader, version: int, row: dict):
         row["broker_id"] = r.int32(id_field)
         row["broker_epoch"] = r.int64(epoch_field)
+        if fenced is not None:
+            row["fenced"] = fenced
         r.skip_tagged_fields()
     return read
 
 
+def _read_broker_registration_change(r: _Reader, version: int, row: dict):
+    # BrokerRegistrationChangeRecord.json v0-3: BrokerId, BrokerEpoch; tagged Fenced int8 (tag 0,
+    # BrokerRegistrationFencingChange: 1 FENCE, 0 NONE, -1 UNFENCE), InControlledShutdown int8 (tag 1, v1+:
+    # 1 IN_CONTROLLED_SHUTDOWN), LogDirs (tag 2, v2+) and CordonedLogDirs (v3+), not needed
+    row["broker_id"] = r.int32("BrokerId")
+    row["broker_epoch"] = r.int64("BrokerEpoch")
+    row["fenced"] = row["in_controlled_shutdown"] = 0
+    for tag, sub in r.tagged_fields():
+        if tag == 0:
+            row["fenced"] = sub.int8("Fenced")
+            sub.done("Fenced")
+        elif tag == 1:
+            row["in_controlled_shutdown"] = sub.int8("InControlledShutdown")
+            sub.done("InControlledShutdown")
+
+
 _read_broker_epoch = _broker_and_epoch("BrokerId", "BrokerEpoch")
-_read_fence = _broker_and_epoch("Id", "Epoch")
 
 
 def _read_clear_elr(r: _Reader, version: int, row: dict):
@@ -438,11 +458,11 @@ _BODY_READERS = {
     TOPIC_RECORD: _read_topic,
     PARTITION_RECORD: _read_partition,
     PARTITION_CHANGE_RECORD: _read_partition_change,
-    FENCE_BROKER_RECORD: _read_fence,
-    UNFENCE_BROKER_RECORD: _read_fence,
+    FENCE_BROKER_RECORD: _broker_and_epoch("Id", "Epoch", fenced=1),
+    UNFENCE_BROKER_RECORD: _broker_and_epoch("Id", "Epoch", fenced=-1),
     REMOVE_TOPIC_RECORD: _read_remove_topic,
     UNREGISTER_BROKER_RECORD: _read_broker_epoch,
-    BROKER_REGISTRATION_CHANGE_RECORD: _read_broker_epoch,
+    BROKER_REGISTRATION_CHANGE_RECORD: _read_broker_registration_change,
     CLEAR_ELR_RECORD: _read_clear_elr,
 }
 
@@ -466,7 +486,8 @@ def decode_metadata_value(value: bytes) -> dict:
       (v2+ tagged fields, KIP-966; ``None`` when absent).
     * RemoveTopicRecord: ``topic_id``.  ClearElrRecord: ``topic_name`` ("" = all).
     * RegisterBrokerRecord / UnregisterBrokerRecord / FenceBrokerRecord /
-      UnfenceBrokerRecord / BrokerRegistrationChangeRecord: ``broker_id``, ``broker_epoch``.
+      UnfenceBrokerRecord / BrokerRegistrationChangeRecord: ``broker_id``, ``broker_epoch``, ``fenced``
+      (1 fenced, -1 unfenced, 0 unchanged) and ``in_controlled_shutdown`` (1 entered).
     * any other record type of :data:`RECORD_TYPES`: its name, nothing else (the body
       is not read); an api key Kafka does not define: ``record_type = f"api_key_{n}"``.
 

@@ -384,13 +384,21 @@ def _plot_partition(
 
 
 def _incident_timeline(timeline: Sequence[Dict[str, Any]], commits: Sequence[Dict[str, Any]],
-                       findings: Sequence[Dict[str, Any]], max_events: int = 60) -> str:
+                       findings: Sequence[Dict[str, Any]], max_events: int = 60,
+                       brokers: Sequence[Dict[str, Any]] = ()) -> str:
     """What happened to one partition, in time order: leader epochs from the metadata log (unclean
-    elections marked), the groups' latest commits, then what the audit found.  Empty when there is nothing
-    to order (no timeline and no commit time)."""
+    elections marked), the fencing, unfencing and controlled shutdowns of the brokers that led it
+    (``broker_timeline/``), the groups' latest commits, then what the audit found.  Empty when there is
+    nothing to order (no timeline and no commit time)."""
     events: List[Tuple[Any, int, str, str]] = []
+    leaders = {t.get("leader") for t in timeline}
+    for b in brokers:
+        if b.get("broker_id") in leaders and b.get("event") != "registered" and b.get("changed_at") is not None:
+            events.append((b["changed_at"], 0, f"broker {b['broker_id']} {b['event'].replace('_', ' ')}", "broker"))
     for t in timeline:
-        what = f"leader epoch {t.get('epoch')} began, leader broker {t.get('leader')}"
+        leader = t.get("leader")
+        what = (f"leader epoch {t.get('epoch')} began, leader broker {leader}" if leader is not None and leader >= 0
+                else f"leader epoch {t.get('epoch')} began with no leader (no replica in the ISR was online)")
         if t.get("unclean"):
             what += ": UNCLEAN leader election (a replica outside the ISR; records past its log end are lost)"
         events.append((t.get("started_at"), 0, what, "unclean" if t.get("unclean") else "epoch"))
@@ -463,6 +471,7 @@ details.incident ol { margin: .3rem 0; padding-left: 1.4rem; }
 details.incident .when { color: var(--muted); font-variant-numeric: tabular-nums; margin-right: .4rem; }
 details.incident li.ev-unclean { color: #c92a2a; font-weight: 600; }
 details.incident li.ev-finding { color: #862e9c; }
+details.incident li.ev-broker { color: #5c3c00; }
 :root { --fg:#212529; --muted:#6c757d; --line:#dee2e6; --bg:#fff; }
 * { box-sizing: border-box; }
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", Arial, sans-serif;
@@ -781,6 +790,13 @@ def write_html_report(
     bound_rows = _collect_for_partitions(spark, bounds_df, keys_df, len(keys) * 4 + 1) if keys else []
     commit_rows = (_collect_commits_for_partitions(committed_df, keys_df, max_groups_per_plot)
                    if keys else [])
+    from pyspark.sql import functions as F
+
+    broker_df = _read_parquet(spark, tables_dir, "broker_timeline")
+    # the newest broker events only (a long-lived cluster fences and unfences on every restart)
+    broker_rows = ([r.asDict() for r in broker_df.where("changed_at IS NOT NULL")
+                    .orderBy(F.col("changed_at").desc()).limit(max_epoch_rows).collect()]
+                   if broker_df is not None and keys else [])
 
     epochs_by_tp: Dict[Tuple[str, int], List[Dict[str, Any]]] = defaultdict(list)
     for e in epoch_rows:
@@ -800,7 +816,8 @@ def write_html_report(
         cs = commits_by_tp.get(tp, [])
         timeline = [t.asDict() if hasattr(t, "asDict") else dict(t) for t in ((b or {}).get("epoch_timeline") or [])]
         uri = _plot_partition(tp[0], tp[1], eps, b, cs, divergences, timeline)
-        story = _incident_timeline(timeline, cs, [f for f in rows if (f.get("topic"), f.get("partition")) == tp])
+        story = _incident_timeline(timeline, cs, [f for f in rows if (f.get("topic"), f.get("partition")) == tp],
+                                   brokers=broker_rows)
         anchor = f"plot-{tp[0]}-{tp[1]}"
         notes = _cache_disagreements(eps)
         if not eps:

@@ -226,7 +226,7 @@ def _table(heads: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(heads)] + [line(r) for r in rows])
 
 
-OUTPUT_TABLES = ("findings", "committed_offsets", "commits", "epochs", "bounds", "leader_timeline")
+OUTPUT_TABLES = ("findings", "committed_offsets", "commits", "epochs", "bounds", "leader_timeline", "broker_timeline")
 
 
 def register_tables(spark: SparkSession, output: str, prefix: str) -> list[str]:

@@ -402,6 +402,7 @@ class LogDirSources:
     metadata_source: str | None
     epoch_end_offsets: DataFrame | None = None
     leader_timeline: DataFrame | None = None
+    broker_timeline: DataFrame | None = None
 
 
 def replica_damage(replicas: DataFrame) -> DataFrame:
@@ -508,6 +509,8 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
     - ``partition_state``: the KRaft metadata replay per partition (may be empty);
     - ``leader_timeline``: every partition state change in the KRaft metadata log (``sql/leader_timeline.sql``
       gives the columns), None without the metadata log;
+    - ``broker_timeline``: every broker registration, fencing, unfencing, controlled shutdown and
+      unregistration in it (``sql/broker_timeline.sql``), None without the metadata log;
     - ``read_issues``: file, position, reason, detail, records_affected of everything skipped, and one row
       per damaged replica (reason = its ``damage``, detail naming the replica the audit used instead).
 
@@ -639,7 +642,8 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
     for d in issues[1:]:
         read_issues = read_issues.unionByName(d)
     return LogDirSources(raw, replicas, epochs, bounds, partition_state, read_issues, inv, chosen, metadata_source,
-                         leader_timeline=timeline)
+                         leader_timeline=timeline[0] if timeline else None,
+                         broker_timeline=timeline[1] if timeline else None)
 
 
 PARTITION_STATE_DDL = ("topic string, partition int, last_leader int, leader_epoch int, "
@@ -659,7 +663,7 @@ def _metadata_state(spark, meta_reps: list[Replica], replicas: DataFrame):
     ``leader_recovery_state = 1`` (RECOVERING).
 
     Returns (partition state, which replica was used, issue rows or None, the URIs decoded, the leader
-    timeline of ``sql/leader_timeline.sql`` or None).
+    timeline of ``sql/leader_timeline.sql`` with the broker timeline of ``sql/broker_timeline.sql``, or None).
     """
     if not meta_reps:
         return spark.createDataFrame([], PARTITION_STATE_DDL), None, None, [], None
@@ -684,7 +688,7 @@ def _metadata_state(spark, meta_reps: list[Replica], replicas: DataFrame):
     meta.createOrReplaceTempView("metadata_records")
     from ..judge import load_sql
     state = spark.sql(load_sql("metadata_replay"))
-    timeline = spark.sql(load_sql("leader_timeline"))
+    timeline = (spark.sql(load_sql("leader_timeline")), spark.sql(load_sql("broker_timeline")))
     return state, f"broker {best.broker_id} {best.dir_uri}", issues, uris, timeline
 
 
