@@ -20,13 +20,11 @@ from .judge import load_sql
 #: classic GroupMetadata (2), KIP-848 ConsumerGroupMetadata (3), ConsumerGroupMemberMetadata (5),
 #: ConsumerGroupCurrentMemberAssignment (8)
 GROUP_RECORD_TYPES = (2, 3, 5, 8)
-#: columns :func:`with_owners` adds, in order
-OWNER_COLUMNS = ["group_state", "group_protocol_type", "group_protocol", "owner_member_id",
-                 "owner_group_instance_id", "owner_client_id", "owner_client_host", "owner_generation",
-                 "owner_assigned_at"]
+#: columns :func:`with_owners` adds, in order, with their types
 OWNER_TYPES = {"group_state": "string", "group_protocol_type": "string", "group_protocol": "string",
                "owner_member_id": "string", "owner_group_instance_id": "string", "owner_client_id": "string",
                "owner_client_host": "string", "owner_generation": "int", "owner_assigned_at": "timestamp"}
+OWNER_COLUMNS = list(OWNER_TYPES)
 
 
 def group_records(records: DataFrame) -> DataFrame:

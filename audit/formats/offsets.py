@@ -26,6 +26,7 @@ import struct
 import numpy as np
 import pyarrow as pa
 
+from .metadata_log import uuid_to_str
 from .record_batch import read_int, read_varint
 
 OFFSET_COMMIT_TYPES = (0, 1)
@@ -332,10 +333,6 @@ class _Reader:
             self.take(self.uvarint())
 
 
-#: ConsumerProtocolAssignment.json: versions 0-3, none flexible, all with the same fields
-MAX_CONSUMER_ASSIGNMENT_VERSION = 3
-
-
 class AssignmentLimitError(ValueError):
     """A GroupMetadataValue's assignments hold more (member, topic) entries than the caller allows."""
 
@@ -450,11 +447,6 @@ def decode_member_key(key: bytes) -> str | None:
         return None
 
 
-def _uuid(r: _Reader) -> str:
-    from .metadata_log import uuid_to_str
-    return uuid_to_str(r.take(16))
-
-
 def decode_consumer_group_member_value(value: bytes) -> dict:
     """A ``ConsumerGroupMemberMetadataValue`` (record type 5, KIP-848; version 0, flexible): returns
     ``group_instance_id``, ``rack_id``, ``client_id``, ``client_host``.  Fields per
@@ -490,7 +482,7 @@ def decode_consumer_group_assignment_value(value: bytes, max_entries: int | None
             raise ValueError(f"bad {field} count")
         topics = []
         for _ in range(n):
-            topic_id = _uuid(r)
+            topic_id = uuid_to_str(r.take(16))
             k = r.uvarint() - 1
             if k < 0 or 4 * k > len(value) - r.p:
                 raise ValueError("bad partitions")
