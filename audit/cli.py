@@ -51,6 +51,15 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
                    help="also register the outputs as tables PREFIXfindings, ... in the Spark catalog")
     a.add_argument("--expectations-config", metavar="FILE", default=None,
                    help="JSON/YAML thresholds for the expectation suite (see audit/report/expectations_config.py)")
+    a.add_argument("--pushgateway", metavar="URL", default=None,
+                   help="also push the run's metrics (as in OUTPUT/metrics.prom) to this Prometheus Pushgateway")
+    a.add_argument("--pushgateway-job", metavar="NAME", default="kafka_offset_audit",
+                   help="the job label of the pushed metrics (default: %(default)s)")
+    a.add_argument("--pushgateway-label", metavar="LABEL=VALUE", action="append", default=[],
+                   help="grouping label of the pushed metrics, e.g. cluster=prod (repeatable)")
+    a.add_argument("--metrics-max-group-partitions", metavar="N", type=int, default=50_000,
+                   help="per-group-partition metrics for at most N group-partitions, worst verdict first "
+                        "(default: %(default)s; 0: run-level metrics only)")
 
 
 def demo_log_dirs() -> str:
@@ -68,22 +77,38 @@ def run_audit(args, master: str | None) -> int:
                           topics=getattr(args, "topics", None), output=args.output, mode=args.mode, fail_on=args.fail_on,
                           quiet=getattr(args, "quiet", False), reports=not getattr(args, "skip_reports", False),
                           expectations_config=getattr(args, "expectations_config", None),
-                          table_prefix=getattr(args, "table_prefix", None))
+                          table_prefix=getattr(args, "table_prefix", None),
+                          pushgateway=getattr(args, "pushgateway", None),
+                          pushgateway_job=getattr(args, "pushgateway_job", "kafka_offset_audit"),
+                          pushgateway_labels=getattr(args, "pushgateway_label", None) or [],
+                          metrics_max_group_partitions=getattr(args, "metrics_max_group_partitions", 50_000))
     except ValidationError as exc:
         print(f"kafka-offset-audit: error: {exc.errors()[0]['msg'].removeprefix('Value error, ')}", file=sys.stderr)
         return EXIT_USAGE
+    import time
+
     from .pipeline import preflight
+    from .report.metrics import MetricsError
     from .sources.client_config import ClientConfigError
     from .sources.collector import CollectorError
     from .spark import build_session
-    usage_errors = (InputError, CollectorError, ClientConfigError)  # messages name what to fix, redacted
+    usage_errors = (InputError, CollectorError, ClientConfigError, MetricsError)  # messages name what to fix, redacted
+    started = time.time()
     try:
         preflight(cfg)  # before Spark starts: an unwritable --output, a bad --client-config, no broker
+    except usage_errors as exc:
+        print(f"kafka-offset-audit: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
         spark = build_session(master, verbose=getattr(args, "verbose", False), quick_start=cfg.mode == "latest")
         result = run(cfg, spark, checked=True)
     except usage_errors as exc:
         print(f"kafka-offset-audit: error: {exc}", file=sys.stderr)
+        _push_failure(cfg, started, EXIT_USAGE)
         return EXIT_USAGE
+    except BaseException:
+        _push_failure(cfg, started, None)
+        raise
     if not cfg.quiet:
         print()
         print(result.console)
@@ -92,6 +117,20 @@ def run_audit(args, master: str | None) -> int:
         print(f"findings: {json.dumps(s['findings']['by_severity'])}; records skipped: "
               f"{sum(s['records_skipped']['by_reason'].values())}; output: {cfg.output}; exit status {result.exit_code}")
     return result.exit_code
+
+
+def _push_failure(cfg, started: float, exit_status: int | None) -> None:
+    """With ``--pushgateway``, record a failed run there (``run_success 0``), keeping the last good run's metrics."""
+    if not cfg.pushgateway:
+        return
+    import time
+
+    from .report.metrics import MetricsError, failure_registry, parse_grouping, push
+    try:
+        push(cfg.pushgateway, failure_registry(time.time() - started, exit_status), job=cfg.pushgateway_job,
+             grouping=parse_grouping(cfg.pushgateway_labels), replace=False, timeout=10)
+    except MetricsError as exc:
+        print(f"kafka-offset-audit: could not record the failure: {exc}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -47,6 +47,10 @@ class AuditConfig(BaseModel):
     reports: bool = True
     expectations_config: str | None = None
     table_prefix: str | None = None
+    pushgateway: str | None = None
+    pushgateway_job: str = "kafka_offset_audit"
+    pushgateway_labels: list[str] = Field(default_factory=list)
+    metrics_max_group_partitions: int = Field(default=50_000, ge=0)
 
     @model_validator(mode="after")
     def _one_source(self):
@@ -59,6 +63,13 @@ class AuditConfig(BaseModel):
                     re.compile(pattern)
                 except re.error as exc:
                     raise ValueError(f"--{name} is not a valid regular expression: {exc}") from exc
+        from .report.metrics import MetricsError, parse_grouping
+        try:
+            parse_grouping(self.pushgateway_labels)
+        except MetricsError as exc:
+            raise ValueError(str(exc)) from None
+        if not re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", self.pushgateway_job):
+            raise ValueError(f"--pushgateway-job {self.pushgateway_job!r}: use letters, digits and _")
         return self
 
     @field_validator("output")
@@ -109,9 +120,13 @@ def preflight(cfg: AuditConfig, spark: SparkSession | None = None, *, cluster: b
     Metadata request within ``KOA_BOOTSTRAP_CHECK_MS`` (default 15 s,
     :func:`audit.sources.collector.check_bootstrap`).  Raises :class:`audit.sources.fs.InputError`,
     :class:`audit.sources.client_config.ClientConfigError` or
-    :class:`audit.sources.collector.CollectorError`, each naming what to fix (the CLI exits 2).
+    :class:`audit.sources.collector.CollectorError`, each naming what to fix (the CLI exits 2); with
+    ``--pushgateway``, :class:`audit.report.metrics.MetricsError` when it does not answer.
     """
     check_output_parent(cfg.output, spark)
+    if cfg.pushgateway:
+        from .report.metrics import check_pushgateway
+        check_pushgateway(cfg.pushgateway)
     if cfg.bootstrap_servers and cluster:
         from .sources.client_config import load_client_config
         from .sources.collector import check_bootstrap
@@ -236,24 +251,49 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
         out.write_json("summary.json", summary)
         if cfg.reports:
             summary["reports"] = _reports(cfg, spark, out)
-            summary["elapsed_seconds"] = round(time.time() - started, 3)
-            out.write_json("summary.json", summary)
+        code = _exit_code(cfg, summary)
+        summary["exit_status"] = code
+        summary["elapsed_seconds"] = round(time.time() - started, 3)
+        registry = _metrics(cfg, spark, out, summary, committed, findings, src.bounds)
+        out.write_json("summary.json", summary)
         out.commit()
     except BaseException:
         out.abort()
         raise
     _progress(cfg, f"write: {cfg.output} ({n_findings} findings)")
+    if cfg.pushgateway:
+        from .report.metrics import parse_grouping, push
+        push(cfg.pushgateway, registry, job=cfg.pushgateway_job, grouping=parse_grouping(cfg.pushgateway_labels))
+        _progress(cfg, f"metrics: pushed to {cfg.pushgateway} (job {cfg.pushgateway_job})")
     if cfg.table_prefix:
         from .report.outputs import register_tables
         tables = register_tables(spark, cfg.output, cfg.table_prefix)
         _progress(cfg, f"tables: {', '.join(tables)}")
     console = console_table(findings, committed, src.bounds)
+    return RunResult(code, summary, console)
+
+
+def _exit_code(cfg: AuditConfig, summary: dict) -> int:
+    """1 when a finding reaches ``--fail-on`` or the expectation suite failed, else 0."""
     worst = max([SEVERITY_RANK[s] for s, n in summary["findings"]["by_severity"].items() if n] or [0])
     code = 1 if worst >= FAIL_ON[cfg.fail_on] else 0
     if summary.get("reports", {}).get("expectations", {}).get("success") is False:
         code = 1
-    summary["exit_status"] = code
-    return RunResult(code, summary, console)
+    return code
+
+
+def _metrics(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, summary: dict, committed, findings, bounds):
+    """Write ``metrics.prom`` into the staged output; returns the registry (pushed after the commit)."""
+    from .report.metrics import METRICS_FILENAME, build_registry, group_partition_rows, render
+    from .sources import fs
+    rows = (group_partition_rows(committed, findings, bounds, cfg.metrics_max_group_partitions)
+            if cfg.metrics_max_group_partitions else [])
+    registry = build_registry(summary, rows)
+    fs.write_small(spark, out.path(METRICS_FILENAME), render(registry))
+    summary["metrics"] = {"file": METRICS_FILENAME, "group_partitions_exported": len(rows),
+                          "group_partitions_left_out": max(0, summary["offset_commits"]["group_partitions"] - len(rows)),
+                          "pushgateway": cfg.pushgateway, "job": cfg.pushgateway_job if cfg.pushgateway else None}
+    return registry
 
 
 def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput) -> dict:
@@ -346,10 +386,11 @@ def _summary(cfg, src, raw, live_counts, findings, started_at) -> dict:
               "record_type": r["record_type"]}
              for r in skipped.orderBy("file", "position").take(MAX_WHERE)]
     sev = {s: 0 for s in SEVERITY_RANK}
-    names = {}
-    for r in findings.groupBy("finding", "severity").count().collect():
+    names, name_sev = {}, []
+    for r in findings.groupBy("finding", "severity").count().orderBy("finding", "severity").collect():
         sev[r["severity"]] += r["count"]
         names[r["finding"]] = names.get(r["finding"], 0) + r["count"]
+        name_sev.append({"finding": r["finding"], "severity": r["severity"], "count": int(r["count"])})
     disagree = cache_disagreements(src.epochs).orderBy("topic", "partition", "leader_epoch").take(MAX_WHERE)
     n_live, n_latest = live_counts
     return {
@@ -368,7 +409,8 @@ def _summary(cfg, src, raw, live_counts, findings, started_at) -> dict:
         },
         "records_skipped": {"by_reason": by_reason, "where": where,
                             "where_truncated": sum(by_reason.values()) > MAX_WHERE},
-        "findings": {"total": int(sum(sev.values())), "by_name": names, "by_severity": sev},
+        "findings": {"total": int(sum(sev.values())), "by_name": names, "by_severity": sev,
+                     "by_name_severity": name_sev},
         "epoch_cache_disagreements": [
             {"topic": r["topic"], "partition": r["partition"], "leader_epoch": r["leader_epoch"],
              "start_offset_by_broker": dict(r["start_offset_by_broker"])} for r in disagree],

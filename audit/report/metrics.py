@@ -1,0 +1,202 @@
+"""Prometheus metrics of an audit run: ``<output>/metrics.prom`` and, optionally, a Pushgateway push.
+
+Made with ``prometheus_client`` (a :class:`~prometheus_client.CollectorRegistry` of gauges rendered by
+:func:`~prometheus_client.generate_latest`, pushed by :func:`~prometheus_client.push_to_gateway`).
+Every metric is a gauge describing the run that wrote it, named ``kafka_offset_audit_*``:
+
+Per group-partition (labels ``group``, ``topic``, ``partition``), at most ``max_group_partitions``
+of them, worst verdict first:
+
+* ``kafka_offset_audit_committed_offset`` -- the latest live committed offset (offsets);
+* ``kafka_offset_audit_committed_leader_epoch`` -- its committed leader epoch (-1: none committed);
+* ``kafka_offset_audit_lag_offsets`` -- log end offset minus committed offset, **unclamped**: negative
+  when the commit is past the log end (absent when the log end offset is unknown);
+* ``kafka_offset_audit_records_at_risk`` -- the largest ``records_at_risk`` of the commit's findings
+  (0 without one);
+* ``kafka_offset_audit_verdict`` -- 1, with labels ``verdict`` (``OK`` or the most severe finding's
+  name) and ``severity`` (``ok``, ``info``, ``warning``, ``error``, ``critical``).
+
+Per run: ``kafka_offset_audit_findings{finding,severity}``, ``kafka_offset_audit_findings_by_severity
+{severity}`` (all four severities, zeros included), ``kafka_offset_audit_group_partitions`` (audited) and
+``kafka_offset_audit_group_partitions_exported`` (in the per-group-partition metrics),
+``kafka_offset_audit_records_read``, ``kafka_offset_audit_records_skipped{reason}``,
+``kafka_offset_audit_offset_commits_live``, ``kafka_offset_audit_run_duration_seconds``,
+``kafka_offset_audit_run_success`` (1: the audit completed and wrote its output; 0: it failed, pushed
+only), ``kafka_offset_audit_exit_status`` and ``kafka_offset_audit_last_success_timestamp_seconds``.
+"""
+from __future__ import annotations
+
+import re
+import time
+import urllib.error
+import urllib.request
+from typing import Any, Mapping
+
+from prometheus_client import CollectorRegistry, Gauge, generate_latest, push_to_gateway, pushadd_to_gateway
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+METRICS_FILENAME = "metrics.prom"
+PREFIX = "kafka_offset_audit"
+DEFAULT_JOB = "kafka_offset_audit"
+#: per-group-partition series kept by default (x5 metrics each): Prometheus cardinality, not memory, is the limit
+DEFAULT_MAX_GROUP_PARTITIONS = 50_000
+SEVERITIES = ("critical", "error", "warning", "info")
+_SEV_RANK = {"critical": 4, "error": 3, "warning": 2, "info": 1}
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+
+
+class MetricsError(ValueError):
+    """A bad ``--pushgateway`` / grouping argument, or a Pushgateway that does not answer."""
+
+
+def group_partition_rows(committed: DataFrame, findings: DataFrame, bounds: DataFrame, limit: int) -> list[dict]:
+    """The per-group-partition metric values, worst first, at most ``limit`` rows (a bounded ``take``).
+
+    ``committed``: ``committed_offsets`` (group_id, topic, partition, committed_offset bigint,
+    committed_leader_epoch int, commit_timestamp, verdict string); ``findings``: the findings table
+    (severity, records_at_risk bigint); ``bounds``: topic, partition, log_end_offset bigint.
+    Returns dicts with group_id, topic, partition, committed_offset, committed_leader_epoch,
+    lag (bigint, log_end_offset - committed_offset, unclamped; None without a log end offset),
+    records_at_risk (bigint), verdict, severity (``ok`` or the verdict's finding severity).
+    """
+    keys = ["group_id", "topic", "partition", "committed_offset", "commit_timestamp"]
+    rank = F.create_map(*[x for k, v in _SEV_RANK.items() for x in (F.lit(k), F.lit(v))])
+    worst = (findings.groupBy(*keys)
+             .agg(F.max(rank[F.col("severity")]).alias("sev_rank"),
+                  F.max(F.coalesce("records_at_risk", F.lit(0))).alias("records_at_risk")))
+    by_rank = F.create_map(*[x for k, v in _SEV_RANK.items() for x in (F.lit(v), F.lit(k))])
+    rows = (committed.select(*keys, "committed_leader_epoch", "verdict")
+            .join(worst, keys, "left")
+            .join(bounds.select("topic", "partition", "log_end_offset"), ["topic", "partition"], "left")
+            .select("group_id", "topic", "partition", "committed_offset", "committed_leader_epoch",
+                    (F.col("log_end_offset") - F.col("committed_offset")).alias("lag"),
+                    F.coalesce("records_at_risk", F.lit(0)).alias("records_at_risk"), "verdict",
+                    F.coalesce(by_rank[F.col("sev_rank")], F.lit("ok")).alias("severity"),
+                    F.coalesce("sev_rank", F.lit(0)).alias("_rank"))
+            .orderBy(F.col("_rank").desc(), F.col("records_at_risk").desc(), "group_id", "topic", "partition")
+            .drop("_rank")
+            .take(limit))
+    return [r.asDict() for r in rows]
+
+
+def build_registry(summary: Mapping[str, Any], rows: list[dict], *, success: bool = True,
+                   now: float | None = None) -> CollectorRegistry:
+    """A registry holding the run's metrics (see the module docstring).
+
+    ``summary``: the run's ``summary.json`` content (``findings.by_name``/``by_severity``,
+    ``records_read.total``, ``records_skipped.by_reason``, ``offset_commits``, ``elapsed_seconds``,
+    ``exit_status``); the per-finding severity comes from ``findings.by_name_severity`` when given, a list
+    of ``{"finding", "severity", "count"}``.  ``rows``: :func:`group_partition_rows`.
+    """
+    reg = CollectorRegistry()
+    gp = ("group", "topic", "partition")
+
+    def gauge(name, doc, labels=(), unit=""):
+        return Gauge(f"{PREFIX}_{name}", doc, labelnames=labels, unit=unit, registry=reg)
+
+    offset = gauge("committed_offset", "Latest live committed offset of the group-partition (offsets).", gp)
+    epoch = gauge("committed_leader_epoch", "Leader epoch committed with that offset (-1: none).", gp)
+    lag = gauge("lag_offsets", "Log end offset minus committed offset, unclamped: negative when the commit "
+                               "is past the log end.", gp)
+    risk = gauge("records_at_risk", "Records the group would skip or re-read per its worst finding (0: none).", gp)
+    verdict = gauge("verdict", "1 per group-partition; labels give OK or its most severe finding.",
+                    gp + ("verdict", "severity"))
+    for r in rows:
+        key = (str(r["group_id"]), str(r["topic"]), str(r["partition"]))
+        offset.labels(*key).set(r["committed_offset"])
+        epoch.labels(*key).set(-1 if r["committed_leader_epoch"] is None else r["committed_leader_epoch"])
+        if r["lag"] is not None:
+            lag.labels(*key).set(r["lag"])
+        risk.labels(*key).set(r["records_at_risk"] or 0)
+        verdict.labels(*key, str(r["verdict"]), str(r["severity"])).set(1)
+
+    findings = summary.get("findings") or {}
+    by_sev = gauge("findings_by_severity", "Findings of this run by severity.", ("severity",))
+    for s in SEVERITIES:
+        by_sev.labels(s).set(int((findings.get("by_severity") or {}).get(s, 0)))
+    by_name = gauge("findings", "Findings of this run by name and severity.", ("finding", "severity"))
+    for f in findings.get("by_name_severity") or []:
+        by_name.labels(f["finding"], f["severity"]).set(int(f["count"]))
+    commits = summary.get("offset_commits") or {}
+    gauge("group_partitions", "Group-partitions audited (latest live commit each).").set(
+        int(commits.get("group_partitions") or 0))
+    gauge("group_partitions_exported", "Group-partitions in the per-group-partition metrics "
+                                       "(worst first, capped).").set(len(rows))
+    gauge("offset_commits_live", "Live offset commits read.").set(int(commits.get("live") or 0))
+    gauge("records_read", "Records read from __consumer_offsets.").set(
+        int((summary.get("records_read") or {}).get("total") or 0))
+    skipped = gauge("records_skipped", "Records or byte ranges skipped as unreadable, by reason.", ("reason",))
+    for reason, n in ((summary.get("records_skipped") or {}).get("by_reason") or {}).items():
+        skipped.labels(str(reason)).set(int(n))
+    _run_gauges(reg, summary.get("elapsed_seconds"), success, summary.get("exit_status"), now)
+    return reg
+
+
+def _run_gauges(reg: CollectorRegistry, elapsed: float | None, success: bool, exit_status: int | None,
+                now: float | None) -> None:
+    Gauge(f"{PREFIX}_run_duration_seconds", "Wall time of the audit run.", registry=reg).set(float(elapsed or 0))
+    Gauge(f"{PREFIX}_run_success", "1: the audit completed and wrote its output; 0: it failed.",
+          registry=reg).set(1 if success else 0)
+    if exit_status is not None:
+        Gauge(f"{PREFIX}_exit_status", "Exit status (0 clean, 1 findings at --fail-on, 2 bad input).",
+              registry=reg).set(int(exit_status))
+    if success:
+        Gauge(f"{PREFIX}_last_success_timestamp_seconds", "When the last successful audit finished (Unix time).",
+              registry=reg).set(now if now is not None else time.time())
+
+
+def render(registry: CollectorRegistry) -> bytes:
+    """The Prometheus text exposition format (what ``metrics.prom`` holds)."""
+    return generate_latest(registry)
+
+
+def parse_grouping(pairs: list[str] | None) -> dict[str, str]:
+    """``["cluster=prod", ...]`` -> grouping key.  Raises :class:`MetricsError` on a bad pair or label name."""
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not _LABEL_NAME.fullmatch(key) or key.startswith("__") or key == "job" or not value:
+            raise MetricsError(f"--pushgateway-label {pair!r}: give LABEL=VALUE with a Prometheus label name "
+                               "(letters, digits, _; not job or __*) and a non-empty value")
+        out[key] = value
+    return out
+
+
+def check_pushgateway(url: str, timeout: float = 5.0) -> None:
+    """Fail fast unless ``url`` is a Pushgateway that answers ``GET /-/healthy``.
+
+    Raises :class:`MetricsError` naming the URL and what went wrong."""
+    if not re.match(r"^https?://", url):
+        raise MetricsError(f"--pushgateway {url!r}: give an http:// or https:// URL, e.g. http://pushgateway:9091")
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/-/healthy", timeout=timeout) as resp:
+            if resp.status != 200:
+                raise MetricsError(f"--pushgateway {url}: /-/healthy answered HTTP {resp.status}")
+    except urllib.error.HTTPError as exc:
+        raise MetricsError(f"--pushgateway {url}: /-/healthy answered HTTP {exc.code}; is it a Pushgateway?") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise MetricsError(f"--pushgateway {url} is unreachable ({reason}); check the URL or drop --pushgateway") from None
+
+
+def push(url: str, registry: CollectorRegistry, *, job: str = DEFAULT_JOB, grouping: Mapping[str, str] | None = None,
+         replace: bool = True, timeout: float = 30.0) -> None:
+    """Push ``registry`` to the Pushgateway at ``url`` under ``job`` and ``grouping``.
+
+    ``replace``: PUT, replacing every metric of the group (a completed run); otherwise POST, replacing
+    only the metrics pushed (a failed run's ``run_success 0`` keeps the last good run's results).
+    Raises :class:`MetricsError` when the push fails.
+    """
+    fn = push_to_gateway if replace else pushadd_to_gateway
+    try:
+        fn(url, job=job, registry=registry, grouping_key=dict(grouping or {}), timeout=timeout)
+    except (urllib.error.URLError, OSError) as exc:
+        raise MetricsError(f"pushing metrics to {url} failed: {getattr(exc, 'reason', exc)}") from None
+
+
+def failure_registry(elapsed: float, exit_status: int) -> CollectorRegistry:
+    """The metrics pushed when a run fails before writing its output: run_success 0, duration, exit status."""
+    reg = CollectorRegistry()
+    _run_gauges(reg, elapsed, False, exit_status, None)
+    return reg
