@@ -51,6 +51,11 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
                    help="also register the outputs as tables PREFIXfindings, ... in the Spark catalog")
     a.add_argument("--expectations-config", metavar="FILE", default=None,
                    help="JSON/YAML thresholds for the expectation suite (see audit/report/expectations_config.py)")
+    a.add_argument("--history", metavar="DIR", default=None,
+                   help="append this run's findings and summary to a history table (Parquet, by run date and run id); "
+                        "report.html then shows what is new, persisted and resolved since the previous run")
+    a.add_argument("--run-id", metavar="ID", default=None,
+                   help="this run's id in --history (default: its start time); a rerun with the same id replaces it")
     a.add_argument("--pushgateway", metavar="URL", default=None,
                    help="also push the run's metrics (as in OUTPUT/metrics.prom) to this Prometheus Pushgateway")
     a.add_argument("--pushgateway-job", metavar="NAME", default="kafka_offset_audit",
@@ -81,7 +86,8 @@ def run_audit(args, master: str | None) -> int:
                           pushgateway=getattr(args, "pushgateway", None),
                           pushgateway_job=getattr(args, "pushgateway_job", "kafka_offset_audit"),
                           pushgateway_labels=getattr(args, "pushgateway_label", None) or [],
-                          metrics_max_group_partitions=getattr(args, "metrics_max_group_partitions", 50_000))
+                          metrics_max_group_partitions=getattr(args, "metrics_max_group_partitions", 50_000),
+                          history=getattr(args, "history", None), run_id=getattr(args, "run_id", None))
     except ValidationError as exc:
         print(f"kafka-offset-audit: error: {exc.errors()[0]['msg'].removeprefix('Value error, ')}", file=sys.stderr)
         return EXIT_USAGE

@@ -20,6 +20,7 @@ from .formats.offsets import RECORD_TYPE_NAMES
 from .judge import SEVERITY_RANK, judge, with_verdicts
 from .owners import group_tables, with_owners
 from .report.outputs import StagedOutput, check_output_parent, check_output_target, console_table
+from .sources.fs import to_uri as fs_uri
 from .sources.logdirs import cache_disagreements, read_log_dirs, recover_from_replicas
 
 #: the decoded columns the commit and summary stages read (file names stay in ``raw`` for issues)
@@ -51,6 +52,8 @@ class AuditConfig(BaseModel):
     pushgateway_job: str = "kafka_offset_audit"
     pushgateway_labels: list[str] = Field(default_factory=list)
     metrics_max_group_partitions: int = Field(default=50_000, ge=0)
+    history: str | None = None
+    run_id: str | None = None
 
     @model_validator(mode="after")
     def _one_source(self):
@@ -68,6 +71,13 @@ class AuditConfig(BaseModel):
             parse_grouping(self.pushgateway_labels)
         except MetricsError as exc:
             raise ValueError(str(exc)) from None
+        if self.run_id is not None and (not self.run_id.strip() or "/" in self.run_id or len(self.run_id) > 200):
+            raise ValueError(f"--run-id {self.run_id!r}: give a non-empty id without '/' (at most 200 characters)")
+        if self.history is not None:
+            h, o = self.history.rstrip("/"), self.output.rstrip("/")
+            if not h.strip() or h == o or h.startswith(o + "/") or o.startswith(h + "/"):
+                raise ValueError(f"--history {self.history!r} must be a directory apart from --output (the output "
+                                 "is replaced on every run; the history accumulates)")
         if not re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", self.pushgateway_job):
             raise ValueError(f"--pushgateway-job {self.pushgateway_job!r}: use letters, digits and _")
         return self
@@ -172,6 +182,8 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
     if not checked:
         preflight(cfg, spark, cluster=consumer_factory is None and collect is None)
     check_output_target(spark, cfg.output, cfg.log_dirs)
+    if cfg.history:
+        check_output_target(spark, cfg.history, cfg.log_dirs, replaced=False)
     if cfg.bootstrap_servers:
         from .sources.cluster import cluster_tables, live_collect, read_offsets_topic
         src = None
@@ -226,6 +238,14 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
     committed = with_owners(with_verdicts(commits, findings), group_state, owners).localCheckpoint()
     summary = _summary(cfg, src, raw, (n_live, n_latest), findings, started_at)
     summary["records_recovered"] = {"total": sum(r["records"] for r in recovered), "from_replicas": recovered}
+    changes = None
+    if cfg.history:
+        from .report.history import default_run_id, finding_changes
+        run_id = cfg.run_id or default_run_id(started_at)
+        changes, hinfo = finding_changes(spark, cfg.history, run_id, findings)
+        summary["history"] = {"dir": cfg.history, "run_id": run_id, **hinfo}
+        _progress(cfg, f"history: since run {hinfo['previous_run_id'] or '(none)'}: {hinfo['new']} new, "
+                       f"{hinfo['persisted']} persisted, {hinfo['resolved']} resolved")
     n_findings = summary["findings"]["total"]
     _progress(cfg, f"judge: {n_findings} findings over {n_latest} group-partitions")
 
@@ -247,6 +267,8 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
             out.write_parquet("leader_timeline", src.leader_timeline)
         if getattr(src, "broker_timeline", None) is not None:
             out.write_parquet("broker_timeline", src.broker_timeline)
+        if changes is not None:
+            out.write_parquet("finding_changes", changes)
         summary["elapsed_seconds"] = round(time.time() - started, 3)
         out.write_json("summary.json", summary)
         if cfg.reports:
@@ -261,6 +283,12 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
         out.abort()
         raise
     _progress(cfg, f"write: {cfg.output} ({n_findings} findings)")
+    if cfg.history:
+        from .report.history import append_run
+        appended = append_run(spark, cfg.history, summary["history"]["run_id"], summary,
+                              spark.read.parquet(f"{fs_uri(cfg.output)}/findings"), cfg.output)
+        _progress(cfg, f"history: run {appended['run_id']} appended to {cfg.history}"
+                       + (f" (replaced {len(appended['replaced'])} dir(s) of the same run id)" if appended["replaced"] else ""))
     if cfg.pushgateway:
         from .report.metrics import parse_grouping, push
         push(cfg.pushgateway, registry, job=cfg.pushgateway_job, grouping=parse_grouping(cfg.pushgateway_labels))

@@ -636,7 +636,7 @@ def _summary_section(summary: Optional[Dict[str, Any]], verdicts: Dict[str, int]
         if len(where) > len(shown):
             parts.append(f'<p class="note">{len(where) - len(shown)} more skipped locations '
                          "are listed in summary.json.</p>")
-    known = {"inputs", "records_read", "records_skipped", "findings", "elapsed_seconds"}
+    known = {"inputs", "records_read", "records_skipped", "findings", "elapsed_seconds", "history"}
     extra = {k: v for k, v in summary.items() if k not in known}
     if extra:
         text = json.dumps(extra, indent=2, default=str)
@@ -644,6 +644,46 @@ def _summary_section(summary: Optional[Dict[str, Any]], verdicts: Dict[str, int]
             text = text[:20000] + "\n..."
         parts.append("<details><summary>Other summary fields</summary>"
                      f"<pre>{_esc(text)}</pre></details>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _changes_section(info: Optional[Dict[str, Any]], rows: List[Dict[str, Any]], cap: int) -> str:
+    """'Since the previous run': counts of new / persisted / resolved findings and up to ``cap`` rows of each."""
+    if not info:
+        return ""
+    parts = ['<section id="changes"><h2>Since the previous run</h2>']
+    prev = info.get("previous_run_id")
+    if not prev:
+        parts.append(f'<p class="muted">First run in the history <code>{_esc(info.get("dir"))}</code> '
+                     f'(run id <code>{_esc(info.get("run_id"))}</code>): every finding is new.</p>')
+    else:
+        parts.append(f'<p>Run <code>{_esc(info.get("run_id"))}</code> against the previous run '
+                     f'<code>{_esc(prev)}</code> ({_esc(info.get("previous_run_time"))}) in '
+                     f'<code>{_esc(info.get("dir"))}</code>, by group, topic-partition and finding.</p>')
+    parts.append('<div class="cards">' + "".join(
+        f'<div class="card change-{k}"><h4>{k}</h4><p class="big" id="changes-{k}">{int(info.get(k) or 0)}</p></div>'
+        for k in ("new", "persisted", "resolved")) + "</div>")
+    for status in ("new", "resolved", "persisted"):
+        these = [r for r in rows if r.get("status") == status]
+        if not these:
+            continue
+        parts.append(f"<h3>{status.capitalize()} ({int(info.get(status) or 0)})</h3>")
+        parts.append('<div class="table-wrap"><table class="changes" data-status="' + status + '"><thead><tr>'
+                     "<th>severity</th><th>finding</th><th>group</th><th>partition</th><th>committed</th>"
+                     "<th>previously</th><th>records at risk</th></tr></thead><tbody>")
+        for r in these:
+            sev = str(r.get("severity") or "")
+            parts.append(
+                f'<tr><td><span class="sev sev-{_esc(sev)}">{_esc(sev)}</span></td><td>{_esc(r.get("finding"))}</td>'
+                f'<td>{_esc(r.get("group_id"))}</td><td class="num">{_esc(r.get("topic"))}-{_esc(r.get("partition"))}</td>'
+                f'<td class="num">{_esc(r.get("committed_offset") if status != "resolved" else "-")}</td>'
+                f'<td class="num">{_esc(r.get("previous_committed_offset"))} {_esc(r.get("previous_severity") or "")}</td>'
+                f'<td class="num">{_esc(r.get("records_at_risk"))}</td></tr>')
+        parts.append("</tbody></table></div>")
+        if int(info.get(status) or 0) > len(these):
+            parts.append(f'<p class="note">{int(info[status]) - len(these)} more {status} findings are in '
+                         f"finding_changes/ (cap {cap}).</p>")
     parts.append("</section>")
     return "".join(parts)
 
@@ -711,6 +751,7 @@ def write_html_report(
     max_groups_in_chart: int = 40,
     max_epoch_rows: int = 100_000,
     max_skipped_locations: int = 200,
+    max_changes: int = 200,
     title: str = "Kafka consumer offset audit",
     display_dir: str | None = None,
     tables_dir: str | None = None,
@@ -741,6 +782,8 @@ def write_html_report(
         max_groups_in_chart: most groups in the findings-per-group chart.
         max_epoch_rows: most epoch-cache rows collected for all plots together.
         max_skipped_locations: most ``records_skipped.where`` entries listed.
+        max_changes: most rows listed per status (new, resolved, persisted) of
+            ``finding_changes/`` (written with ``--history``).
         title: the page title.
         display_dir: the output directory named on the page (default
             ``output_dir``).
@@ -792,6 +835,13 @@ def write_html_report(
                    if keys else [])
     from pyspark.sql import functions as F
 
+    changes_df = _read_parquet(spark, tables_dir, "finding_changes")
+    change_rows: List[Dict[str, Any]] = []
+    if changes_df is not None:
+        for status in ("new", "resolved", "persisted"):
+            change_rows += [r.asDict() for r in changes_df.where(F.col("status") == status)
+                            .orderBy(_severity_rank_expr(), "group_id", "topic", "partition", "finding")
+                            .limit(max_changes).collect()]
     broker_df = _read_parquet(spark, tables_dir, "broker_timeline")
     # the newest broker events only (a long-lived cluster fences and unfences on every restart)
     broker_rows = ([r.asDict() for r in broker_df.where("changed_at IS NOT NULL")
@@ -850,9 +900,12 @@ def write_html_report(
     body: List[str] = [
         f"<h1>{_esc(title)}</h1>",
         f'<p class="muted">Output directory <code>{_esc(display_dir or output_dir)}</code>; report generated {generated}.</p>',
-        '<nav><a href="#summary">Summary</a><a href="#findings">Findings</a>'
+        '<nav><a href="#summary">Summary</a>'
+        + ('<a href="#changes">Since the previous run</a>' if (summary or {}).get("history") else "")
+        + '<a href="#findings">Findings</a>'
         '<a href="#groups">Per group</a><a href="#partitions">Partitions</a></nav>',
         _summary_section(summary, verdicts, expectations, output_dir, max_skipped_locations),
+        _changes_section((summary or {}).get("history"), change_rows, max_changes),
         _findings_section(rows, total, max_findings),
         '<section id="groups"><h2>Findings per consumer group</h2>',
     ]

@@ -60,14 +60,15 @@ def check_output_parent(output: str, spark: SparkSession | None = None) -> None:
                             "give an output path whose parent is a directory (or can be created)")
 
 
-def check_output_target(spark: SparkSession, output: str, log_dirs: list[str]) -> None:
+def check_output_target(spark: SparkSession, output: str, log_dirs: list[str], *, replaced: bool = True) -> None:
     """Fail fast unless ``output`` is safe to replace with a new result.
 
     Every run replaces the whole output directory, so it must not be, contain or lie inside
     one of ``log_dirs`` (the brokers' data), its parent must be a writable directory (see
     :func:`check_output_parent`), and an existing non-empty directory must be a previous
     kafka-offset-audit output (its ``summary.json`` says ``"tool": "kafka-offset-audit"``).
-    Raises :class:`audit.sources.fs.InputError` naming what to fix.
+    Raises :class:`audit.sources.fs.InputError` naming what to fix.  ``replaced=False`` (``--history``,
+    appended to, never replaced) checks only the overlap with ``log_dirs`` and the parent.
     """
     def canonical(path: str) -> str:  # symlinks resolved for local paths
         uri = fs.to_uri(path).rstrip("/")
@@ -78,9 +79,11 @@ def check_output_target(spark: SparkSession, output: str, log_dirs: list[str]) -
         r = canonical(root)
         if o == r or o.startswith(r + "/") or r.startswith(o + "/"):
             raise fs.InputError(
-                f"--output {output!r} overlaps --log-dirs {root!r}: the output directory is replaced on every "
-                "run; choose one outside the broker log dirs")
+                f"{'--output' if replaced else '--history'} {output!r} overlaps --log-dirs {root!r}: "
+                "choose a directory outside the broker log dirs")
     check_output_parent(output, spark)
+    if not replaced:
+        return
     try:
         names = fs.children(spark, out)
     except NotADirectoryError:

@@ -183,3 +183,12 @@ def children(spark, uri: str) -> list[str] | None:
     if not fs.getFileStatus(p).isDirectory():
         raise NotADirectoryError(uri)
     return [st.getPath().getName() for st in fs.listStatus(p)]
+
+
+def mkdirs(spark, uri: str) -> None:
+    """Create a directory and its parents (no error when it exists)."""
+    if is_local(uri):
+        os.makedirs(local_path(uri), exist_ok=True)
+        return
+    fs, p = _hadoop(spark, uri)
+    fs.mkdirs(p)

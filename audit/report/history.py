@@ -1,0 +1,157 @@
+"""A history of audits (``--history DIR``): each run's findings and summary appended, keyed by run id.
+
+Layout under ``DIR`` (Parquet, partitioned by run date then run id, readable with
+``spark.read.parquet(f"{DIR}/findings")``; set ``spark.sql.sources.partitionColumnTypeInference.enabled``
+to false to keep ``run_id`` and ``run_date`` strings):
+
+* ``runs/run_date=YYYY-MM-DD/run_id=ID/`` -- one row per run: run_id string, run_time timestamp (UTC),
+  output string, exit_status int, findings_total/critical/error/warning/info bigint,
+  group_partitions bigint, records_read bigint, records_skipped bigint, summary_json string;
+* ``findings/run_date=YYYY-MM-DD/run_id=ID/`` -- the run's findings table
+  (:data:`audit.judge.FINDING_COLUMNS` and the owner columns) plus run_time.
+
+A rerun with the same run id replaces that run (its old partition directories are removed once the new
+ones are written), whatever date it ran on; other runs are never touched.  Each run is first written by
+Spark into ``DIR/_staging-<uuid>/`` (ignored by readers: a leading ``_``) and then renamed into place.
+
+:func:`finding_changes` compares this run's findings with the previous run's (the newest run with
+another run id), keyed by (group_id, topic, partition, finding): ``new``, ``persisted`` or ``resolved``.
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime, timezone
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ..sources import fs
+
+KEY = ["group_id", "topic", "partition", "finding"]
+CHANGE_COLUMNS = ["status", "group_id", "topic", "partition", "finding", "severity", "previous_severity",
+                  "committed_offset", "previous_committed_offset", "records_at_risk", "detail"]
+RUNS_SCHEMA = ("run_id string, run_time timestamp, output string, exit_status int, findings_total bigint, "
+               "findings_critical bigint, findings_error bigint, findings_warning bigint, findings_info bigint, "
+               "group_partitions bigint, records_read bigint, records_skipped bigint, summary_json string")
+
+
+def default_run_id(started_at: str) -> str:
+    """The run id when none is given: the run's start time, ``2026-11-23T18:40:05.123456Z``."""
+    return datetime.fromisoformat(started_at).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _read(spark: SparkSession, history: str, table: str) -> DataFrame | None:
+    base = f"{fs.to_uri(history).rstrip('/')}/{table}"
+    names = fs.children(spark, base)
+    if not names or not any(n.startswith("run_date=") for n in names):
+        return None
+    # run ids and dates stay strings ("007" must not become 7): partition type inference off for this read
+    key = "spark.sql.sources.partitionColumnTypeInference.enabled"
+    before = spark.conf.get(key, "true")
+    spark.conf.set(key, "false")
+    try:
+        return spark.read.option("basePath", base).parquet(base)
+    finally:
+        spark.conf.set(key, before)
+
+
+def previous_run(spark: SparkSession, history: str, run_id: str) -> dict | None:
+    """The newest run in ``history`` whose run id is not ``run_id``: ``{"run_id", "run_time"}`` or None."""
+    runs = _read(spark, history, "runs")
+    if runs is None:
+        return None
+    row = (runs.where(F.col("run_id") != run_id).select("run_id", "run_time")
+           .orderBy(F.col("run_time").desc()).limit(1).collect())
+    return {"run_id": row[0]["run_id"], "run_time": row[0]["run_time"]} if row else None
+
+
+def finding_changes(spark: SparkSession, history: str, run_id: str, findings: DataFrame) -> tuple[DataFrame, dict]:
+    """This run's findings against the previous run's in ``history``.
+
+    Returns (changes, info): ``changes`` has :data:`CHANGE_COLUMNS` (status ``new``, ``persisted`` or
+    ``resolved``; for ``resolved`` rows the current-run columns are the previous run's values), ``info``
+    ``{"previous_run_id", "previous_run_time", "new", "persisted", "resolved"}`` (counts; an aggregate
+    collect).  Without a previous run every finding is ``new``.  In ``--mode history`` a group-partition
+    may carry one finding per commit: the most severe (then newest) of each key is compared.
+    """
+    prev = previous_run(spark, history, run_id)
+    cur = _one_per_key(findings)
+    if prev is not None:
+        old = _read(spark, history, "findings")
+        old = _one_per_key(old.where(F.col("run_id") == prev["run_id"])) if old is not None else None
+    else:
+        old = None
+    if old is None:
+        old = cur.limit(0)
+    o = old.select(*KEY, F.col("severity").alias("previous_severity"),
+                   F.col("committed_offset").alias("previous_committed_offset"),
+                   F.col("detail").alias("previous_detail"), F.col("records_at_risk").alias("previous_records_at_risk"),
+                   F.lit(True).alias("_old"))
+    c = cur.select(*KEY, "severity", "committed_offset", "records_at_risk", "detail", F.lit(True).alias("_cur"))
+    j = c.join(o, KEY, "full_outer")
+    status = (F.when(F.col("_cur") & F.col("_old"), "persisted").when(F.col("_cur"), "new").otherwise("resolved"))
+    changes = j.select(
+        status.alias("status"), *KEY,
+        F.coalesce("severity", "previous_severity").alias("severity"), "previous_severity",
+        F.coalesce("committed_offset", "previous_committed_offset").alias("committed_offset"),
+        "previous_committed_offset",
+        F.coalesce("records_at_risk", "previous_records_at_risk").alias("records_at_risk"),
+        F.coalesce("detail", "previous_detail").alias("detail"))
+    counts = {r["status"]: int(r["n"]) for r in changes.groupBy("status").agg(F.count("*").alias("n")).collect()}
+    info = {"previous_run_id": prev["run_id"] if prev else None,
+            "previous_run_time": prev["run_time"].isoformat() if prev else None,
+            **{k: counts.get(k, 0) for k in ("new", "persisted", "resolved")}}
+    return changes, info
+
+
+def _one_per_key(findings: DataFrame) -> DataFrame:
+    from pyspark.sql.window import Window
+    rank = F.create_map(*[x for k, v in {"critical": 4, "error": 3, "warning": 2, "info": 1}.items()
+                          for x in (F.lit(k), F.lit(v))])
+    w = Window.partitionBy(*KEY).orderBy(rank[F.col("severity")].desc(), F.col("commit_timestamp").desc_nulls_last())
+    return findings.withColumn("_n", F.row_number().over(w)).where("_n = 1").drop("_n")
+
+
+def append_run(spark: SparkSession, history: str, run_id: str, summary: dict, findings: DataFrame,
+               output: str) -> dict:
+    """Append this run (``summary`` as in summary.json, ``findings`` its findings table) to ``history``,
+    replacing an earlier run with the same ``run_id``.  Returns ``{"dir", "run_id", "run_date",
+    "replaced"}`` (``replaced``: partition dirs of an earlier run with this id that were removed)."""
+    base = fs.to_uri(history).rstrip("/")
+    run_time = datetime.fromisoformat(summary["started_at"]).astimezone(timezone.utc)
+    run_date = run_time.strftime("%Y-%m-%d")
+    sev = summary["findings"]["by_severity"]
+    row = [(run_id, run_time.replace(tzinfo=None), output, int(summary.get("exit_status") or 0),
+            int(summary["findings"]["total"]), *(int(sev.get(s, 0)) for s in ("critical", "error", "warning", "info")),
+            int(summary["offset_commits"]["group_partitions"]), int(summary["records_read"]["total"]),
+            int(sum(summary["records_skipped"]["by_reason"].values())), json.dumps(summary, default=str))]
+    staging = f"{base}/_staging-{uuid.uuid4().hex[:12]}"
+    tables = {
+        # run_time is UTC; the session time zone is UTC (audit.spark.build_session)
+        "runs": spark.createDataFrame(row, RUNS_SCHEMA),
+        "findings": findings.withColumn("run_id", F.lit(run_id)).withColumn(
+            "run_time", F.lit(run_time.replace(tzinfo=None)).cast("timestamp")),
+    }
+    replaced = []
+    try:
+        for name, df in tables.items():
+            (df.withColumn("run_date", F.lit(run_date)).write.mode("overwrite")
+             .partitionBy("run_date", "run_id").parquet(f"{staging}/{name}"))
+        for name in tables:
+            date_dir = f"{staging}/{name}/run_date={run_date}"
+            new = [n for n in (fs.children(spark, date_dir) or []) if n.startswith("run_id=")]
+            for old_date in fs.children(spark, f"{base}/{name}") or []:
+                if not old_date.startswith("run_date="):
+                    continue
+                for n in new:
+                    old = f"{base}/{name}/{old_date}/{n}"
+                    if fs.exists(spark, old):
+                        fs.delete(spark, old)
+                        replaced.append(f"{name}/{old_date}/{n}")
+            fs.mkdirs(spark, f"{base}/{name}/run_date={run_date}")
+            for n in new:
+                fs.rename(spark, f"{date_dir}/{n}", f"{base}/{name}/run_date={run_date}/{n}")
+    finally:
+        fs.delete(spark, staging)
+    return {"dir": history, "run_id": run_id, "run_date": run_date, "replaced": replaced}

@@ -1,0 +1,72 @@
+"""--history: runs appended by run date and run id, reruns replace, and what changed since the previous run."""
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+import pytest
+
+from .paths import SCENARIO
+
+
+def _keys(out) -> set:
+    return {(r["group_id"], r["topic"], r["partition"], r["finding"])
+            for r in pq.read_table(str(out / "findings")).to_pylist()}
+
+
+def _changes(out) -> dict:
+    got: dict = {}
+    for r in pq.read_table(str(out / "finding_changes")).to_pylist():
+        got.setdefault(r["status"], set()).add((r["group_id"], r["topic"], r["partition"], r["finding"]))
+    return got
+
+
+def test_history_follows_findings_across_runs(audit_dirs, spark, tmp_path):
+    hist = tmp_path / "history"
+    r1, out1 = audit_dirs("hist-1", [SCENARIO / "brokers"], history=str(hist), run_id="run-1",
+                          groups="dev-settlement|dev-archiver")
+    first = _keys(out1)
+    assert first and r1.summary["history"]["previous_run_id"] is None
+    assert _changes(out1) == {"new": first}
+
+    r2, out2 = audit_dirs("hist-2", [SCENARIO / "brokers"], history=str(hist), run_id="run-2",
+                          groups="dev-settlement|dev-inventory-sync", reports=True)
+    second = _keys(out2)
+    want = {"new": second - first, "persisted": second & first, "resolved": first - second}
+    assert all(want.values()), want  # the scenario gives each status at least one finding
+    assert _changes(out2) == want
+    h = r2.summary["history"]
+    assert (h["previous_run_id"], h["new"], h["persisted"], h["resolved"]) == (
+        "run-1", len(want["new"]), len(want["persisted"]), len(want["resolved"]))
+    page = (out2 / "report.html").read_text()
+    assert 'id="changes"' in page and f'id="changes-resolved">{len(want["resolved"])}<' in page
+    assert "dev-archiver" in page.split('id="changes"')[1].split("</section>")[0]
+
+    from audit.report.history import _read
+    runs = _read(spark, str(hist), "runs")
+    assert sorted(r["run_id"] for r in runs.collect()) == ["run-1", "run-2"]
+    assert {r["run_date"] for r in runs.select("run_date").collect()} == {r1.summary["started_at"][:10]}
+    hf = spark.read.parquet(str(hist / "findings"))
+    assert {(r["group_id"], r["topic"], r["partition"], r["finding"]) for r in hf.where("run_id = 'run-2'").collect()} == second
+    n2 = hf.where("run_id = 'run-2'").count()
+
+    # a rerun of run-2 replaces it: no duplicates, still compared with run-1
+    r3, out3 = audit_dirs("hist-3", [SCENARIO / "brokers"], history=str(hist), run_id="run-2",
+                          groups="dev-settlement|dev-inventory-sync")
+    assert r3.summary["history"]["previous_run_id"] == "run-1"
+    assert _changes(out3) == want
+    runs = spark.read.parquet(str(hist / "runs"))
+    assert sorted(r["run_id"] for r in runs.collect()) == ["run-1", "run-2"]
+    assert spark.read.parquet(str(hist / "findings")).where("run_id = 'run-2'").count() == n2
+    assert not [p for p in hist.iterdir() if p.name.startswith("_staging")]
+
+
+def test_history_must_be_apart_from_output_and_log_dirs(audit_dirs, tmp_path):
+    from pydantic import ValidationError
+
+    from audit.pipeline import AuditConfig
+    with pytest.raises(ValidationError, match="apart from --output"):
+        AuditConfig(log_dirs=["x"], output=str(tmp_path / "out"), history=str(tmp_path / "out" / "h"))
+    with pytest.raises(ValidationError, match="--run-id"):
+        AuditConfig(log_dirs=["x"], output=str(tmp_path / "out"), history=str(tmp_path / "h"), run_id="a/b")
+    from audit.sources.fs import InputError
+    with pytest.raises(InputError, match="--history .* overlaps --log-dirs"):
+        audit_dirs("hist-bad", [SCENARIO / "brokers"], history=str(SCENARIO / "brokers" / "hist"))
