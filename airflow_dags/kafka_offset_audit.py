@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import DAG, Param, task
+from airflow.sdk import DAG, BaseNotifier, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 
 log = logging.getLogger(__name__)
@@ -244,29 +244,37 @@ def _run_checkpoint(output_dir: str, fail_on: str, expectations_config: str | No
         return json.load(fh)
 
 
-def _gated_findings(output_dir: str, failing: Sequence[str]) -> list[str]:
-    """Lines for the findings at or above the gate (most severe first), at most MAX_LOGGED_FINDINGS.
+def _top_findings(output_dir: str, failing: Sequence[str], limit: int = MAX_LOGGED_FINDINGS) -> tuple[list[dict], int]:
+    """The findings at or above the gate, most severe first, at most ``limit`` (rows, total).
 
-    Streams ``findings/`` batch by batch (only the gated severities, only the columns logged) and
-    keeps the first lines in order, so memory stays bounded however many findings there are."""
-    if not failing:
-        return []
+    Streams ``findings/`` batch by batch (only the gated severities, only the columns used) and keeps
+    the first rows in order, so memory stays bounded however many findings there are.  Raises
+    ``OSError``/``pyarrow`` errors when ``findings/`` cannot be read."""
     import heapq
+
+    import pyarrow.dataset as ds
 
     rank = {s: i for i, s in enumerate(SEVERITIES)}
     order = lambda r: (rank[r["severity"]], r["group_id"], r["topic"], r["partition"])  # noqa: E731
     top: list[dict] = []
     total = 0
-    try:
-        import pyarrow.dataset as ds
+    dataset = ds.dataset(os.path.join(output_dir, "findings"), format="parquet")
+    columns = ["severity", "finding", "group_id", "topic", "partition", "committed_offset",
+               "committed_leader_epoch", "divergence_offset", "records_at_risk", "detail"]
+    for batch in dataset.to_batches(columns=columns, filter=ds.field("severity").isin(list(failing))):
+        rows = batch.to_pylist()
+        total += len(rows)
+        top = heapq.nsmallest(limit, top + rows, key=order)
+    return top, total
 
-        dataset = ds.dataset(os.path.join(output_dir, "findings"), format="parquet")
-        columns = ["severity", "finding", "group_id", "topic", "partition", "committed_offset",
-                   "committed_leader_epoch", "detail"]
-        for batch in dataset.to_batches(columns=columns, filter=ds.field("severity").isin(list(failing))):
-            rows = batch.to_pylist()
-            total += len(rows)
-            top = heapq.nsmallest(MAX_LOGGED_FINDINGS, top + rows, key=order)
+
+def _gated_findings(output_dir: str, failing: Sequence[str]) -> list[str]:
+    """Lines for the findings at or above the gate (most severe first), at most MAX_LOGGED_FINDINGS
+    (see :func:`_top_findings`)."""
+    if not failing:
+        return []
+    try:
+        top, total = _top_findings(output_dir, failing)
     except Exception as exc:  # the summary counts still say enough
         return [f"(could not read findings/: {exc})"]
     lines = [f"{r['severity']} {r['finding']} group={r['group_id']} {r['topic']}[{r['partition']}] "
@@ -342,6 +350,143 @@ def evaluate_output(output: str, fail_on: str = "critical", expectations_config:
             "gated_findings": gated, "output": output}
 
 
+# ----------------------------------------------------------------------------------- alerts
+
+MAX_ALERTED_FINDINGS = 50
+
+
+def _split_detail(detail: str | None) -> tuple[str, str]:
+    """A finding's ``detail`` -> (what is wrong and the risk, the action); see AUDIT_RULES.md."""
+    text = detail or ""
+    head, sep, action = text.partition(" Action: ")
+    return (head.strip(), action.strip()) if sep else (text.strip(), "")
+
+
+def build_alert(output: str | None, fail_on: str, *, dag_id: str = DAG_ID, run_id: str | None = None,
+                task_id: str | None = None, error: str | None = None) -> dict:
+    """The alert for a failed audit run: ``{"subject", "text", "html", "findings"}``.
+
+    When ``output`` holds this run's results, it lists the findings at or above ``fail_on`` (most
+    severe first, at most :data:`MAX_ALERTED_FINDINGS`), each with what is wrong and its action, the
+    counts by severity, failed expectation checks, and where the report is.  Otherwise (the audit
+    itself failed) it names the failed task and its error.  ``findings`` is the number listed.
+    """
+    import html as _html
+
+    failing = _failing_severities(fail_on)
+    out_dir = _local_path(output) if output else None
+    summary = None
+    if out_dir and os.path.isfile(os.path.join(out_dir, "summary.json")):
+        try:
+            with open(os.path.join(out_dir, "summary.json"), encoding="utf-8") as fh:
+                summary = json.load(fh)
+        except (OSError, ValueError):
+            summary = None
+    where = f"{dag_id} run {run_id}" if run_id else dag_id
+    if summary is None or task_id == "audit_offsets":
+        subject = f"kafka-offset-audit FAILED to run: {where}"
+        text = (f"The audit task {task_id or '?'} of {where} failed before judging the offsets, so nothing "
+                f"is known about them from this run.\nError: {error or 'see the task log'}\nOutput: {output}")
+        return {"subject": subject, "text": text, "html": f"<pre>{_html.escape(text)}</pre>", "findings": 0}
+    by_sev = {k: int(v) for k, v in ((summary.get("findings") or {}).get("by_severity") or {}).items()}
+    try:
+        rows, total = _top_findings(out_dir, failing, MAX_ALERTED_FINDINGS) if failing else ([], 0)
+    except Exception as exc:  # noqa: BLE001 - the counts still go out
+        rows, total = [], sum(by_sev.get(s, 0) for s in failing)
+        error = f"{error or ''} (could not read findings/: {exc})".strip()
+    counts = ", ".join(f"{s}={by_sev.get(s, 0)}" for s in SEVERITIES)
+    worst = next((s for s in SEVERITIES if by_sev.get(s)), None)
+    if total:
+        subject = f"kafka-offset-audit: {total} finding(s) at or above {fail_on} ({worst} first) in {where}"
+    else:
+        subject = f"kafka-offset-audit FAILED: {where}"
+    lines = [f"Audit output: {output}", f"Findings by severity: {counts}"]
+    if error:
+        lines.append(f"Why the run failed: {error}")
+    failed = ((summary.get("reports") or {}).get("expectations") or {}).get("failed") or []
+    if failed:
+        lines.append("Failed expectation checks: " + ", ".join(failed))
+    items = []
+    for r in rows:
+        what, action = _split_detail(r.get("detail"))
+        items.append((r, what, action))
+        lines += ["", f"[{r['severity']}] {r['finding']}: group {r['group_id']}, {r['topic']}-{r['partition']}, "
+                      f"committed offset {r['committed_offset']} (epoch {r['committed_leader_epoch']})",
+                  f"  {what}", f"  Action: {action or 'see the report'}"]
+    if total > len(rows):
+        lines += ["", f"... and {total - len(rows)} more in {output}/findings/"]
+    report = os.path.join(out_dir, "report.html")
+    if os.path.isfile(report):
+        lines += ["", f"Report: {report}"]
+    e = _html.escape
+    html_rows = "".join(
+        f"<tr><td><b>{e(r['severity'])}</b></td><td>{e(r['finding'])}</td><td>{e(str(r['group_id']))}</td>"
+        f"<td>{e(str(r['topic']))}-{r['partition']}</td><td>{r['committed_offset']} (epoch {r['committed_leader_epoch']})</td>"
+        f"<td>{e(what)}</td><td>{e(action)}</td></tr>" for r, what, action in items)
+    html = (f"<h3>{e(subject)}</h3><p>{'<br>'.join(e(x) for x in lines[:3 + bool(error) + bool(failed)])}</p>"
+            + ("<table border=\"1\" cellpadding=\"4\"><tr><th>severity</th><th>finding</th><th>group</th>"
+               "<th>partition</th><th>committed</th><th>what is wrong</th><th>action</th></tr>" + html_rows + "</table>"
+               if items else "")
+            + (f"<p>... and {total - len(rows)} more in {e(str(output))}/findings/</p>" if total > len(rows) else "")
+            + (f"<p>Report: {e(report)}</p>" if os.path.isfile(report) else ""))
+    return {"subject": subject, "text": "\n".join(lines), "html": html, "findings": len(rows)}
+
+
+class AuditAlertNotifier(BaseNotifier):
+    """Airflow notifier (``on_failure_callback``) that sends :func:`build_alert`'s message.
+
+    By email through Airflow's SMTP support (``SmtpNotifier`` of apache-airflow-providers-smtp, connection
+    ``smtp_conn_id``) when ``email_to`` is set, and to Slack (``SlackNotifier`` of
+    apache-airflow-providers-slack, connection ``slack_conn_id``) when that provider is installed and
+    ``slack_conn_id`` is set.  The run's ``output`` and ``fail_on`` come from its params.
+    """
+
+    template_fields = ()
+
+    def __init__(self, *, email_to: Sequence[str] = (), from_email: str | None = None,
+                 smtp_conn_id: str = "smtp_default", slack_conn_id: str | None = None,
+                 slack_channel: str | None = None):
+        super().__init__()
+        self.email_to = list(email_to)
+        self.from_email = from_email
+        self.smtp_conn_id = smtp_conn_id
+        self.slack_conn_id = slack_conn_id
+        self.slack_channel = slack_channel
+
+    def notify(self, context):  # noqa: D102 - documented on the class
+        params = context.get("params") or {}
+        ti = context.get("ti") or context.get("task_instance")
+        dag = context.get("dag")
+        exc = context.get("exception")
+        alert = build_alert(params.get("output"), params.get("fail_on", "critical"),
+                            dag_id=getattr(dag, "dag_id", DAG_ID), run_id=context.get("run_id"),
+                            task_id=getattr(ti, "task_id", None), error=str(exc) if exc else None)
+        sent = []
+        if self.email_to:
+            from airflow.providers.smtp.notifications.smtp import SmtpNotifier
+            SmtpNotifier(to=self.email_to, from_email=self.from_email, subject=alert["subject"],
+                         html_content=alert["html"], smtp_conn_id=self.smtp_conn_id).notify(context)
+            sent.append(f"email to {', '.join(self.email_to)}")
+        if self.slack_conn_id:
+            try:
+                from airflow.providers.slack.notifications.slack import SlackNotifier
+            except ImportError:
+                log.warning("KOA_AIRFLOW_SLACK_CONN_ID is set but apache-airflow-providers-slack is not installed")
+            else:
+                SlackNotifier(slack_conn_id=self.slack_conn_id, text=alert["text"][:3000],
+                              channel=self.slack_channel or "#general").notify(context)
+                sent.append(f"Slack {self.slack_channel or '#general'}")
+        log.info("kafka-offset-audit alert %r sent: %s", alert["subject"], "; ".join(sent) or "no target configured")
+
+
+def _alert_callbacks(email_to: Sequence[str], from_email: str | None, smtp_conn_id: str,
+                     slack_conn_id: str | None, slack_channel: str | None) -> list:
+    if not email_to and not slack_conn_id:
+        return []
+    return [AuditAlertNotifier(email_to=email_to, from_email=from_email, smtp_conn_id=smtp_conn_id,
+                               slack_conn_id=slack_conn_id, slack_channel=slack_channel)]
+
+
 # ----------------------------------------------------------------------------------- the DAG
 
 
@@ -364,11 +509,23 @@ def build_dag(
     spark_conf: dict[str, Any] | None = None,
     pyspark_python: str | None = None,
     start_date: dt.datetime = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc),
+    pushgateway: str | None = None,
+    pushgateway_labels: Sequence[str] = (),
+    history: str | None = None,
+    alert_email: Sequence[str] = (),
+    alert_from: str | None = None,
+    smtp_conn_id: str = "smtp_default",
+    slack_conn_id: str | None = None,
+    slack_channel: str | None = None,
 ) -> DAG:
     """The audit DAG: ``audit_offsets >> check_expectations`` (see the module docstring).
 
-    ``log_dirs``, ``output``, ``mode``, ``fail_on``, ``spark_conn_id`` and ``expectations_config``
-    are the params' defaults (a run's conf overrides them); the others are fixed per DAG.
+    ``log_dirs``, ``output``, ``mode``, ``fail_on``, ``spark_conn_id``, ``expectations_config``,
+    ``pushgateway``, ``pushgateway_labels`` and ``history`` are the params' defaults (a run's conf
+    overrides them); the others are fixed per DAG.  With ``history`` the run's Airflow ``run_id`` is its
+    id there (a cleared and rerun DAG run replaces its entry).  ``alert_email`` (via ``smtp_conn_id``)
+    and ``slack_conn_id`` make :class:`AuditAlertNotifier` the ``on_failure_callback`` of both tasks:
+    a message goes out when findings reach ``fail_on``, the suite fails, or the audit cannot run.
     """
     params = {
         "log_dirs": Param(list(log_dirs), type="array", items={"type": "string"},
@@ -383,7 +540,14 @@ def build_dag(
                                description="Airflow connection of the Spark master"),
         "expectations_config": Param(expectations_config, type=["null", "string"],
                                      description="JSON/YAML thresholds for the expectation suite"),
+        "pushgateway": Param(pushgateway, type=["null", "string"],
+                             description="Prometheus Pushgateway URL to push the run's metrics to"),
+        "pushgateway_labels": Param(list(pushgateway_labels), type="array", items={"type": "string"},
+                                    description="grouping labels of the pushed metrics, LABEL=VALUE"),
+        "history": Param(history, type=["null", "string"],
+                         description="history directory the run's findings and summary are appended to"),
     }
+    callbacks = _alert_callbacks(alert_email, alert_from, smtp_conn_id, slack_conn_id, slack_channel)
     with DAG(
         dag_id=dag_id,
         description="Audit Kafka consumer offsets against the log's leader-epoch history",
@@ -411,11 +575,16 @@ def build_dag(
                 "--mode", "{{ params.mode }}",
                 "--fail-on", "{{ params.fail_on }}",
                 "{{ ['--expectations-config', params.expectations_config] if params.expectations_config else [] }}",
+                "{{ ['--pushgateway', params.pushgateway] if params.pushgateway else [] }}",
+                "{{ ['--pushgateway-label'] + params.pushgateway_labels if params.pushgateway and params.pushgateway_labels else [] }}",
+                "{{ ['--history', params.history, '--run-id', run_id] if params.history else [] }}",
             ],
             execution_timeout=audit_timeout,
+            on_failure_callback=callbacks or None,
         )
 
-        @task(task_id="check_expectations", retries=0, execution_timeout=check_timeout)
+        @task(task_id="check_expectations", retries=0, execution_timeout=check_timeout,
+              on_failure_callback=callbacks or None)
         def check_expectations(submit_result: dict, params: dict | None = None) -> dict:
             """Fail the run, with the findings' summary in the log, when the audit does not pass."""
             params = params or {}
@@ -450,4 +619,12 @@ dag = build_dag(
     retry_delay=dt.timedelta(seconds=float(_env("KOA_AIRFLOW_RETRY_DELAY_SECONDS", "300"))),
     audit_timeout=dt.timedelta(minutes=float(_env("KOA_AIRFLOW_AUDIT_TIMEOUT_MINUTES", "120"))),
     check_timeout=dt.timedelta(minutes=float(_env("KOA_AIRFLOW_CHECK_TIMEOUT_MINUTES", "30"))),
+    pushgateway=os.environ.get("KOA_AIRFLOW_PUSHGATEWAY") or None,
+    pushgateway_labels=os.environ.get("KOA_AIRFLOW_PUSHGATEWAY_LABELS", "").split(),
+    history=os.environ.get("KOA_AIRFLOW_HISTORY") or None,
+    alert_email=[a.strip() for a in os.environ.get("KOA_AIRFLOW_ALERT_EMAIL", "").split(",") if a.strip()],
+    alert_from=os.environ.get("KOA_AIRFLOW_ALERT_FROM") or None,
+    smtp_conn_id=_env("KOA_AIRFLOW_SMTP_CONN_ID", "smtp_default"),
+    slack_conn_id=os.environ.get("KOA_AIRFLOW_SLACK_CONN_ID") or None,
+    slack_channel=os.environ.get("KOA_AIRFLOW_SLACK_CHANNEL") or None,
 )

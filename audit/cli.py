@@ -60,8 +60,8 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
                    help="also push the run's metrics (as in OUTPUT/metrics.prom) to this Prometheus Pushgateway")
     a.add_argument("--pushgateway-job", metavar="NAME", default="kafka_offset_audit",
                    help="the job label of the pushed metrics (default: %(default)s)")
-    a.add_argument("--pushgateway-label", metavar="LABEL=VALUE", action="append", default=[],
-                   help="grouping label of the pushed metrics, e.g. cluster=prod (repeatable)")
+    a.add_argument("--pushgateway-label", metavar="LABEL=VALUE", action="extend", nargs="+", default=[],
+                   help="grouping labels of the pushed metrics, e.g. cluster=prod (one or more; repeatable)")
     a.add_argument("--metrics-max-group-partitions", metavar="N", type=int, default=50_000,
                    help="per-group-partition metrics for at most N group-partitions, worst verdict first "
                         "(default: %(default)s; 0: run-level metrics only)")

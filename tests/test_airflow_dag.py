@@ -51,9 +51,12 @@ if dag is not None and mode == "structure":
     env = dag.get_template_env()
     params = dict(out["params"], log_dirs=["/a/broker-1", "/a/broker-2"], expectations_config="/e.yaml",
                   fail_on="never")
-    rendered = [env.from_string(a).render(params=params) if isinstance(a, str) else a
+    rendered = [env.from_string(a).render(params=params, run_id="r1") if isinstance(a, str) else a
                 for a in submit.application_args]
     out["rendered_args"] = module._flatten(rendered)
+    params = dict(params, pushgateway="http://pg:9091", pushgateway_labels=["cluster=a", "dc=b"], history="/h")
+    out["rendered_args_ops"] = module._flatten([env.from_string(a).render(params=params, run_id="r1")
+                                                if isinstance(a, str) else a for a in submit.application_args])
     out["sys_executable"] = sys.executable
 elif dag is not None and mode == "gated":
     module = sys.modules[type(dag.get_task("audit_offsets")).__module__]
@@ -132,13 +135,18 @@ def test_dagbag_imports_and_structure(airflow_env):
     assert submit["env_vars"] == {"PYSPARK_PYTHON": result["sys_executable"]}
     assert result["params"] == {"log_dirs": [], "output": "/tmp/kafka-offset-audit", "mode": "latest",
                                 "fail_on": "critical", "spark_conn_id": "spark_default",
-                                "expectations_config": None}
+                                "expectations_config": None, "pushgateway": None, "pushgateway_labels": [],
+                                "history": None}
     assert result["schedule"] == "@daily"
     assert result["max_active_runs"] == 1
     # list-valued params expand in place; the optional --expectations-config appears only when set
     assert result["rendered_args"] == [
         "--log-dirs", "/a/broker-1", "/a/broker-2", "--output", "/tmp/kafka-offset-audit", "--mode", "latest",
         "--fail-on", "never", "--expectations-config", "/e.yaml"]
+    # the ops params: metrics pushed with grouping labels, history keyed by the Airflow run id
+    assert result["rendered_args_ops"] == result["rendered_args"] + [
+        "--pushgateway", "http://pg:9091", "--pushgateway-label", "cluster=a", "dc=b", "--history", "/h",
+        "--run-id", "r1"]
 
 
 def test_run_passes_without_a_severity_gate(airflow_env, tmp_path):
@@ -158,8 +166,52 @@ def test_run_passes_without_a_severity_gate(airflow_env, tmp_path):
     assert not (out / "data_docs").exists()
 
 
-def test_run_fails_loudly_on_critical_findings_by_default(airflow_env, tmp_path):
-    result, log, out = _run(airflow_env, tmp_path)  # params' default gate: fail_on=critical
+@pytest.fixture
+def smtp_sink():
+    """A local SMTP server (aiosmtpd) capturing every message: (port, list of email.message.Message)."""
+    import email
+    import socket
+
+    from aiosmtpd.controller import Controller
+
+    class Sink:
+        def __init__(self):
+            self.messages = []
+
+        async def handle_DATA(self, server, session, envelope):  # noqa: N802 - aiosmtpd's hook name
+            msg = email.message_from_bytes(envelope.original_content or envelope.content)
+            self.messages.append((envelope.rcpt_tos, msg))
+            return "250 OK"
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    sink = Sink()
+    ctl = Controller(sink, hostname="127.0.0.1", port=port)
+    ctl.start()
+    try:
+        yield port, sink.messages
+    finally:
+        ctl.stop()
+
+
+def _html_part(msg) -> str:
+    for part in msg.walk():
+        if part.get_content_type() == "text/html":
+            return part.get_payload(decode=True).decode(part.get_content_charset() or "utf-8")
+    raise AssertionError("no text/html part in the alert email")
+
+
+def test_run_fails_loudly_on_critical_findings_by_default(airflow_env, tmp_path, smtp_sink):
+    """Findings at the gate fail the run, and Airflow's notifier emails them, each with its action,
+    through the SMTP connection; the run is appended to the history under its Airflow run id."""
+    port, messages = smtp_sink
+    env = dict(airflow_env, KOA_AIRFLOW_ALERT_EMAIL="kafka-oncall@example.com",
+               KOA_AIRFLOW_ALERT_FROM="airflow@example.com",
+               AIRFLOW_CONN_SMTP_DEFAULT=json.dumps({"conn_type": "smtp", "host": "127.0.0.1", "port": port,
+                                                     "extra": {"disable_tls": True, "disable_ssl": True}}))
+    hist = tmp_path / "history"
+    result, log, out = _run(env, tmp_path, history=str(hist))  # params' default gate: fail_on=critical
     assert result["state"] == "failed", log[-5000:]
     # the job's exit status 1 (findings) is left to check_expectations, which fails without retrying
     assert result["tis"] == {"audit_offsets": {"state": "success", "try_number": 1},
@@ -171,6 +223,28 @@ def test_run_fails_loudly_on_critical_findings_by_default(airflow_env, tmp_path)
     assert "findings at or above critical: critical=3" in log
     assert "critical LOG_TRUNCATION group=dev-settlement dev.payments[0] committed=100" in log
     assert (out / "report.html").is_file()
+
+    # the alert: one email, listing exactly the critical findings with their actions
+    import pyarrow.parquet as pq
+    critical = [f for f in pq.read_table(str(out / "findings")).to_pylist() if f["severity"] == "critical"]
+    assert len(messages) == 1, log[-3000:]
+    rcpt, msg = messages[0]
+    assert rcpt == ["kafka-oncall@example.com"]
+    assert msg["Subject"].startswith(f"kafka-offset-audit: {len(critical)} finding(s) at or above critical")
+    body = _html_part(msg)
+    assert body.count("<td><b>critical</b></td>") == len(critical)
+    assert "<b>error</b>" not in body  # below the gate: counted, not listed
+    for f in critical:
+        action = f["detail"].split(" Action: ", 1)[1]
+        assert f"<td>{f['group_id']}</td><td>{f['topic']}-{f['partition']}</td>" in body
+        assert action.replace("<", "&lt;").replace(">", "&gt;") in body
+    assert "critical=3, error=4, warning=3, info=5" in body
+
+    # the history holds this run under its Airflow run id
+    summary = json.loads((out / "summary.json").read_text())
+    run_id = summary["history"]["run_id"]
+    assert run_id.startswith("manual__") and summary["history"]["new"] == summary["findings"]["total"]
+    assert [p.name for p in (hist / "runs").glob("run_date=*/*")] == [f"run_id={run_id}".replace(":", "%3A")]
 
 
 def test_gated_findings_are_the_most_severe_first_and_bounded(airflow_env, tmp_path):
