@@ -274,3 +274,27 @@ def test_bad_input_fails_the_submit_without_retry(airflow_env, tmp_path):
     assert result["tis"]["audit_offsets"] == {"state": "failed", "try_number": 1}
     assert result["tis"]["check_expectations"]["state"] == "upstream_failed"
     assert "exited with status 2" in log
+
+
+from .test_prometheus import _query, _wait, needs_prometheus, prometheus_stack  # noqa: E402,F401 - fixture
+
+
+@needs_prometheus
+def test_dag_pushes_metrics_that_fire_the_alert(airflow_env, tmp_path, prometheus_stack):  # noqa: F811
+    """The DAG's pushgateway params reach the job: Prometheus scrapes the run's metrics from a real
+    Pushgateway and KafkaOffsetAuditCriticalFinding fires for the scenario's critical group-partitions."""
+    import pyarrow.parquet as pq
+    pg, prom = prometheus_stack
+    result, log, out = _run(airflow_env, tmp_path, fail_on="never", pushgateway=pg, pushgateway_labels=["cluster=dag"])
+    assert result["state"] == "success", log[-5000:]
+    critical = {(f["group_id"], f["topic"], str(f["partition"]))
+                for f in pq.read_table(str(out / "findings")).to_pylist() if f["severity"] == "critical"}
+    got = _wait("the DAG run's metrics in Prometheus",
+                lambda: _query(prom, 'kafka_offset_audit_run_success{cluster="dag", job="kafka_offset_audit"} == 1'))
+    assert len(got) == 1
+
+    def firing():
+        res = _query(prom, 'ALERTS{alertname="KafkaOffsetAuditCriticalFinding", alertstate="firing", cluster="dag"}')
+        return res if len(res) == len(critical) else None
+    alerts = _wait("the critical-finding alert", firing)
+    assert {(a["metric"]["group"], a["metric"]["topic"], a["metric"]["partition"]) for a in alerts} == critical
