@@ -479,6 +479,9 @@ def run_expectations(
             ctx.build_data_docs(site_names=[_SITE_NAME])
             index = os.path.join(docs_dir, "index.html")
             docs_index = index if os.path.isfile(index) else None
+            if docs_index:
+                from .offline_docs import make_offline
+                make_offline(docs_dir)  # GX's pages load their assets from CDNs: bundle them
     finally:
         for df in cached:
             try:

@@ -12,10 +12,11 @@ Sections:
    counts of ``committed_offsets/`` and, when present, the Great Expectations
    outcome (``expectations/validation_result.json``, link to ``data_docs/``).
 2. Findings, most severe first, each with its ``detail`` text (what is
-   wrong, the risk, the action); capped at ``max_findings`` rows with a note.
+   wrong, the risk, the action); capped at ``max_findings`` rows with a note,
+   in pages of ``FINDINGS_PAGE_SIZE`` with a severity and text filter.
 3. A chart of findings per consumer group, stacked by severity.
-4. For every topic-partition with a finding (capped at ``max_plots``, most
-   severe first): its leader-epoch history per replica as steps (x: offset,
+4. For every topic-partition with a finding (capped at ``max_plots``, the
+   most records at risk first, then the most severe; a note counts the rest): its leader-epoch history per replica as steps (x: offset,
    y: leader epoch), the log start/end offsets, the divergence points of
    ``LOG_TRUNCATION`` findings, and every group's committed offset marked at
    (offset, committed epoch).
@@ -47,6 +48,8 @@ SEVERITY_COLORS: Dict[str, str] = {
     "OK": "#2b8a3e",
 }
 REPORT_FILENAME = "report.html"
+#: findings per page of the findings table (the page's script pages and filters them)
+FINDINGS_PAGE_SIZE = 100
 
 
 def _cause_html(r: dict) -> str:
@@ -182,12 +185,15 @@ def _collect_group_counts(findings_df, max_groups: int) -> Tuple[Dict[str, Dict[
 
 
 def _collect_plot_partitions(findings_df, max_plots: int):
-    """The (topic, partition) keys to plot, most severe first, with their divergences."""
+    """The (topic, partition) keys to plot: most records at risk first (the sum over the partition's
+    findings), then the most severe; with their divergences.  Returns (rows, partitions with findings)."""
     from pyspark.sql import functions as F
 
+    risk = F.col("records_at_risk") if "records_at_risk" in findings_df.columns else F.lit(0)
     per_tp = findings_df.withColumn("_rank", _severity_rank_expr()).groupBy("topic", "partition").agg(
         F.min("_rank").alias("_worst"),
         F.count(F.lit(1)).alias("_n"),
+        F.coalesce(F.sum(risk), F.lit(0)).alias("records_at_risk"),
         F.slice(
             F.array_sort(F.collect_set(
                 F.when(F.col("finding") == "LOG_TRUNCATION", F.col("divergence_offset"))
@@ -195,7 +201,8 @@ def _collect_plot_partitions(findings_df, max_plots: int):
         ).alias("divergences"),
     )
     n_tp = per_tp.count()
-    rows = per_tp.orderBy("_worst", F.col("_n").desc(), "topic", "partition").limit(max_plots).collect()
+    rows = per_tp.orderBy(F.col("records_at_risk").desc(), "_worst", F.col("_n").desc(), "topic",
+                          "partition").limit(max_plots).collect()
     return rows, n_tp
 
 
@@ -517,27 +524,40 @@ _SCRIPT = """
   }, true);
   var origError = console.error;
   console.error = function () { errors.push(Array.prototype.join.call(arguments, ' ')); origError.apply(console, arguments); };
-  function applyFilters() {
+  var PAGE = 100, page = 0;
+  function applyFilters(keepPage) {
     var sev = document.getElementById('sev-filter');
     var q = document.getElementById('text-filter');
     if (!sev || !q) { return; }
-    var want = sev.value, text = q.value.toLowerCase(), shown = 0;
+    if (!keepPage) { page = 0; }
+    var want = sev.value, text = q.value.toLowerCase(), matching = [];
     var rows = document.querySelectorAll('#findings-table tbody.finding');
     for (var i = 0; i < rows.length; i++) {
       var r = rows[i];
-      var ok = (!want || r.getAttribute('data-severity') === want) &&
-               (!text || r.textContent.toLowerCase().indexOf(text) >= 0);
-      r.style.display = ok ? '' : 'none';
-      if (ok) { shown++; }
+      if ((!want || r.getAttribute('data-severity') === want) &&
+          (!text || r.textContent.toLowerCase().indexOf(text) >= 0)) { matching.push(r); }
+      r.style.display = 'none';
     }
+    var pages = Math.max(1, Math.ceil(matching.length / PAGE));
+    page = Math.min(page, pages - 1);
+    for (var j = page * PAGE; j < Math.min(matching.length, (page + 1) * PAGE); j++) { matching[j].style.display = ''; }
     var c = document.getElementById('shown-count');
-    if (c) { c.textContent = String(shown); }
+    if (c) { c.textContent = String(matching.length); }
+    var info = document.getElementById('page-info');
+    if (info) { info.textContent = 'page ' + (page + 1) + ' of ' + pages; }
+    var prev = document.getElementById('page-prev'), next = document.getElementById('page-next');
+    if (prev) { prev.disabled = page === 0; }
+    if (next) { next.disabled = page >= pages - 1; }
   }
   window.addEventListener('DOMContentLoaded', function () {
     var sev = document.getElementById('sev-filter');
     var q = document.getElementById('text-filter');
-    if (sev) { sev.addEventListener('change', applyFilters); }
-    if (q) { q.addEventListener('input', applyFilters); }
+    if (sev) { sev.addEventListener('change', function () { applyFilters(false); }); }
+    if (q) { q.addEventListener('input', function () { applyFilters(false); }); }
+    var prev = document.getElementById('page-prev'), next = document.getElementById('page-next');
+    if (prev) { prev.addEventListener('click', function () { page = Math.max(0, page - 1); applyFilters(true); }); }
+    if (next) { next.addEventListener('click', function () { page++; applyFilters(true); }); }
+    applyFilters(true);
   });
   window.addEventListener('load', function () {
     var imgs = document.querySelectorAll('img.plot');
@@ -707,22 +727,28 @@ def _findings_section(rows: List[Dict[str, Any]], total: int, cap: int) -> str:
         '<div class="filters"><label>severity <select id="sev-filter"><option value="">all</option>'
         f"{options}</select></label>"
         '<label>filter <input id="text-filter" type="search" placeholder="group, topic, text">'
-        "</label></div>"
+        "</label>"
+        + ('<span class="pager"><button type="button" id="page-prev">&larr; previous</button> '
+           f'<span id="page-info">page 1 of {max(1, -(-len(rows) // FINDINGS_PAGE_SIZE))}</span> '
+           '<button type="button" id="page-next">next &rarr;</button></span>'
+           if len(rows) > FINDINGS_PAGE_SIZE else "")
+        + "</div>"
     )
     head = ("severity", "finding", "group", "partition", "committed", "commit time",
             "divergence", "records at risk", "log start..end", "previous", "broker")
     parts.append('<div class="table-wrap"><table id="findings-table"><thead><tr>'
                  + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead>")
     # One <tbody> per finding: its figures, then its what/risk/action text across the table.
-    for r in rows:
+    for i, r in enumerate(rows):
         sev = str(r.get("severity") or "")
         tp = f"{r.get('topic')}-{r.get('partition')}"
+        hidden = ' style="display:none"' if i >= FINDINGS_PAGE_SIZE else ""  # pages after the first (script)
         bounds = ""
         if r.get("log_start_offset") is not None or r.get("log_end_offset") is not None:
             bounds = f"{_esc(r.get('log_start_offset'))}..{_esc(r.get('log_end_offset'))}"
         parts.append(
             f'<tbody class="finding sev-row-{_esc(sev)}" data-severity="{_esc(sev)}" '
-            f'data-finding="{_esc(r.get("finding"))}"><tr>'
+            f'data-finding="{_esc(r.get("finding"))}"{hidden}><tr>'
             f'<td><span class="sev sev-{_esc(sev)}">{_esc(sev)}</span></td>'
             f"<td>{_esc(r.get('finding'))}{_cause_html(r)}</td>"
             f"<td>{_esc(r.get('group_id'))}{_owner_html(r)}</td>"
@@ -930,8 +956,8 @@ def write_html_report(
         )
         body.extend(plot_html)
         if n_tp > len(plot_rows):
-            body.append(f'<p class="note">{n_tp - len(plot_rows)} more topic-partitions have '
-                        f"findings but are not plotted (cap {max_plots}).</p>")
+            body.append(f'<p class="note" id="plots-left-out">{n_tp - len(plot_rows)} more topic-partitions have '
+                        f"findings but are not plotted (the {max_plots} with the most records at risk are).</p>")
     else:
         body.append('<p class="muted">No partition has a finding.</p>')
     body.append("</section>")
