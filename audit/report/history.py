@@ -57,12 +57,14 @@ def _read(spark: SparkSession, history: str, table: str) -> DataFrame | None:
 
 
 def previous_run(spark: SparkSession, history: str, run_id: str) -> dict | None:
-    """The newest run in ``history`` whose run id is not ``run_id``: ``{"run_id", "run_time"}`` or None."""
+    """The newest run in ``history`` whose run id is not ``run_id``: ``{"run_id", "run_time"}`` (ISO 8601
+    UTC string) or None."""
     runs = _read(spark, history, "runs")
     if runs is None:
         return None
-    row = (runs.where(F.col("run_id") != run_id).select("run_id", "run_time")
-           .orderBy(F.col("run_time").desc()).limit(1).collect())
+    row = (runs.where(F.col("run_id") != run_id).orderBy(F.col("run_time").desc())
+           .select("run_id", F.date_format("run_time", "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'").alias("run_time"))
+           .limit(1).collect())  # formatted in the session time zone, UTC
     return {"run_id": row[0]["run_id"], "run_time": row[0]["run_time"]} if row else None
 
 
@@ -100,7 +102,7 @@ def finding_changes(spark: SparkSession, history: str, run_id: str, findings: Da
         F.coalesce("detail", "previous_detail").alias("detail"))
     counts = {r["status"]: int(r["n"]) for r in changes.groupBy("status").agg(F.count("*").alias("n")).collect()}
     info = {"previous_run_id": prev["run_id"] if prev else None,
-            "previous_run_time": prev["run_time"].isoformat() if prev else None,
+            "previous_run_time": prev["run_time"] if prev else None,
             **{k: counts.get(k, 0) for k in ("new", "persisted", "resolved")}}
     return changes, info
 
@@ -122,16 +124,17 @@ def append_run(spark: SparkSession, history: str, run_id: str, summary: dict, fi
     run_time = datetime.fromisoformat(summary["started_at"]).astimezone(timezone.utc)
     run_date = run_time.strftime("%Y-%m-%d")
     sev = summary["findings"]["by_severity"]
-    row = [(run_id, run_time.replace(tzinfo=None), output, int(summary.get("exit_status") or 0),
+    row = [(run_id, run_time, output, int(summary.get("exit_status") or 0),
             int(summary["findings"]["total"]), *(int(sev.get(s, 0)) for s in ("critical", "error", "warning", "info")),
             int(summary["offset_commits"]["group_partitions"]), int(summary["records_read"]["total"]),
             int(sum(summary["records_skipped"]["by_reason"].values())), json.dumps(summary, default=str))]
     staging = f"{base}/_staging-{uuid.uuid4().hex[:12]}"
     tables = {
-        # run_time is UTC; the session time zone is UTC (audit.spark.build_session)
+        # an aware datetime is converted as UTC whatever the machine's zone; the literal is read in the
+        # session time zone, UTC (audit.spark.build_session)
         "runs": spark.createDataFrame(row, RUNS_SCHEMA),
         "findings": findings.withColumn("run_id", F.lit(run_id)).withColumn(
-            "run_time", F.lit(run_time.replace(tzinfo=None)).cast("timestamp")),
+            "run_time", F.lit(run_time.strftime("%Y-%m-%d %H:%M:%S.%f")).cast("timestamp")),
     }
     replaced = []
     try:
