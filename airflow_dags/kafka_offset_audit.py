@@ -259,8 +259,9 @@ def _top_findings(output_dir: str, failing: Sequence[str], limit: int = MAX_LOGG
     top: list[dict] = []
     total = 0
     dataset = ds.dataset(os.path.join(output_dir, "findings"), format="parquet")
-    columns = ["severity", "finding", "group_id", "topic", "partition", "committed_offset",
-               "committed_leader_epoch", "divergence_offset", "records_at_risk", "detail"]
+    wanted = ["severity", "finding", "group_id", "topic", "partition", "committed_offset",
+              "committed_leader_epoch", "divergence_offset", "records_at_risk", "detail"]
+    columns = [c for c in wanted if c in dataset.schema.names]  # older outputs lack some
     for batch in dataset.to_batches(columns=columns, filter=ds.field("severity").isin(list(failing))):
         rows = batch.to_pylist()
         total += len(rows)
