@@ -78,6 +78,7 @@ class Node:
     dir: Path
     proc: subprocess.Popen | None = None
     starts: int = 0
+    extra_port: int | None = None  # a broker's second client listener (KafkaCluster.extra_listener)
 
     @property
     def log_dir(self) -> Path:
@@ -103,13 +104,18 @@ class KafkaCluster:
     heap: str = "384m"
     nodes: dict = field(default_factory=dict)
     cluster_id: str = field(default_factory=new_cluster_id)
+    #: a second client listener on every broker, e.g. "SASL_SSL" (configure it through ``overrides``)
+    extra_listener: str | None = None
+    #: extra log4j logger levels, e.g. {"kafka.authorizer.logger": "DEBUG"}
+    loggers: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.workdir = Path(self.workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.nodes[CONTROLLER_ID] = Node(CONTROLLER_ID, "controller", _free_port(), self.workdir / "controller-100")
         for i in range(1, self.brokers + 1):
-            self.nodes[i] = Node(i, "broker", _free_port(), self.workdir / f"broker-{i}")
+            self.nodes[i] = Node(i, "broker", _free_port(), self.workdir / f"broker-{i}",
+                                 extra_port=_free_port() if self.extra_listener else None)
         _LIVE.add(self)
 
     # ----------------------------------------------------------------- config
@@ -121,6 +127,11 @@ class KafkaCluster:
     def running_bootstrap(self) -> str:
         """Only the brokers that are up (a client given a stopped one logs refused connections)."""
         return ",".join(f"127.0.0.1:{n.port}" for n in self.broker_nodes() if n.running) or self.bootstrap
+
+    def bootstrap_for(self, listener: str) -> str:
+        """Bootstrap servers of the brokers' ``extra_listener``."""
+        assert listener == self.extra_listener, (listener, self.extra_listener)
+        return ",".join(f"127.0.0.1:{n.extra_port}" for n in self.broker_nodes())
 
     def broker_nodes(self) -> list[Node]:
         return [n for n in self.nodes.values() if n.role == "broker"]
@@ -145,10 +156,13 @@ class KafkaCluster:
                     "listeners": f"CONTROLLER://127.0.0.1:{node.port}",
                     "broker.session.timeout.ms": 4000, "broker.heartbeat.interval.ms": 500,
                     **self.overrides.get("controller", {})}
+        extra = f",{self.extra_listener}://127.0.0.1:{node.extra_port}" if self.extra_listener else ""
+        if self.extra_listener:
+            common["listener.security.protocol.map"] += f",{self.extra_listener}:{self.extra_listener}"
         return {
             **common, "process.roles": "broker",
-            "listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{node.port}{extra}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}{extra}",
             "inter.broker.listener.name": "PLAINTEXT",
             "broker.heartbeat.interval.ms": 500, "broker.session.timeout.ms": 4000,
             "auto.create.topics.enable": "false",
@@ -174,8 +188,10 @@ class KafkaCluster:
         node.dir.mkdir(parents=True, exist_ok=True)
         path = node.dir / "server.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in self._properties(node).items()))
-        (self.workdir / "log4j2.xml").write_text(LOG4J2)
-        (self.workdir / "log4j.properties").write_text(LOG4J1)
+        extra2 = "".join(f'    <Logger name="{k}" level="{v}"/>\n' for k, v in self.loggers.items())
+        (self.workdir / "log4j2.xml").write_text(LOG4J2.replace("    <Root ", extra2 + "    <Root "))
+        (self.workdir / "log4j.properties").write_text(
+            LOG4J1 + "".join(f"log4j.logger.{k}={v}\n" for k, v in self.loggers.items()))
         return path
 
     def _jvm(self, main: str, *args: str) -> list[str]:

@@ -141,8 +141,31 @@ public final class LabClient {
                 return null;
             case "list_offsets": return listGroupOffsets(r.get("group").asText());
             case "verdicts": return verdicts(r);
+            case "create_acls": admin.createAcls(aclBindings(r)).all().get(); return null;
+            case "delete_acls": {
+                List<org.apache.kafka.common.acl.AclBindingFilter> fs = new ArrayList<>();
+                for (org.apache.kafka.common.acl.AclBinding b : aclBindings(r)) fs.add(b.toFilter());
+                admin.deleteAcls(fs).all().get();
+                return null;
+            }
             default: throw new IllegalArgumentException("unknown op " + r.path("op").asText());
         }
+    }
+
+    /** {"principal": "User:x", "acls": [{"resource_type": "TOPIC", "name": "*", "operation": "DESCRIBE"}, ...]}:
+     *  ALLOW bindings on LITERAL patterns, any host (kafka-acls --add --allow-principal). */
+    private static List<org.apache.kafka.common.acl.AclBinding> aclBindings(JsonNode r) {
+        List<org.apache.kafka.common.acl.AclBinding> out = new ArrayList<>();
+        for (JsonNode a : r.get("acls")) {
+            out.add(new org.apache.kafka.common.acl.AclBinding(
+                new org.apache.kafka.common.resource.ResourcePattern(
+                    org.apache.kafka.common.resource.ResourceType.valueOf(a.get("resource_type").asText()),
+                    a.get("name").asText(), org.apache.kafka.common.resource.PatternType.LITERAL),
+                new org.apache.kafka.common.acl.AccessControlEntry(r.get("principal").asText(), "*",
+                    org.apache.kafka.common.acl.AclOperation.valueOf(a.get("operation").asText()),
+                    org.apache.kafka.common.acl.AclPermissionType.ALLOW)));
+        }
+        return out;
     }
 
     private static TopicPartition tp(JsonNode r) {
