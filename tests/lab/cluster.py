@@ -272,6 +272,17 @@ class KafkaCluster:
             node.proc.kill()
             node.proc.wait()
 
+    def move(self, node_id: int, timeout: float = 120) -> int:
+        """Stop a broker cleanly and start it again on a new port (a new advertised address, as after a
+        redeployment); returns the new port."""
+        self.stop_node(node_id)
+        node = self.nodes[node_id]
+        node.port = _free_port()
+        if node.extra_port is not None:
+            node.extra_port = _free_port()
+        self.start_node(node_id, timeout)
+        return node.port
+
     def restart(self, node_id: int) -> None:
         self.stop_node(node_id)
         self.start_node(node_id)
