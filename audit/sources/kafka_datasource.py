@@ -133,6 +133,28 @@ def _load_factory(spec: str) -> Callable[..., Any]:
         raise KafkaOffsetsTopicError(f"option consumer.factory={spec!r}: {exc}") from None
 
 
+def _partitions_for_topic(consumer: Any, topic: str) -> Any:
+    """``consumer.partitions_for_topic(topic)`` without asking the cluster for every topic.
+
+    kafka-python's ``KafkaConsumer.partitions_for_topic`` falls back to a Metadata request for *all*
+    topics when the topic is not cached yet (``_fetch_all_topic_metadata``): on a cluster with many
+    topics that is the request KIP-526 is about, and it needs DESCRIBE on every topic to be complete.
+    With a real KafkaConsumer (kafka-python 3.0), the topic is first added to the tracked topics and
+    a Metadata request naming only the tracked topics is awaited; other consumers (tests' fakes) are
+    asked directly."""
+    cluster, net, manager = (getattr(consumer, a, None) for a in ("_cluster", "_net", "_manager"))
+    if cluster is not None and net is not None and manager is not None and hasattr(cluster, "add_topic"):
+        for _ in range(2):  # a refresh already in flight may not name the topic: then one more
+            if cluster.partitions_for_topic(topic) is not None:
+                break
+            if cluster.metadata_refresh_in_progress:
+                net.run(manager.wait_for, cluster.request_update(), None)
+            net.run(manager.wait_for, cluster.add_topic(topic), None)
+            if cluster.partitions_for_topic(topic) is None and topic in getattr(cluster, "_topics", ()):
+                net.run(manager.wait_for, cluster.request_update(), None)
+    return consumer.partitions_for_topic(topic)
+
+
 def _close(consumer: Any) -> None:
     try:
         consumer.close(autocommit=False)
@@ -205,7 +227,7 @@ class KafkaOffsetsTopicReader(DataSourceReader):
         from kafka.structs import TopicPartition
         consumer = self._consumer("planning: connect for", None)
         try:
-            ids = consumer.partitions_for_topic(self.topic)
+            ids = _partitions_for_topic(consumer, self.topic)
             if not ids:
                 raise KafkaOffsetsTopicError(
                     f"planning: topic {self.topic} not found (or the principal lacks DESCRIBE on it); "

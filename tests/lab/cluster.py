@@ -14,6 +14,7 @@ import atexit
 import base64
 import ctypes
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -188,8 +189,14 @@ class KafkaCluster:
         node.dir.mkdir(parents=True, exist_ok=True)
         path = node.dir / "server.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in self._properties(node).items()))
-        extra2 = "".join(f'    <Logger name="{k}" level="{v}"/>\n' for k, v in self.loggers.items())
-        (self.workdir / "log4j2.xml").write_text(LOG4J2.replace("    <Root ", extra2 + "    <Root "))
+        log4j2 = LOG4J2
+        for k, v in self.loggers.items():
+            line = f'    <Logger name="{k}" level="{v}"/>\n'
+            if f'<Logger name="{k}" ' in log4j2:
+                log4j2 = re.sub(rf'    <Logger name="{re.escape(k)}" level="\w+"/>\n', line, log4j2)
+            else:
+                log4j2 = log4j2.replace("    <Root ", line + "    <Root ")
+        (self.workdir / "log4j2.xml").write_text(log4j2)
         (self.workdir / "log4j.properties").write_text(
             LOG4J1 + "".join(f"log4j.logger.{k}={v}\n" for k, v in self.loggers.items()))
         return path

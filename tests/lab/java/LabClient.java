@@ -142,6 +142,12 @@ public final class LabClient {
             case "list_offsets": return listGroupOffsets(r.get("group").asText());
             case "verdicts": return verdicts(r);
             case "create_acls": admin.createAcls(aclBindings(r)).all().get(); return null;
+            case "create_topics": {  // many topics in one CreateTopics request: {"names": [...], "partitions", "rf"}
+                List<NewTopic> ts = new ArrayList<>();
+                for (JsonNode n : r.get("names")) ts.add(new NewTopic(n.asText(), r.path("partitions").asInt(1), (short) r.path("rf").asInt(1)));
+                admin.createTopics(ts).all().get();
+                return null;
+            }
             case "delete_acls": {
                 List<org.apache.kafka.common.acl.AclBindingFilter> fs = new ArrayList<>();
                 for (org.apache.kafka.common.acl.AclBinding b : aclBindings(r)) fs.add(b.toFilter());
