@@ -51,6 +51,8 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
                    help="also register the outputs as tables PREFIXfindings, ... in the Spark catalog")
     a.add_argument("--expectations-config", metavar="FILE", default=None,
                    help="JSON/YAML thresholds for the expectation suite (see audit/report/expectations_config.py)")
+    a.add_argument("--max-concurrency", metavar="N", type=int, default=None,
+                   help="live mode: OffsetsForLeaderEpoch/ListOffsets requests in flight at once (default 4)")
     a.add_argument("--history", metavar="DIR", default=None,
                    help="append this run's findings and summary to a history table (Parquet, by run date and run id); "
                         "report.html then shows what is new, persisted and resolved since the previous run")
@@ -87,7 +89,8 @@ def run_audit(args, master: str | None) -> int:
                           pushgateway_job=getattr(args, "pushgateway_job", "kafka_offset_audit"),
                           pushgateway_labels=getattr(args, "pushgateway_label", None) or [],
                           metrics_max_group_partitions=getattr(args, "metrics_max_group_partitions", 50_000),
-                          history=getattr(args, "history", None), run_id=getattr(args, "run_id", None))
+                          history=getattr(args, "history", None), run_id=getattr(args, "run_id", None),
+                          max_concurrency=getattr(args, "max_concurrency", None))
     except ValidationError as exc:
         print(f"kafka-offset-audit: error: {exc.errors()[0]['msg'].removeprefix('Value error, ')}", file=sys.stderr)
         return EXIT_USAGE

@@ -54,6 +54,7 @@ class AuditConfig(BaseModel):
     metrics_max_group_partitions: int = Field(default=50_000, ge=0)
     history: str | None = None
     run_id: str | None = None
+    max_concurrency: int | None = Field(default=None, ge=1, le=64)
 
     @model_validator(mode="after")
     def _one_source(self):
@@ -221,7 +222,8 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
     _progress(cfg, f"decode: {n_live} live commits of {n_latest} group-partitions")
 
     if src is None:
-        live = cluster_tables(spark, commits, collect or live_collect(cfg.bootstrap_servers, cfg.client_config),
+        live = cluster_tables(spark, commits, collect or live_collect(cfg.bootstrap_servers, cfg.client_config,
+                                                                 cfg.max_concurrency),
                               history=cfg.mode == "history")
         src = _LiveSource(live, cfg, spark)
         _progress(cfg, f"collect: {live.info['epoch_requests']} OffsetsForLeaderEpoch requests, {live.info['partitions']} partitions")

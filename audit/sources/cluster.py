@@ -89,10 +89,13 @@ def cluster_tables(spark: SparkSession, commits: DataFrame, collect: Callable[..
     )
 
 
-def live_collect(bootstrap_servers: str, client_config: str | None = None) -> Callable[..., Any]:
-    """A ``collect`` for :func:`cluster_tables` backed by a real :class:`OffsetCollector`."""
+def live_collect(bootstrap_servers: str, client_config: str | None = None,
+                 max_concurrency: int | None = None) -> Callable[..., Any]:
+    """A ``collect`` for :func:`cluster_tables` backed by a real :class:`OffsetCollector`
+    (``max_concurrency``: requests in flight at once, the collector's default when None)."""
     def collect(reqs, parts):
         from .collector import open_collector
-        with open_collector(client_config, bootstrap_servers=bootstrap_servers) as collector:
+        overrides = {"max_concurrency": max_concurrency} if max_concurrency else {}
+        with open_collector(client_config, bootstrap_servers=bootstrap_servers, **overrides) as collector:
             return collector.collect(reqs, bounds_partitions=parts)
     return collect
