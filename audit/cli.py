@@ -107,6 +107,8 @@ def run_audit(args, master: str | None) -> int:
         preflight(cfg)  # before Spark starts: an unwritable --output, a bad --client-config, no broker
     except usage_errors as exc:
         print(f"kafka-offset-audit: error: {exc}", file=sys.stderr)
+        if not isinstance(exc, MetricsError):  # e.g. no broker answers: Prometheus should hear of it
+            _push_failure(cfg, started, EXIT_USAGE)
         return EXIT_USAGE
     try:
         spark = build_session(master, verbose=getattr(args, "verbose", False), quick_start=cfg.mode == "latest")
