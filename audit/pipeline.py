@@ -21,7 +21,8 @@ from .judge import SEVERITY_RANK, judge, with_verdicts
 from .owners import group_tables, with_owners
 from .report.outputs import StagedOutput, check_output_parent, check_output_target, console_table
 from .sources.fs import to_uri as fs_uri
-from .sources.logdirs import cache_disagreements, read_log_dirs, recover_from_replicas
+from .sources.logdirs import cache_disagreements
+from .sources.source import open_source
 
 #: the decoded columns the commit and summary stages read (file names stay in ``raw`` for issues)
 RECORD_COLUMNS = ["source_partition", "kind", "offset", "timestamp", "is_transactional", "producer_id", "control_type",
@@ -91,17 +92,6 @@ class AuditConfig(BaseModel):
         return v
 
 
-class _LiveSource:
-    """The live source's tables shaped like :class:`LogDirSources` for the summary."""
-
-    def __init__(self, live, cfg, spark):
-        self.epochs, self.bounds, self.epoch_end_offsets = live.epochs, live.bounds, live.epoch_end_offsets
-        self.read_issues = spark.createDataFrame(
-            [], "file string, position bigint, reason string, detail string, records_affected int")
-        self.inputs = {"bootstrap_servers": cfg.bootstrap_servers, "client_config": bool(cfg.client_config),
-                       "cluster": live.info}
-
-
 @dataclass
 class RunResult:
     exit_code: int
@@ -145,25 +135,6 @@ def preflight(cfg: AuditConfig, spark: SparkSession | None = None, *, cluster: b
         check_bootstrap(client, bootstrap_servers=cfg.bootstrap_servers)
 
 
-def _raise_live_read_error(exc: BaseException):
-    """Raise the :class:`audit.sources.collector.CollectorError` for a failure of the live
-    ``__consumer_offsets`` read, or re-raise ``exc`` when it is not one.  The data source raises
-    :class:`audit.sources.kafka_datasource.KafkaOffsetsTopicError` (message already redacted) in
-    a Python worker; Spark hands it to the driver wrapped in its own exception, whose text holds
-    the original message after ``KafkaOffsetsTopicError: ``."""
-    from .sources.collector import CollectorError
-    from .sources.kafka_datasource import KafkaOffsetsTopicError
-    marker = "KafkaOffsetsTopicError: "
-    text = str(exc)
-    if isinstance(exc, KafkaOffsetsTopicError):
-        message = text
-    elif marker in text:
-        message = text.rsplit(marker, 1)[1].strip().splitlines()[0]
-    else:
-        raise exc
-    raise CollectorError(f"reading __consumer_offsets failed: {message}") from None
-
-
 def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect=None,
         checked: bool = False) -> RunResult:
     """Audit log dirs (or a live cluster) and write the output contract under ``cfg.output``.
@@ -185,60 +156,28 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
     check_output_target(spark, cfg.output, cfg.log_dirs)
     if cfg.history:
         check_output_target(spark, cfg.history, cfg.log_dirs, replaced=False)
-    if cfg.bootstrap_servers:
-        from .sources.cluster import cluster_tables, live_collect, read_offsets_topic
-        src = None
-        try:
-            raw0 = read_offsets_topic(spark, cfg.bootstrap_servers, cfg.client_config, consumer_factory)
-        except Exception as exc:
-            _raise_live_read_error(exc)
-        _progress(cfg, f"read: __consumer_offsets of {cfg.bootstrap_servers}")
-    else:
-        src = read_log_dirs(spark, cfg.log_dirs, reduce_latest=cfg.mode == "latest")
-        raw0 = src.raw_offsets
-        inv = src.inventory
-        _progress(cfg, f"read: {len(inv.log_dirs)} log dirs, {len(inv.replicas)} partition replicas, "
-                       f"{len(src.offsets_replicas)} __consumer_offsets partitions")
-
-    # localCheckpoint: materialise each stage once (the decode must run once) and keep query plans short
-    recovered = []
-    try:
-        raw1 = raw0.localCheckpoint()
-        if not cfg.bootstrap_servers:
-            raw1, recovered = recover_from_replicas(spark, raw1, src, reduce_latest=cfg.mode == "latest")
-            if recovered:
-                _progress(cfg, "recovered " + ", ".join(
-                    f"{r['records']} records of __consumer_offsets-{r['partition']} from broker {r['broker_id']}"
-                    for r in recovered))
-        raw = with_transaction_state(raw1, all_rows=True)
-    except Exception as exc:
-        if cfg.bootstrap_servers:
-            _raise_live_read_error(exc)
-        raise
+    src = open_source(spark, cfg, lambda msg: _progress(cfg, msg), consumer_factory=consumer_factory, collect=collect)
+    raw1 = src.read_offsets()
+    recovered = src.recovered
+    raw = with_transaction_state(raw1, all_rows=True)
     records = raw.where(F.col("kind") == "record").select(*RECORD_COLUMNS, "txn_state")
     commits = _filter(live_commits(records, latest_only=cfg.mode == "latest"), cfg).localCheckpoint()
     n_live, n_latest = commits.agg(F.sum("live_count"), F.count(F.when(F.col("is_latest"), 1))).first()
     n_live, n_latest = int(n_live or 0), int(n_latest or 0)
     _progress(cfg, f"decode: {n_live} live commits of {n_latest} group-partitions")
-
-    if src is None:
-        live = cluster_tables(spark, commits, collect or live_collect(cfg.bootstrap_servers, cfg.client_config,
-                                                                 cfg.max_concurrency),
-                              history=cfg.mode == "history")
-        src = _LiveSource(live, cfg, spark)
-        _progress(cfg, f"collect: {live.info['epoch_requests']} OffsetsForLeaderEpoch requests, {live.info['partitions']} partitions")
+    state = src.partition_state(commits, history=cfg.mode == "history")
 
     history = cfg.mode == "history"
     # whose consumer is it: the groups' state and each partition's last owner (classic GroupMetadataValue)
-    timeline = getattr(src, "leader_timeline", None)
+    timeline = state.leader_timeline
     group_state, owners = group_tables(spark, records,
                                        timeline.select("topic_id", "topic") if timeline is not None else None)
     group_state, owners = group_state.localCheckpoint(), owners.localCheckpoint()
-    findings = judge(spark, commits, src.epochs, src.bounds, epoch_end_offsets=src.epoch_end_offsets,
+    findings = judge(spark, commits, state.epochs, state.bounds, epoch_end_offsets=state.epoch_end_offsets,
                      history=history)
     findings = with_owners(findings, group_state, owners).localCheckpoint()
     committed = with_owners(with_verdicts(commits, findings), group_state, owners).localCheckpoint()
-    summary = _summary(cfg, src, raw, (n_live, n_latest), findings, started_at)
+    summary = _summary(cfg, src, raw, (n_live, n_latest), findings, started_at, state.epochs)
     summary["records_recovered"] = {"total": sum(r["records"] for r in recovered), "from_replicas": recovered}
     changes = None
     if cfg.history:
@@ -263,12 +202,12 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
         out.write_parquet("committed_offsets", committed)
         if history:
             out.write_parquet("commits", commits.drop("is_latest", "broker_id", "live_count"))
-        out.write_parquet("epochs", src.epochs)
-        out.write_parquet("bounds", src.bounds)
-        if getattr(src, "leader_timeline", None) is not None:
-            out.write_parquet("leader_timeline", src.leader_timeline)
-        if getattr(src, "broker_timeline", None) is not None:
-            out.write_parquet("broker_timeline", src.broker_timeline)
+        out.write_parquet("epochs", state.epochs)
+        out.write_parquet("bounds", state.bounds)
+        if state.leader_timeline is not None:
+            out.write_parquet("leader_timeline", state.leader_timeline)
+        if state.broker_timeline is not None:
+            out.write_parquet("broker_timeline", state.broker_timeline)
         if changes is not None:
             out.write_parquet("finding_changes", changes)
         summary["elapsed_seconds"] = round(time.time() - started, 3)
@@ -278,7 +217,7 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
         code = _exit_code(cfg, summary)
         summary["exit_status"] = code
         summary["elapsed_seconds"] = round(time.time() - started, 3)
-        registry = _metrics(cfg, spark, out, summary, committed, findings, src.bounds)
+        registry = _metrics(cfg, spark, out, summary, committed, findings, state.bounds)
         out.write_json("summary.json", summary)
         out.commit()
     except BaseException:
@@ -299,7 +238,7 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
         from .report.outputs import register_tables
         tables = register_tables(spark, cfg.output, cfg.table_prefix)
         _progress(cfg, f"tables: {', '.join(tables)}")
-    console = console_table(findings, committed, src.bounds)
+    console = console_table(findings, committed, state.bounds)
     return RunResult(code, summary, console)
 
 
@@ -365,23 +304,10 @@ def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput) -> dict:
 
 
 def _inputs(cfg, src) -> dict:
-    common = {"mode": cfg.mode, "fail_on": cfg.fail_on, "groups": cfg.groups, "topics": cfg.topics}
-    if isinstance(src, _LiveSource):
-        return {**common, **src.inputs}
-    return {
-        **common, "log_dirs": cfg.log_dirs,
-        "brokers": [{"log_dir": ld.uri, "broker_id": ld.broker_id, "broker_id_from_meta_properties": ld.broker_id_known}
-                    for ld in src.inventory.log_dirs],
-        "partition_replicas": len(src.inventory.replicas),
-        "metadata_log": src.metadata_source,
-        "consumer_offsets_replicas": {str(p): {"broker_id": v["answered_by_broker"], "chosen_as": v["authority"],
-                                               "replicas": v["replica_count"]}
-                                      for p, v in sorted(src.offsets_replicas.items())},
-        "notes": src.inventory.notes,
-    }
+    return {"mode": cfg.mode, "fail_on": cfg.fail_on, "groups": cfg.groups, "topics": cfg.topics, **src.inputs()}
 
 
-def _summary(cfg, src, raw, live_counts, findings, started_at) -> dict:
+def _summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
     """summary.json content; every collect here is an aggregate (bounded by names, not records)."""
     by_type, kinds, txn, by_reason = {}, {}, {}, {}
     # kind 'count' rows stand for records a latest-mode summary folded away (all non-transactional)
@@ -421,7 +347,7 @@ def _summary(cfg, src, raw, live_counts, findings, started_at) -> dict:
         sev[r["severity"]] += r["count"]
         names[r["finding"]] = names.get(r["finding"], 0) + r["count"]
         name_sev.append({"finding": r["finding"], "severity": r["severity"], "count": int(r["count"])})
-    disagree = cache_disagreements(src.epochs).orderBy("topic", "partition", "leader_epoch").take(MAX_WHERE)
+    disagree = cache_disagreements(epochs).orderBy("topic", "partition", "leader_epoch").take(MAX_WHERE)
     n_live, n_latest = live_counts
     return {
         "tool": "kafka-offset-audit", "version": __version__, "started_at": started_at,

@@ -1,0 +1,183 @@
+"""One shape for every source of an audit: broker log dirs, or a live cluster.
+
+A source does two things (DESIGN.md, "the three tables"):
+
+1. :meth:`AuditSource.read_offsets` -- the raw ``__consumer_offsets`` records, as
+   :data:`audit.formats.segments.RAW_SCHEMA` rows plus ``broker_id int``, materialised once;
+2. :meth:`AuditSource.partition_state` -- for the commits found, the partition state the judge needs:
+   :class:`PartitionTables` (``epochs``, ``bounds``, ``epoch_end_offsets``; the KRaft ``leader_timeline`` and
+   ``broker_timeline`` when the source has a metadata log).
+
+plus what the summary reports of it (:meth:`AuditSource.inputs`, :attr:`AuditSource.read_issues`,
+:attr:`AuditSource.recovered`).  :func:`open_source` picks the implementation from the audit's arguments, so
+:func:`audit.pipeline.run` has no source-specific branch.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from pyspark.sql import DataFrame, SparkSession
+
+#: read issues: where a source could not read (file, byte position, reason)
+READ_ISSUES_DDL = "file string, position bigint, reason string, detail string, records_affected int"
+
+
+@dataclass
+class PartitionTables:
+    """The judge's inputs besides the commits (see :mod:`audit.judge`)."""
+
+    epochs: DataFrame
+    bounds: DataFrame
+    epoch_end_offsets: DataFrame | None
+    leader_timeline: DataFrame | None = None
+    broker_timeline: DataFrame | None = None
+
+
+class AuditSource(ABC):
+    """What :func:`audit.pipeline.run` reads from.  ``progress(msg)`` reports a stage's outcome."""
+
+    #: records the source recovered from other replicas: [{"partition", "broker_id", "records"}]
+    recovered: list[dict]
+
+    def __init__(self, spark: SparkSession, progress: Callable[[str], None]):
+        self.spark = spark
+        self.progress = progress
+        self.recovered = []
+
+    @abstractmethod
+    def read_offsets(self) -> DataFrame:
+        """The raw ``__consumer_offsets`` records (RAW_SCHEMA + ``broker_id``), materialised.  Raises
+        :class:`audit.sources.fs.InputError` or :class:`audit.sources.collector.CollectorError` naming what to fix."""
+
+    @abstractmethod
+    def partition_state(self, commits: DataFrame, history: bool) -> PartitionTables:
+        """Epochs, bounds and epoch end offsets for the partitions of ``commits`` (``audit.commits.live_commits``
+        rows; ``history``: every live commit is judged, not only the latest)."""
+
+    @property
+    @abstractmethod
+    def read_issues(self) -> DataFrame:
+        """Where the source could not read: :data:`READ_ISSUES_DDL` rows."""
+
+    @abstractmethod
+    def inputs(self) -> dict:
+        """What ``summary.json`` says about the inputs (JSON-serialisable)."""
+
+
+class LogDirSource(AuditSource):
+    """Broker log dirs (or copies), read by :func:`audit.sources.logdirs.read_log_dirs`; a damaged
+    ``__consumer_offsets`` replica is completed from another (:func:`recover_from_replicas`)."""
+
+    def __init__(self, spark: SparkSession, progress: Callable[[str], None], log_dirs: list[str], latest: bool):
+        super().__init__(spark, progress)
+        self.log_dirs, self.latest = log_dirs, latest
+        self.src = None
+
+    def read_offsets(self) -> DataFrame:
+        from .logdirs import read_log_dirs, recover_from_replicas
+        self.src = src = read_log_dirs(self.spark, self.log_dirs, reduce_latest=self.latest)
+        inv = src.inventory
+        self.progress(f"read: {len(inv.log_dirs)} log dirs, {len(inv.replicas)} partition replicas, "
+                      f"{len(src.offsets_replicas)} __consumer_offsets partitions")
+        # localCheckpoint: the decode must run once, and query plans stay short
+        raw, self.recovered = recover_from_replicas(self.spark, src.raw_offsets.localCheckpoint(), src,
+                                                    reduce_latest=self.latest)
+        if self.recovered:
+            self.progress("recovered " + ", ".join(
+                f"{r['records']} records of __consumer_offsets-{r['partition']} from broker {r['broker_id']}"
+                for r in self.recovered))
+        return raw
+
+    def partition_state(self, commits: DataFrame, history: bool) -> PartitionTables:
+        s = self.src
+        return PartitionTables(s.epochs, s.bounds, s.epoch_end_offsets, s.leader_timeline, s.broker_timeline)
+
+    @property
+    def read_issues(self) -> DataFrame:
+        return self.src.read_issues
+
+    def inputs(self) -> dict:
+        src = self.src
+        return {
+            "log_dirs": self.log_dirs,
+            "brokers": [{"log_dir": ld.uri, "broker_id": ld.broker_id,
+                         "broker_id_from_meta_properties": ld.broker_id_known} for ld in src.inventory.log_dirs],
+            "partition_replicas": len(src.inventory.replicas),
+            "metadata_log": src.metadata_source,
+            "consumer_offsets_replicas": {str(p): {"broker_id": v["answered_by_broker"], "chosen_as": v["authority"],
+                                                   "replicas": v["replica_count"]}
+                                          for p, v in sorted(src.offsets_replicas.items())},
+            "notes": src.inventory.notes,
+        }
+
+
+class LiveSource(AuditSource):
+    """A running cluster, read-only: ``__consumer_offsets`` through the ``kafka_offsets_topic`` data source,
+    the partition state through :class:`audit.sources.collector.OffsetCollector` (see :mod:`audit.sources.cluster`).
+    ``consumer_factory``/``collect`` replace kafka-python (tests)."""
+
+    def __init__(self, spark: SparkSession, progress: Callable[[str], None], bootstrap_servers: str,
+                 client_config: str | None, max_concurrency: int | None = None,
+                 consumer_factory: Callable[..., Any] | None = None, collect: Callable[..., Any] | None = None):
+        super().__init__(spark, progress)
+        self.bootstrap_servers, self.client_config = bootstrap_servers, client_config
+        self.max_concurrency, self.consumer_factory, self.collect = max_concurrency, consumer_factory, collect
+        self.info: dict = {}
+
+    def read_offsets(self) -> DataFrame:
+        from .cluster import read_offsets_topic
+        try:
+            raw = read_offsets_topic(self.spark, self.bootstrap_servers, self.client_config,
+                                     self.consumer_factory).localCheckpoint()
+        except Exception as exc:  # a worker's failure reaches the driver wrapped by Spark
+            raise_live_read_error(exc)
+        self.progress(f"read: __consumer_offsets of {self.bootstrap_servers}")
+        return raw
+
+    def partition_state(self, commits: DataFrame, history: bool) -> PartitionTables:
+        from .cluster import cluster_tables, live_collect
+        collect = self.collect or live_collect(self.bootstrap_servers, self.client_config, self.max_concurrency)
+        live = cluster_tables(self.spark, commits, collect, history=history)
+        self.info = live.info
+        self.progress(f"collect: {live.info['epoch_requests']} OffsetsForLeaderEpoch requests, "
+                      f"{live.info['partitions']} partitions")
+        return PartitionTables(live.epochs, live.bounds, live.epoch_end_offsets)
+
+    @property
+    def read_issues(self) -> DataFrame:
+        return self.spark.createDataFrame([], READ_ISSUES_DDL)
+
+    def inputs(self) -> dict:
+        return {"bootstrap_servers": self.bootstrap_servers, "client_config": bool(self.client_config),
+                "cluster": self.info}
+
+
+def raise_live_read_error(exc: BaseException):
+    """Raise the :class:`audit.sources.collector.CollectorError` for a failure of the live
+    ``__consumer_offsets`` read, or re-raise ``exc`` when it is not one.  The data source raises
+    :class:`audit.sources.kafka_datasource.KafkaOffsetsTopicError` (message already redacted) in
+    a Python worker; Spark hands it to the driver wrapped in its own exception, whose text holds
+    the original message after ``KafkaOffsetsTopicError: ``."""
+    from .collector import CollectorError
+    from .kafka_datasource import KafkaOffsetsTopicError
+    marker = "KafkaOffsetsTopicError: "
+    text = str(exc)
+    if isinstance(exc, KafkaOffsetsTopicError):
+        message = text
+    elif marker in text:
+        message = text.rsplit(marker, 1)[1].strip().splitlines()[0]
+    else:
+        raise exc
+    raise CollectorError(f"reading __consumer_offsets failed: {message}") from None
+
+
+def open_source(spark: SparkSession, cfg: Any, progress: Callable[[str], None], *,
+                consumer_factory: Callable[..., Any] | None = None,
+                collect: Callable[..., Any] | None = None) -> AuditSource:
+    """The source ``cfg`` (an :class:`audit.pipeline.AuditConfig`) names: ``--bootstrap-servers`` or ``--log-dirs``."""
+    if cfg.bootstrap_servers:
+        return LiveSource(spark, progress, cfg.bootstrap_servers, cfg.client_config, cfg.max_concurrency,
+                          consumer_factory, collect)
+    return LogDirSource(spark, progress, cfg.log_dirs, latest=cfg.mode == "latest")
