@@ -51,6 +51,9 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
                    help="also register the outputs as tables PREFIXfindings, ... in the Spark catalog")
     a.add_argument("--expectations-config", metavar="FILE", default=None,
                    help="JSON/YAML thresholds for the expectation suite (see audit/report/expectations_config.py)")
+    a.add_argument("--source", choices=["kafka-python", "kafka-connector"], default="kafka-python",
+                   help="live mode: read __consumer_offsets with kafka-python (default) or Spark's own Kafka connector "
+                        "(spark-sql-kafka-0-10; the CLI adds it to spark.jars.packages, spark-submit needs --packages)")
     a.add_argument("--max-concurrency", metavar="N", type=int, default=None,
                    help="live mode: OffsetsForLeaderEpoch/ListOffsets requests in flight at once (default 4)")
     a.add_argument("--history", metavar="DIR", default=None,
@@ -90,7 +93,8 @@ def run_audit(args, master: str | None) -> int:
                           pushgateway_labels=getattr(args, "pushgateway_label", None) or [],
                           metrics_max_group_partitions=getattr(args, "metrics_max_group_partitions", 50_000),
                           history=getattr(args, "history", None), run_id=getattr(args, "run_id", None),
-                          max_concurrency=getattr(args, "max_concurrency", None))
+                          max_concurrency=getattr(args, "max_concurrency", None),
+                          source=getattr(args, "source", "kafka-python"))
     except ValidationError as exc:
         print(f"kafka-offset-audit: error: {exc.errors()[0]['msg'].removeprefix('Value error, ')}", file=sys.stderr)
         return EXIT_USAGE
@@ -111,7 +115,12 @@ def run_audit(args, master: str | None) -> int:
             _push_failure(cfg, started, EXIT_USAGE)
         return EXIT_USAGE
     try:
-        spark = build_session(master, verbose=getattr(args, "verbose", False), quick_start=cfg.mode == "latest")
+        packages = None
+        if cfg.source == "kafka-connector":
+            from .sources.cluster import connector_package
+            packages = [connector_package()]
+        spark = build_session(master, verbose=getattr(args, "verbose", False), quick_start=cfg.mode == "latest",
+                              packages=packages)
         result = run(cfg, spark, checked=True)
     except usage_errors as exc:
         print(f"kafka-offset-audit: error: {exc}", file=sys.stderr)

@@ -56,11 +56,14 @@ class AuditConfig(BaseModel):
     history: str | None = None
     run_id: str | None = None
     max_concurrency: int | None = Field(default=None, ge=1, le=64)
+    source: Literal["kafka-python", "kafka-connector"] = "kafka-python"
 
     @model_validator(mode="after")
     def _one_source(self):
         if bool(self.log_dirs) == bool(self.bootstrap_servers):
             raise ValueError("give either --log-dirs DIR [DIR ...] or --bootstrap-servers HOST:PORT, not both or neither")
+        if self.source == "kafka-connector" and not self.bootstrap_servers:
+            raise ValueError("--source kafka-connector reads a live cluster: give --bootstrap-servers")
         for name in ("groups", "topics"):
             pattern = getattr(self, name)
             if pattern:

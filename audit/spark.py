@@ -27,7 +27,7 @@ def driver_java_options(master: str, quick_start: bool, launching: bool) -> str 
 
 
 def build_session(master: str | None = None, app_name: str = "kafka-offset-audit", verbose: bool = False,
-                  quick_start: bool = False) -> SparkSession:
+                  quick_start: bool = False, packages: list[str] | None = None) -> SparkSession:
     """Create (or reuse) a SparkSession.
 
     ``master`` None keeps what spark-submit set, else ``local[*]``.  Python workers use this
@@ -36,6 +36,8 @@ def build_session(master: str | None = None, app_name: str = "kafka-offset-audit
     ``quick_start``: when this call starts a local driver JVM, give it
     :data:`QUICK_START_JAVA_OPTIONS` (the CLI sets it for ``--mode latest``).  Under spark-submit
     the driver JVM already runs and nothing changes.
+    ``packages``: Maven coordinates for ``spark.jars.packages`` (resolved from Maven Central when this call
+    starts the driver JVM; under spark-submit pass ``--packages`` instead).
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
@@ -48,6 +50,8 @@ def build_session(master: str | None = None, app_name: str = "kafka-offset-audit
     java_opts = driver_java_options(master or os.environ.get("KOA_SPARK_MASTER", "local[*]"), quick_start, launching)
     if java_opts:
         builder = builder.config("spark.driver.extraJavaOptions", java_opts)
+    if packages:
+        builder = builder.config("spark.jars.packages", ",".join(packages))
     builder = (builder
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")

@@ -4,9 +4,9 @@
 #   bash scripts/airflow_env.sh          # -> .venv-airflow/ beside this script's checkout
 #
 # Airflow lives in its own venv because apache-airflow-providers-apache-spark pulls pyspark-client,
-# which overwrites pyspark 4.3.0's Python files in the main .venv (see requirements-airflow.txt).
-# Here pyspark and pyspark-client are both pinned to 4.2.0 and the project is installed without its
-# own pyspark==4.3.0 pin (pip install --no-deps -e .).
+# which overwrites pyspark's Python files (see requirements-airflow.txt), and Airflow's dependencies must
+# not move the audit's. Here pyspark and pyspark-client are both pinned to 4.2.0 and the project is
+# installed without its dependencies (pip install --no-deps -e .).
 #
 # Idempotent: when the venv exists and requirements-airflow.txt and pyproject.toml are unchanged since
 # the last successful run (a stamp in the venv), it only checks the venv and exits.
@@ -66,7 +66,7 @@ rm -f "$STAMP"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 "$VENV/bin/python" -m pip install -q --upgrade pip
 # pyspark and pyspark-client are pinned to one release in $REQ, so whichever pip writes last leaves
-# identical Python files; the project goes in without its pyspark==4.3.0 pin.
+# identical Python files; the project goes in without its dependencies.
 "$VENV/bin/python" -m pip install -q -r "$REQ"
 "$VENV/bin/python" -m pip install -q --no-deps -e "$REPO"
 check

@@ -1,7 +1,7 @@
 """The Airflow DAG ``airflow_dags/kafka_offset_audit.py``, exercised in the Airflow environment.
 
 Airflow and its Spark provider live in their own venv (``.venv-airflow``, built by
-``bash scripts/airflow_env.sh``: the provider's pyspark-client would overwrite pyspark 4.3 here).
+``bash scripts/airflow_env.sh``: the provider's pyspark-client would overwrite pyspark's files here).
 These tests run under the main venv's pytest and drive that venv's Python through a small script
 (``_SCRIPT`` below): a ``DagBag`` load with the DAG's structure, and ``dag.test()`` runs of the whole
 DAG -- spark-submit of ``jobs/audit_offsets.py`` on ``local[2]``, then ``check_expectations`` -- over

@@ -48,6 +48,64 @@ def read_offsets_topic(spark: SparkSession, bootstrap_servers: str, client_confi
     return raw.withColumn("broker_id", F.lit(None).cast("int"))
 
 
+#: Spark's own Kafka connector, matched to the running pyspark (``--source kafka-connector``)
+CONNECTOR_ARTIFACT = "org.apache.spark:spark-sql-kafka-0-10_2.13"
+#: client properties Spark's Kafka connector refuses as ``kafka.*`` options (it sets them itself)
+CONNECTOR_REFUSED = {"group.id", "auto.offset.reset", "key.deserializer", "value.deserializer",
+                     "enable.auto.commit", "interceptor.classes", "bootstrap.servers"}
+
+
+def connector_package() -> str:
+    """``spark-sql-kafka-0-10`` coordinates for this pyspark's version."""
+    import pyspark
+    return f"{CONNECTOR_ARTIFACT}:{pyspark.__version__}"
+
+
+def read_offsets_connector(spark: SparkSession, bootstrap_servers: str, client_config: str | None = None,
+                           topic: str = "__consumer_offsets") -> DataFrame:
+    """``__consumer_offsets`` through Spark's Kafka connector (``spark-sql-kafka-0-10``) as :data:`RAW_SCHEMA`
+    rows plus ``broker_id`` (null), decoded by the same :func:`audit.formats.segments.decode_offsets_rows`.
+
+    Assign mode on every partition of ``topic``: the partitions come from one Metadata request naming only
+    ``topic`` (:meth:`audit.sources.collector.OffsetCollector.fetch_metadata`, KIP-526) -- the connector's
+    subscribe modes list topics through the Admin client, which leaves internal topics out.  ``startingOffsets``
+    earliest, ``endingOffsets`` latest, ``kafka.isolation.level=read_committed`` (aborted TxnOffsetCommits and
+    control batches dropped, as Kafka's readers do), and ``failOnDataLoss=false`` because a compacted topic
+    and transaction markers leave offset gaps that the connector would otherwise report as lost data.  The
+    properties of ``client_config`` go to the connector's consumers as ``kafka.*`` options, except those it
+    sets itself (:data:`CONNECTOR_REFUSED`).  The connector's jar must be on the classpath
+    (``spark.jars.packages`` / ``--packages`` :func:`connector_package`).
+
+    Raises :class:`audit.sources.collector.CollectorError` when the cluster has no such topic.
+    """
+    import json
+
+    from .client_config import parse_properties
+    from .collector import CollectorError, open_collector
+    with open_collector(client_config, bootstrap_servers=bootstrap_servers) as collector:
+        state = collector.fetch_metadata([topic])
+    parts = sorted(p for t, p in state if t == topic)
+    if not parts:
+        raise CollectorError(f"{topic} not found on {bootstrap_servers} (or the principal lacks DESCRIBE on it)")
+    reader = (spark.read.format("kafka")
+              .option("kafka.bootstrap.servers", bootstrap_servers)
+              .option("assign", json.dumps({topic: parts}))
+              .option("startingOffsets", "earliest").option("endingOffsets", "latest")
+              .option("kafka.isolation.level", "read_committed")
+              .option("failOnDataLoss", "false"))
+    if client_config:
+        with open(client_config, encoding="utf-8") as fh:
+            props = parse_properties(fh.read())
+        for key, value in props.items():
+            if key not in CONNECTOR_REFUSED:
+                reader = reader.option(f"kafka.{key}", value)
+    rows = reader.load().select(
+        F.col("partition").alias("source_partition"), F.col("offset").alias("source_offset"),
+        (F.unix_micros("timestamp") / 1000).cast("long").alias("timestamp"), "key", "value")
+    raw = rows.mapInArrow(_decode, spark_schema(RAW_SCHEMA))
+    return raw.withColumn("broker_id", F.lit(None).cast("int"))
+
+
 @dataclass
 class ClusterTables:
     epochs: DataFrame

@@ -154,6 +154,33 @@ class LiveSource(AuditSource):
                 "cluster": self.info}
 
 
+class ConnectorSource(LiveSource):
+    """``--source kafka-connector``: ``__consumer_offsets`` through Spark's own Kafka connector
+    (:func:`audit.sources.cluster.read_offsets_connector`); the partition state as :class:`LiveSource`."""
+
+    def read_offsets(self) -> DataFrame:
+        from .cluster import read_offsets_connector
+        from .collector import CollectorError
+        try:
+            raw = read_offsets_connector(self.spark, self.bootstrap_servers, self.client_config).localCheckpoint()
+        except CollectorError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the JVM's error, shortened
+            text = str(exc)
+            if "Failed to find data source: kafka" in text:
+                from .cluster import connector_package
+                raise CollectorError(f"Spark's Kafka connector is not on the classpath: run with --packages "
+                                     f"{connector_package()} (spark-submit) or let kafka-offset-audit start Spark") from None
+            first = next((ln.strip() for ln in text.splitlines() if "Exception" in ln or "Error" in ln), text[:300])
+            from .client_config import redact
+            raise CollectorError(f"reading __consumer_offsets with Spark's Kafka connector failed: {redact(first)}") from None
+        self.progress(f"read: __consumer_offsets of {self.bootstrap_servers} (Spark's Kafka connector)")
+        return raw
+
+    def inputs(self) -> dict:
+        return {**super().inputs(), "source": "kafka-connector"}
+
+
 def raise_live_read_error(exc: BaseException):
     """Raise the :class:`audit.sources.collector.CollectorError` for a failure of the live
     ``__consumer_offsets`` read, or re-raise ``exc`` when it is not one.  The data source raises
@@ -177,6 +204,9 @@ def open_source(spark: SparkSession, cfg: Any, progress: Callable[[str], None], 
                 consumer_factory: Callable[..., Any] | None = None,
                 collect: Callable[..., Any] | None = None) -> AuditSource:
     """The source ``cfg`` (an :class:`audit.pipeline.AuditConfig`) names: ``--bootstrap-servers`` or ``--log-dirs``."""
+    if cfg.bootstrap_servers and getattr(cfg, "source", "kafka-python") == "kafka-connector":
+        return ConnectorSource(spark, progress, cfg.bootstrap_servers, cfg.client_config, cfg.max_concurrency,
+                               consumer_factory, collect)
     if cfg.bootstrap_servers:
         return LiveSource(spark, progress, cfg.bootstrap_servers, cfg.client_config, cfg.max_concurrency,
                           consumer_factory, collect)
