@@ -67,8 +67,10 @@ def read_offsets_connector(spark: SparkSession, bootstrap_servers: str, client_c
     rows plus ``broker_id`` (null), decoded by the same :func:`audit.formats.segments.decode_offsets_rows`.
 
     Assign mode on every partition of ``topic``: the partitions come from one Metadata request naming only
-    ``topic`` (:meth:`audit.sources.collector.OffsetCollector.fetch_metadata`, KIP-526) -- the connector's
-    subscribe modes list topics through the Admin client, which leaves internal topics out.  ``startingOffsets``
+    ``topic`` (:meth:`audit.sources.collector.OffsetCollector.fetch_metadata`, KIP-526).  The connector's
+    default Admin-based offset fetching leaves internal topics out even in assign mode (``__consumer_offsets``
+    reads as empty), so this sets ``spark.sql.streaming.kafka.useDeprecatedOffsetFetching=true`` on the
+    session: its consumer-based fetching reads them.  ``startingOffsets``
     earliest, ``endingOffsets`` latest, ``kafka.isolation.level=read_committed`` (aborted TxnOffsetCommits and
     control batches dropped, as Kafka's readers do), and ``failOnDataLoss=false`` because a compacted topic
     and transaction markers leave offset gaps that the connector would otherwise report as lost data.  The
@@ -87,6 +89,9 @@ def read_offsets_connector(spark: SparkSession, bootstrap_servers: str, client_c
     parts = sorted(p for t, p in state if t == topic)
     if not parts:
         raise CollectorError(f"{topic} not found on {bootstrap_servers} (or the principal lacks DESCRIBE on it)")
+    # the connector's default Admin-based offset fetching skips internal topics: __consumer_offsets reads as
+    # empty (seen on 4.4.0 and 3.9.2 brokers with spark-sql-kafka 4.2.0); its consumer-based fetching does not
+    spark.conf.set("spark.sql.streaming.kafka.useDeprecatedOffsetFetching", "true")
     reader = (spark.read.format("kafka")
               .option("kafka.bootstrap.servers", bootstrap_servers)
               .option("assign", json.dumps({topic: parts}))
