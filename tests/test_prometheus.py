@@ -145,7 +145,10 @@ def prometheus_stack(tmp_path):
         "    honor_labels: true\n"
         f"    static_configs: [{{targets: ['127.0.0.1:{pg_port}']}}]\n")
     procs = [
-        subprocess.Popen([PUSHGATEWAY, f"--web.listen-address=127.0.0.1:{pg_port}"],
+        # an explicit, fresh persistence file: Debian's build defaults to a shared one, which would bring back
+        # what earlier runs pushed
+        subprocess.Popen([PUSHGATEWAY, f"--web.listen-address=127.0.0.1:{pg_port}",
+                          f"--persistence.file={tmp_path / 'pushgateway.data'}"],
                          stdout=open(tmp_path / "pushgateway.log", "w"), stderr=subprocess.STDOUT),
         subprocess.Popen([PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}",
                           f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{prom_port}"],
@@ -195,8 +198,8 @@ def test_pushed_metrics_reach_prometheus_and_the_critical_alert_fires(prometheus
            for x in pushed["kafka_offset_audit_committed_offset"]}
     assert got == {(x.labels["group"], x.labels["topic"], x.labels["partition"]): x.value
                    for x in local["kafka_offset_audit_committed_offset"]}
-    assert all(x.labels["job"] == "kafka_offset_audit" and x.labels["cluster"] == "shared-scenario"
-               for x in pushed["kafka_offset_audit_committed_offset"])
+    labels = [x.labels for x in pushed["kafka_offset_audit_committed_offset"]]
+    assert all(lb.get("job") == "kafka_offset_audit" and lb.get("cluster") == "shared-scenario" for lb in labels), labels[:3]
 
     # Prometheus scraped it, and the alert fires for the critical group-partitions only
     lag = _wait("scraped metrics", lambda: _query(prom, 'kafka_offset_audit_lag_offsets{cluster="shared-scenario"}'))
