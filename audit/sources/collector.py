@@ -1191,11 +1191,18 @@ def check_bootstrap(client_config: ClientConfig | str | None = None, *,
             return collector.check_bootstrap()
         except BrokersUnreachableError as exc:
             servers = ",".join(collector.config.bootstrap_servers)
+            tried = exc.args[0].split('brokers tried: ', 1)[-1]
+            hint = ("check the host:port list, that the brokers run, and that their listener for the configured "
+                    "security.protocol is reachable from here")
+            if "SASL" in str(client_config.settings.get("security_protocol", "")) and "disconnected" in tried:
+                # a broker that rejects SASL credentials may close the connection before its
+                # SaslAuthenticate error reaches the client: then only the disconnect is seen
+                hint = ("the brokers closed the connection during the handshake: with SASL that is how an "
+                        "authentication failure can look (wrong username or password in sasl.jaas.config, or a "
+                        "mechanism the listener does not enable); else " + hint)
             raise BrokersUnreachableError(
                 f"no broker of --bootstrap-servers {servers} answered within {timeout_ms} ms "
-                f"(KOA_BOOTSTRAP_CHECK_MS): {exc.args[0].split('brokers tried: ', 1)[-1]}; check the host:port "
-                "list, that the brokers run, and that their listener for the configured security.protocol "
-                "is reachable from here", exc.brokers) from None
+                f"(KOA_BOOTSTRAP_CHECK_MS): {tried}; {hint}", exc.brokers) from None
 
 
 def collect_live(epoch_requests: Iterable[tuple[str, int, int]],
