@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from tests.lab import kafka_dist
-from tests.lab.client import LabClient
+from tests.lab.client import LabClient, out_of_range_commits
 from tests.lab.cluster import KafkaCluster
 
 from .paths import REPO
@@ -30,13 +30,7 @@ def lab(request, tmp_path_factory):
     cluster = KafkaCluster(version, work / "cluster", brokers=3).start()
     try:
         with LabClient(version, cluster.bootstrap, log=work / "labclient.log") as lab:
-            lab.call("create_topic", topic=TOPIC, partitions=3, rf=3)
-            for p in range(3):
-                lab.call("produce", topic=TOPIC, partition=p, count=30, acks="all")
-            lab.call("consume_commit", group="app", topics=[TOPIC])
-            lab.call("alter_offsets", group="replayer", offsets=[{"topic": TOPIC, "partition": 0, "offset": 95}])
-            lab.call("alter_offsets", group="archiver", offsets=[{"topic": TOPIC, "partition": 1, "offset": 3}])
-            lab.call("delete_records", topic=TOPIC, partition=1, before=10)
+            out_of_range_commits(lab, TOPIC)
             lab.call("txn_commit", transactional_id="etl-1", group="etl",
                      offsets=[{"topic": TOPIC, "partition": 2, "offset": 12, "epoch": 0}])
             lab.call("txn_commit", transactional_id="etl-1", group="etl", abort=True,

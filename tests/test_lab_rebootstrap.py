@@ -18,7 +18,7 @@ import time
 import pytest
 
 from tests.lab import kafka_dist
-from tests.lab.client import LabClient
+from tests.lab.client import LabClient, out_of_range_commits
 from tests.lab.cluster import KafkaCluster
 from tests.lab.forwarder import Forwarder
 
@@ -33,14 +33,7 @@ def moving(request, tmp_path_factory):
     fwd = Forwarder(cluster.nodes[1].port)
     try:
         with LabClient(version, cluster.bootstrap, log=work / "labclient.log") as lab:
-            lab.call("create_topic", topic=TOPIC, partitions=3, rf=3)
-            for p in range(3):
-                lab.call("produce", topic=TOPIC, partition=p, count=30, acks="all")
-            lab.call("consume_commit", group="app", topics=[TOPIC])
-            # findings to compare: past the log end, and below the log start
-            lab.call("alter_offsets", group="replayer", offsets=[{"topic": TOPIC, "partition": 0, "offset": 95}])
-            lab.call("alter_offsets", group="archiver", offsets=[{"topic": TOPIC, "partition": 1, "offset": 3}])
-            lab.call("delete_records", topic=TOPIC, partition=1, before=10)
+            out_of_range_commits(lab, TOPIC)
         yield {"cluster": cluster, "fwd": fwd, "work": work, "version": version}
     finally:
         fwd.close()

@@ -69,3 +69,16 @@ class LabClient:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def out_of_range_commits(lab: "LabClient", topic: str) -> None:
+    """A 3-partition topic of 30 records each, consumer group ``app`` caught up, and two findings:
+    ``replayer`` committed past the log end of partition 0, ``archiver`` below the log start of partition 1
+    (after ``deleteRecords``).  The clean-and-broken baseline of the live-mode lab tests."""
+    lab.call("create_topic", topic=topic, partitions=3, rf=3)
+    for p in range(3):
+        lab.call("produce", topic=topic, partition=p, count=30, acks="all")
+    lab.call("consume_commit", group="app", topics=[topic])
+    lab.call("alter_offsets", group="replayer", offsets=[{"topic": topic, "partition": 0, "offset": 95}])
+    lab.call("alter_offsets", group="archiver", offsets=[{"topic": topic, "partition": 1, "offset": 3}])
+    lab.call("delete_records", topic=topic, partition=1, before=10)
