@@ -168,9 +168,9 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
     n_live, n_latest = commits.agg(F.sum("live_count"), F.count(F.when(F.col("is_latest"), 1))).first()
     n_live, n_latest = int(n_live or 0), int(n_latest or 0)
     _progress(cfg, f"decode: {n_live} live commits of {n_latest} group-partitions")
-    state = src.partition_state(commits, history=cfg.mode == "history")
-
     history = cfg.mode == "history"
+    state = src.partition_state(commits, history=history)
+
     # whose consumer is it: the groups' state and each partition's last owner (classic GroupMetadataValue)
     timeline = state.leader_timeline
     group_state, owners = group_tables(spark, records,
