@@ -109,8 +109,8 @@ def finding_changes(spark: SparkSession, history: str, run_id: str, findings: Da
 
 def _one_per_key(findings: DataFrame) -> DataFrame:
     from pyspark.sql.window import Window
-    rank = F.create_map(*[x for k, v in {"critical": 4, "error": 3, "warning": 2, "info": 1}.items()
-                          for x in (F.lit(k), F.lit(v))])
+    from ..judge import SEVERITY_RANK
+    rank = F.create_map(*[x for k, v in SEVERITY_RANK.items() for x in (F.lit(k), F.lit(v))])
     w = Window.partitionBy(*KEY).orderBy(rank[F.col("severity")].desc(), F.col("commit_timestamp").desc_nulls_last())
     return findings.withColumn("_n", F.row_number().over(w)).where("_n = 1").drop("_n")
 
