@@ -255,7 +255,8 @@ def _top_findings(output_dir: str, failing: Sequence[str], limit: int = MAX_LOGG
     import pyarrow.dataset as ds
 
     rank = {s: i for i, s in enumerate(SEVERITIES)}
-    order = lambda r: (rank[r["severity"]], r["group_id"], r["topic"], r["partition"])  # noqa: E731
+    # REPLICA_DIVERGENCE rows have no group
+    order = lambda r: (rank[r["severity"]], r["group_id"] or "", r["topic"], r["partition"])  # noqa: E731
     top: list[dict] = []
     total = 0
     dataset = ds.dataset(os.path.join(output_dir, "findings"), format="parquet")
@@ -278,7 +279,7 @@ def _gated_findings(output_dir: str, failing: Sequence[str]) -> list[str]:
         top, total = _top_findings(output_dir, failing)
     except Exception as exc:  # the summary counts still say enough
         return [f"(could not read findings/: {exc})"]
-    lines = [f"{r['severity']} {r['finding']} group={r['group_id']} {r['topic']}[{r['partition']}] "
+    lines = [f"{r['severity']} {r['finding']} group={r['group_id'] or '-'} {r['topic']}[{r['partition']}] "
              f"committed={r['committed_offset']} epoch={r['committed_leader_epoch']}: {r['detail']}"
              for r in top]
     if total > MAX_LOGGED_FINDINGS:
@@ -411,7 +412,7 @@ def build_alert(output: str | None, fail_on: str, *, dag_id: str = DAG_ID, run_i
     for r in rows:
         what, action = _split_detail(r.get("detail"))
         items.append((r, what, action))
-        lines += ["", f"[{r['severity']}] {r['finding']}: group {r['group_id']}, {r['topic']}-{r['partition']}, "
+        lines += ["", f"[{r['severity']}] {r['finding']}: group {r['group_id'] or '-'}, {r['topic']}-{r['partition']}, "
                       f"committed offset {r['committed_offset']} (epoch {r['committed_leader_epoch']})",
                   f"  {what}", f"  Action: {action or 'see the report'}"]
     if total > len(rows):
@@ -421,7 +422,7 @@ def build_alert(output: str | None, fail_on: str, *, dag_id: str = DAG_ID, run_i
         lines += ["", f"Report: {report}"]
     e = _html.escape
     html_rows = "".join(
-        f"<tr><td><b>{e(r['severity'])}</b></td><td>{e(r['finding'])}</td><td>{e(str(r['group_id']))}</td>"
+        f"<tr><td><b>{e(r['severity'])}</b></td><td>{e(r['finding'])}</td><td>{e(str(r['group_id'] or '-'))}</td>"
         f"<td>{e(str(r['topic']))}-{r['partition']}</td><td>{r['committed_offset']} (epoch {r['committed_leader_epoch']})</td>"
         f"<td>{e(what)}</td><td>{e(action)}</td></tr>" for r, what, action in items)
     html = (f"<h3>{e(subject)}</h3><p>{'<br>'.join(e(x) for x in lines[:3 + bool(error) + bool(failed)])}</p>"

@@ -31,7 +31,13 @@ RULES = {
     "BEHIND_METADATA_EPOCH": "finding_behind_metadata_epoch",
     "OFFSET_REWIND": "finding_offset_rewind",
     "EPOCH_UNVERIFIABLE": "finding_epoch_unverifiable",
+    "REPLICA_DIVERGENCE": "finding_replica_divergence",
+    "PARTITION_EXPANSION_ORDER": "finding_partition_expansion_order",
 }
+#: rules that need a view only some sources give: run only when :func:`judge` gets it
+OPTIONAL_INPUTS = {"REPLICA_DIVERGENCE": "replicas", "PARTITION_EXPANSION_ORDER": "expansion_offsets"}
+#: rules judged per partition (group_id null)
+PARTITION_RULES = ("REPLICA_DIVERGENCE",)
 TIMELINE_TYPE = "array<struct<epoch:int, started_at:timestamp, leader:int, unclean:boolean>>"
 SEVERITY_RANK = {"critical": 4, "error": 3, "warning": 2, "info": 1}
 
@@ -39,14 +45,16 @@ FINDING_COLUMNS = [
     "group_id", "topic", "partition", "finding", "severity", "committed_offset", "committed_leader_epoch",
     "commit_timestamp", "divergence_offset", "records_at_risk", "epoch_end_offset", "log_start_offset",
     "log_end_offset", "previous_offset", "previous_leader_epoch", "answered_by_broker", "detail",
-    "cause", "cause_leader_epoch", "cause_leader", "cause_time",
+    "cause", "cause_leader_epoch", "cause_leader", "cause_time", "replica_broker", "groups_consumed",
+    "offset_at_expansion", "expansion_partition",
 ]
 FINDING_TYPES = {
     "cause": "string", "cause_leader_epoch": "int", "cause_leader": "int", "cause_time": "timestamp",
     "partition": "int", "committed_offset": "bigint", "committed_leader_epoch": "int",
     "divergence_offset": "bigint", "records_at_risk": "bigint", "epoch_end_offset": "bigint",
     "log_start_offset": "bigint", "log_end_offset": "bigint", "previous_offset": "bigint",
-    "previous_leader_epoch": "int", "answered_by_broker": "int",
+    "previous_leader_epoch": "int", "answered_by_broker": "int", "replica_broker": "int",
+    "groups_consumed": "array<string>", "offset_at_expansion": "bigint", "expansion_partition": "int",
 }
 
 
@@ -90,10 +98,24 @@ def run_rule(spark: SparkSession, finding: str) -> DataFrame:
 
 def judge(spark: SparkSession, commits: DataFrame, epochs: DataFrame, bounds: DataFrame,
           epoch_end_offsets: DataFrame | None = None, history: bool = False,
-          rules: list[str] | None = None) -> DataFrame:
-    """All findings (union of every rule), columns :data:`FINDING_COLUMNS`."""
+          rules: list[str] | None = None, replicas: DataFrame | None = None,
+          expansion_offsets: DataFrame | None = None) -> DataFrame:
+    """All findings (union of every rule), columns :data:`FINDING_COLUMNS`.
+
+    Rules of :data:`OPTIONAL_INPUTS` run only with their view:
+
+    * ``replicas`` (broker_id int, topic string, partition int, log_end_offset bigint, high_watermark bigint,
+      damage string; :func:`audit.sources.logdirs.read_log_dirs`): ``REPLICA_DIVERGENCE`` (``group_id`` null);
+    * ``expansion_offsets`` (:func:`audit.sources.expansion.expansion_offsets`; needs the metadata log and
+      every commit, ``--mode history``): ``PARTITION_EXPANSION_ORDER``.
+    """
     register_context(spark, commits, epochs, bounds, epoch_end_offsets, history)
-    parts = [run_rule(spark, name) for name in (rules or list(RULES))]
+    given = {"replicas": replicas, "expansion_offsets": expansion_offsets}
+    for view, df in given.items():
+        if df is not None:
+            df.createOrReplaceTempView(view)
+    names = [n for n in (rules or list(RULES)) if n not in OPTIONAL_INPUTS or given[OPTIONAL_INPUTS[n]] is not None]
+    parts = [run_rule(spark, name) for name in names]
     return reduce(DataFrame.unionByName, parts)
 
 

@@ -177,11 +177,12 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
                                        timeline.select("topic_id", "topic") if timeline is not None else None)
     group_state, owners = group_state.localCheckpoint(), owners.localCheckpoint()
     findings = judge(spark, commits, state.epochs, state.bounds, epoch_end_offsets=state.epoch_end_offsets,
-                     history=history)
+                     history=history, replicas=state.replicas, expansion_offsets=state.expansion_offsets)
     findings = with_owners(findings, group_state, owners).localCheckpoint()
     committed = with_owners(with_verdicts(commits, findings), group_state, owners).localCheckpoint()
     summary = _summary(cfg, src, raw, (n_live, n_latest), findings, started_at, state.epochs)
     summary["records_recovered"] = {"total": sum(r["records"] for r in recovered), "from_replicas": recovered}
+    summary["rules_not_run"] = _rules_not_run(cfg, state)
     changes = None
     if cfg.history:
         from .report.history import default_run_id, finding_changes
@@ -243,6 +244,25 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
         _progress(cfg, f"tables: {', '.join(tables)}")
     console = console_table(findings, committed, state.bounds)
     return RunResult(code, summary, console)
+
+
+def _rules_not_run(cfg: AuditConfig, state) -> dict:
+    """Why a rule that needs more than committed offsets did not judge (finding -> reason), and the old
+    partitions whose offset at an expansion could not be read (an aggregate collect)."""
+    out = {}
+    if state.replicas is None:
+        out["REPLICA_DIVERGENCE"] = "a live cluster: no replica's files are read"
+    if state.expansion_offsets is None:
+        out["PARTITION_EXPANSION_ORDER"] = (
+            "needs every commit: run with --mode history" if cfg.mode != "history" else
+            "needs the KRaft metadata log: give the controller's log dir" if state.leader_timeline is None else
+            "no audited group committed past offset 0 on a partition added by an expansion")
+    else:
+        unread = state.expansion_offsets.where(F.col("issue").isNotNull()).groupBy("issue").count().collect()
+        if unread:
+            out["PARTITION_EXPANSION_ORDER (partly)"] = "; ".join(f"{r['count']} old partition(s): {r['issue']}"
+                                                                  for r in unread)
+    return out
 
 
 def _exit_code(cfg: AuditConfig, summary: dict) -> int:

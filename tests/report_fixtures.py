@@ -32,6 +32,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from pyspark.sql import SparkSession
 from pyspark.sql.types import (
+    ArrayType,
     BooleanType,
     IntegerType,
     LongType,
@@ -68,6 +69,10 @@ FINDINGS_SCHEMA = StructType(
         StructField("cause_leader_epoch", IntegerType(), True),
         StructField("cause_leader", IntegerType(), True),
         StructField("cause_time", TimestampType(), True),
+        StructField("replica_broker", IntegerType(), True),
+        StructField("groups_consumed", ArrayType(StringType()), True),
+        StructField("offset_at_expansion", LongType(), True),
+        StructField("expansion_partition", IntegerType(), True),
     ]
 )
 
@@ -250,6 +255,10 @@ def _finding(
         "cause_leader_epoch": cause[1] if cause else None,
         "cause_leader": cause[2] if cause else None,
         "cause_time": _ts(cause[3]) if cause and cause[3] else None,
+        "replica_broker": None,
+        "groups_consumed": None,
+        "offset_at_expansion": None,
+        "expansion_partition": None,
     }
 
 

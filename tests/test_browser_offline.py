@@ -114,7 +114,9 @@ def _write_large_output(spark, out: str) -> None:
                        "Action: check downstream for the affected range, then kafka-consumer-groups --bootstrap-server "
                        "<broker> --group <group> --reset-offsets --to-offset <divergence> --execute.")).alias("detail"),
         F.lit(None).cast("string").alias("cause"), F.lit(None).cast("int").alias("cause_leader_epoch"),
-        F.lit(None).cast("int").alias("cause_leader"), F.lit(None).cast("timestamp").alias("cause_time"))
+        F.lit(None).cast("int").alias("cause_leader"), F.lit(None).cast("timestamp").alias("cause_time"),
+        F.lit(None).cast("int").alias("replica_broker"), F.lit(None).cast("array<string>").alias("groups_consumed"),
+        F.lit(None).cast("bigint").alias("offset_at_expansion"), F.lit(None).cast("int").alias("expansion_partition"))
     findings.write.parquet(f"{out}/findings")
     findings.select("group_id", "topic", "partition", "committed_offset", "committed_leader_epoch",
                     F.lit(None).cast("string").alias("metadata"), "commit_timestamp",

@@ -66,7 +66,8 @@ FINDINGS_COLUMNS = (
     "committed_leader_epoch", "commit_timestamp", "divergence_offset", "records_at_risk",
     "epoch_end_offset", "log_start_offset", "log_end_offset", "previous_offset",
     "previous_leader_epoch", "answered_by_broker", "detail",
-    "cause", "cause_leader_epoch", "cause_leader", "cause_time",
+    "cause", "cause_leader_epoch", "cause_leader", "cause_time", "replica_broker", "groups_consumed",
+    "offset_at_expansion", "expansion_partition",
 )
 #: ``cause`` of a LOG_TRUNCATION (``sql/finding_log_truncation.sql``).
 TRUNCATION_CAUSES = ("unclean_election", "replica_divergence", "stale_client_epoch", "unknown")
@@ -177,11 +178,12 @@ def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
         return E.ExpectColumnValuesToNotBeNull(column=col)
 
     is_trunc = Column("finding") == "LOG_TRUNCATION"
+    per_group = Column("finding") != "REPLICA_DIVERGENCE"  # the per-partition finding has no group
 
     # findings ---------------------------------------------------------------------
     f_checks: List[Tuple[str, Any]] = [
         ("columns", columns(FINDINGS_COLUMNS)),
-        ("group_id_not_null", not_null("group_id")),
+        ("group_id_not_null", E.ExpectColumnValuesToNotBeNull(column="group_id", row_condition=per_group)),
         ("topic_not_null", not_null("topic")),
         ("partition_not_negative", E.ExpectColumnValuesToBeBetween(
             column="partition", min_value=0)),

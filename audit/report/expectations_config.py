@@ -29,6 +29,8 @@ KNOWN_FINDINGS: Tuple[str, ...] = (
     "OFFSET_OUT_OF_RANGE",
     "OFFSET_REWIND",
     "EPOCH_UNVERIFIABLE",
+    "REPLICA_DIVERGENCE",
+    "PARTITION_EXPANSION_ORDER",
 )
 
 #: Severities, most severe first.
@@ -42,6 +44,8 @@ DEFAULT_FINDING_SEVERITIES: Dict[str, List[str]] = {
     "OFFSET_OUT_OF_RANGE": ["error"],
     "OFFSET_REWIND": ["warning"],
     "EPOCH_UNVERIFIABLE": ["info"],
+    "REPLICA_DIVERGENCE": ["error", "warning"],
+    "PARTITION_EXPANSION_ORDER": ["warning"],
 }
 
 ConfigSource = Union[None, str, "os.PathLike[str]", Mapping[str, Any], "ExpectationsConfig"]

@@ -71,8 +71,20 @@ _FINDING_COLUMNS = (
     "previous_leader_epoch", "answered_by_broker", "detail",
     "cause", "cause_leader_epoch", "cause_leader", "cause_time",
     "group_state", "group_protocol", "owner_member_id", "owner_group_instance_id", "owner_client_id",
-    "owner_client_host", "owner_generation",
+    "owner_client_host", "owner_generation", "replica_broker", "groups_consumed",
 )
+
+
+def _group_cell(r: dict) -> str:
+    """The group (and its owner); a REPLICA_DIVERGENCE has none: the broker holding the lost lineage and the
+    groups that consumed into it instead."""
+    if r.get("group_id") is None and r.get("replica_broker") is not None:
+        groups = list(r.get("groups_consumed") or [])
+        text = f"replica on broker {r.get('replica_broker')}"
+        if groups:
+            text += "; consumed by " + ", ".join(groups[:10]) + (f" and {len(groups) - 10} more" if len(groups) > 10 else "")
+        return f'<small class="owner">{_esc(text)}</small>'
+    return f"{_esc(r.get('group_id'))}{_owner_html(r)}"
 
 
 def _owner_html(r: dict) -> str:
@@ -174,7 +186,7 @@ def _collect_findings(findings_df, max_findings: int) -> Tuple[List[Dict[str, An
 def _collect_group_counts(findings_df, max_groups: int) -> Tuple[Dict[str, Dict[str, int]], int]:
     from pyspark.sql import functions as F
 
-    per_group = findings_df.groupBy("group_id").agg(
+    per_group = findings_df.where(F.col("group_id").isNotNull()).groupBy("group_id").agg(
         *[F.sum(F.when(F.col("severity") == s, 1).otherwise(0)).alias(s) for s in SEVERITY_ORDER],
         F.count(F.lit(1)).alias("_total"),
     )
@@ -196,7 +208,7 @@ def _collect_plot_partitions(findings_df, max_plots: int):
         F.coalesce(F.sum(risk), F.lit(0)).alias("records_at_risk"),
         F.slice(
             F.array_sort(F.collect_set(
-                F.when(F.col("finding") == "LOG_TRUNCATION", F.col("divergence_offset"))
+                F.when(F.col("finding").isin("LOG_TRUNCATION", "REPLICA_DIVERGENCE"), F.col("divergence_offset"))
             )), 1, 10,
         ).alias("divergences"),
     )
@@ -274,9 +286,16 @@ def _plot_partition(
     commits: Sequence[Dict[str, Any]],
     divergences: Sequence[int],
     timeline: Sequence[Dict[str, Any]] = (),
+    findings: Sequence[Dict[str, Any]] = (),
 ) -> str:
     """Leader-epoch history of one partition with the groups' committed offsets; ``timeline`` (the bounds'
-    ``epoch_timeline`` from the KRaft metadata log) marks each unclean election where its epoch begins."""
+    ``epoch_timeline`` from the KRaft metadata log) marks each unclean election where its epoch begins;
+    ``findings`` (this partition's) mark where its log stood when the topic grew (PARTITION_EXPANSION_ORDER)
+    and the offsets a diverged replica will lose (REPLICA_DIVERGENCE)."""
+    expansions = sorted({(int(f["offset_at_expansion"]), f.get("cause_time")) for f in findings
+                         if f.get("finding") == "PARTITION_EXPANSION_ORDER" and f.get("offset_at_expansion") is not None},
+                        key=lambda x: x[0])
+    lost = [f for f in findings if f.get("finding") == "REPLICA_DIVERGENCE" and f.get("divergence_offset") is not None]
     by_broker: Dict[int, List[Tuple[int, int]]] = defaultdict(list)
     leaders = set()
     for e in epochs:
@@ -288,6 +307,8 @@ def _plot_partition(
     xs_all = [o for entries in by_broker.values() for _, o in entries]
     xs_all += [c["committed_offset"] for c in commits if c.get("committed_offset") is not None]
     xs_all += [d for d in divergences if d is not None]
+    xs_all += [o for o, _ in expansions]
+    xs_all += [int(f["divergence_offset"]) + int(f.get("records_at_risk") or 0) for f in lost]
     xs_all += [v for v in (log_start, log_end) if v is not None]
     x_max = max(xs_all) if xs_all else 1
     x_end = max(x_max, log_end or 0)
@@ -349,6 +370,19 @@ def _plot_partition(
                    label="divergence" if i == 0 else None, zorder=6)
         ax.annotate(f"diverges at {d}", (d, 1.0), xycoords=("data", "axes fraction"),
                     xytext=(3, -12), textcoords="offset points", fontsize=8, color="#b3001b")
+
+    for i, (off, when) in enumerate(expansions):
+        ax.axvline(off, color="#6741d9", lw=1.4, ls="--", label="log end when the topic grew" if i == 0 else None,
+                   zorder=6)
+        ax.annotate(f"topic grew at {_fmt_ts(when)}", (off, 0.0), xycoords=("data", "axes fraction"),
+                    xytext=(3, 4), textcoords="offset points", fontsize=7, color="#6741d9")
+    for i, f in enumerate(lost):
+        d, n = int(f["divergence_offset"]), int(f.get("records_at_risk") or 0)
+        ax.axvspan(d, d + n, color="#b3001b", alpha=0.10, zorder=0,
+                   label="lost lineage (a replica's records past the divergence)" if i == 0 else None)
+        ax.annotate(f"broker {f.get('replica_broker')}: {d}..{d + n - 1} lost", (d + n, 0.0),
+                    xycoords=("data", "axes fraction"), xytext=(-3, 16), textcoords="offset points", fontsize=7,
+                    color="#b3001b", ha="right")
 
     used_verdicts: Dict[str, str] = {}
     seen_points: Dict[Tuple[int, int], int] = {}
@@ -416,6 +450,12 @@ def _incident_timeline(timeline: Sequence[Dict[str, Any]], commits: Sequence[Dic
         events.append((c["commit_timestamp"], 1,
                        f"group {c.get('group_id')} committed offset {c.get('committed_offset')} "
                        f"(leader epoch {c.get('committed_leader_epoch')}){who}: {c.get('verdict') or 'OK'}", "commit"))
+    for f in findings:
+        if f.get("finding") == "PARTITION_EXPANSION_ORDER" and f.get("cause_time") is not None:
+            events.append((f["cause_time"], 0, f"the topic grew (partition {f.get('expansion_partition')} added): "
+                                               f"this partition's log stood at offset {f.get('offset_at_expansion')}",
+                           "expansion"))
+    events = list(dict.fromkeys(events))  # one expansion event, however many groups it concerns
     if not events:
         return ""
     known = sorted((e for e in events if e[0] is not None), key=lambda e: (e[0], e[1]))
@@ -426,8 +466,10 @@ def _incident_timeline(timeline: Sequence[Dict[str, Any]], commits: Sequence[Dic
         items.append(f'<li class="ev-{kind}"><span class="when">{_esc(_fmt_ts(when) if when else "from snapshot")}'
                      f"</span> {_esc(what)}</li>")
     for f in findings:
+        whose = (f"for group {f.get('group_id')}" if f.get("group_id") is not None
+                 else f"for broker {f.get('replica_broker')}'s replica")
         items.append(f'<li class="ev-finding"><span class="when">audit</span> {_esc(f.get("finding"))} '
-                     f'for group {_esc(f.get("group_id"))}: {_esc(f.get("cause") or f.get("severity"))}</li>')
+                     f'{_esc(whose)}: {_esc(f.get("cause") or f.get("severity"))}</li>')
     more = (f'<p class="note">{len(ordered) - max_events} earlier events not shown.</p>'
             if len(ordered) > max_events else "")
     return f'<details class="incident" open><summary>Timeline</summary>{more}<ol>{"".join(items)}</ol></details>'
@@ -441,6 +483,8 @@ _VERDICT_SEVERITY = {
     "OFFSET_OUT_OF_RANGE": "error",
     "OFFSET_REWIND": "warning",
     "EPOCH_UNVERIFIABLE": "info",
+    "REPLICA_DIVERGENCE": "error",
+    "PARTITION_EXPANSION_ORDER": "warning",
 }
 
 
@@ -477,6 +521,7 @@ details.incident { margin: .4rem 0 0; font-size: .85rem; }
 details.incident ol { margin: .3rem 0; padding-left: 1.4rem; }
 details.incident .when { color: var(--muted); font-variant-numeric: tabular-nums; margin-right: .4rem; }
 details.incident li.ev-unclean { color: #c92a2a; font-weight: 600; }
+details.incident li.ev-expansion { color: #6741d9; font-weight: 600; }
 details.incident li.ev-finding { color: #862e9c; }
 details.incident li.ev-broker { color: #5c3c00; }
 :root { --fg:#212529; --muted:#6c757d; --line:#dee2e6; --bg:#fff; }
@@ -751,7 +796,7 @@ def _findings_section(rows: List[Dict[str, Any]], total: int, cap: int) -> str:
             f'data-finding="{_esc(r.get("finding"))}"{hidden}><tr>'
             f'<td><span class="sev sev-{_esc(sev)}">{_esc(sev)}</span></td>'
             f"<td>{_esc(r.get('finding'))}{_cause_html(r)}</td>"
-            f"<td>{_esc(r.get('group_id'))}{_owner_html(r)}</td>"
+            f"<td>{_group_cell(r)}</td>"
             f'<td class="num"><a href="#plot-{_esc(tp)}">{_esc(tp)}</a></td>'
             f'<td class="num">{_esc(_fmt_offset_epoch(r.get("committed_offset"), r.get("committed_leader_epoch")))}</td>'
             f'<td class="num">{_esc(_fmt_ts(r.get("commit_timestamp")))}</td>'
@@ -891,9 +936,9 @@ def write_html_report(
         b = bounds_by_tp.get(tp)
         cs = commits_by_tp.get(tp, [])
         timeline = [t.asDict() if hasattr(t, "asDict") else dict(t) for t in ((b or {}).get("epoch_timeline") or [])]
-        uri = _plot_partition(tp[0], tp[1], eps, b, cs, divergences, timeline)
-        story = _incident_timeline(timeline, cs, [f for f in rows if (f.get("topic"), f.get("partition")) == tp],
-                                   brokers=broker_rows)
+        tp_findings = [f for f in rows if (f.get("topic"), f.get("partition")) == tp]
+        uri = _plot_partition(tp[0], tp[1], eps, b, cs, divergences, timeline, tp_findings)
+        story = _incident_timeline(timeline, cs, tp_findings, brokers=broker_rows)
         anchor = f"plot-{tp[0]}-{tp[1]}"
         notes = _cache_disagreements(eps)
         if not eps:

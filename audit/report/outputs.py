@@ -183,12 +183,15 @@ def console_table(findings: DataFrame, committed: DataFrame, bounds: DataFrame, 
     Collects at most ``limit`` findings and ``limit`` commit rows (bounded, sorted by severity).
     When the inputs carry the owner columns (:data:`audit.owners.OWNER_COLUMNS`), findings show the
     partition's last owner as ``OWNER`` (``client.id`` and host) and the commit rows Kafka's
-    ``CONSUMER-ID``, ``HOST`` and ``CLIENT-ID``; ``-`` where the group recorded no member.
+    ``CONSUMER-ID``, ``HOST`` and ``CLIENT-ID``; ``-`` where the group recorded no member.  A
+    ``REPLICA_DIVERGENCE`` row has no group (``-``); its ``OWNER`` names the broker holding the lost lineage.
     """
     def opt(df, name):
         return F.col(name) if name in df.columns else F.lit(None).cast("string")
 
-    owner = F.when(opt(findings, "owner_client_id").isNotNull(),
+    owner = F.when(opt(findings, "replica_broker").isNotNull(),  # REPLICA_DIVERGENCE: the replica, not a group
+                   F.concat(F.lit("replica on broker "), opt(findings, "replica_broker").cast("string"))).when(
+                   opt(findings, "owner_client_id").isNotNull(),
                    F.concat_ws(" ", opt(findings, "owner_client_id"),
                                F.concat(F.lit("("), F.coalesce(opt(findings, "owner_client_host"), F.lit("?")), F.lit(")"))))
     sev = F.create_map(*[x for i, s in enumerate(SEVERITY_ORDER) for x in (F.lit(s), F.lit(i))])

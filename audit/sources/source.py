@@ -33,6 +33,11 @@ class PartitionTables:
     epoch_end_offsets: DataFrame | None
     leader_timeline: DataFrame | None = None
     broker_timeline: DataFrame | None = None
+    #: every partition replica's bounds (log dirs only): enables REPLICA_DIVERGENCE
+    replicas: DataFrame | None = None
+    #: where old partitions stood when their topic grew (log dirs with a metadata log, --mode history):
+    #: enables PARTITION_EXPANSION_ORDER
+    expansion_offsets: DataFrame | None = None
 
 
 class AuditSource(ABC):
@@ -92,7 +97,12 @@ class LogDirSource(AuditSource):
 
     def partition_state(self, commits: DataFrame, history: bool) -> PartitionTables:
         s = self.src
-        return PartitionTables(s.epochs, s.bounds, s.epoch_end_offsets, s.leader_timeline, s.broker_timeline)
+        expansions = None
+        if history:  # the group's commits before its first one on a new partition are needed
+            from .expansion import expansion_offsets
+            expansions = expansion_offsets(self.spark, s.leader_timeline, s.bounds, s.inventory.replicas, commits)
+        return PartitionTables(s.epochs, s.bounds, s.epoch_end_offsets, s.leader_timeline, s.broker_timeline,
+                               s.replicas, expansions)
 
     @property
     def read_issues(self) -> DataFrame:

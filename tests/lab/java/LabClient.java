@@ -131,6 +131,7 @@ public final class LabClient {
             case "elect": return elect(r);
             case "describe": return describe(r);
             case "offsets": return offsets(r);
+            case "offsets_for_times": return offsetsForTimes(r);
             case "produce": return produce(r);
             case "consume_commit": return consumeCommit(r);
             case "commit": return commit(r);
@@ -262,6 +263,23 @@ public final class LabClient {
                 } catch (ReflectiveOperationException ignored) {
                 }
             }
+        }
+        return outArr;
+    }
+
+    /** ListOffsets(timestamp): the first offset whose record timestamp is at or after it, -1 when none. */
+    private JsonNode offsetsForTimes(JsonNode r) throws Exception {
+        Map<TopicPartition, OffsetSpec> q = new HashMap<>();
+        for (JsonNode p : r.get("partitions"))
+            q.put(new TopicPartition(p.get(0).asText(), p.get(1).asInt()), OffsetSpec.forTimestamp(r.get("timestamp").asLong()));
+        var res = admin.listOffsets(q).all().get();
+        ArrayNode outArr = JSON.createArrayNode();
+        for (TopicPartition t : q.keySet()) {
+            ObjectNode o = outArr.addObject();
+            o.put("topic", t.topic());
+            o.put("partition", t.partition());
+            o.put("offset", res.get(t).offset());
+            o.put("timestamp", res.get(t).timestamp());
         }
         return outArr;
     }
