@@ -173,8 +173,8 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
 
     # whose consumer is it: the groups' state and each partition's last owner (classic GroupMetadataValue)
     timeline = state.leader_timeline
-    group_state, owners = group_tables(spark, records,
-                                       timeline.select("topic_id", "topic") if timeline is not None else None)
+    names = (timeline.select("topic_id", "topic") if timeline is not None else state.topic_names)
+    group_state, owners = group_tables(spark, records, names)
     group_state, owners = group_state.localCheckpoint(), owners.localCheckpoint()
     findings = judge(spark, commits, state.epochs, state.bounds, epoch_end_offsets=state.epoch_end_offsets,
                      history=history, replicas=state.replicas, expansion_offsets=state.expansion_offsets)

@@ -78,8 +78,12 @@ def test_expansion_order_matches_kafka(grown, spark, tmp_path):
 
     from audit.pipeline import AuditConfig, run
     cfg = AuditConfig(log_dirs=[str(p) for p in grown["copies"]], output=str(tmp_path / "out"), quiet=True,
-                      reports=False, fail_on="never", mode="history")
-    run(cfg, spark)
+                      reports=True, fail_on="never", mode="history")
+    result = run(cfg, spark)
+    assert result.summary["reports"]["expectations"]["success"], result.summary["reports"]["expectations"]
+    assert not any(k.startswith("PARTITION_EXPANSION_ORDER") for k in result.summary["rules_not_run"])
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "the topic grew (partition 2 added): this partition&#x27;s log stood at offset 40" in html
     rows = [r for r in pq.read_table(str(tmp_path / "out" / "findings")).to_pylist()
             if r["finding"] == "PARTITION_EXPANSION_ORDER"]
     assert sorted((r["group_id"], r["partition"]) for r in rows) == [("lagging", 0), ("lagging", 1)], rows

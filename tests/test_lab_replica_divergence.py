@@ -95,8 +95,13 @@ def test_lost_lineage_matches_kafkas_truncation(diverged, spark, tmp_path):
     d = diverged
     assert d["truncated"].get(f"{TOPIC}-0") == KEPT[0], f"broker {L}'s truncations: {d['truncated']}"
     cfg = AuditConfig(log_dirs=[str(p) for p in d["copies"]], output=str(tmp_path / "out"), quiet=True,
-                      reports=False, fail_on="never")
-    run(cfg, spark)
+                      reports=True, fail_on="never")
+    result = run(cfg, spark)
+    # the expectation suite accepts a finding without a group; the report and console name the replica
+    assert result.summary["reports"]["expectations"]["success"], result.summary["reports"]["expectations"]
+    assert f"replica on broker {L}; consumed by read-past" in (tmp_path / "out" / "report.html").read_text()
+    assert f"replica on broker {L}" in result.console
+    assert "--mode history" in result.summary["rules_not_run"]["PARTITION_EXPANSION_ORDER"]
     rows = pq.read_table(str(tmp_path / "out" / "findings")).to_pylist()
     div = [r for r in rows if r["finding"] == "REPLICA_DIVERGENCE"]
     assert [(r["topic"], r["partition"], r["replica_broker"]) for r in div] == [(TOPIC, 0, L)], div

@@ -71,7 +71,8 @@ _FINDING_COLUMNS = (
     "previous_leader_epoch", "answered_by_broker", "detail",
     "cause", "cause_leader_epoch", "cause_leader", "cause_time",
     "group_state", "group_protocol", "owner_member_id", "owner_group_instance_id", "owner_client_id",
-    "owner_client_host", "owner_generation", "replica_broker", "groups_consumed",
+    "owner_client_host", "owner_generation", "replica_broker", "groups_consumed", "offset_at_expansion",
+    "expansion_partition",
 )
 
 

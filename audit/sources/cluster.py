@@ -117,6 +117,8 @@ class ClusterTables:
     bounds: DataFrame
     epoch_end_offsets: DataFrame
     info: dict
+    #: topic_id string, topic string (Metadata v10+): names KIP-848 assignments' topic ids
+    topic_names: DataFrame | None = None
 
 
 def cluster_tables(spark: SparkSession, commits: DataFrame, collect: Callable[..., Any],
@@ -146,6 +148,8 @@ def cluster_tables(spark: SparkSession, commits: DataFrame, collect: Callable[..
         epochs=spark.createDataFrame(epochs_rows, EPOCHS_DDL),
         bounds=spark.createDataFrame(bounds_rows, BOUNDS_DDL),
         epoch_end_offsets=spark.createDataFrame(eeo_rows, EEO_DDL),
+        topic_names=spark.createDataFrame(sorted((v, k) for k, v in (getattr(result, "topic_ids", None) or {}).items()),
+                                          "topic_id string, topic string"),
         info={"epoch_requests": len(reqs), "partitions": len(parts),
               "problems": [str(p) for p in getattr(result, "problems", [])][:100],
               "stats": dict(getattr(result, "stats", {}) or {})},

@@ -41,6 +41,7 @@ Output rows are plain ``dict``s (see :data:`EPOCH_END_OFFSETS_COLUMNS`,
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import ssl
@@ -353,6 +354,8 @@ class CollectionResult:
     bounds: list[dict] = field(default_factory=list)
     problems: list[dict] = field(default_factory=list)
     stats: dict = field(default_factory=dict)
+    #: topic name -> topic id (Kafka's ``Uuid.toString``: URL-safe base64, no padding), from Metadata v10+
+    topic_ids: dict = field(default_factory=dict)
 
 
 class _BrokerFailure(Exception):
@@ -546,6 +549,7 @@ class OffsetCollector:
         self._last_seen_epoch: dict[tuple[str, int], int] = {}
         self._topic_partitions: dict[str, set[int]] = defaultdict(set)
         self._missing_topics: dict[str, str] = {}
+        self.topic_ids: dict[str, str] = {}
         self._failures: dict[str, list] = {}  # str(broker) -> [consecutive, total, last error]
         self._metadata_wait_started: float | None = None
         self._deadline_at: float | None = None
@@ -725,6 +729,9 @@ class OffsetCollector:
             if code == NONE:
                 self._missing_topics.pop(name, None)
                 topic_errors.pop(name, None)
+                tid = getattr(t, "topic_id", None)
+                if tid is not None and getattr(tid, "int", 0):  # Metadata v10+; the zero Uuid means none
+                    self.topic_ids[name] = base64.urlsafe_b64encode(tid.bytes).rstrip(b"=").decode()
                 for p in t.partitions:
                     tp = (name, p.partition_index)
                     self._topic_partitions[name].add(p.partition_index)
@@ -1104,7 +1111,7 @@ class OffsetCollector:
             self._ensure_metadata(scope)
             epochs = self.epoch_end_offsets(epoch_requests)
             bounds = self.log_bounds(bounds_topics, bounds_partitions)
-        return CollectionResult(epochs, bounds, list(self.problems), dict(self.stats))
+        return CollectionResult(epochs, bounds, list(self.problems), dict(self.stats), dict(self.topic_ids))
 
     def close(self) -> None:
         """Close the transport if it has ``close()``."""

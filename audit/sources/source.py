@@ -38,6 +38,8 @@ class PartitionTables:
     #: where old partitions stood when their topic grew (log dirs with a metadata log, --mode history):
     #: enables PARTITION_EXPANSION_ORDER
     expansion_offsets: DataFrame | None = None
+    #: topic_id, topic: names KIP-848 assignments (from leader_timeline when there is a metadata log)
+    topic_names: DataFrame | None = None
 
 
 class AuditSource(ABC):
@@ -153,7 +155,7 @@ class LiveSource(AuditSource):
         self.info = live.info
         self.progress(f"collect: {live.info['epoch_requests']} OffsetsForLeaderEpoch requests, "
                       f"{live.info['partitions']} partitions")
-        return PartitionTables(live.epochs, live.bounds, live.epoch_end_offsets)
+        return PartitionTables(live.epochs, live.bounds, live.epoch_end_offsets, topic_names=live.topic_names)
 
     @property
     def read_issues(self) -> DataFrame:

@@ -109,7 +109,93 @@ public final class LabClient {
         System.exit(0);
     }
 
+    private final List<Thread> held = new ArrayList<>();
+    private final java.util.concurrent.atomic.AtomicBoolean releasing = new java.util.concurrent.atomic.AtomicBoolean();
+
+    /**
+     * A group member that stays: subscribe (classic or KIP-848 "consumer" protocol), then poll and commitSync
+     * in a background thread until "release". {"group", "topics", "client_id", "protocol", "instance_id"?}.
+     * Returns once the member has an assignment and has committed it.
+     */
+    private JsonNode hold(JsonNode r) throws Exception {
+        Properties p = consumerProps(r.get("group").asText(), r.path("protocol").asText("classic"));
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.CLIENT_ID_CONFIG, r.get("client_id").asText());
+        if (r.hasNonNull("instance_id")) p.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, r.get("instance_id").asText());
+        List<String> topics = new ArrayList<>();
+        for (JsonNode t : r.get("topics")) topics.add(t.asText());
+        java.util.concurrent.CountDownLatch ready = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
+        releasing.set(false);
+        Thread t = new Thread(() -> {
+            try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+                c.subscribe(topics);
+                while (!releasing.get()) {
+                    c.poll(Duration.ofMillis(200));
+                    if (!c.assignment().isEmpty()) {
+                        c.commitSync(Duration.ofSeconds(20));
+                        ready.countDown();
+                    }
+                }
+            } catch (Throwable e) {
+                failed.set(e);
+                ready.countDown();
+            }
+        }, "held-" + r.get("client_id").asText());
+        t.setDaemon(true);
+        t.start();
+        held.add(t);
+        if (!ready.await(60, TimeUnit.SECONDS)) throw new IllegalStateException("no assignment within 60 s");
+        if (failed.get() != null) throw new IllegalStateException(failed.get().toString());
+        return null;
+    }
+
+    /** Stop every held member (each leaves its group as KafkaConsumer.close does). */
+    private JsonNode release() throws Exception {
+        releasing.set(true);
+        for (Thread t : held) t.join(30000);
+        held.clear();
+        return null;
+    }
+
+    /** Admin.describeConsumerGroups: state, type and each member's id, instance id, client id, host, assignment. */
+    private JsonNode describeGroups(JsonNode r) throws Exception {
+        List<String> groups = new ArrayList<>();
+        for (JsonNode g : r.get("groups")) groups.add(g.asText());
+        var d = admin.describeConsumerGroups(groups).all().get();
+        ArrayNode outArr = JSON.createArrayNode();
+        for (var e : d.entrySet()) {
+            var desc = e.getValue();
+            ObjectNode o = outArr.addObject();
+            o.put("group", e.getKey());
+            Object state;
+            try { // 4.x: groupState(); 3.9: state()
+                state = desc.getClass().getMethod("groupState").invoke(desc);
+            } catch (NoSuchMethodException ex) {
+                state = desc.getClass().getMethod("state").invoke(desc);
+            }
+            o.put("state", String.valueOf(state));
+            o.put("type", String.valueOf(desc.getClass().getMethod("type").invoke(desc)));
+            ArrayNode members = o.putArray("members");
+            for (var m : desc.members()) {
+                ObjectNode mo = members.addObject();
+                mo.put("member_id", m.consumerId());
+                mo.put("instance_id", m.groupInstanceId().orElse(null));
+                mo.put("client_id", m.clientId());
+                mo.put("host", m.host());
+                ArrayNode parts = mo.putArray("partitions");
+                for (TopicPartition tp : m.assignment().topicPartitions()) {
+                    ArrayNode x = parts.addArray();
+                    x.add(tp.topic());
+                    x.add(tp.partition());
+                }
+            }
+        }
+        return outArr;
+    }
+
     private void close() {
+        releasing.set(true);
         for (KafkaProducer<byte[], byte[]> p : producers.values()) p.close(Duration.ofSeconds(5));
         admin.close(Duration.ofSeconds(5));
     }
@@ -132,6 +218,9 @@ public final class LabClient {
             case "describe": return describe(r);
             case "offsets": return offsets(r);
             case "offsets_for_times": return offsetsForTimes(r);
+            case "hold": return hold(r);
+            case "release": return release();
+            case "describe_groups": return describeGroups(r);
             case "produce": return produce(r);
             case "consume_commit": return consumeCommit(r);
             case "commit": return commit(r);
