@@ -255,7 +255,7 @@ def _rules_not_run(cfg: AuditConfig, state) -> dict:
     if state.expansion_offsets is None:
         out["PARTITION_EXPANSION_ORDER"] = (
             "needs every commit: run with --mode history" if cfg.mode != "history" else
-            "needs the KRaft metadata log: give the controller's log dir" if state.leader_timeline is None else
+            "needs the KRaft metadata log: audit log dirs that include the controller's" if state.leader_timeline is None else
             "no audited group committed past offset 0 on a partition added by an expansion")
     else:
         unread = state.expansion_offsets.where(F.col("issue").isNotNull()).groupBy("issue").count().collect()

@@ -3,14 +3,8 @@ leader-epoch cache names an older epoch than the authoritative one's is where Ka
 from datetime import datetime
 
 from audit.judge import FINDING_COLUMNS, TIMELINE_TYPE, judge
+from tests.test_rules import BOUNDS, COMMITS, EPOCHS
 
-COMMITS = ("group_id string, topic string, partition int, committed_offset long, committed_leader_epoch int, "
-           "metadata string, commit_timestamp timestamp, value_version short, source_partition int, "
-           "source_offset long, is_latest boolean, broker_id int")
-EPOCHS = "topic string, partition int, broker_id int, leader_epoch int, start_offset long, is_leader boolean"
-BOUNDS = ("topic string, partition int, log_start_offset long, log_end_offset long, high_watermark long, "
-          "leader_id int, answered_by_broker int, authority string, history_captured_at timestamp, replica_count int, "
-          "caches_disagree boolean, unclean_elections int, last_unclean_election timestamp")
 REPLICAS = "broker_id int, topic string, partition int, log_end_offset long, high_watermark long, damage string"
 T0 = datetime(2026, 11, 22, 7, 0, 0)
 
