@@ -70,3 +70,25 @@ def test_history_must_be_apart_from_output_and_log_dirs(audit_dirs, tmp_path):
     from audit.sources.fs import InputError
     with pytest.raises(InputError, match="--history .* overlaps --log-dirs"):
         audit_dirs("hist-bad", [SCENARIO / "brokers"], history=str(SCENARIO / "brokers" / "hist"))
+
+
+def test_findings_without_a_group_compare_across_runs(spark, tmp_path):
+    """REPLICA_DIVERGENCE has no group: its replica's broker keys it, so it persists or resolves like any other."""
+    from audit.report.history import append_run, finding_changes
+    schema = ("group_id string, topic string, partition int, finding string, severity string, committed_offset bigint, "
+              "records_at_risk bigint, detail string, commit_timestamp timestamp, replica_broker int")
+    rows = [(None, "t", 0, "REPLICA_DIVERGENCE", "error", None, 50, "broker 1 lost 50", None, 1),
+            (None, "t", 0, "REPLICA_DIVERGENCE", "warning", None, 5, "broker 3 lost 5", None, 3),
+            ("g", "t", 0, "LOG_TRUNCATION", "critical", 100, 40, "past the divergence", None, None)]
+    summary = {"started_at": "2026-11-23T10:00:00+00:00", "exit_status": 1,
+               "findings": {"total": 3, "by_severity": {"critical": 1, "error": 1, "warning": 1, "info": 0}},
+               "offset_commits": {"group_partitions": 1}, "records_read": {"total": 1},
+               "records_skipped": {"by_reason": {}}}
+    hist = tmp_path / "history"
+    append_run(spark, str(hist), "run-1", summary, spark.createDataFrame(rows, schema), str(tmp_path / "out"))
+    # broker 3's replica has rejoined (truncated): its row is gone, broker 1's persists
+    changes, info = finding_changes(spark, str(hist), "run-2", spark.createDataFrame([rows[0], rows[2]], schema))
+    got = sorted((r.status, r.group_id or "-", r.finding, r.severity) for r in changes.collect())
+    assert got == [("persisted", "-", "REPLICA_DIVERGENCE", "error"), ("persisted", "g", "LOG_TRUNCATION", "critical"),
+                   ("resolved", "-", "REPLICA_DIVERGENCE", "warning")]
+    assert (info["new"], info["persisted"], info["resolved"]) == (0, 2, 1)

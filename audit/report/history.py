@@ -29,6 +29,8 @@ from pyspark.sql import functions as F
 from ..sources import fs
 
 KEY = ["group_id", "topic", "partition", "finding"]
+#: the join key: a REPLICA_DIVERGENCE row has no group, its replica's broker stands for it
+_JOIN = ["_subject", "topic", "partition", "finding"]
 CHANGE_COLUMNS = ["status", "group_id", "topic", "partition", "finding", "severity", "previous_severity",
                   "committed_offset", "previous_committed_offset", "records_at_risk", "detail"]
 RUNS_SCHEMA = ("run_id string, run_time timestamp, output string, exit_status int, findings_total bigint, "
@@ -86,12 +88,13 @@ def finding_changes(spark: SparkSession, history: str, run_id: str, findings: Da
         old = None
     if old is None:
         old = cur.limit(0)
-    o = old.select(*KEY, F.col("severity").alias("previous_severity"),
+    o = old.select(*_JOIN, F.col("group_id").alias("_old_group"), F.col("severity").alias("previous_severity"),
                    F.col("committed_offset").alias("previous_committed_offset"),
                    F.col("detail").alias("previous_detail"), F.col("records_at_risk").alias("previous_records_at_risk"),
                    F.lit(True).alias("_old"))
-    c = cur.select(*KEY, "severity", "committed_offset", "records_at_risk", "detail", F.lit(True).alias("_cur"))
-    j = c.join(o, KEY, "full_outer")
+    c = cur.select(*_JOIN, "group_id", "severity", "committed_offset", "records_at_risk", "detail",
+                   F.lit(True).alias("_cur"))
+    j = c.join(o, _JOIN, "full_outer").withColumn("group_id", F.coalesce("group_id", "_old_group"))
     status = (F.when(F.col("_cur") & F.col("_old"), "persisted").when(F.col("_cur"), "new").otherwise("resolved"))
     changes = j.select(
         status.alias("status"), *KEY,
@@ -108,10 +111,15 @@ def finding_changes(spark: SparkSession, history: str, run_id: str, findings: Da
 
 
 def _one_per_key(findings: DataFrame) -> DataFrame:
+    """The most severe (then newest) finding per key, with ``_subject``: the group, or for a finding without
+    one (REPLICA_DIVERGENCE) its replica's broker, so such rows compare across runs (a null never joins)."""
     from pyspark.sql.window import Window
     from ..judge import SEVERITY_RANK
+    broker = F.col("replica_broker").cast("string") if "replica_broker" in findings.columns else F.lit(None)
+    findings = findings.withColumn("_subject", F.coalesce(F.col("group_id"), F.concat(F.lit("\u0000replica "), broker),
+                                                          F.lit("\u0000")))
     rank = F.create_map(*[x for k, v in SEVERITY_RANK.items() for x in (F.lit(k), F.lit(v))])
-    w = Window.partitionBy(*KEY).orderBy(rank[F.col("severity")].desc(), F.col("commit_timestamp").desc_nulls_last())
+    w = Window.partitionBy(*_JOIN).orderBy(rank[F.col("severity")].desc(), F.col("commit_timestamp").desc_nulls_last())
     return findings.withColumn("_n", F.row_number().over(w)).where("_n = 1").drop("_n")
 
 
