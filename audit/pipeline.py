@@ -276,11 +276,12 @@ def _exit_code(cfg: AuditConfig, summary: dict) -> int:
 
 def _metrics(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, summary: dict, committed, findings, bounds):
     """Write ``metrics.prom`` into the staged output; returns the registry (pushed after the commit)."""
-    from .report.metrics import METRICS_FILENAME, build_registry, group_partition_rows, render
+    from .report.metrics import METRICS_FILENAME, build_registry, group_partition_rows, lost_lineage_rows, render
     from .sources import fs
     rows = (group_partition_rows(committed, findings, bounds, cfg.metrics_max_group_partitions)
             if cfg.metrics_max_group_partitions else [])
-    registry = build_registry(summary, rows)
+    lost = lost_lineage_rows(findings, cfg.metrics_max_group_partitions) if cfg.metrics_max_group_partitions else []
+    registry = build_registry(summary, rows, lost=lost)
     fs.write_small(spark, out.path(METRICS_FILENAME), render(registry))
     summary["metrics"] = {"file": METRICS_FILENAME, "group_partitions_exported": len(rows),
                           "group_partitions_left_out": max(0, summary["offset_commits"]["group_partitions"] - len(rows)),

@@ -16,6 +16,11 @@ of them, worst verdict first:
 * ``kafka_offset_audit_verdict`` -- 1, with labels ``verdict`` (``OK`` or the most severe finding's
   name) and ``severity`` (``ok``, ``info``, ``warning``, ``error``, ``critical``).
 
+Per diverged replica (REPLICA_DIVERGENCE; labels ``topic``, ``partition``, ``broker``, ``severity``), at most
+``max_group_partitions`` of them, most records first: ``kafka_offset_audit_lost_lineage_records`` -- the records
+only that replica holds, which it will truncate when it fetches again (records), and
+``kafka_offset_audit_lost_lineage_divergence_offset`` -- where its log will be cut (offsets).
+
 Per run: ``kafka_offset_audit_findings{finding,severity}``, ``kafka_offset_audit_findings_by_severity
 {severity}`` (all four severities, zeros included), ``kafka_offset_audit_group_partitions`` (audited) and
 ``kafka_offset_audit_group_partitions_exported`` (in the per-group-partition metrics),
@@ -81,14 +86,27 @@ def group_partition_rows(committed: DataFrame, findings: DataFrame, bounds: Data
     return [r.asDict() for r in rows]
 
 
+def lost_lineage_rows(findings: DataFrame, limit: int) -> list[dict]:
+    """The REPLICA_DIVERGENCE findings as metric values, most records first, at most ``limit`` (a bounded
+    ``take``): dicts with topic, partition, replica_broker, divergence_offset, records_at_risk, severity."""
+    if "replica_broker" not in findings.columns:
+        return []
+    rows = (findings.where(F.col("finding") == "REPLICA_DIVERGENCE")
+            .select("topic", "partition", "replica_broker", "divergence_offset", "records_at_risk", "severity")
+            .orderBy(F.col("records_at_risk").desc(), "topic", "partition", "replica_broker")
+            .take(limit))
+    return [r.asDict() for r in rows]
+
+
 def build_registry(summary: Mapping[str, Any], rows: list[dict], *, success: bool = True,
-                   now: float | None = None) -> CollectorRegistry:
+                   now: float | None = None, lost: list[dict] = ()) -> CollectorRegistry:
     """A registry holding the run's metrics (see the module docstring).
 
     ``summary``: the run's ``summary.json`` content (``findings.by_name``/``by_severity``,
     ``records_read.total``, ``records_skipped.by_reason``, ``offset_commits``, ``elapsed_seconds``,
     ``exit_status``); the per-finding severity comes from ``findings.by_name_severity`` when given, a list
-    of ``{"finding", "severity", "count"}``.  ``rows``: :func:`group_partition_rows`.
+    of ``{"finding", "severity", "count"}``.  ``rows``: :func:`group_partition_rows`; ``lost``:
+    :func:`lost_lineage_rows`.
     """
     reg = CollectorRegistry()
     gp = ("group", "topic", "partition")
@@ -111,6 +129,16 @@ def build_registry(summary: Mapping[str, Any], rows: list[dict], *, success: boo
             lag.labels(*key).set(r["lag"])
         risk.labels(*key).set(r["records_at_risk"] or 0)
         verdict.labels(*key, str(r["verdict"]), str(r["severity"])).set(1)
+
+    if lost:
+        lp = ("topic", "partition", "broker", "severity")
+        lost_records = gauge("lost_lineage_records", "Records only this replica holds past the divergence offset: it "
+                                                     "truncates them when it fetches again (REPLICA_DIVERGENCE).", lp)
+        lost_at = gauge("lost_lineage_divergence_offset", "Where this replica's log will be cut (offsets).", lp[:3])
+        for r in lost:
+            key = (str(r["topic"]), str(r["partition"]), str(r["replica_broker"]))
+            lost_records.labels(*key, str(r["severity"])).set(int(r["records_at_risk"] or 0))
+            lost_at.labels(*key).set(int(r["divergence_offset"]))
 
     findings = summary.get("findings") or {}
     by_sev = gauge("findings_by_severity", "Findings of this run by severity.", ("severity",))
