@@ -102,6 +102,9 @@ def test_lost_lineage_matches_kafkas_truncation(diverged, spark, tmp_path):
     assert f"replica on broker {L}; consumed by read-past" in (tmp_path / "out" / "report.html").read_text()
     assert f"replica on broker {L}" in result.console
     assert "--mode history" in result.summary["rules_not_run"]["PARTITION_EXPANSION_ORDER"]
+    metrics = (tmp_path / "out" / "metrics.prom").read_text()
+    assert (f'kafka_offset_audit_lost_lineage_records{{broker="{L}",partition="0",severity="error",topic="{TOPIC}"}} '
+            f'{float(LOST)}') in metrics
     rows = pq.read_table(str(tmp_path / "out" / "findings")).to_pylist()
     div = [r for r in rows if r["finding"] == "REPLICA_DIVERGENCE"]
     assert [(r["topic"], r["partition"], r["replica_broker"]) for r in div] == [(TOPIC, 0, L)], div
