@@ -36,8 +36,6 @@ RULES = {
 }
 #: rules that need a view only some sources give: run only when :func:`judge` gets it
 OPTIONAL_INPUTS = {"REPLICA_DIVERGENCE": "replicas", "PARTITION_EXPANSION_ORDER": "expansion_offsets"}
-#: rules judged per partition (group_id null)
-PARTITION_RULES = ("REPLICA_DIVERGENCE",)
 TIMELINE_TYPE = "array<struct<epoch:int, started_at:timestamp, leader:int, unclean:boolean>>"
 SEVERITY_RANK = {"critical": 4, "error": 3, "warning": 2, "info": 1}
 

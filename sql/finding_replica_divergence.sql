@@ -64,8 +64,7 @@ diverged AS (
   SELECT * FROM div WHERE d.re < d.le
 ),
 consumed AS (
-  SELECT d.broker_id, d.topic, d.partition,
-         sort_array(collect_set(c.group_id)) AS groups
+  SELECT d.broker_id, d.topic, d.partition, c.group_id
   FROM diverged d
   JOIN commits c ON c.topic = d.topic AND c.partition = d.partition
    AND c.committed_offset > d.d.p AND c.committed_offset <= d.replica_leo AND c.committed_leader_epoch >= 0
@@ -77,7 +76,7 @@ consumed AS (
   HAVING max(fc.leader_epoch) = c.committed_leader_epoch
 ),
 consumed_groups AS (
-  SELECT broker_id, topic, partition, sort_array(array_distinct(flatten(collect_list(groups)))) AS groups
+  SELECT broker_id, topic, partition, sort_array(collect_set(group_id)) AS groups
   FROM consumed GROUP BY broker_id, topic, partition
 ),
 j AS (

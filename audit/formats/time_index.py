@@ -35,7 +35,7 @@ def time_entries(buf) -> np.ndarray:
     # entries are strictly increasing in time and offset; the first that is not ends them
     bad = np.nonzero((np.diff(ts) <= 0) | (np.diff(e["relative_offset"].astype(np.int64)) < 0))[0]
     n = int(bad[0]) + 1 if len(bad) else len(e)
-    if n and ts[0] == 0 and e["relative_offset"][0] == 0 and n == 1 and len(e) > 1:
+    if n == 1 and len(e) > 1 and ts[0] == 0 and e["relative_offset"][0] == 0:
         n = 0  # a preallocated, never written index
     return e[:n]
 
@@ -93,16 +93,14 @@ def offset_for_time(segments, target_ms: int):
     """Kafka's ListOffsets(``target_ms``) over one replica's segments.
 
     ``segments``: (base offset, loader) in base-offset order, where ``loader()`` returns (log bytes, time
-    index bytes or None, offset index bytes or None) and is only called for the segments searched.
+    index bytes or None, offset index bytes or None) and is called in order until the target segment.
     Returns (offset, timestamp) or None (no record at or after ``target_ms``)."""
     segments = list(segments)
-    loaded = {}
-    for i, (base, load) in enumerate(segments):
-        log, tix, oix = loaded.setdefault(i, load())
+    for i, (_base, load) in enumerate(segments):
+        log, tix, oix = load()
         last = i == len(segments) - 1
         if largest_timestamp(tix) >= target_ms or last:
             hit = find_offset(log, target_ms, start_position(tix, oix, target_ms))
             if hit is not None or last:
                 return hit
-        loaded.pop(i, None)  # only the searched segment's bytes stay mapped
     return None

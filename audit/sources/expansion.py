@@ -14,13 +14,13 @@ from pyspark.sql import functions as F
 #: one row per (old partition, expansion): where its log stood at ``expanded_at``
 OFFSETS_AT_SCHEMA = pa.schema([
     ("topic", pa.string()), ("partition", pa.int32()), ("expanded_at_ms", pa.int64()),
-    ("offset_at_expansion", pa.int64()), ("offset_from", pa.string()), ("issue", pa.string()),
+    ("new_partitions", pa.list_(pa.int32())), ("offset_at_expansion", pa.int64()), ("offset_from", pa.string()), ("issue", pa.string()),
 ])
 
 
 def _offsets_at(batches):
-    """mapInArrow: rows (topic, partition, expanded_at_ms, log_end_offset, bases array<long>, uris array<string>)
-    -> :data:`OFFSETS_AT_SCHEMA`.  ``offset_from``: ``time_index`` (the first record at or after the time),
+    """mapInArrow: rows (topic, partition, expanded_at_ms, new_partitions array<int>, log_end_offset, bases
+    array<long>, uris array<string>) -> :data:`OFFSETS_AT_SCHEMA`.  ``offset_from``: ``time_index`` (the first record at or after the time),
     ``log_end`` (no record that late: the log end offset), or null with ``issue`` when the segments could not
     be read here (not a local file, or unreadable)."""
     from audit.formats.time_index import offset_for_time
@@ -56,7 +56,7 @@ def _offsets_at(batches):
                     offset, source = (hit[0], "time_index") if hit else (cols["log_end_offset"][i], "log_end")
                 except OSError as exc:
                     issue = f"unreadable segment: {exc}"
-            for n in ("topic", "partition", "expanded_at_ms"):
+            for n in ("topic", "partition", "expanded_at_ms", "new_partitions"):
                 out[n].append(cols[n][i])
             out["offset_at_expansion"].append(offset)
             out["offset_from"].append(source)
@@ -89,7 +89,7 @@ def expansion_offsets(spark: SparkSession, leader_timeline: DataFrame | None, bo
     reqs = (used.select("topic", "expanded_at", "new_partitions", F.explode("old_partitions").alias("partition"))
             .join(bounds.select("topic", "partition", "answered_by_broker", "log_end_offset"),
                   ["topic", "partition"], "left")
-            .select("topic", "partition", "expanded_at", "new_partitions", "answered_by_broker", "log_end_offset",
+            .select("topic", "partition", "new_partitions", "answered_by_broker", "log_end_offset",
                     F.unix_millis("expanded_at").alias("expanded_at_ms"))
             .collect())
     if not reqs:
@@ -99,16 +99,13 @@ def expansion_offsets(spark: SparkSession, leader_timeline: DataFrame | None, bo
     for r in reqs:
         seg = sorted((b, u) for b, u, size in segs.get((r["answered_by_broker"], r["topic"], r["partition"]), [])
                      if size > 0)
-        rows.append((r["topic"], r["partition"], r["expanded_at_ms"], r["log_end_offset"],
+        rows.append((r["topic"], r["partition"], r["expanded_at_ms"], r["new_partitions"], r["log_end_offset"],
                      [b for b, _ in seg], [u for _, u in seg]))
     tasks = spark.createDataFrame(
         spark.sparkContext.parallelize(rows, max(1, min(len(rows), 2 * spark.sparkContext.defaultParallelism))),
-        "topic string, partition int, expanded_at_ms long, log_end_offset long, bases array<long>, uris array<string>")
-    found = tasks.mapInArrow(_offsets_at, spark_schema(OFFSETS_AT_SCHEMA))
-    meta = spark.createDataFrame([(r["topic"], r["partition"], r["expanded_at_ms"], r["expanded_at"], r["new_partitions"])
-                                  for r in reqs],
-                                 "topic string, partition int, expanded_at_ms long, expanded_at timestamp, "
-                                 "new_partitions array<int>")
-    return (meta.join(found, ["topic", "partition", "expanded_at_ms"])
-            .select("topic", "partition", "expanded_at", "new_partitions", "offset_at_expansion", "offset_from",
-                    "issue")).localCheckpoint()
+        "topic string, partition int, expanded_at_ms long, new_partitions array<int>, log_end_offset long, "
+        "bases array<long>, uris array<string>")
+    # the metadata log's batch timestamps are whole milliseconds: the round trip is exact
+    return (tasks.mapInArrow(_offsets_at, spark_schema(OFFSETS_AT_SCHEMA))
+            .select("topic", "partition", F.timestamp_millis("expanded_at_ms").alias("expanded_at"), "new_partitions",
+                    "offset_at_expansion", "offset_from", "issue")).localCheckpoint()
