@@ -196,3 +196,37 @@ def test_truncation_with_an_unknown_cause_is_caught(report_spark, tmp_path):
     outcome = run_expectations(report_spark, out, config={"fail_on_severities": [], "build_data_docs": False},
                                assets=["findings"])
     assert outcome.failed_checks == ["findings.truncation_cause_known"]
+
+
+def test_pandas_and_spark_engines_give_the_same_verdicts(report_spark, tmp_path):
+    """The small-table fast path (GX's pandas engine) judges exactly as GX's Spark engine: same failed
+    checks, same unexpected counts and values, same statistics; a table above pandas_max_rows goes to Spark."""
+    def break_things(tables):
+        tables["committed_offsets"][0]["committed_leader_epoch"] = -2
+        tables["committed_offsets"][1]["committed_offset"] = -5
+        tables["bounds"][0]["high_watermark"] = tables["bounds"][0]["log_end_offset"] + 7
+        for f in tables["findings"]:
+            if f["finding"] == "LOG_TRUNCATION":
+                f["cause"] = "cosmic_rays"
+                f["records_at_risk"] = 0
+
+    out = rf.write_fake_output(report_spark, str(tmp_path / "out"), with_truncation=True, with_history=True,
+                               mutate=break_things)
+    base = {"build_data_docs": False, "result_format": "COMPLETE", "min_verifiable_commit_share": 0.9}
+    spark_o = run_expectations(report_spark, out, config={**base, "engine": "spark"})
+    pandas_o = run_expectations(report_spark, out, config={**base, "engine": "pandas"})
+    # one table too big for pandas: the rest still go through pandas, the verdicts do not change
+    mixed_o = run_expectations(report_spark, out, config={**base, "pandas_max_rows": 10})
+    assert len(spark_o.failed_checks) >= 6, spark_o.failed_checks
+    assert {"committed_offsets.leader_epoch_valid", "committed_offsets.committed_offset_not_negative",
+            "bounds.high_watermark_not_above_end", "findings.truncation_cause_known",
+            "findings.truncation_records_at_risk", "findings.no_failing_severity"} <= set(spark_o.failed_checks)
+    for other in (pandas_o, mixed_o):
+        assert other.failed_checks == spark_o.failed_checks
+        assert other.statistics == spark_o.statistics
+        for a, b in zip(spark_o.failed, other.failed):
+            assert a.observed.get("unexpected_count") == b.observed.get("unexpected_count"), a.check
+            assert sorted(map(str, a.observed.get("partial_unexpected_list") or [])) == \
+                sorted(map(str, b.observed.get("partial_unexpected_list") or [])), a.check
+    with pytest.raises(ValueError, match="pandas_max_rows"):
+        run_expectations(report_spark, out, config={**base, "engine": "pandas", "pandas_max_rows": 1})

@@ -2,11 +2,17 @@
 
 ``run_expectations(spark, output_dir)`` reads the Parquet tables the audit
 wrote (``findings/``, ``committed_offsets/``, ``commits/`` if present,
-``epochs/``, ``bounds/``) and ``summary.json`` with Spark, validates each one
-against its own expectation suite through a GX Checkpoint (Spark DataFrame
-datasource, run in the caller's SparkSession), writes the combined validation
+``epochs/``, ``bounds/``) and ``summary.json``, validates each one
+against its own expectation suite through a GX Checkpoint, writes the combined validation
 result to ``<output>/expectations/validation_result.json`` and builds a Data
 Docs site into ``<output>/data_docs/`` (``index.html``).
+
+Where GX computes (``ExpectationsConfig.engine``): a table of at most
+``pandas_max_rows`` rows (default 200,000) is read once into the driver (pyarrow
+for a local output, one Spark ``toPandas`` otherwise) and validated by GX's
+pandas engine; a larger one is validated by GX's Spark engine in the caller's
+SparkSession, which runs one or more Spark jobs per expectation (about 140 for
+the whole suite), the fixed cost that dominated a small audit.
 
 The GX context is ephemeral (in memory): nothing is written to the repository
 or the home directory; only the two output paths above are touched.
@@ -302,45 +308,103 @@ def _sum_counts(node: Any) -> int:
     return 0
 
 
-def _summary_frame(spark, summary: Dict[str, Any], findings_rows: int):
-    """One-row Spark DataFrame of the ``summary.json`` figures the suite checks."""
-    from pyspark.sql.types import DoubleType, LongType, StructField, StructType
-
+def _summary_row(summary: Dict[str, Any], findings_rows: int) -> Dict[str, Any]:
+    """The ``summary.json`` figures the suite checks, as one row (column -> value)."""
     read = _sum_counts((summary.get("records_read") or {}).get("by_record_type") or {})
     skipped_block = summary.get("records_skipped") or {}
     skipped = _sum_counts(skipped_block.get("by_reason") or {})
     where = skipped_block.get("where") or []
     findings_total = _sum_counts((summary.get("findings") or {}).get("by_name") or {})
     total = read + skipped
-    schema = StructType([
-        StructField("records_read_total", LongType(), False),
-        StructField("records_skipped_total", LongType(), False),
-        StructField("skipped_fraction", DoubleType(), False),
-        StructField("corrupt_batches", LongType(), False),
-        StructField("findings_total", LongType(), False),
-        StructField("findings_rows", LongType(), False),
-    ])
-    row = (read, skipped, (skipped / total) if total else 0.0, len(where), findings_total,
-           findings_rows)
-    return spark.createDataFrame([row], schema=schema)
+    return {"records_read_total": read, "records_skipped_total": skipped,
+            "skipped_fraction": (skipped / total) if total else 0.0, "corrupt_batches": len(where),
+            "findings_total": findings_total, "findings_rows": findings_rows}
 
 
-def _read_inputs(spark, tables_dir: str, wanted: Sequence[str]) -> Tuple[Dict[str, Any], List[str]]:
-    """Read the wanted tables (local path or Hadoop URI) as Spark DataFrames; report absent optional ones."""
+def _summary_frame(spark, summary: Dict[str, Any], findings_rows: int):
+    """One-row Spark DataFrame of :func:`_summary_row`."""
+    from pyspark.sql.types import DoubleType, LongType, StructField, StructType
+
+    row = _summary_row(summary, findings_rows)
+    schema = StructType([StructField(k, DoubleType() if k == "skipped_fraction" else LongType(), False)
+                         for k in row])
+    return spark.createDataFrame([tuple(row.values())], schema=schema)
+
+
+def _local_rows(path: str) -> Optional[int]:
+    """Rows of a local Parquet table directory, from its files' footers (no Spark job); None when
+    ``path`` is not local or a footer does not read."""
+    if not fs.is_local(path):
+        return None
+    import pyarrow.parquet as pq
+
+    root = fs.local_path(path)
+    try:
+        names = [n for n in os.listdir(root) if n.endswith(".parquet") and not n.startswith((".", "_"))]
+        return sum(pq.read_metadata(os.path.join(root, n)).num_rows for n in names)
+    except (OSError, ValueError):
+        return None
+
+
+def _to_pandas(table):
+    """Arrow table -> pandas, integer columns as pandas' nullable integers (a null stays null and a
+    value stays an integer, as GX's Spark engine sees them; plain ``to_pandas`` would make floats)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    ints = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
+            pa.int64(): pd.Int64Dtype()}
+    return table.to_pandas(types_mapper=ints.get)
+
+
+def _table_frame(spark, path: str, cfg: ExpectationsConfig):
+    """``(frame, rows)`` of one table: a pandas DataFrame for GX's pandas engine when ``cfg`` allows it
+    and the table has at most ``cfg.pandas_max_rows`` rows (read by pyarrow when local, else by one
+    Spark ``toPandas`` after a ``count``), otherwise a Spark DataFrame (rows None: not counted).
+
+    Raises ValueError for ``engine='pandas'`` and a table above the limit."""
+    if cfg.engine == "spark":
+        return spark.read.parquet(path), None
+    rows = _local_rows(path)
+    if rows is not None and rows <= cfg.pandas_max_rows:
+        import pyarrow.dataset as pads
+
+        return _to_pandas(pads.dataset(fs.local_path(path), format="parquet").to_table()), rows
+    sdf = spark.read.parquet(path)
+    if rows is None:
+        rows = sdf.count()
+    if rows <= cfg.pandas_max_rows:
+        return _to_pandas(sdf.toArrow()), rows  # bounded by pandas_max_rows
+    if cfg.engine == "pandas":
+        raise ValueError(f"{path} has {rows} rows, above pandas_max_rows={cfg.pandas_max_rows}: "
+                         "raise the limit or use engine 'auto' or 'spark'")
+    return sdf, None
+
+
+def _read_inputs(spark, tables_dir: str, wanted: Sequence[str],
+                 cfg: Optional[ExpectationsConfig] = None) -> Tuple[Dict[str, Any], List[str]]:
+    """Read the wanted tables (local path or Hadoop URI), each as a pandas or Spark DataFrame
+    (:func:`_table_frame`); report absent optional ones."""
+    cfg = cfg or ExpectationsConfig()
     frames: Dict[str, Any] = {}
     skipped: List[str] = []
+    counted: Dict[str, Optional[int]] = {}
     for name in PARQUET_ASSETS:
-        if name not in wanted:
+        if name not in wanted and not (name == "findings" and "summary" in wanted):
             continue
         path = f"{tables_dir}/{name}"
         if not fs.exists(spark, path):
-            if name in REQUIRED_ASSETS:
+            if name in REQUIRED_ASSETS and name in wanted:
                 raise FileNotFoundError(
                     f"audit output table {name}/ is missing under {tables_dir}"
                 )
-            skipped.append(name)
+            if name in wanted:
+                skipped.append(name)
             continue
-        frames[name] = spark.read.parquet(path)
+        if name in wanted:
+            frames[name], counted[name] = _table_frame(spark, path, cfg)
+        elif name == "findings":
+            counted[name] = _local_rows(path)
     if "summary" in wanted:
         summary = fs.read_json(spark, f"{tables_dir}/summary.json")
         findings_path = f"{tables_dir}/findings"
@@ -349,8 +413,15 @@ def _read_inputs(spark, tables_dir: str, wanted: Sequence[str]) -> Tuple[Dict[st
         elif not fs.exists(spark, findings_path):
             raise FileNotFoundError(f"audit output table findings/ is missing under {tables_dir}")
         else:
-            findings_rows = spark.read.parquet(findings_path).count()
-            frames["summary"] = _summary_frame(spark, summary, findings_rows)
+            findings_rows = counted.get("findings")
+            if findings_rows is None:
+                findings_rows = spark.read.parquet(findings_path).count()
+            if cfg.engine == "spark":
+                frames["summary"] = _summary_frame(spark, summary, findings_rows)
+            else:
+                import pandas as pd
+
+                frames["summary"] = pd.DataFrame([_summary_row(summary, findings_rows)])
     return frames, skipped
 
 
@@ -369,6 +440,18 @@ def _json_default(obj: Any) -> Any:
         return obj.isoformat()
     if hasattr(obj, "to_json_dict"):
         return obj.to_json_dict()
+    try:  # numpy / pandas scalars of the pandas engine: the plain value (pd.NA -> None)
+        import numpy as np
+        import pandas as pd
+
+        if obj is pd.NA or obj is pd.NaT:
+            return None
+        if isinstance(obj, np.generic):
+            return obj.item()
+        if isinstance(obj, pd.Timestamp):
+            return obj.isoformat()
+    except ImportError:  # pragma: no cover
+        pass
     return str(obj)
 
 
@@ -379,7 +462,8 @@ def run_expectations(
     assets: Optional[Sequence[str]] = None,
     tables_dir: Optional[str] = None,
 ) -> ExpectationsOutcome:
-    """Validate an audit output directory with Great Expectations, in Spark.
+    """Validate an audit output directory with Great Expectations (pandas engine for small tables,
+    Spark for large ones: ``ExpectationsConfig.engine``).
 
     Args:
         spark: the active ``pyspark.sql.SparkSession`` (GX validates in it).
@@ -419,7 +503,7 @@ def run_expectations(
 
     gx = _gx()
     suites = build_suites(cfg)
-    frames, skipped = _read_inputs(spark, tables_dir or output_dir, wanted)
+    frames, skipped = _read_inputs(spark, tables_dir or output_dir, wanted, cfg)
 
     docs_dir = os.path.join(output_dir, DATA_DOCS_DIRNAME)
     ctx = gx.get_context(mode="ephemeral")
@@ -449,15 +533,21 @@ def run_expectations(
             },
         )
 
-    datasource = ctx.data_sources.add_spark(name="audit_output", persist=False)
+    datasources: Dict[str, Any] = {}
     run_id = gx.RunIdentifier(run_name=f"audit-{os.path.basename(output_dir)}")
     results: Dict[str, Any] = {}
     cached = []
     try:
         for asset_name, df in frames.items():
-            df = df.persist()
-            cached.append(df)
-            asset = datasource.add_dataframe_asset(name=asset_name)
+            engine = "spark" if hasattr(df, "sparkSession") else "pandas"
+            if engine == "spark":
+                df = df.persist()
+                cached.append(df)
+            if engine not in datasources:
+                datasources[engine] = (ctx.data_sources.add_spark(name="audit_output", persist=False)
+                                       if engine == "spark" else
+                                       ctx.data_sources.add_pandas(name="audit_output_pandas"))
+            asset = datasources[engine].add_dataframe_asset(name=asset_name)
             batch_def = asset.add_batch_definition_whole_dataframe(name=f"{asset_name}_all")
             gx_suite = ctx.suites.add(suites[asset_name])
             vdef = ctx.validation_definitions.add(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Literal, Mapping, Optional, Tuple, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -79,6 +79,12 @@ class ExpectationsConfig(BaseModel):
             expectation in the result (default 20).
         build_data_docs: build the Data Docs site (default True).
         suite_prefix: prefix of the suite names (default ``kafka_offset_audit``).
+        engine: where GX computes its metrics: ``auto`` (default) validates a table of at most
+            ``pandas_max_rows`` rows with GX's pandas engine (the table is read once into the driver,
+            bounded by that limit) and a larger one with its Spark engine; ``spark`` / ``pandas``
+            force one (``pandas`` still refuses a table above the limit).  Same expectations,
+            same verdicts; the Spark engine runs one or more Spark jobs per expectation.
+        pandas_max_rows: the row limit of the pandas engine (default 200,000 per table).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -100,6 +106,8 @@ class ExpectationsConfig(BaseModel):
     partial_unexpected_count: int = Field(default=20, ge=0)
     build_data_docs: bool = True
     suite_prefix: str = Field(default="kafka_offset_audit", pattern=r"^[A-Za-z0-9_.-]+$")
+    engine: Literal["auto", "spark", "pandas"] = "auto"
+    pandas_max_rows: int = Field(default=200_000, ge=0)
 
     @field_validator("result_format")
     @classmethod
