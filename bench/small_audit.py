@@ -1,0 +1,175 @@
+"""Small-audit ratio (issue 11, measure 1): a whole ``kafka-offset-audit audit`` of a small input, in a
+fresh process, against the least a Spark job costs here.
+
+    python -m bench.small_audit --pairs 2 --output /tmp/koa-bench/small.json
+
+* **A** (audit): ``kafka-offset-audit audit --log-dirs <scenario>/brokers/* --output <tmp>``, reports on
+  (and, as a second variant, ``--skip-reports``), run through :func:`audit.cli.main` in a fresh process:
+  the same code the console script runs.  The child also records the Spark jobs ``run()`` started and
+  the seconds between the pipeline's progress lines (``read``, ``decode``, ``judge``, ``expectations``,
+  ``write``, then ``console``).
+* **B** (bare Spark): a fresh process that starts ``local[2]`` Spark, runs one ``mapInArrow`` job, writes
+  one Parquet file and stops (:func:`bare_child`).
+
+Runs alternate A B A B ...; each figure is a wall time from ``Popen`` to exit.  The ratio is the median of
+the A times over the median of the B times.  Targets (issue 11): <= 1.5x with reports, <= 1.2x without.
+``--bootstrap-servers HOST:PORT`` measures measure 4 (a live cluster) instead of the shared scenario's log dirs.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SCENARIO = REPO.parent / "shared" / "data" / "scenarios" / "unclean-election-3brokers" / "brokers"
+TARGETS = {"reports": 1.5, "skip_reports": 1.2}
+
+
+def bare_child(out_dir: str) -> None:
+    """B: start local[2] Spark, one mapInArrow job, one Parquet file, stop."""
+    from pyspark.sql import SparkSession
+    spark = (SparkSession.builder.master("local[2]").appName("bare")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.range(1000, numPartitions=2).mapInArrow(lambda batches: batches, "id long") \
+        .coalesce(1).write.mode("overwrite").parquet(out_dir)
+    spark.stop()
+
+
+def audit_child(argv: list[str], stats_file: str) -> int:
+    """A: ``audit.cli.main(argv)``, recording the Spark jobs and progress-line times of its ``run()``."""
+    import audit.pipeline as pipeline
+    from audit import cli
+    marks: list[tuple[str, float, int]] = []
+    info: dict = {}
+
+    def jobs() -> int:
+        from pyspark.sql import SparkSession
+        s = SparkSession.getActiveSession()
+        return len(s.sparkContext.statusTracker().getJobIdsForGroup(None)) if s else 0
+
+    real_progress, real_run = pipeline._progress, pipeline.run
+
+    def progress(cfg, msg):
+        marks.append((msg.split(":", 1)[0], time.perf_counter(), jobs()))
+        real_progress(cfg, msg)
+
+    def run(cfg, spark, **kw):
+        info["jobs_before"], info["t_run"] = jobs(), time.perf_counter()
+        res = real_run(cfg, spark, **kw)
+        info["jobs_after"], info["t_end"] = jobs(), time.perf_counter()
+        return res
+
+    pipeline._progress, pipeline.run = progress, run
+    cli.run = run  # the CLI imported run() by name
+    code = cli.main(argv)
+    stages, prev_t, prev_j = {}, info.get("t_run", 0.0), info.get("jobs_before", 0)
+    for name, t, j in marks + [("console", info.get("t_end", 0.0), info.get("jobs_after", 0))]:
+        stages[name] = {"seconds": round(t - prev_t, 3), "jobs": j - prev_j}
+        prev_t, prev_j = t, j
+    Path(stats_file).write_text(json.dumps({
+        "exit_code": code, "run_seconds": round(info.get("t_end", 0.0) - info.get("t_run", 0.0), 3),
+        "jobs": info.get("jobs_after", 0) - info.get("jobs_before", 0), "stages": stages}))
+    return code
+
+
+def _timed(cmd: list[str]) -> tuple[float, int]:
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - t
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd[:6])} ... failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return wall, proc.returncode
+
+
+def measure(pairs: int, source_args: list[str], work: str) -> dict:
+    """Alternate A (reports), A (--skip-reports) and B, ``pairs`` times; medians and ratios."""
+    runs: dict[str, list] = {"reports": [], "skip_reports": [], "bare": []}
+    details: dict[str, list] = {"reports": [], "skip_reports": []}
+    py = sys.executable
+    for i in range(pairs):
+        for variant in ("reports", "bare", "skip_reports", "bare"):
+            out = os.path.join(work, f"{variant}-{i}")
+            shutil.rmtree(out, ignore_errors=True)
+            if variant == "bare":
+                wall, _ = _timed([py, "-m", "bench.small_audit", "--child-bare", out])
+            else:
+                stats = os.path.join(work, f"{variant}-{i}.json")
+                argv = ["audit", *source_args, "--output", out, "--quiet"]
+                if variant == "skip_reports":
+                    argv.append("--skip-reports")
+                wall, _ = _timed([py, "-m", "bench.small_audit", "--child-audit", stats, "--", *argv])
+                details[variant].append({"wall_seconds": round(wall, 3), **json.loads(Path(stats).read_text())})
+            runs[variant].append(round(wall, 3))
+            print(f"  {variant:13s} run {i + 1}: {wall:6.2f} s", flush=True)
+    bare = statistics.median(runs["bare"])
+    out = {"runs": runs, "bare_median_s": round(bare, 3), "details": details}
+    for v in ("reports", "skip_reports"):
+        med = statistics.median(runs[v])
+        out[v] = {"median_s": round(med, 3), "ratio": round(med / bare, 2), "target": TARGETS[v],
+                  "pass": med / bare <= TARGETS[v]}
+    return out
+
+
+def print_table(res: dict) -> None:
+    print(f"\nsmall-audit ratio ({res['source']}), {res['pairs']} pairs, medians; bare Spark process "
+          f"{res['bare_median_s']:.2f} s")
+    print(f"{'variant':14s} {'wall s':>7s} {'ratio':>6s} {'target':>7s} {'jobs':>5s}  verdict")
+    for v in ("reports", "skip_reports"):
+        r = res[v]
+        jobs = statistics.median([d["jobs"] for d in res["details"][v]]) if res["details"][v] else 0
+        print(f"{v:14s} {r['median_s']:7.2f} {r['ratio']:5.2f}x {r['target']:6.1f}x {jobs:5.0f}  "
+              f"{'PASS' if r['pass'] else 'FAIL'}")
+    for v in ("reports", "skip_reports"):
+        d = res["details"][v][-1] if res["details"][v] else None
+        if d:
+            print(f"  {v} (last run), run() {d['run_seconds']:.2f} s of {d['wall_seconds']:.2f} s wall; by stage: "
+                  + ", ".join(f"{k} {s['seconds']:.2f} s/{s['jobs']} jobs" for k, s in d["stages"].items()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--child-bare"]:
+        bare_child(argv[1])
+        return 0
+    if argv[:1] == ["--child-audit"]:
+        return audit_child(argv[3:], argv[1])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pairs", type=int, default=2, help="A/B pairs (median; at least 2)")
+    ap.add_argument("--log-dirs", nargs="+", default=None, help=f"default: {SCENARIO}/*")
+    ap.add_argument("--bootstrap-servers", default=None, help="measure 4: audit a live cluster instead")
+    ap.add_argument("--output", default=None, help="write the figures as JSON here")
+    a = ap.parse_args(argv)
+    if a.bootstrap_servers:
+        source, source_args = a.bootstrap_servers, ["--bootstrap-servers", a.bootstrap_servers]
+    else:
+        dirs = a.log_dirs or sorted(glob.glob(str(SCENARIO / "*")))
+        if not dirs:
+            raise SystemExit(f"no log dirs: {SCENARIO} is missing; pass --log-dirs")
+        source, source_args = "log dirs: " + " ".join(dirs), ["--log-dirs", *dirs]
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    work = tempfile.mkdtemp(prefix="koa-small-")
+    try:
+        res = measure(max(1, a.pairs), source_args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    res.update(source=source, pairs=a.pairs, load_average=os.getloadavg()[0],
+               cpus=os.cpu_count(), at=time.strftime("%Y-%m-%d %H:%M:%S"))
+    print_table(res)
+    if a.output:
+        Path(a.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.output).write_text(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
