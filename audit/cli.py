@@ -119,8 +119,11 @@ def run_audit(args, master: str | None) -> int:
         if cfg.source == "kafka-connector":
             from .sources.cluster import connector_package
             packages = [connector_package()]
+        prewarm = _prewarm_reports() if cfg.reports else None
         spark = build_session(master, verbose=getattr(args, "verbose", False), quick_start=cfg.mode == "latest",
                               packages=packages)
+        if prewarm is not None:
+            prewarm.join()
         result = run(cfg, spark, checked=True)
     except usage_errors as exc:
         print(f"kafka-offset-audit: error: {exc}", file=sys.stderr)
@@ -137,6 +140,25 @@ def run_audit(args, master: str | None) -> int:
         print(f"findings: {json.dumps(s['findings']['by_severity'])}; records skipped: "
               f"{sum(s['records_skipped']['by_reason'].values())}; output: {cfg.output}; exit status {result.exit_code}")
     return result.exit_code
+
+
+def _prewarm_reports():
+    """Import the report libraries (Great Expectations takes about 2 s, matplotlib) in a thread while the
+    Spark JVM starts, when this process only waits for it; the caller joins the thread before the audit
+    begins, so no import runs alongside it.  An import error is left for the reports to raise and report."""
+    import threading
+
+    def work():
+        try:
+            from .report.expectations import _gx
+            _gx()
+            import matplotlib.backends.backend_agg  # noqa: F401
+            import matplotlib.figure  # noqa: F401
+        except Exception:  # noqa: BLE001 - reported where the reports import them
+            pass
+    thread = threading.Thread(target=work, name="koa-prewarm-reports", daemon=True)
+    thread.start()
+    return thread
 
 
 def _push_failure(cfg, started: float, exit_status: int | None) -> None:

@@ -454,7 +454,9 @@ def self_check(log_dir: str, max_batches: int = 500) -> dict:
         buf = Path(seg_path).read_bytes()
         index = Path(seg_path).with_suffix(".index").read_bytes()
         base = int(Path(seg_path).stem)
-        assert index_start(buf, index, base) > 0 or len(buf) <= INDEX_INTERVAL_BYTES, f"{seg_path}: index not used"
+        # a segment of one batch has no index entry (the broker indexes a batch only after 4096 bytes of others)
+        assert index_start(buf, index, base) > 0 or len(buf) <= INDEX_INTERVAL_BYTES or not index.strip(b"\0"), \
+            f"{seg_path}: index not used"
         assert scan_tail(buf, index, base).end_offset == scan_batches(buf).end_offset, f"{seg_path}: tail via index"
         indexed += 1
     return {"segment": seg, "records_decoded": rows.num_rows, "records_cross_checked": i,

@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+#: issue 11: wall(N large) - wall(N small) per extra commit, and that against the naive decoder
+TARGET_MARGINAL, TARGET_MARGINAL_RATIO = 2_000_000, 6.0
 TARGET_RATE = 1_000_000
 TARGET_RATE_AT = 5_000_000
 TARGET_RATIO = 4.0
@@ -315,7 +317,8 @@ def measure(n: int, a) -> dict:
 
     t = time.perf_counter()
     log_dir, manifest, cached = ensure_log_dir(
-        n, a.cache, records_per_batch=a.records_per_batch, partitions=a.partitions, groups=a.groups, seed=a.seed)
+        n, a.cache, records_per_batch=a.records_per_batch, partitions=a.partitions, groups=a.groups, seed=a.seed,
+        segment_bytes=a.segment_mib << 20)
     gen_s = time.perf_counter() - t
     print(f"[bench] N={n:,}: log dir {log_dir} ({'cached' if cached else f'generated in {gen_s:.1f} s'}, "
           f"{manifest['segment_bytes_total'] / 1e6:.0f} MB in {manifest['segment_files']} files)", flush=True)
@@ -399,15 +402,24 @@ def _fmt_table(rows: list[dict]) -> str:
 def evaluate(rows: list[dict]) -> list[dict]:
     """PASS/FAIL per target."""
     rows = sorted(rows, key=lambda r: r["n"])
-    at = next((r for r in rows if r["n"] == TARGET_RATE_AT), rows[-1])
-    note = "" if at["n"] == TARGET_RATE_AT else f" (N={TARGET_RATE_AT:,} not run: judged at N={at['n']:,})"
-    t = [{"target": f">= {TARGET_RATE:,} commit records/s end to end at N={TARGET_RATE_AT:,}",
-          "value": f"{at['commits_per_second']:,}/s{note}", "pass": at["commits_per_second"] >= TARGET_RATE}]
-    if "ratio_vs_naive" in at:
-        t.append({"target": f">= {TARGET_RATIO:g}x the naive decoder", "value": f"{at['ratio_vs_naive']:.2f}x{note}",
-                  "pass": at["ratio_vs_naive"] >= TARGET_RATIO})
+    t = []
+    at = next((r for r in rows if r["n"] == TARGET_RATE_AT), None)
+    if at is not None:  # the end-to-end targets of the earlier throughput issue, judged at N=5M only
+        t.append({"target": f">= {TARGET_RATE:,} commit records/s end to end at N={TARGET_RATE_AT:,}",
+                  "value": f"{at['commits_per_second']:,}/s", "pass": at["commits_per_second"] >= TARGET_RATE})
+        if "ratio_vs_naive" in at:
+            t.append({"target": f">= {TARGET_RATIO:g}x the naive decoder at N={TARGET_RATE_AT:,}",
+                      "value": f"{at['ratio_vs_naive']:.2f}x", "pass": at["ratio_vs_naive"] >= TARGET_RATIO})
     if len(rows) > 1:
         lo, hi = rows[0], rows[-1]
+        dt = hi["run_seconds"] - lo["run_seconds"]
+        marginal = (hi["n"] - lo["n"]) / dt if dt > 0 else float("inf")
+        t.append({"target": f"marginal rate (N={lo['n']:,} -> {hi['n']:,}) >= {TARGET_MARGINAL:,} commits/s",
+                  "value": f"{marginal:,.0f}/s", "pass": marginal >= TARGET_MARGINAL})
+        if "naive_records_per_second" in hi:
+            m = marginal / hi["naive_records_per_second"]
+            t.append({"target": f"marginal rate >= {TARGET_MARGINAL_RATIO:g}x the naive decoder at N={hi['n']:,}",
+                      "value": f"{m:.2f}x", "pass": m >= TARGET_MARGINAL_RATIO})
         for key, label in (("driver_python_peak_rss_mib", "driver Python peak RSS"),
                            ("jvm_heap_peak_used_mib", "driver JVM peak heap used"),
                            ("jvm_heap_peak_after_gc_mib", "driver JVM heap live after GC")):
@@ -432,7 +444,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, action="append", help="offset commit records (repeatable); default 1M and 5M")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--records-per-batch", type=int, default=100)
-    ap.add_argument("--partitions", type=int, default=8, help="__consumer_offsets partitions")
+    ap.add_argument("--partitions", type=int, default=50,
+                    help="__consumer_offsets partitions (default 50, the broker's offsets.topic.num.partitions)")
+    ap.add_argument("--segment-mib", type=int, default=100,
+                    help="roll segments at this size (MiB; default 100, as issue 11 asks of a cluster's log dirs)")
     ap.add_argument("--groups", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=1, help="audit runs per N (fresh process each); best is reported")
