@@ -160,6 +160,13 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
     if cfg.history:
         check_output_target(spark, cfg.history, cfg.log_dirs, replaced=False)
     src = open_source(spark, cfg, lambda msg: _progress(cfg, msg), consumer_factory=consumer_factory, collect=collect)
+    from .spark import tuned_for_input
+    with tuned_for_input(spark, src.input_bytes()):
+        return _audit(cfg, spark, src, started, started_at)
+
+
+def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_at: str) -> RunResult:
+    """The audit after the checks: read ``src``, judge, write the outputs (see :func:`run`)."""
     raw1 = src.read_offsets()
     recovered = src.recovered
     raw = with_transaction_state(raw1, all_rows=True)
@@ -174,10 +181,17 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
     # whose consumer is it: the groups' state and each partition's last owner (classic GroupMetadataValue)
     timeline = state.leader_timeline
     names = (timeline.select("topic_id", "topic") if timeline is not None else state.topic_names)
-    group_state, owners = group_tables(spark, records, names)
-    group_state, owners = group_state.localCheckpoint(), owners.localCheckpoint()
-    findings = judge(spark, commits, state.epochs, state.bounds, epoch_end_offsets=state.epoch_end_offsets,
-                     history=history, replicas=state.replicas, expansion_offsets=state.expansion_offsets)
+
+    def owner_tables():
+        group_state, owners = group_tables(spark, records, names)
+        return group_state.localCheckpoint(), owners.localCheckpoint()
+
+    def all_findings():
+        return judge(spark, commits, state.epochs, state.bounds, epoch_end_offsets=state.epoch_end_offsets,
+                     history=history, replicas=state.replicas, expansion_offsets=state.expansion_offsets).localCheckpoint()
+
+    # independent: the owners and the judge overlap (their temp views have different names)
+    (group_state, owners), findings = in_parallel(owner_tables, all_findings)
     findings = with_owners(findings, group_state, owners).localCheckpoint()
     committed = with_owners(with_verdicts(commits, findings), group_state, owners).localCheckpoint()
     summary = _summary(cfg, src, raw, (n_live, n_latest), findings, started_at, state.epochs)
@@ -202,18 +216,17 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
     if leftovers["kept"]:
         _progress(cfg, f"left alone (another host's or a live run's): {', '.join(leftovers['kept'])}")
     try:
-        out.write_parquet("findings", findings)
-        out.write_parquet("committed_offsets", committed)
+        tables = {"findings": findings, "committed_offsets": committed}
         if history:
-            out.write_parquet("commits", commits.drop("is_latest", "broker_id", "live_count"))
-        out.write_parquet("epochs", state.epochs)
-        out.write_parquet("bounds", state.bounds)
+            tables["commits"] = commits.drop("is_latest", "broker_id", "live_count")
+        tables.update(epochs=state.epochs, bounds=state.bounds)
         if state.leader_timeline is not None:
-            out.write_parquet("leader_timeline", state.leader_timeline)
+            tables["leader_timeline"] = state.leader_timeline
         if state.broker_timeline is not None:
-            out.write_parquet("broker_timeline", state.broker_timeline)
+            tables["broker_timeline"] = state.broker_timeline
         if changes is not None:
-            out.write_parquet("finding_changes", changes)
+            tables["finding_changes"] = changes
+        out.write_parquet_all(tables)
         summary["elapsed_seconds"] = round(time.time() - started, 3)
         out.write_json("summary.json", summary)
         if cfg.reports:
@@ -244,6 +257,16 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
         _progress(cfg, f"tables: {', '.join(tables)}")
     console = console_table(findings, committed, state.bounds)
     return RunResult(code, summary, console)
+
+
+def in_parallel(*fns):
+    """Call ``fns`` at once, each in its own thread, and return their results in order (the first error is raised
+    after all ended).  Spark runs jobs of several threads side by side; for the small tables of an audit a job
+    is mostly the driver's planning and scheduling, which one thread leaves a core idle for."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=len(fns), thread_name_prefix="koa") as pool:
+        futures = [pool.submit(fn) for fn in fns]
+    return [f.result() for f in futures]
 
 
 def _rules_not_run(cfg: AuditConfig, state) -> dict:

@@ -13,7 +13,10 @@ fresh process, against the least a Spark job costs here.
 
 Runs alternate A B A B ...; each figure is a wall time from ``Popen`` to exit.  The ratio is the median of
 the A times over the median of the B times.  Targets (issue 11): <= 1.5x with reports, <= 1.2x without.
-``--bootstrap-servers HOST:PORT`` measures measure 4 (a live cluster) instead of the shared scenario's log dirs.
+Measure 4 (a live cluster): ``--lab [VERSION]`` starts a 3-broker lab cluster (``tests/lab``, Kafka from Maven
+Central; needs ``mvn``), gives it 4 topics of 4 partitions (replication factor 3, 10 records each) and 20 groups'
+commits with leader epochs, and audits it with ``--bootstrap-servers`` (``--bootstrap-servers HOST:PORT`` audits
+a cluster you started).  The bare Spark process is the same.
 """
 from __future__ import annotations
 
@@ -136,6 +139,35 @@ def print_table(res: dict) -> None:
                   + ", ".join(f"{k} {s['seconds']:.2f} s/{s['jobs']} jobs" for k, s in d["stages"].items()))
 
 
+def _with_lab(a) -> int:
+    """Start a lab cluster with some groups' commits, run :func:`main` against it, stop it."""
+    sys.path.insert(0, str(REPO))
+    from tests.lab import kafka_dist
+    from tests.lab.client import LabClient
+    from tests.lab.cluster import KafkaCluster
+    version = a.lab or kafka_dist.versions()[0]
+    work = Path(tempfile.mkdtemp(prefix="koa-small-lab-"))
+    cluster = KafkaCluster(version, work / "cluster", brokers=3, heap="512m").start()
+    try:
+        topics = [f"small-{i}" for i in range(4)]
+        with LabClient(version, cluster.bootstrap, log=work / "labclient.log") as lab:
+            lab.call("create_topics", names=topics, partitions=4, rf=3)
+            for t in topics:
+                for p in range(4):
+                    lab.call("produce", topic=t, partition=p, count=10, acks="all")
+            for g in range(20):
+                lab.call("commit", group=f"small-group-{g:02d}",
+                         offsets=[{"topic": topics[g % 4], "partition": p, "offset": 5, "epoch": 0} for p in range(4)])
+        argv = ["--pairs", str(a.pairs), "--bootstrap-servers", cluster.bootstrap]
+        if a.output:
+            argv += ["--output", a.output]
+        print(f"lab cluster: Kafka {version}, 3 brokers at {cluster.bootstrap}", flush=True)
+        return main(argv)
+    finally:
+        cluster.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--child-bare"]:
@@ -147,8 +179,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pairs", type=int, default=2, help="A/B pairs (median; at least 2)")
     ap.add_argument("--log-dirs", nargs="+", default=None, help=f"default: {SCENARIO}/*")
     ap.add_argument("--bootstrap-servers", default=None, help="measure 4: audit a live cluster instead")
+    ap.add_argument("--lab", nargs="?", const="", default=None, metavar="VERSION",
+                    help="measure 4 on a lab cluster started here (default: the newest lab version)")
     ap.add_argument("--output", default=None, help="write the figures as JSON here")
     a = ap.parse_args(argv)
+    if a.lab is not None:
+        return _with_lab(a)
     if a.bootstrap_servers:
         source, source_args = a.bootstrap_servers, ["--bootstrap-servers", a.bootstrap_servers]
     else:

@@ -152,6 +152,20 @@ class StagedOutput:
     def write_parquet(self, name: str, df: DataFrame) -> None:
         df.write.mode("overwrite").parquet(self.path(name))
 
+    def write_parquet_all(self, tables: dict[str, DataFrame], threads: int = 2) -> None:
+        """:meth:`write_parquet` of every ``name -> DataFrame``, ``threads`` Spark jobs at a time (each write of a
+        small table is mostly the driver's planning and commit, so two overlap on two cores).  Raises the first
+        write's error after the others ended."""
+        if threads <= 1 or len(tables) <= 1:
+            for name, df in tables.items():
+                self.write_parquet(name, df)
+            return
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="koa-write") as pool:
+            futures = [pool.submit(self.write_parquet, name, df) for name, df in tables.items()]
+        for f in futures:
+            f.result()
+
     def write_json(self, name: str, obj) -> None:
         fs.write_small(self.spark, self.path(name), json.dumps(obj, indent=2, sort_keys=False, default=str).encode())
 

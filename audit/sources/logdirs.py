@@ -176,6 +176,12 @@ def discover(spark: SparkSession, roots: list[str]) -> Inventory:
     return Inventory(log_dirs, sorted(replicas.values(), key=lambda r: (r.topic, r.partition, r.broker_id)), notes)
 
 
+def log_bytes(inv: Inventory) -> int:
+    """Bytes of the ``__consumer_offsets`` and ``__cluster_metadata`` segments of an inventory: what an audit
+    decodes (the other partitions give only their small files)."""
+    return sum(size for r in inv.replicas if r.topic in (OFFSETS_TOPIC, METADATA_TOPIC) for _b, _u, size in r.segments)
+
+
 # --------------------------------------------------------------------------- executor-side functions
 
 def _contents(rb):
@@ -488,7 +494,8 @@ def _binary(spark: SparkSession, uris: list[str]) -> DataFrame:
     return spark.read.format("binaryFile").load(uris).select("path", "content")
 
 
-def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = False) -> LogDirSources:
+def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = False,
+                  inventory: Inventory | None = None) -> LogDirSources:
     """Read broker log dirs into DataFrames.
 
     Returns :class:`LogDirSources` with
@@ -514,9 +521,10 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
     - ``read_issues``: file, position, reason, detail, records_affected of everything skipped, and one row
       per damaged replica (reason = its ``damage``, detail naming the replica the audit used instead).
 
+    ``inventory``: :func:`discover`'s result for ``roots`` when the caller already listed them.
     Raises :class:`InputError` for unusable paths.
     """
-    inv = discover(spark, roots)
+    inv = inventory if inventory is not None else discover(spark, roots)
     rows = []
     for r in inv.replicas:
         nonempty = [s for s in r.segments if s[2] > 0]

@@ -53,6 +53,10 @@ class AuditSource(ABC):
         self.progress = progress
         self.recovered = []
 
+    def input_bytes(self) -> int | None:
+        """Bytes the audit will decode, when the source knows before any Spark job (None: unknown)."""
+        return None
+
     @abstractmethod
     def read_offsets(self) -> DataFrame:
         """The raw ``__consumer_offsets`` records (RAW_SCHEMA + ``broker_id``), materialised.  Raises
@@ -81,10 +85,18 @@ class LogDirSource(AuditSource):
         super().__init__(spark, progress)
         self.log_dirs, self.latest = log_dirs, latest
         self.src = None
+        self.inventory = None
+
+    def input_bytes(self) -> int:
+        """Lists the log dirs (driver only, :func:`audit.sources.logdirs.discover`; raises its InputError)."""
+        from .logdirs import discover, log_bytes
+        if self.inventory is None:
+            self.inventory = discover(self.spark, self.log_dirs)
+        return log_bytes(self.inventory)
 
     def read_offsets(self) -> DataFrame:
         from .logdirs import read_log_dirs, recover_from_replicas
-        self.src = src = read_log_dirs(self.spark, self.log_dirs, reduce_latest=self.latest)
+        self.src = src = read_log_dirs(self.spark, self.log_dirs, reduce_latest=self.latest, inventory=self.inventory)
         inv = src.inventory
         self.progress(f"read: {len(inv.log_dirs)} log dirs, {len(inv.replicas)} partition replicas, "
                       f"{len(src.offsets_replicas)} __consumer_offsets partitions")
