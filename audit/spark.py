@@ -50,6 +50,9 @@ def build_session(master: str | None = None, app_name: str = "kafka-offset-audit
     java_opts = driver_java_options(master or os.environ.get("KOA_SPARK_MASTER", "local[*]"), quick_start, launching)
     if java_opts:
         builder = builder.config("spark.driver.extraJavaOptions", java_opts)
+        if (master or "").startswith("local-cluster"):
+            # local-cluster's executors are JVMs of this machine, started cold like the driver
+            builder = builder.config("spark.executor.extraJavaOptions", java_opts)
     if packages:
         builder = builder.config("spark.jars.packages", ",".join(packages))
     builder = (builder

@@ -169,14 +169,15 @@ def child_audit(log_dir: str, out_dir: str, master: str, result_file: str, stage
     from audit.spark import build_session
 
     marks: list[tuple[str, float]] = []
-    probe = {"paused": 0.0, "live": 0}
+    probe = {"paused": 0.0, "live": 0, "by_stage": {}}
 
     def progress(cfg, msg):
         # live heap at the end of each stage: a full GC, then the heap in use; its time is left out of run()
         t = time.perf_counter()
         spark._jvm.java.lang.System.gc()
-        probe["live"] = max(probe["live"], spark._jvm.java.lang.management.ManagementFactory.getMemoryMXBean()
-                            .getHeapMemoryUsage().getUsed())
+        live = spark._jvm.java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed()
+        probe["live"] = max(probe["live"], live)
+        probe["by_stage"][msg.split(":", 1)[0]] = round(live / (1 << 20), 1)
         probe["paused"] += time.perf_counter() - t
         marks.append((msg.split(":", 1)[0], time.perf_counter() - probe["paused"]))
     pipeline._progress = progress
@@ -218,6 +219,7 @@ def child_audit(log_dir: str, out_dir: str, master: str, result_file: str, stage
         "jvm_heap_peak_after_gc_mib": round(heap.peak_after_gc / (1 << 20), 1),
         "jvm_heap_live_at_stage_ends_mib": round(probe["live"] / (1 << 20), 1),
         "gc_probe_seconds": round(probe["paused"], 3),
+        "jvm_heap_live_by_stage_mib": probe["by_stage"],
         "jvm_heap_pool_peaks_sum_mib": round(pool_peaks / (1 << 20), 1),
         "jvm_heap_max_mib": round(rt.maxMemory() / (1 << 20), 1),
         "jvm_process_peak_rss_mib": round((vm_hwm_kib(jvm_pid) or 0) / 1024, 1),
