@@ -161,11 +161,11 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
         check_output_target(spark, cfg.history, cfg.log_dirs, replaced=False)
     src = open_source(spark, cfg, lambda msg: _progress(cfg, msg), consumer_factory=consumer_factory, collect=collect)
     from .spark import tuned_for_input
-    with tuned_for_input(spark, src.input_bytes()):
-        return _audit(cfg, spark, src, started, started_at)
+    with tuned_for_input(spark, src.input_bytes()) as tuning:
+        return _audit(cfg, spark, src, started, started_at, tuning)
 
 
-def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_at: str) -> RunResult:
+def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_at: str, tuning) -> RunResult:
     """The audit after the checks: read ``src``, judge, write the outputs (see :func:`run`)."""
     raw1 = src.read_offsets()
     recovered = src.recovered
@@ -174,6 +174,7 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
     commits = _filter(live_commits(records, latest_only=cfg.mode == "latest"), cfg).localCheckpoint()
     n_live, n_latest = commits.agg(F.sum("live_count"), F.count(F.when(F.col("is_latest"), 1))).first()
     n_live, n_latest = int(n_live or 0), int(n_latest or 0)
+    tuning.decide(n_live)  # a live cluster's size is known only now
     _progress(cfg, f"decode: {n_live} live commits of {n_latest} group-partitions")
     history = cfg.mode == "history"
     state = src.partition_state(commits, history=history)

@@ -77,28 +77,48 @@ def build_session(master: str | None = None, app_name: str = "kafka-offset-audit
 #: "small": every table it builds fits in one task (32 MiB holds about 400,000 offset commits)
 SMALL_INPUT_BYTES = int(os.environ.get("KOA_SMALL_INPUT_BYTES", 32 << 20))
 #: Spark SQL settings for a small audit.  Its queries run over tables of a few thousand rows, where the time
-#: goes to planning, not to data: adaptive execution re-plans after every shuffle (one more job each), eight
-#: shuffle partitions make eight tasks of nothing, and whole-stage code generation compiles Java for every
-#: stage.  Shared scenario, reports on, local[2]: run() 21 s -> 18 s.  Results do not change (physical plan only).
+#: goes to planning and compiling, not to data: adaptive execution re-plans after every shuffle (one more job
+#: each), eight shuffle partitions make eight tasks of nothing, and code generation compiles Java with Janino
+#: for every stage and projection (a JFR profile of the shared scenario: 13% of the JVM's samples in Janino).
+#: ``spark.sql.codegen.factoryMode=NO_CODEGEN`` (an internal setting; Spark's own test suites run every
+#: expression both ways) evaluates expressions interpreted instead.  Shared scenario, reports on, local[2]:
+#: run() 21 s -> 18 s with the first three, -> 16.5 s with all four.  Results do not change: only the physical
+#: execution does.
 SMALL_INPUT_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1",
-                    "spark.sql.codegen.wholeStage": "false"}
+                    "spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+
+
+#: the same for a source that cannot tell its size before reading (a live cluster): fewer live commits than this
+SMALL_INPUT_COMMITS = SMALL_INPUT_BYTES // 80
 
 
 class tuned_for_input:
-    """Context manager: :data:`SMALL_INPUT_CONF` on ``spark`` while an audit of ``input_bytes`` (< 
-    :data:`SMALL_INPUT_BYTES`) runs, the session's own values restored afterwards; nothing for a larger or
-    unknown (None) input."""
+    """Context manager: :data:`SMALL_INPUT_CONF` on ``spark`` while an audit of ``input_bytes`` (<
+    :data:`SMALL_INPUT_BYTES`) runs, the session's own values restored afterwards; nothing for a larger input.
+    ``input_bytes`` None (unknown before reading): :meth:`decide` applies it later, once the commits are counted."""
 
     def __init__(self, spark: SparkSession, input_bytes: int | None):
         self.spark = spark
+        self.undecided = input_bytes is None
         self.small = input_bytes is not None and input_bytes < SMALL_INPUT_BYTES
         self.saved: dict[str, str | None] = {}
 
+    def _apply(self) -> None:
+        for k, v in SMALL_INPUT_CONF.items():
+            self.saved[k] = self.spark.conf.get(k, None)
+            self.spark.conf.set(k, v)
+
+    def decide(self, live_commits: int) -> None:
+        """For an input of unknown size: tune now if it held fewer than :data:`SMALL_INPUT_COMMITS` live commits."""
+        if self.undecided:
+            self.undecided = False
+            self.small = live_commits < SMALL_INPUT_COMMITS
+            if self.small:
+                self._apply()
+
     def __enter__(self):
         if self.small:
-            for k, v in SMALL_INPUT_CONF.items():
-                self.saved[k] = self.spark.conf.get(k, None)
-                self.spark.conf.set(k, v)
+            self._apply()
         return self
 
     def __exit__(self, *exc):

@@ -138,3 +138,23 @@ def test_history_mode_judges_every_live_commit(spark, scenario_history):
     # the earlier dev-rewinder commit 70@0 is judged too, and is fine
     assert findings.where("group_id = 'dev-rewinder' AND committed_offset = 70").count() == 0
     assert findings.where("finding = 'LOG_TRUNCATION'").count() >= 3
+
+
+@pytest.mark.parametrize("mode", ["latest", "history"])
+def test_small_input_settings_change_no_result(spark, tmp_path, monkeypatch, scenario_latest, scenario_history, mode):
+    """The shared scenario is a small input (audit.spark.SMALL_INPUT_CONF: no AQE, one shuffle partition, no code
+    generation). Audited again with those settings off, every table the judge writes is the same."""
+    import audit.spark as koa_spark
+    from audit.pipeline import AuditConfig, run
+    monkeypatch.setattr(koa_spark, "SMALL_INPUT_BYTES", 0)
+    before = {k: spark.conf.get(k, None) for k in koa_spark.SMALL_INPUT_CONF}
+    _, tuned_out = scenario_latest if mode == "latest" else scenario_history
+    out = tmp_path / "untuned"
+    run(AuditConfig(log_dirs=[str(SCENARIO / "brokers")], output=str(out), quiet=True, reports=False, mode=mode),
+        spark)
+    assert {k: spark.conf.get(k, None) for k in koa_spark.SMALL_INPUT_CONF} == before
+    for table in ("findings", "committed_offsets", "bounds", "epochs"):
+        a = spark.read.parquet(str(tuned_out / table))
+        b = spark.read.parquet(str(out / table))
+        assert a.count() > 0 and a.count() == b.count(), table
+        assert a.exceptAll(b).count() == 0 and b.exceptAll(a).count() == 0, table

@@ -1,4 +1,4 @@
-"""When the embedded driver JVM gets the quick-start JIT options (no JVM is started here)."""
+"""When the embedded driver JVM gets the quick-start JIT options, and the settings of a small audit."""
 from audit.spark import QUICK_START_JAVA_OPTIONS, driver_java_options
 
 
@@ -20,3 +20,27 @@ def test_environment_overrides(monkeypatch):
     assert driver_java_options("local[2]", quick_start=True, launching=True) is None
     monkeypatch.setenv("KOA_DRIVER_JAVA_OPTIONS", "-Xss4m")
     assert driver_java_options("local[2]", quick_start=False, launching=True) == "-Xss4m"
+
+
+def test_small_input_settings_are_set_and_restored(spark):
+    """tuned_for_input: SMALL_INPUT_CONF inside, the session's own values after; an unknown size decides later."""
+    from audit.spark import SMALL_INPUT_BYTES, SMALL_INPUT_COMMITS, SMALL_INPUT_CONF, tuned_for_input
+    original = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "3")
+    spark.conf.unset("spark.sql.codegen.factoryMode")
+    before = {k: spark.conf.get(k, None) for k in SMALL_INPUT_CONF}
+    with tuned_for_input(spark, 1000):
+        assert {k: spark.conf.get(k) for k in SMALL_INPUT_CONF} == SMALL_INPUT_CONF
+    assert {k: spark.conf.get(k, None) for k in SMALL_INPUT_CONF} == before
+    with tuned_for_input(spark, SMALL_INPUT_BYTES):  # not small
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
+    with tuned_for_input(spark, None) as t:  # a live cluster: decided on the commits counted
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
+        t.decide(SMALL_INPUT_COMMITS - 1)
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "1"
+        t.decide(0)  # once only
+    assert {k: spark.conf.get(k, None) for k in SMALL_INPUT_CONF} == before
+    with tuned_for_input(spark, None) as t:
+        t.decide(SMALL_INPUT_COMMITS)
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
+    spark.conf.set("spark.sql.shuffle.partitions", original)
