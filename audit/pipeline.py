@@ -172,9 +172,10 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
     raw = with_transaction_state(raw1, all_rows=True)
     records = raw.where(F.col("kind") == "record").select(*RECORD_COLUMNS, "txn_state")
     commits = _filter(live_commits(records, latest_only=cfg.mode == "latest"), cfg).localCheckpoint()
-    n_live, n_latest = commits.agg(F.sum("live_count"), F.count(F.when(F.col("is_latest"), 1))).first()
+    n_live, n_latest, n_rows = commits.agg(F.sum("live_count"), F.count(F.when(F.col("is_latest"), 1)),
+                                           F.count(F.lit(1))).first()
     n_live, n_latest = int(n_live or 0), int(n_latest or 0)
-    tuning.decide(n_live)  # a live cluster's size is known only now
+    tuning.decide(int(n_rows))  # what the rest of the audit handles is known only now
     _progress(cfg, f"decode: {n_live} live commits of {n_latest} group-partitions")
     history = cfg.mode == "history"
     state = src.partition_state(commits, history=history)

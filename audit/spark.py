@@ -88,8 +88,10 @@ SMALL_INPUT_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.pa
                     "spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
-#: the same for a source that cannot tell its size before reading (a live cluster): fewer live commits than this
-SMALL_INPUT_COMMITS = SMALL_INPUT_BYTES // 80
+#: the same for a source that cannot tell its size before reading (a live cluster): a commits table
+#: (``audit.commits.live_commits``) of fewer rows than this once decoded.  Not applied to a large input whose
+#: table turns out small: the 20M-commit benchmark (about 80,000 rows) judged slower interpreted than compiled.
+SMALL_TABLE_ROWS = 50_000
 
 
 class tuned_for_input:
@@ -108,11 +110,12 @@ class tuned_for_input:
             self.saved[k] = self.spark.conf.get(k, None)
             self.spark.conf.set(k, v)
 
-    def decide(self, live_commits: int) -> None:
-        """For an input of unknown size: tune now if it held fewer than :data:`SMALL_INPUT_COMMITS` live commits."""
+    def decide(self, commit_rows: int) -> None:
+        """For an input of unknown size, after the decode: tune now if the commits table has fewer than
+        :data:`SMALL_TABLE_ROWS` rows (once; nothing when the size was known)."""
         if self.undecided:
             self.undecided = False
-            self.small = live_commits < SMALL_INPUT_COMMITS
+            self.small = commit_rows < SMALL_TABLE_ROWS
             if self.small:
                 self._apply()
 

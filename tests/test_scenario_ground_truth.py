@@ -143,10 +143,12 @@ def test_history_mode_judges_every_live_commit(spark, scenario_history):
 @pytest.mark.parametrize("mode", ["latest", "history"])
 def test_small_input_settings_change_no_result(spark, tmp_path, monkeypatch, scenario_latest, scenario_history, mode):
     """The shared scenario is a small input (audit.spark.SMALL_INPUT_CONF: no AQE, one shuffle partition, no code
-    generation). Audited again with those settings off, every table the judge writes is the same."""
+    generation). Audited again with those settings off (neither its bytes nor its commits count as small),
+    every table the judge writes is the same; the session's settings are as before."""
     import audit.spark as koa_spark
     from audit.pipeline import AuditConfig, run
     monkeypatch.setattr(koa_spark, "SMALL_INPUT_BYTES", 0)
+    monkeypatch.setattr(koa_spark, "SMALL_TABLE_ROWS", 0)
     before = {k: spark.conf.get(k, None) for k in koa_spark.SMALL_INPUT_CONF}
     _, tuned_out = scenario_latest if mode == "latest" else scenario_history
     out = tmp_path / "untuned"

@@ -24,7 +24,7 @@ def test_environment_overrides(monkeypatch):
 
 def test_small_input_settings_are_set_and_restored(spark):
     """tuned_for_input: SMALL_INPUT_CONF inside, the session's own values after; an unknown size decides later."""
-    from audit.spark import SMALL_INPUT_BYTES, SMALL_INPUT_COMMITS, SMALL_INPUT_CONF, tuned_for_input
+    from audit.spark import SMALL_INPUT_BYTES, SMALL_TABLE_ROWS, SMALL_INPUT_CONF, tuned_for_input
     original = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", "3")
     spark.conf.unset("spark.sql.codegen.factoryMode")
@@ -32,15 +32,17 @@ def test_small_input_settings_are_set_and_restored(spark):
     with tuned_for_input(spark, 1000):
         assert {k: spark.conf.get(k) for k in SMALL_INPUT_CONF} == SMALL_INPUT_CONF
     assert {k: spark.conf.get(k, None) for k in SMALL_INPUT_CONF} == before
-    with tuned_for_input(spark, SMALL_INPUT_BYTES):  # not small
+    with tuned_for_input(spark, SMALL_INPUT_BYTES) as t:  # a large input, even when its commits table is small
         assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
-    with tuned_for_input(spark, None) as t:  # a live cluster: decided on the commits counted
+        t.decide(10)
         assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
-        t.decide(SMALL_INPUT_COMMITS - 1)
+    with tuned_for_input(spark, None) as t:  # a live cluster: decided on the commits table's rows
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
+        t.decide(SMALL_TABLE_ROWS - 1)
         assert spark.conf.get("spark.sql.shuffle.partitions") == "1"
         t.decide(0)  # once only
     assert {k: spark.conf.get(k, None) for k in SMALL_INPUT_CONF} == before
     with tuned_for_input(spark, None) as t:
-        t.decide(SMALL_INPUT_COMMITS)
+        t.decide(SMALL_TABLE_ROWS)
         assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
     spark.conf.set("spark.sql.shuffle.partitions", original)
