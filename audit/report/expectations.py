@@ -490,7 +490,8 @@ def run_expectations(
 
     Raises:
         FileNotFoundError: ``output_dir`` or a required table is missing.
-        pydantic.ValidationError / ValueError: a bad config or asset name.
+        pydantic.ValidationError / ValueError: a bad config or asset name, or
+            ``engine='pandas'`` with a table above ``pandas_max_rows``.
     """
     cfg = load_expectations_config(config)
     wanted = list(ALL_ASSETS) if assets is None else list(assets)
