@@ -104,7 +104,7 @@ def run_audit(args, master: str | None) -> int:
     from .report.metrics import MetricsError
     from .sources.client_config import ClientConfigError
     from .sources.collector import CollectorError
-    from .spark import build_session
+    from .spark import ClassDataArchive, build_session
     usage_errors = (InputError, CollectorError, ClientConfigError, MetricsError)  # messages name what to fix, redacted
     started = time.time()
     try:
@@ -120,8 +120,9 @@ def run_audit(args, master: str | None) -> int:
             from .sources.cluster import connector_package
             packages = [connector_package()]
         prewarm = _prewarm_reports() if cfg.reports else None
+        class_data = ClassDataArchive.for_this_install(packages)
         spark = build_session(master, verbose=getattr(args, "verbose", False), quick_start=cfg.mode == "latest",
-                              packages=packages)
+                              packages=packages, class_data=class_data)
         if prewarm is not None:
             prewarm.join()
         result = run(cfg, spark, checked=True)
@@ -139,6 +140,9 @@ def run_audit(args, master: str | None) -> int:
         print()
         print(f"findings: {json.dumps(s['findings']['by_severity'])}; records skipped: "
               f"{sum(s['records_skipped']['by_reason'].values())}; output: {cfg.output}; exit status {result.exit_code}")
+    if class_data is not None and class_data.dump_path is not None and not cfg.quiet:
+        print(f"(first run here: the Spark JVM now writes a class-data archive for faster starts, {class_data.directory};"
+              " KOA_CDS=off turns it off)")
     return result.exit_code
 
 
