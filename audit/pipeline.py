@@ -23,6 +23,7 @@ from .report.outputs import StagedOutput, check_output_parent, check_output_targ
 from .sources.fs import to_uri as fs_uri
 from .sources.logdirs import cache_disagreements
 from .sources.source import open_source
+from .spark import in_parallel
 
 #: the decoded columns the commit and summary stages read (file names stay in ``raw`` for issues)
 RECORD_COLUMNS = ["source_partition", "kind", "offset", "timestamp", "is_transactional", "producer_id", "control_type",
@@ -231,12 +232,17 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
         out.write_parquet_all(tables)
         summary["elapsed_seconds"] = round(time.time() - started, 3)
         out.write_json("summary.json", summary)
-        if cfg.reports:
-            summary["reports"] = _reports(cfg, spark, out)
+        # the reports, the metrics' rows and the console table only read: side by side
+        reports, metric_rows, console = in_parallel(
+            (lambda: _reports(cfg, spark, out)) if cfg.reports else (lambda: None),
+            lambda: _metric_rows(cfg, committed, findings, state.bounds),
+            lambda: console_table(findings, committed, state.bounds))
+        if reports is not None:
+            summary["reports"] = reports
         code = _exit_code(cfg, summary)
         summary["exit_status"] = code
         summary["elapsed_seconds"] = round(time.time() - started, 3)
-        registry = _metrics(cfg, spark, out, summary, committed, findings, state.bounds)
+        registry = _metrics(cfg, spark, out, summary, metric_rows)
         out.write_json("summary.json", summary)
         out.commit()
     except BaseException:
@@ -257,18 +263,7 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
         from .report.outputs import register_tables
         tables = register_tables(spark, cfg.output, cfg.table_prefix)
         _progress(cfg, f"tables: {', '.join(tables)}")
-    console = console_table(findings, committed, state.bounds)
     return RunResult(code, summary, console)
-
-
-def in_parallel(*fns):
-    """Call ``fns`` at once, each in its own thread, and return their results in order (the first error is raised
-    after all ended).  Spark runs jobs of several threads side by side; for the small tables of an audit a job
-    is mostly the driver's planning and scheduling, which one thread leaves a core idle for."""
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(max_workers=len(fns), thread_name_prefix="koa") as pool:
-        futures = [pool.submit(fn) for fn in fns]
-    return [f.result() for f in futures]
 
 
 def _rules_not_run(cfg: AuditConfig, state) -> dict:
@@ -299,13 +294,22 @@ def _exit_code(cfg: AuditConfig, summary: dict) -> int:
     return code
 
 
-def _metrics(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, summary: dict, committed, findings, bounds):
-    """Write ``metrics.prom`` into the staged output; returns the registry (pushed after the commit)."""
-    from .report.metrics import METRICS_FILENAME, build_registry, group_partition_rows, lost_lineage_rows, render
+def _metric_rows(cfg: AuditConfig, committed, findings, bounds) -> tuple[list, list]:
+    """The per-group-partition and lost-lineage rows of ``metrics.prom`` (each at most
+    ``--metrics-max-group-partitions``; :mod:`audit.report.metrics`)."""
+    from .report.metrics import group_partition_rows, lost_lineage_rows
+    if not cfg.metrics_max_group_partitions:
+        return [], []
+    return (group_partition_rows(committed, findings, bounds, cfg.metrics_max_group_partitions),
+            lost_lineage_rows(findings, cfg.metrics_max_group_partitions))
+
+
+def _metrics(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, summary: dict, metric_rows: tuple[list, list]):
+    """Write ``metrics.prom`` (from :func:`_metric_rows`) into the staged output; returns the registry (pushed
+    after the commit)."""
+    from .report.metrics import METRICS_FILENAME, build_registry, render
     from .sources import fs
-    rows = (group_partition_rows(committed, findings, bounds, cfg.metrics_max_group_partitions)
-            if cfg.metrics_max_group_partitions else [])
-    lost = lost_lineage_rows(findings, cfg.metrics_max_group_partitions) if cfg.metrics_max_group_partitions else []
+    rows, lost = metric_rows
     registry = build_registry(summary, rows, lost=lost)
     fs.write_small(spark, out.path(METRICS_FILENAME), render(registry))
     summary["metrics"] = {"file": METRICS_FILENAME, "group_partitions_exported": len(rows),
@@ -333,10 +337,14 @@ def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput) -> dict:
         ecfg = load_expectations_config(cfg.expectations_config)
         ranked = [s for s, r in SEVERITY_RANK.items() if r >= FAIL_ON[cfg.fail_on]]
         ecfg = ecfg.model_copy(update={"fail_on_severities": ranked})
-        outcome = run_expectations(spark, local, ecfg, tables_dir=tables)
+        # the suite (mostly Python: GX's pandas engine for small tables) runs while the report's queries do
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="koa-expectations") as pool:
+            suite = pool.submit(run_expectations, spark, local, ecfg, tables_dir=tables)
+            html = write_html_report(spark, local, display_dir=cfg.output, tables_dir=tables, wait_for=suite.result)
+            outcome = suite.result()
         _progress(cfg, f"expectations: {'passed' if outcome.success else 'FAILED'} "
                        f"({outcome.statistics.get('successful_expectations')}/{outcome.statistics.get('evaluated_expectations')})")
-        html = write_html_report(spark, local, display_dir=cfg.output, tables_dir=tables)
         if remote:
             for name in ("expectations", "data_docs", REPORT_FILENAME):
                 if os.path.exists(os.path.join(local, name)):
@@ -358,12 +366,23 @@ def _inputs(cfg, src) -> dict:
 
 def _summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
     """summary.json content; every collect here is an aggregate (bounded by names, not records)."""
+    skipped = raw.where((F.col("kind") == "issue") | F.col("decode_error").isNotNull()).select(
+        F.col("source_file").alias("file"), "position", F.col("decode_error").alias("reason"), "detail",
+        F.col("records_affected"), "record_type")
+    skipped = skipped.unionByName(src.read_issues.withColumn("record_type", F.lit(None).cast("short")))
+    # independent aggregates, side by side
+    by_kind, issue_counts, where_rows, finding_counts, disagree = in_parallel(
+        lambda: raw.groupBy("kind", "record_type", "value_version", "is_tombstone", "txn_state", "decode_error")
+        .agg(F.sum(F.when(F.col("kind") == "issue", 1).otherwise(F.col("record_count"))).alias("n"),
+             F.count("*").alias("rows")).collect(),
+        lambda: src.read_issues.groupBy("reason").agg(F.count("*").alias("n")).collect(),
+        lambda: skipped.orderBy("file", "position").take(MAX_WHERE),
+        lambda: findings.groupBy("finding", "severity").count().orderBy("finding", "severity").collect(),
+        lambda: cache_disagreements(epochs).orderBy("topic", "partition", "leader_epoch").take(MAX_WHERE))
     by_type, kinds, txn, by_reason = {}, {}, {}, {}
     # kind 'count' rows stand for records a latest-mode summary folded away (all non-transactional)
     folded = 0
-    for r in (raw.groupBy("kind", "record_type", "value_version", "is_tombstone", "txn_state", "decode_error")
-              .agg(F.sum(F.when(F.col("kind") == "issue", 1).otherwise(F.col("record_count"))).alias("n"),
-                   F.count("*").alias("rows")).collect()):
+    for r in by_kind:
         kind, n = ("record" if r["kind"] == "count" else r["kind"]), int(r["n"] or 0)
         kinds[kind] = kinds.get(kind, 0) + n
         if r["kind"] == "issue" or r["decode_error"] is not None:
@@ -381,22 +400,17 @@ def _summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
     txn["none"] = txn.get("none", 0) + folded
     decoded_commits = sum(txn.get(k, 0) for k in ("none", "committed"))
 
-    for r in src.read_issues.groupBy("reason").agg(F.count("*").alias("n")).collect():
+    for r in issue_counts:
         by_reason[r["reason"]] = by_reason.get(r["reason"], 0) + int(r["n"])
-    skipped = raw.where((F.col("kind") == "issue") | F.col("decode_error").isNotNull()).select(
-        F.col("source_file").alias("file"), "position", F.col("decode_error").alias("reason"), "detail",
-        F.col("records_affected"), "record_type")
-    skipped = skipped.unionByName(src.read_issues.withColumn("record_type", F.lit(None).cast("short")))
     where = [{"file": r["file"], "position": r["position"], "reason": r["reason"], "detail": r["detail"],
               "record_type": r["record_type"]}
-             for r in skipped.orderBy("file", "position").take(MAX_WHERE)]
+             for r in where_rows]
     sev = {s: 0 for s in SEVERITY_RANK}
     names, name_sev = {}, []
-    for r in findings.groupBy("finding", "severity").count().orderBy("finding", "severity").collect():
+    for r in finding_counts:
         sev[r["severity"]] += r["count"]
         names[r["finding"]] = names.get(r["finding"], 0) + r["count"]
         name_sev.append({"finding": r["finding"], "severity": r["severity"], "count": int(r["count"])})
-    disagree = cache_disagreements(epochs).orderBy("topic", "partition", "leader_epoch").take(MAX_WHERE)
     n_live, n_latest = live_counts
     return {
         "tool": "kafka-offset-audit", "version": __version__, "started_at": started_at,

@@ -11,6 +11,11 @@ fresh process, against the least a Spark job costs here.
 * **B** (bare Spark): a fresh process that starts ``local[2]`` Spark, runs one ``mapInArrow`` job, writes
   one Parquet file and stops (:func:`bare_child`).
 
+The CLI starts its driver JVM from a class-data archive (:class:`audit.spark.ClassDataArchive`) that the first
+run on a machine writes.  The bench keeps its own archive directory: it times that first run on its own, waits
+for its JVM to write the archive, then alternates A (reports), B, A (``--skip-reports``), B, A (reports,
+``KOA_CDS=off``), B.
+
 Runs alternate A B A B ...; each figure is a wall time from ``Popen`` to exit.  The ratio is the median of
 the A times over the median of the B times.  Targets (issue 11): <= 1.5x with reports, <= 1.2x without.
 Measure 4 (a live cluster): ``--lab [VERSION]`` starts a 3-broker lab cluster (``tests/lab``, Kafka from Maven
@@ -85,53 +90,89 @@ def audit_child(argv: list[str], stats_file: str) -> int:
     return code
 
 
-def _timed(cmd: list[str]) -> tuple[float, int]:
+def _timed(cmd: list[str], env: dict | None = None) -> tuple[float, int]:
     t = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     wall = time.perf_counter() - t
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(cmd[:6])} ... failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     return wall, proc.returncode
 
 
+def _wait_for_dump(cds_dir: str, timeout: float = 300) -> None:
+    """Wait until the JVM of a run that writes the class-data archive has ended (its pid is in ``<dump>.json``)."""
+    deadline = time.time() + timeout
+    for meta in glob.glob(os.path.join(cds_dir, "*.dumping-*.jsa.json")):
+        pid = json.loads(Path(meta).read_text())["pid"]
+        while time.time() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.5)
+
+
 def measure(pairs: int, source_args: list[str], work: str) -> dict:
-    """Alternate A (reports), A (--skip-reports) and B, ``pairs`` times; medians and ratios."""
-    runs: dict[str, list] = {"reports": [], "skip_reports": [], "bare": []}
-    details: dict[str, list] = {"reports": [], "skip_reports": []}
+    """A first run with an empty class-data archive directory (it writes the archive), then ``pairs`` times:
+    A (reports), B, A (--skip-reports), B, A (reports, ``KOA_CDS=off``), B; medians and ratios."""
+    runs: dict[str, list] = {"reports": [], "skip_reports": [], "reports_no_cds": [], "bare": []}
+    details: dict[str, list] = {"reports": [], "skip_reports": [], "reports_no_cds": [], "first_run": []}
     py = sys.executable
+    cds_dir = os.path.join(work, "cds")  # the bench's own: its first run is a machine's first run
+    env = dict(os.environ, KOA_CDS_DIR=cds_dir)
+
+    def audit(variant: str, i: int) -> float:
+        out = os.path.join(work, f"{variant}-{i}")
+        shutil.rmtree(out, ignore_errors=True)
+        stats = os.path.join(work, f"{variant}-{i}.json")
+        argv = ["audit", *source_args, "--output", out, "--quiet"]
+        if variant == "skip_reports":
+            argv.append("--skip-reports")
+        wall, _ = _timed([py, "-m", "bench.small_audit", "--child-audit", stats, "--", *argv],
+                         dict(env, KOA_CDS="off") if variant == "reports_no_cds" else env)
+        details[variant].append({"wall_seconds": round(wall, 3), **json.loads(Path(stats).read_text())})
+        return wall
+
+    first = audit("first_run", 0)
+    print(f"  first run (writes the class-data archive): {first:6.2f} s", flush=True)
+    _wait_for_dump(cds_dir)
     for i in range(pairs):
-        for variant in ("reports", "bare", "skip_reports", "bare"):
-            out = os.path.join(work, f"{variant}-{i}")
-            shutil.rmtree(out, ignore_errors=True)
+        for variant in ("reports", "bare", "skip_reports", "bare", "reports_no_cds", "bare"):
             if variant == "bare":
-                wall, _ = _timed([py, "-m", "bench.small_audit", "--child-bare", out])
+                out = os.path.join(work, f"bare-{i}")
+                shutil.rmtree(out, ignore_errors=True)
+                wall, _ = _timed([py, "-m", "bench.small_audit", "--child-bare", out], env)
             else:
-                stats = os.path.join(work, f"{variant}-{i}.json")
-                argv = ["audit", *source_args, "--output", out, "--quiet"]
-                if variant == "skip_reports":
-                    argv.append("--skip-reports")
-                wall, _ = _timed([py, "-m", "bench.small_audit", "--child-audit", stats, "--", *argv])
-                details[variant].append({"wall_seconds": round(wall, 3), **json.loads(Path(stats).read_text())})
+                wall = audit(variant, i)
             runs[variant].append(round(wall, 3))
-            print(f"  {variant:13s} run {i + 1}: {wall:6.2f} s", flush=True)
+            print(f"  {variant:14s} run {i + 1}: {wall:6.2f} s", flush=True)
     bare = statistics.median(runs["bare"])
-    out = {"runs": runs, "bare_median_s": round(bare, 3), "details": details}
-    for v in ("reports", "skip_reports"):
+    out = {"runs": runs, "bare_median_s": round(bare, 3), "details": details,
+           "first_run": {"wall_s": round(first, 3), "ratio": round(first / bare, 2)},
+           "class_data_archive_mib": round(sum(os.path.getsize(f) for f in glob.glob(os.path.join(cds_dir, "*.jsa")))
+                                           / 2**20, 1)}
+    for v in ("reports", "skip_reports", "reports_no_cds"):
         med = statistics.median(runs[v])
-        out[v] = {"median_s": round(med, 3), "ratio": round(med / bare, 2), "target": TARGETS[v],
-                  "pass": med / bare <= TARGETS[v]}
+        target = TARGETS.get(v)
+        out[v] = {"median_s": round(med, 3), "ratio": round(med / bare, 2), "target": target,
+                  "pass": None if target is None else med / bare <= target}
     return out
 
 
 def print_table(res: dict) -> None:
     print(f"\nsmall-audit ratio ({res['source']}), {res['pairs']} pairs, medians; bare Spark process "
           f"{res['bare_median_s']:.2f} s")
-    print(f"{'variant':14s} {'wall s':>7s} {'ratio':>6s} {'target':>7s} {'jobs':>5s}  verdict")
-    for v in ("reports", "skip_reports"):
+    print(f"{'variant':28s} {'wall s':>7s} {'ratio':>6s} {'target':>7s} {'jobs':>5s}  verdict")
+    labels = {"reports": "reports", "skip_reports": "--skip-reports", "reports_no_cds": "reports, KOA_CDS=off"}
+    for v in ("reports", "skip_reports", "reports_no_cds"):
         r = res[v]
         jobs = statistics.median([d["jobs"] for d in res["details"][v]]) if res["details"][v] else 0
-        print(f"{v:14s} {r['median_s']:7.2f} {r['ratio']:5.2f}x {r['target']:6.1f}x {jobs:5.0f}  "
-              f"{'PASS' if r['pass'] else 'FAIL'}")
+        target = f"{r['target']:6.1f}x" if r["target"] else "      -"
+        verdict = "-" if r["pass"] is None else ("PASS" if r["pass"] else "FAIL")
+        print(f"{labels[v]:28s} {r['median_s']:7.2f} {r['ratio']:5.2f}x {target} {jobs:5.0f}  {verdict}")
+    f = res["first_run"]
+    print(f"{'reports, first run here':28s} {f['wall_s']:7.2f} {f['ratio']:5.2f}x       -       "
+          f"(writes the {res['class_data_archive_mib']:.0f} MiB class-data archive; once per JDK and pyspark)")
     for v in ("reports", "skip_reports"):
         d = res["details"][v][-1] if res["details"][v] else None
         if d:

@@ -35,7 +35,7 @@ import io
 import json
 import os
 from collections import defaultdict
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..sources import fs
 
@@ -827,6 +827,7 @@ def write_html_report(
     title: str = "Kafka consumer offset audit",
     display_dir: str | None = None,
     tables_dir: str | None = None,
+    wait_for: Callable[[], Any] | None = None,
 ) -> str:
     """Write ``<output_dir>/report.html``, a self-contained report of an audit run.
 
@@ -863,6 +864,15 @@ def write_html_report(
             ``output_dir``: any Hadoop-compatible URI; ``output_dir`` is then
             a local directory holding ``expectations/`` and receiving
             ``report.html``.
+        wait_for: called once the tables are collected, before
+            ``expectations/validation_result.json`` is read and the page put
+            together: a caller running the expectation suite at the same time
+            passes its wait (its errors propagate).
+
+    The independent Spark queries run side by side
+    (:func:`audit.spark.in_parallel`), two rounds: the findings, per-group
+    and per-partition aggregates and verdict counts; then the plotted
+    partitions' epochs, bounds, commits, the changes and broker events.
 
     Returns:
         The path of the written ``report.html``.
@@ -882,43 +892,53 @@ def write_html_report(
     bounds_df = _read_parquet(spark, tables_dir, "bounds")
 
     summary = fs.read_json(spark, f"{tables_dir}/summary.json")
-    expectations = None
-    exp_path = os.path.join(output_dir, "expectations", "validation_result.json")
-    if os.path.isfile(exp_path):
-        with open(exp_path, "r", encoding="utf-8") as fh:
-            expectations = json.load(fh)
+    from pyspark.sql import functions as F
+
+    from ..spark import in_parallel
 
     findings_df = findings_df.cache()
     try:
-        rows, total = _collect_findings(findings_df, max_findings)
-        group_counts, n_groups = _collect_group_counts(findings_df, max_groups_in_chart)
-        plot_rows, n_tp = _collect_plot_partitions(findings_df, max_plots)
+        (rows, total), (group_counts, n_groups), (plot_rows, n_tp), verdicts = in_parallel(
+            lambda: _collect_findings(findings_df, max_findings),
+            lambda: _collect_group_counts(findings_df, max_groups_in_chart),
+            lambda: _collect_plot_partitions(findings_df, max_plots),
+            lambda: _verdict_counts(committed_df))
     finally:
         findings_df.unpersist()
-    verdicts = _verdict_counts(committed_df)
 
     keys = [(r["topic"], int(r["partition"])) for r in plot_rows]
     keys_df = spark.createDataFrame(
         keys, StructType([StructField("topic", StringType()), StructField("partition", IntegerType())])
     )
-    epoch_rows = _collect_for_partitions(spark, epochs_df, keys_df, max_epoch_rows) if keys else []
-    bound_rows = _collect_for_partitions(spark, bounds_df, keys_df, len(keys) * 4 + 1) if keys else []
-    commit_rows = (_collect_commits_for_partitions(committed_df, keys_df, max_groups_per_plot)
-                   if keys else [])
-    from pyspark.sql import functions as F
-
     changes_df = _read_parquet(spark, tables_dir, "finding_changes")
-    change_rows: List[Dict[str, Any]] = []
-    if changes_df is not None:
-        for status in ("new", "resolved", "persisted"):
-            change_rows += [r.asDict() for r in changes_df.where(F.col("status") == status)
-                            .orderBy(_severity_rank_expr(), "group_id", "topic", "partition", "finding")
-                            .limit(max_changes).collect()]
     broker_df = _read_parquet(spark, tables_dir, "broker_timeline")
-    # the newest broker events only (a long-lived cluster fences and unfences on every restart)
-    broker_rows = ([r.asDict() for r in broker_df.where("changed_at IS NOT NULL")
-                    .orderBy(F.col("changed_at").desc()).limit(max_epoch_rows).collect()]
-                   if broker_df is not None and keys else [])
+
+    def changes() -> List[Dict[str, Any]]:
+        out: List[Dict[str, Any]] = []
+        if changes_df is not None:
+            for status in ("new", "resolved", "persisted"):
+                out += [r.asDict() for r in changes_df.where(F.col("status") == status)
+                        .orderBy(_severity_rank_expr(), "group_id", "topic", "partition", "finding")
+                        .limit(max_changes).collect()]
+        return out
+
+    epoch_rows, bound_rows, commit_rows, change_rows, broker_rows = in_parallel(
+        lambda: _collect_for_partitions(spark, epochs_df, keys_df, max_epoch_rows) if keys else [],
+        lambda: _collect_for_partitions(spark, bounds_df, keys_df, len(keys) * 4 + 1) if keys else [],
+        lambda: _collect_commits_for_partitions(committed_df, keys_df, max_groups_per_plot) if keys else [],
+        changes,
+        # the newest broker events only (a long-lived cluster fences and unfences on every restart)
+        lambda: ([r.asDict() for r in broker_df.where("changed_at IS NOT NULL")
+                  .orderBy(F.col("changed_at").desc()).limit(max_epoch_rows).collect()]
+                 if broker_df is not None and keys else []))
+
+    if wait_for is not None:
+        wait_for()
+    expectations = None
+    exp_path = os.path.join(output_dir, "expectations", "validation_result.json")
+    if os.path.isfile(exp_path):
+        with open(exp_path, "r", encoding="utf-8") as fh:
+            expectations = json.load(fh)
 
     epochs_by_tp: Dict[Tuple[str, int], List[Dict[str, Any]]] = defaultdict(list)
     for e in epoch_rows:
