@@ -30,6 +30,7 @@ from pyspark.sql import types as T
 
 from ..formats.checkpoints import (ROOT_CHECKPOINTS, SEGMENT_FILE, SNAPSHOT_FILE, broker_id_of,
                                    checkpoint_header_problem, parse_meta_properties, parse_partition_dir)
+from ..spark import in_parallel
 from .fs import FileInfo, InputError, is_local, list_files, read_small, to_uri
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -565,23 +566,29 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
     max_epoch = rep_cache.groupBy("broker_id", "topic", "partition").agg(F.max("leader_epoch").alias("max_epoch"))
     cache_issues = (epoch_rows.where(F.col("issue_reason").isNotNull()).groupBy("path")
                     .agg(F.min("issue_reason").alias("cache_issue")).withColumnRenamed("path", "epoch_checkpoint"))
-    replicas = (replicas0.join(tails, replicas0.tail_path == tails.path, "left").drop("path")
-                .join(ck, ["broker_id", "topic", "partition"], "left")
-                .join(max_epoch, ["broker_id", "topic", "partition"], "left")
-                .join(cache_issues, "epoch_checkpoint", "left")
-                .withColumn("log_start_offset", F.greatest("first_segment_base", "ckpt_log_start"))
-                .withColumn("log_end_offset", F.greatest("last_segment_base", "tail_end")))
-    replicas = replica_damage(replicas).select(
-        "broker_id", "log_dir", "topic", "partition", "log_start_offset", "log_end_offset", "high_watermark",
-        "max_epoch", "epoch_checkpoint_mtime", "segment_count", "damage", "damage_file", "damage_detail"
-    ).localCheckpoint()
+    with_tails = replicas0.join(tails, replicas0.tail_path == tails.path, "left").drop("path")
+    log_end_offset = F.greatest("last_segment_base", "tail_end")
 
-    # KRaft metadata log (if any replica of __cluster_metadata-0 is among the inputs)
+    def replicas_table():
+        replicas = (with_tails
+                    .join(ck, ["broker_id", "topic", "partition"], "left")
+                    .join(max_epoch, ["broker_id", "topic", "partition"], "left")
+                    .join(cache_issues, "epoch_checkpoint", "left")
+                    .withColumn("log_start_offset", F.greatest("first_segment_base", "ckpt_log_start"))
+                    .withColumn("log_end_offset", log_end_offset))
+        return replica_damage(replicas).select(
+            "broker_id", "log_dir", "topic", "partition", "log_start_offset", "log_end_offset", "high_watermark",
+            "max_epoch", "epoch_checkpoint_mtime", "segment_count", "damage", "damage_file", "damage_detail"
+        ).localCheckpoint()
+
+    # KRaft metadata log (if any replica of __cluster_metadata-0 is among the inputs): its replay needs only the
+    # metadata replicas' log end offsets, so it runs beside the replicas table
     meta_reps = [r for r in inv.replicas if r.topic == METADATA_TOPIC and r.segments]
-    partition_state, metadata_source, meta_issues, meta_uris, timeline = _metadata_state(spark, meta_reps, replicas)
+    meta_ends = with_tails.where(F.col("topic") == METADATA_TOPIC).select("broker_id", log_end_offset.alias("log_end_offset"))
+    replicas, (partition_state, metadata_source, meta_issues, meta_uris, timeline) = in_parallel(
+        replicas_table, lambda: _metadata_state(spark, meta_reps, meta_ends))
 
     authority = _authority(replicas, partition_state)
-    partition_state = partition_state.localCheckpoint()
     bounds = _bounds(authority, rep_cache, partition_state).localCheckpoint()
     epochs = (rep_cache.join(bounds.select("topic", "partition", F.col("answered_by_broker").alias("leader_b")),
                              ["topic", "partition"], "left")
@@ -659,7 +666,7 @@ PARTITION_STATE_DDL = ("topic string, partition int, last_leader int, leader_epo
                        "epoch_timeline array<struct<epoch:int, started_at:timestamp, leader:int, unclean:boolean>>")
 
 
-def _metadata_state(spark, meta_reps: list[Replica], replicas: DataFrame):
+def _metadata_state(spark, meta_reps: list[Replica], ends: DataFrame):
     """Replay ``__cluster_metadata`` into one row per partition.
 
     Uses the replica of ``__cluster_metadata-0`` with the highest log end offset (ties: the
@@ -670,13 +677,14 @@ def _metadata_state(spark, meta_reps: list[Replica], replicas: DataFrame):
     the final state is leader -1).  ``unclean_elections`` counts records with
     ``leader_recovery_state = 1`` (RECOVERING).
 
-    Returns (partition state, which replica was used, issue rows or None, the URIs decoded, the leader
-    timeline of ``sql/leader_timeline.sql`` with the broker timeline of ``sql/broker_timeline.sql``, or None).
+    ``ends``: broker_id, log_end_offset of the ``__cluster_metadata-0`` replicas.
+
+    Returns (partition state (checkpointed), which replica was used, issue rows or None, the URIs decoded, the
+    leader timeline of ``sql/leader_timeline.sql`` with the broker timeline of ``sql/broker_timeline.sql``, or None).
     """
     if not meta_reps:
-        return spark.createDataFrame([], PARTITION_STATE_DDL), None, None, [], None
-    ends = {(r["broker_id"]): r["log_end_offset"] for r in replicas.where(F.col("topic") == METADATA_TOPIC)
-            .select("broker_id", "log_end_offset").collect()}
+        return spark.createDataFrame([], PARTITION_STATE_DDL).localCheckpoint(), None, None, [], None
+    ends = {(r["broker_id"]): r["log_end_offset"] for r in ends.collect()}
     best = sorted(meta_reps, key=lambda r: (-(ends.get(r.broker_id) or -1), r.broker_id))[0]
     uris = [u for _b, u, size in best.segments if size > 0]
     snap_end = None
@@ -695,7 +703,7 @@ def _metadata_state(spark, meta_reps: list[Replica], replicas: DataFrame):
         F.when(F.col("issue_reason").isNotNull(), F.lit(0)).otherwise(F.lit(1)).alias("records_affected"))
     meta.createOrReplaceTempView("metadata_records")
     from ..judge import load_sql
-    state = spark.sql(load_sql("metadata_replay"))
+    state = spark.sql(load_sql("metadata_replay")).localCheckpoint()
     timeline = (spark.sql(load_sql("leader_timeline")), spark.sql(load_sql("broker_timeline")))
     return state, f"broker {best.broker_id} {best.dir_uri}", issues, uris, timeline
 
