@@ -197,23 +197,23 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
     (group_state, owners), findings = in_parallel(owner_tables, all_findings)
     findings = with_owners(findings, group_state, owners).localCheckpoint()
     committed = with_owners(with_verdicts(commits, findings), group_state, owners).localCheckpoint()
-    summary = _summary(cfg, src, raw, (n_live, n_latest), findings, started_at, state.epochs)
-    summary["records_recovered"] = {"total": sum(r["records"] for r in recovered), "from_replicas": recovered}
-    summary["rules_not_run"] = _rules_not_run(cfg, state)
-    changes = None
-    if cfg.history:
-        from .report.history import default_run_id, finding_changes
-        run_id = cfg.run_id or default_run_id(started_at)
-        changes, hinfo = finding_changes(spark, cfg.history, run_id, findings)
-        summary["history"] = {"dir": cfg.history, "run_id": run_id, **hinfo}
-        _progress(cfg, f"history: since run {hinfo['previous_run_id'] or '(none)'}: {hinfo['new']} new, "
-                       f"{hinfo['persisted']} persisted, {hinfo['resolved']} resolved")
-    n_findings = summary["findings"]["total"]
-    _progress(cfg, f"judge: {n_findings} findings over {n_latest} group-partitions")
+
+    def summarize():
+        summary = _summary(cfg, src, raw, (n_live, n_latest), findings, started_at, state.epochs)
+        summary["records_recovered"] = {"total": sum(r["records"] for r in recovered), "from_replicas": recovered}
+        summary["rules_not_run"] = _rules_not_run(cfg, state)
+        changes = None
+        if cfg.history:
+            from .report.history import default_run_id, finding_changes
+            run_id = cfg.run_id or default_run_id(started_at)
+            changes, hinfo = finding_changes(spark, cfg.history, run_id, findings)
+            summary["history"] = {"dir": cfg.history, "run_id": run_id, **hinfo}
+            _progress(cfg, f"history: since run {hinfo['previous_run_id'] or '(none)'}: {hinfo['new']} new, "
+                           f"{hinfo['persisted']} persisted, {hinfo['resolved']} resolved")
+        return summary, changes
 
     out = StagedOutput(spark, cfg.output)
     leftovers = out.clean_leftovers()
-    summary["output_leftovers"] = leftovers
     if leftovers["removed"]:
         _progress(cfg, f"removed {len(leftovers['removed'])} staging dir(s) of killed runs: {', '.join(leftovers['removed'])}")
     if leftovers["kept"]:
@@ -227,9 +227,13 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
             tables["leader_timeline"] = state.leader_timeline
         if state.broker_timeline is not None:
             tables["broker_timeline"] = state.broker_timeline
+        # the summary's aggregates (and the history's comparison) while the tables are written
+        (summary, changes), _ = in_parallel(summarize, lambda: out.write_parquet_all(tables))
+        summary["output_leftovers"] = leftovers
         if changes is not None:
-            tables["finding_changes"] = changes
-        out.write_parquet_all(tables)
+            out.write_parquet("finding_changes", changes)
+        n_findings = summary["findings"]["total"]
+        _progress(cfg, f"judge: {n_findings} findings over {n_latest} group-partitions")
         summary["elapsed_seconds"] = round(time.time() - started, 3)
         out.write_json("summary.json", summary)
         # the reports, the metrics' rows and the console table only read: side by side
