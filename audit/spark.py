@@ -38,11 +38,10 @@ _CDS_LOG = "-Xlog:cds*=off"  # the JVM's CDS warnings (a class it cannot archive
 class ClassDataArchive:
     """The embedded driver JVM's AppCDS archive (JDK 13+ dynamic archive, JEP 350), kept in a cache directory.
 
-    A Spark driver loads some 15,000 classes; from a class-data archive they are mapped, already parsed and
-    verified, instead (shared scenario, reports on, this machine: about 3.5 s less of 23 s).  The first run on a
-    machine (for this JDK, these pyspark jars and ``--packages``) starts its JVM with ``-XX:ArchiveClassesAtExit``
-    (about 1.5 s slower); that JVM writes the archive (some 180 MB) after the audit's process has ended, in the
-    background.  The next run checks the finished file with a JVM of its own (``-Xshare:on
+    A Spark driver loads thousands of classes; from a class-data archive they are mapped, already parsed and
+    verified, instead (shared scenario, reports on, this machine: about 3 s less of 21 s).  The first run on a
+    machine (for this JDK, these pyspark jars and ``--packages``) starts its JVM with ``-XX:ArchiveClassesAtExit``;
+    that JVM writes the archive (some 180 MB, about 10 s) after the audit's process has ended.  The next run checks the finished file with a JVM of its own (``-Xshare:on
     -XX:+VerifySharedSpaces``: a JVM mapping a truncated archive crashes, so an unchecked file is never used) and
     moves it into place; from then on runs start with ``-XX:SharedArchiveFile``.  The JVM checks the archive
     against its own build and class path and, should they differ, loads classes as usual.  Results never
@@ -60,10 +59,10 @@ class ClassDataArchive:
     @classmethod
     def for_this_install(cls, packages: list[str] | None = None) -> "ClassDataArchive | None":
         """The archive for the JVM spark-submit would start (``$JAVA_HOME/bin/java``, else ``java`` on the
-        PATH, as Spark's ``spark-class`` picks it) and pyspark's jars; None when turned off, when no JDK is
-        found, or when the cache directory cannot be created or written."""
-        if os.environ.get("KOA_CDS", "on").lower() in ("off", "0", "false", "no"):
-            return None
+        PATH, as Spark's ``spark-class`` picks it) and pyspark's jars; None when turned off, under spark-submit,
+        when no JDK is found, or when the cache directory cannot be created or written."""
+        if os.environ.get("KOA_CDS", "on").lower() in ("off", "0", "false", "no") or "PYSPARK_GATEWAY_PORT" in os.environ:
+            return None  # turned off, or under spark-submit (its JVM runs already)
         java = (os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME")
                 else shutil.which("java"))
         if not java or not os.path.exists(java):
