@@ -125,6 +125,8 @@ class ClassDataArchive:
         import json
         import subprocess
         import tempfile
+
+        from .report.outputs import pid_alive
         busy = None
         for orphan in glob.glob(f"{self.path[:-4]}.dumping-*.jsa"):  # a run that failed before recording its JVM
             try:
@@ -140,7 +142,7 @@ class ClassDataArchive:
                 age = time.time() - os.path.getmtime(meta)
             except (OSError, ValueError):
                 continue
-            if _pid_alive(int(info.get("pid", 0))) and age < STALE_DUMP_SECONDS:
+            if pid_alive(int(info.get("pid", 0))) and age < STALE_DUMP_SECONDS:
                 busy = "dumping"
                 continue
             good = False
@@ -163,18 +165,6 @@ class ClassDataArchive:
             except OSError:
                 pass
         return busy
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def build_session(master: str | None = None, app_name: str = "kafka-offset-audit", verbose: bool = False,

@@ -104,7 +104,10 @@ _HOST = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname())[:64] or "host"
 _LEFTOVER = re.compile(r"\.(?:staging|old)-(?P<host>[A-Za-z0-9._]+)-(?P<pid>\d+)-[0-9a-f]{12}$")
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` of this host exists (a pid of 0 or less: no)."""
+    if pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -139,7 +142,7 @@ class StagedOutput:
             if not (name.startswith(base + ".staging-") or name.startswith(base + ".old-")):
                 continue
             m = _LEFTOVER.search(name[len(base):])
-            if m and m.group("host") == _HOST and int(m.group("pid")) != os.getpid() and not _pid_alive(int(m.group("pid"))):
+            if m and m.group("host") == _HOST and int(m.group("pid")) != os.getpid() and not pid_alive(int(m.group("pid"))):
                 fs.delete(self.spark, f"{parent}/{name}")
                 res["removed"].append(name)
             else:
