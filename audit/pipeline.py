@@ -343,8 +343,10 @@ def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput) -> dict:
         ecfg = ecfg.model_copy(update={"fail_on_severities": ranked})
         # the suite (mostly Python: GX's pandas engine for small tables) runs while the report's queries do
         from concurrent.futures import ThreadPoolExecutor
+
+        from .spark import inheriting
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="koa-expectations") as pool:
-            suite = pool.submit(run_expectations, spark, local, ecfg, tables_dir=tables)
+            suite = pool.submit(inheriting(run_expectations), spark, local, ecfg, tables_dir=tables)
             html = write_html_report(spark, local, display_dir=cfg.output, tables_dir=tables, wait_for=suite.result)
             outcome = suite.result()
         _progress(cfg, f"expectations: {'passed' if outcome.success else 'FAILED'} "

@@ -286,8 +286,18 @@ class tuned_for_input:
 def in_parallel(*fns):
     """Call ``fns`` at once, each in its own thread, and return their results in order (the first error is raised
     after all ended).  Spark runs jobs of several threads side by side; for the small tables of an audit a job
-    is mostly the driver's planning and scheduling, which one thread leaves a core idle for."""
+    is mostly the driver's planning and scheduling, which one thread leaves a core idle for.  Each thread gets
+    the caller's Spark local properties (job group, scheduler pool: ``pyspark.inheritable_thread_target``), so a
+    caller's cancellation or pool covers these jobs too."""
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(max_workers=len(fns), thread_name_prefix="koa") as pool:
-        futures = [pool.submit(fn) for fn in fns]
+        futures = [pool.submit(inheriting(fn)) for fn in fns]
     return [f.result() for f in futures]
+
+
+def inheriting(fn):
+    """``fn`` wrapped to run, in another thread, with this thread's Spark local properties and tags
+    (``pyspark.inheritable_thread_target`` given the active session); ``fn`` itself without one."""
+    from pyspark import inheritable_thread_target
+    session = SparkSession.getActiveSession()
+    return inheritable_thread_target(session)(fn) if session is not None else fn

@@ -46,3 +46,29 @@ def test_small_input_settings_are_set_and_restored(spark):
         t.decide(SMALL_TABLE_ROWS)
         assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
     spark.conf.set("spark.sql.shuffle.partitions", original)
+
+
+def test_in_parallel_keeps_order_local_properties_and_errors(spark):
+    """Threads of in_parallel see the caller's local properties (a job group or pool set by an embedding
+    application covers their jobs); results come in order; an error is raised after all ended."""
+    import warnings
+
+    import pytest
+
+    from audit.spark import in_parallel
+    sc = spark.sparkContext
+    sc.setLocalProperty("spark.scheduler.pool", "koa-test-pool")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # pyspark warns when a wrapper cannot inherit the session's tags
+            got = in_parallel(lambda: sc.getLocalProperty("spark.scheduler.pool"), lambda: spark.range(5).count())
+        assert got == ["koa-test-pool", 5]
+        ran = []
+
+        def fails():
+            raise ValueError("boom")
+        with pytest.raises(ValueError, match="boom"):
+            in_parallel(fails, lambda: ran.append(spark.range(2).count()))
+        assert ran == [2]
+    finally:
+        sc.setLocalProperty("spark.scheduler.pool", None)

@@ -164,8 +164,10 @@ class StagedOutput:
                 self.write_parquet(name, df)
             return
         from concurrent.futures import ThreadPoolExecutor
+
+        from ..spark import inheriting
         with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="koa-write") as pool:
-            futures = [pool.submit(self.write_parquet, name, df) for name, df in tables.items()]
+            futures = [pool.submit(inheriting(self.write_parquet), name, df) for name, df in tables.items()]
         for f in futures:
             f.result()
 
