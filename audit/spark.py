@@ -297,7 +297,11 @@ def in_parallel(*fns):
 
 def inheriting(fn):
     """``fn`` wrapped to run, in another thread, with this thread's Spark local properties and tags
-    (``pyspark.inheritable_thread_target`` given the active session); ``fn`` itself without one."""
+    (``pyspark.inheritable_thread_target`` given the active or default session); ``fn`` itself without one."""
     from pyspark import inheritable_thread_target
-    session = SparkSession.getActiveSession()
-    return inheritable_thread_target(session)(fn) if session is not None else fn
+    from pyspark.errors import PySparkRuntimeError
+    try:
+        session = SparkSession.active()  # the thread's, or the default one (a thread of in_parallel has none)
+    except PySparkRuntimeError:
+        return fn
+    return inheritable_thread_target(session)(fn)

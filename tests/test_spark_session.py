@@ -63,6 +63,8 @@ def test_in_parallel_keeps_order_local_properties_and_errors(spark):
             warnings.simplefilter("error")  # pyspark warns when a wrapper cannot inherit the session's tags
             got = in_parallel(lambda: sc.getLocalProperty("spark.scheduler.pool"), lambda: spark.range(5).count())
         assert got == ["koa-test-pool", 5]
+        # nested, as the reports run theirs inside a thread of the pipeline's
+        assert in_parallel(lambda: in_parallel(lambda: sc.getLocalProperty("spark.scheduler.pool"))) == [["koa-test-pool"]]
         ran = []
 
         def fails():
