@@ -1,11 +1,23 @@
 """When the embedded driver JVM gets the quick-start JIT options, and the settings of a small audit."""
-from audit.spark import QUICK_START_JAVA_OPTIONS, driver_java_options
+import audit.spark
+from audit.spark import QUICK_START_JAVA_OPTIONS, driver_java_options, quick_start_java_options
 
 
 def test_latest_mode_local_driver_gets_quick_start(monkeypatch):
     monkeypatch.delenv("KOA_DRIVER_JAVA_OPTIONS", raising=False)
+    monkeypatch.setattr(audit.spark, "available_cpus", lambda: 16)
     assert driver_java_options("local[2]", quick_start=True, launching=True) == QUICK_START_JAVA_OPTIONS
     assert driver_java_options("local-cluster[2,1,1024]", quick_start=True, launching=True) == QUICK_START_JAVA_OPTIONS
+
+
+def test_small_machine_adds_one_compiler_thread_and_the_serial_collector(monkeypatch):
+    monkeypatch.delenv("KOA_DRIVER_JAVA_OPTIONS", raising=False)
+    monkeypatch.setattr(audit.spark, "available_cpus", lambda: 2)
+    opts = driver_java_options("local[2]", quick_start=True, launching=True).split()
+    assert opts[:2] == QUICK_START_JAVA_OPTIONS.split()
+    assert "-XX:CICompilerCount=1" in opts and "-XX:+UseSerialGC" in opts
+    assert quick_start_java_options(cpus=3) == QUICK_START_JAVA_OPTIONS
+    assert driver_java_options("local[2]", quick_start=False, launching=True) is None  # history mode: JVM defaults
 
 
 def test_history_mode_cluster_or_running_jvm_keep_the_defaults(monkeypatch):
