@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -230,3 +232,14 @@ def test_pandas_and_spark_engines_give_the_same_verdicts(report_spark, tmp_path)
                 sorted(map(str, b.observed.get("partial_unexpected_list") or [])), a.check
     with pytest.raises(ValueError, match="pandas_max_rows"):
         run_expectations(report_spark, out, config={**base, "engine": "pandas", "pandas_max_rows": 1})
+
+
+def test_great_expectations_imports_under_python_c():
+    """``python -c`` (``__main__`` without a file): pyspark's Spark Connect dependency check, reached through GX's
+    import, took the process for a doctest run and ended it with exit status 0, so an audit run that way wrote
+    nothing and reported success.  The import must finish and the process go on."""
+    code = ("import sys; from audit.report.expectations import _gx; gx = _gx(); "
+            "print('imported', gx.__name__); sys.exit(3)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert "imported great_expectations" in p.stdout, p.stderr[-2000:]
+    assert p.returncode == 3

@@ -47,6 +47,7 @@ import json
 import logging
 import os
 import shutil
+import sys
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -141,9 +142,30 @@ class ExpectationsOutcome:
 # --------------------------------------------------------------------------- suites
 
 
+def _spark_connect_guard() -> None:
+    """Keep ``pyspark.sql.connect`` from ending the process while Great Expectations imports it.
+
+    GX's ``compatibility/pyspark.py`` imports ``pyspark.sql.connect.dataframe`` (and treats an ImportError as
+    "no Spark Connect").  In a process whose ``__main__`` has no file (``python -c``, a script on stdin),
+    pyspark takes itself for a doctest run and, when Spark Connect's client dependencies (grpcio ...) are
+    missing, calls ``sys.exit(0)`` (``pyspark/sql/connect/utils.py``, ``check_dependencies``): an audit run
+    that way ended silently with exit status 0, whatever it found.  There, and only when those dependencies
+    are missing (``pyspark.testing.utils.should_test_connect``), the module is marked absent, so its import
+    raises the ImportError GX expects."""
+    if "pyspark.sql.connect" in sys.modules:
+        return
+    main = sys.modules.get("__main__")
+    if main is None or getattr(main, "__spec__", None) is not None or hasattr(main, "__file__") or hasattr(sys, "ps1"):
+        return
+    from pyspark.testing.utils import should_test_connect
+    if not should_test_connect:
+        sys.modules["pyspark.sql.connect"] = None  # import of it (and its submodules) raises ModuleNotFoundError
+
+
 def _gx():
-    """Import great_expectations lazily, quietly (its import is slow and chatty)."""
+    """Import great_expectations lazily, quietly (its import is slow and chatty); see :func:`_spark_connect_guard`."""
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    _spark_connect_guard()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import great_expectations as gx  # noqa: WPS433
