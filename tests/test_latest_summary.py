@@ -127,3 +127,23 @@ def test_group_equal_bytes_is_exact():
     assert ids[3] == ids[4] and ids[3] != ids[0]      # "ab" twice; a prefix is another key
     assert ids[5] >= 0 and ids[5] not in ids[[0, 1, 3]]  # empty bytes are a key of their own
     assert ids[6] == -1 and ids[7] == -1               # too long / null: not summarised
+
+
+def test_group_equal_bytes_matches_comparing_the_bytes():
+    """Keys of many widths, some ending at the very end of the buffer (fewer than 8 bytes left to read
+    a word from): two rows share an id exactly when their bytes are equal."""
+    rng = np.random.default_rng(3)
+    data = rng.integers(0, 3, 400, dtype=np.uint8)   # a small alphabet: many equal keys
+    length = rng.integers(0, 20, 5000).astype(np.int64)
+    start = rng.integers(0, 400, 5000).astype(np.int64)
+    start = np.minimum(start, 400 - length)
+    tail = length[:300].copy()
+    start[:300] = 400 - tail                          # keys that end on the buffer's last byte
+    ids = group_equal_bytes(data, start, length)
+    assert (ids >= 0).all()
+    keys = [bytes(data[s:s + n]) for s, n in zip(start, length)]
+    first = {}
+    for i, k in enumerate(keys):
+        first.setdefault(k, ids[i])
+        assert ids[i] == first[k]
+    assert len(set(first.values())) == len(first)

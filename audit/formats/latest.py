@@ -34,13 +34,6 @@ _MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [(1 << 64) - 1], dtyp
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
-def _words(data: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """Little-endian uint64 of the 8 bytes at each position; bytes past the end read as 0."""
-    view = overlapping_view(data, "<u8")
-    q = np.minimum(pos, len(view) - 1)
-    return view[q] >> (np.uint64(8) * (pos - q).astype(np.uint64))
-
-
 def group_equal_bytes(data: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
     """Id per row such that two rows share an id iff their byte ranges are equal.
 
@@ -69,21 +62,36 @@ def group_equal_bytes(data: np.ndarray, start: np.ndarray, length: np.ndarray) -
 def _group_equal_width(data: np.ndarray, s: np.ndarray, ln: np.ndarray, width: int) -> np.ndarray:
     """:func:`group_equal_bytes` for rows whose keys all take ``width`` 8-byte words: ids below the row
     count, -1 for a row whose bytes differ from its hash bucket's first row."""
+    import pandas as pd  # already loaded in a Spark Python worker; not at module import (the CLI's start)
+    view = overlapping_view(data, "<u8")
+    last = len(view) - 1
     cols = [ln.astype(np.uint64)]
     for w in range(width):
-        rest = np.clip(ln - 8 * w, 0, 8)
-        cols.append(_words(data, s + 8 * w) & _MASKS[rest])
-    mat = np.stack(cols, axis=1)
+        pos = s + 8 * w
+        word = view[np.minimum(pos, last)]
+        late = np.flatnonzero(pos > last)  # fewer than 8 bytes left in the buffer: the rest read as 0
+        if len(late):
+            word[late] = view[last] >> (np.uint64(8) * (pos[late] - last).astype(np.uint64))
+        if w == width - 1:  # only a key's last word can hold bytes past its end
+            word &= _MASKS[ln - 8 * w]
+        cols.append(word)
     h = np.zeros(len(s), dtype=np.uint64)
     for c in cols:
         h = (h ^ c) * _MIX
         h ^= h >> np.uint64(29)
-    del cols
-    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
-    inv = inv.reshape(-1)
-    same = (mat == mat[first[inv]]).all(axis=1)
+    # ids numbered in order of first appearance by a hash table (no sort): the first row of each id is
+    # where the running maximum of the ids grows
+    ids = pd.factorize(h)[0].astype(np.int64, copy=False)
+    top = np.maximum.accumulate(ids)
+    grows = np.empty(len(ids), dtype=bool)
+    grows[:1] = True
+    grows[1:] = top[1:] > top[:-1]
+    ref = np.flatnonzero(grows)[ids]
+    same = np.ones(len(ids), dtype=bool)
+    for c in cols:
+        same &= c == c[ref]
     # a row that differs from its hash bucket's first row is another key: leave it (and its key) out
-    return np.where(same, inv, -1)
+    return np.where(same, ids, -1)
 
 
 @dataclass
@@ -157,6 +165,10 @@ def summarise_latest(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarra
 
     # record_type, value_version (-1..32767) and tombstone packed into one int for counting
     combo = (rtype[r].astype(np.int64) << 20) | ((num["value_version"][r].astype(np.int64) + 1) << 1) | t
-    uniq, cnt = np.unique(combo, return_counts=True)
+    import pandas as pd
+    codes, uniq = pd.factorize(combo)  # a hash table: a few distinct values, no sort of every record
+    cnt = np.bincount(codes, minlength=len(uniq))
+    order = np.argsort(uniq)
+    uniq, cnt = uniq[order], cnt[order]
     counts = [(int(c >> 20), int(((c >> 1) & 0x7FFFF) - 1), bool(c & 1), int(m)) for c, m in zip(uniq, cnt)]
     return LatestSummary(keep, live_count, record_count, counts)

@@ -523,6 +523,16 @@ def read_varint(arr: np.ndarray, pos: np.ndarray, max_bytes: int, zigzag: bool =
     size = np.ones(m, dtype=np.int64)
     ok = single.copy()
     multi = np.nonzero(~single)[0]
+    if len(multi) and max_bytes >= 2:
+        # two-byte varints (lengths and deltas of 64..8191) are the next most common: no matrix for them
+        pm = pos[multi]
+        b1 = arr[np.minimum(pm + 1, n - 1)]
+        two = (b1 < 0x80) & (pm + 1 < n)
+        t = multi[two]
+        raw[t] = (raw[t] & np.uint64(0x7F)) | (b1[two].astype(np.uint64) << np.uint64(7))
+        size[t] = 2
+        ok[t] = True
+        multi = multi[~two]
     if len(multi):
         r, sz, k = _read_varint_general(arr, pos[multi], max_bytes)
         raw[multi], size[multi], ok[multi] = r, sz, k
