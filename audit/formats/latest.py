@@ -31,67 +31,67 @@ from .record_batch import overlapping_view
 #: keys longer than this many bytes are not summarised (they pass through)
 MAX_KEY_BYTES = 1024
 _MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
-_MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
 def group_equal_bytes(data: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
     """Id per row such that two rows share an id iff their byte ranges are equal.
 
     ``data`` uint8 buffer, ``start``/``length`` int64 arrays.  Rows with ``length`` < 0 or
-    above :data:`MAX_KEY_BYTES`, and rows whose bytes differ from another row with the same
-    64-bit hash, get id -1 (a caller passes them through).  Ids are below the row count.
-    Keys are compared in classes of equal width in 8-byte words (keys of different widths are never
-    equal), so memory follows the bytes compared, not the row count times the longest key.
+    above :data:`MAX_KEY_BYTES` get id -1 (a caller passes them through).  Ids are below the row count.
+    Keys are compared in classes of one length (keys of different lengths are never equal), so memory
+    follows the bytes compared, not the row count times the longest key.
     """
     m = len(start)
     ids = np.full(m, -1, dtype=np.int64)
     ok = np.nonzero((length >= 0) & (length <= MAX_KEY_BYTES))[0]
     if not len(ok):
         return ids
-    words = (length[ok].astype(np.int64) + 7) // 8
+    lengths = length[ok].astype(np.int16)  # <= MAX_KEY_BYTES: a stable sort of int16 is a radix sort, O(rows)
+    order = ok[np.argsort(lengths, kind="stable")]
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(lengths))])
     first_id = 0
-    for w in np.unique(words).tolist():
-        rows = ok[words == w]
-        sub = _group_equal_width(data, start[rows].astype(np.int64), length[rows].astype(np.int64), w)
-        good = sub >= 0
-        ids[rows[good]] = sub[good] + first_id
+    for n in np.flatnonzero(np.diff(bounds)).tolist():  # the lengths present
+        rows = order[bounds[n]:bounds[n + 1]]
+        ids[rows] = _group_equal_length(data, start[rows].astype(np.int64), n) + first_id
         first_id += len(rows)
     return ids
 
 
-def _group_equal_width(data: np.ndarray, s: np.ndarray, ln: np.ndarray, width: int) -> np.ndarray:
-    """:func:`group_equal_bytes` for rows whose keys all take ``width`` 8-byte words: ids below the row
-    count, -1 for a row whose bytes differ from its hash bucket's first row."""
-    import pandas as pd  # already loaded in a Spark Python worker; not at module import (the CLI's start)
-    view = overlapping_view(data, "<u8")
-    last = len(view) - 1
-    cols = [ln.astype(np.uint64)]
-    for w in range(width):
-        pos = s + 8 * w
-        word = view[np.minimum(pos, last)]
-        late = np.flatnonzero(pos > last)  # fewer than 8 bytes left in the buffer: the rest read as 0
-        if len(late):
-            word[late] = view[last] >> (np.uint64(8) * (pos[late] - last).astype(np.uint64))
-        if w == width - 1:  # only a key's last word can hold bytes past its end
-            word &= _MASKS[ln - 8 * w]
-        cols.append(word)
-    h = np.zeros(len(s), dtype=np.uint64)
-    for c in cols:
-        h = (h ^ c) * _MIX
-        h ^= h >> np.uint64(29)
-    # ids numbered in order of first appearance by a hash table (no sort): the first row of each id is
-    # where the running maximum of the ids grows
-    ids = pd.factorize(h)[0].astype(np.int64, copy=False)
-    top = np.maximum.accumulate(ids)
-    grows = np.empty(len(ids), dtype=bool)
-    grows[:1] = True
-    grows[1:] = top[1:] > top[:-1]
-    ref = np.flatnonzero(grows)[ids]
-    same = np.ones(len(ids), dtype=bool)
-    for c in cols:
-        same &= c == c[ref]
-    # a row that differs from its hash bucket's first row is another key: leave it (and its key) out
-    return np.where(same, ids, -1)
+def _group_equal_length(data: np.ndarray, s: np.ndarray, n: int) -> np.ndarray:
+    """:func:`group_equal_bytes` for keys of ``n`` bytes starting at ``s``: ids below the row count,
+    numbered in order of first appearance.
+
+    Each key is read as ``ceil(n / 8)`` little-endian words (bytes past its end masked to 0, bytes past
+    the buffer's end read as 0), one fixed-width value per key, and Arrow's ``dictionary_encode``
+    numbers the distinct values: a hash table that compares whole values, so equal ids mean equal bytes.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from numpy.lib.stride_tricks import as_strided
+    m = len(s)
+    if n == 0:
+        return np.zeros(m, dtype=np.int64)
+    width = (n + 7) // 8
+    padded = np.zeros(8 * width, dtype=np.uint8)  # a buffer too short for even one key's words
+    base = data if len(data) >= 8 * width else np.concatenate([data, padded])
+    words = overlapping_view(base, "<u8")
+    # row i of ``keys``: the words at bytes i, i+8, ..., i+8*(width-1) (a view: one gather reads every key)
+    keys = as_strided(words, shape=(len(words) - 8 * (width - 1), width), strides=(words.strides[0], 8))
+    late = s >= len(keys)                         # too near the buffer's end for whole words
+    out = np.empty((m, width), dtype=np.uint64)
+    inside = ~late
+    if inside.all():
+        out[:] = keys[s]
+    else:
+        out[inside] = keys[s[inside]]
+        lo = int(s[late].min())
+        tail = np.concatenate([base[lo:], np.zeros(int(s[late].max()) - lo + 8 * width, dtype=np.uint8)])
+        tw = overlapping_view(tail, "<u8")
+        out[late] = as_strided(tw, shape=(len(tw) - 8 * (width - 1), width), strides=(tw.strides[0], 8))[s[late] - lo]
+    if n % 8:
+        out[:, -1] &= _MASKS[n % 8]
+    values = pa.FixedSizeBinaryArray.from_buffers(pa.binary(8 * width), m, [None, pa.py_buffer(out)])
+    return pc.dictionary_encode(values).indices.to_numpy().astype(np.int64)
 
 
 @dataclass
