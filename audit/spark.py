@@ -189,6 +189,26 @@ class ClassDataArchive:
         return busy
 
 
+def _installed_daemon() -> bool:
+    """Whether Python workers started from this interpreter can run :mod:`audit.spark_daemon`: Python
+    workers use this interpreter, and ``audit`` is importable without the working directory (a
+    ``local-cluster`` executor starts its workers from a directory of its own).  ``KOA_SPARK_DAEMON=off``
+    keeps Spark's own daemon."""
+    import importlib.machinery
+    if os.environ.get("KOA_SPARK_DAEMON", "on") == "off" or os.environ.get("PYSPARK_PYTHON") != sys.executable:
+        return False
+    path = [p for p in sys.path if p and os.path.abspath(p) != os.getcwd()]
+    for finder in sys.meta_path:  # an editable install is a finder of its own, not a path entry
+        try:
+            spec = (finder.find_spec("audit", None) if finder is not importlib.machinery.PathFinder
+                    else importlib.machinery.PathFinder.find_spec("audit", path))
+        except Exception:  # a third-party finder that does not take these arguments
+            continue
+        if spec is not None and spec.origin and spec.origin != "built-in":
+            return True
+    return False
+
+
 def build_session(master: str | None = None, app_name: str = "kafka-offset-audit", verbose: bool = False,
                   quick_start: bool = False, packages: list[str] | None = None,
                   class_data: ClassDataArchive | None = None) -> SparkSession:
@@ -204,6 +224,8 @@ def build_session(master: str | None = None, app_name: str = "kafka-offset-audit
     starts the driver JVM; under spark-submit pass ``--packages`` instead).
     ``class_data``: when this call starts a local driver JVM, it uses (or writes) that class-data archive
     (:class:`ClassDataArchive`; the CLI passes one).
+    When this call starts a local master, its Python workers run :mod:`audit.spark_daemon` (pyspark imported
+    from its installed copy, not recompiled from Spark's zip in every worker) if :func:`_installed_daemon`.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
@@ -225,6 +247,8 @@ def build_session(master: str | None = None, app_name: str = "kafka-offset-audit
         builder = builder.config("spark.driver.extraJavaOptions", java_opts)
     if packages:
         builder = builder.config("spark.jars.packages", ",".join(packages))
+    if launching and the_master.startswith("local") and _installed_daemon():
+        builder = builder.config("spark.python.daemon.module", "audit.spark_daemon")
     builder = (builder
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")

@@ -86,3 +86,43 @@ def test_in_parallel_keeps_order_local_properties_and_errors(spark):
         assert ran == [2]
     finally:
         sc.setLocalProperty("spark.scheduler.pool", None)
+
+
+def _zip_with(path, files: dict) -> str:
+    import zipfile
+    with zipfile.ZipFile(path, "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+    return str(path)
+
+
+def test_daemon_moves_a_zip_only_when_the_same_version_is_installed(tmp_path):
+    import pyspark
+
+    from audit.spark_daemon import prefer_installed
+    site = str(__import__("pathlib").Path(pyspark.__file__).parent.parent)
+    same = _zip_with(tmp_path / "same.zip", {"pyspark/version.py": f'__version__: str = "{pyspark.__version__}"\n'})
+    other = _zip_with(tmp_path / "other.zip", {"pyspark/version.py": '__version__: str = "3.0.0"\n'})
+    unrelated = _zip_with(tmp_path / "unrelated.zip", {"something/__init__.py": ""})
+    assert prefer_installed([same, "x", site]) == ["x", site, same]
+    assert prefer_installed([other, "x", site]) == [other, "x", site]        # another version: the zip's stays
+    assert prefer_installed([unrelated, site]) == [unrelated, site]
+    assert prefer_installed([same, "x"]) == [same, "x"]                    # not installed elsewhere
+
+
+def test_python_workers_import_pyspark_from_the_installed_copy(spark):
+    """Spark puts its pyspark.zip first on the workers' path; the session's daemon (audit.spark_daemon) makes
+    them import the installed pyspark, whose bytecode is cached."""
+    import pyarrow as pa
+
+    def where(batches):
+        import sys
+
+        import pyspark
+        import pyspark.worker
+        for _ in batches:
+            yield pa.RecordBatch.from_pydict({"f": [pyspark.worker.__file__], "zip_on_path": [
+                any(p.endswith("pyspark.zip") for p in sys.path)]})
+    rows = spark.range(2, numPartitions=2).mapInArrow(where, "f string, zip_on_path boolean").collect()
+    assert rows and all(".zip" not in r.f and r.f.endswith(".py") for r in rows)
+    assert all(r.zip_on_path for r in rows)   # Spark's zip is still there, after the installed copy
