@@ -90,3 +90,36 @@ def test_unknown_record_type_and_version_are_flagged_not_fatal():
     assert row["decode_error"] == "unknown_value_version"
     row = _decode_kv(bytes.fromhex("0001000167"), bytes.fromhex("0003"))
     assert row["decode_error"] == "malformed_key"
+
+
+def test_the_summary_decode_checks_as_much_as_the_full_one():
+    """``decode_offsets_numeric(values=False)`` (latest mode's summary) skips reading the offset and timestamps
+    but must flag exactly the records the full decode flags: every vector, each cut short at every length."""
+    from audit.formats.offsets import decode_offsets_numeric
+    keys, values = [], []
+    for vec in VECTORS:
+        key = bytes.fromhex(vec["key_hex"]) if "key_hex" in vec else None
+        value = _value_hex(vec)
+        value = bytes.fromhex(value) if value else None
+        if key is None:
+            continue
+        for cut in range(len(value) + 1 if value else 1):
+            keys.append(key)
+            values.append(value[:cut] if value else None)
+        for cut in range(len(key)):
+            keys.append(key[:cut])
+            values.append(value)
+    assert len(keys) > 100
+    buf, ks, kl, vs, vl = bytearray(), [], [], [], []
+    for k, v in zip(keys, values):
+        ks.append(len(buf)); kl.append(len(k)); buf += k
+        vs.append(len(buf)); vl.append(-1 if v is None else len(v)); buf += v or b""
+    data = np.frombuffer(bytes(buf), dtype=np.uint8)
+    args = (data, np.array(ks), np.array(kl), np.array(vs), np.array(vl))
+    full, summary = decode_offsets_numeric(*args), decode_offsets_numeric(*args, values=False)
+    assert full["decode_error"].tolist() == summary["decode_error"].tolist()
+    assert len({e for e in full["decode_error"].tolist()}) >= 3   # the cuts do reach several errors
+    for col in ("decoded", "record_type", "topic_ok", "is_tombstone", "leader_epoch", "value_version"):
+        assert np.array_equal(full[col], summary[col]), col
+    assert np.array_equal(full["decoded"], np.equal(full["decode_error"], None))
+    assert summary["committed_offset"] is None

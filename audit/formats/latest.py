@@ -120,8 +120,7 @@ def summarise_latest(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarra
     records, in offset order; ``is_transactional``/``is_control`` come from their batches.
     """
     n = len(key_start)
-    rtype, tomb, err = num["record_type"], num["is_tombstone"], num["decode_error"]
-    decoded = np.equal(err, None)
+    rtype, tomb, decoded = num["record_type"], num["is_tombstone"], num["decoded"]
     commit = ~is_control & decoded & num["topic_ok"]            # record types 0/1 with a whole key
 
     key_ids = np.full(n, -1, dtype=np.int64)

@@ -50,6 +50,10 @@ RECORD_TYPE_NAMES = {
 OTHER_GROUP_TYPES = np.array(sorted(set(RECORD_TYPE_NAMES) - {*OFFSET_COMMIT_TYPES, GROUP_METADATA_TYPE}),
                              dtype=np.int64)
 MAX_OFFSET_COMMIT_VERSION = 4
+#: ``decode_error`` values by code (0: none), for :func:`decode_offsets_numeric`
+_ERRORS = np.array([None, "malformed_key", "null_key", "unknown_record_type", "unknown_value_version",
+                    "malformed_value"], dtype=object)
+_MALFORMED_KEY, _NULL_KEY, _UNKNOWN_RECORD_TYPE, _UNKNOWN_VALUE_VERSION, _MALFORMED_VALUE = range(1, 6)
 MAX_GROUP_METADATA_VERSION = 4
 
 
@@ -152,13 +156,15 @@ def materialise_offsets_kv(data: np.ndarray, num: dict[str, np.ndarray],
 
 
 def decode_offsets_numeric(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarray,
-                           value_start: np.ndarray, value_len: np.ndarray) -> dict[str, np.ndarray]:
+                           value_start: np.ndarray, value_len: np.ndarray, values: bool = True) -> dict[str, np.ndarray]:
     """Numeric part of :func:`decode_offsets_kv`: every column as numpy, strings as positions.
 
     Besides the numeric columns of :func:`decode_offsets_kv` (already masked and typed) it
     returns ``group_start``/``group_len``/``group_ok``, ``topic_start``/``topic_len``/``topic_ok``,
-    ``metadata_start``/``metadata_len``, ``fill`` (offset-commit fields are valid) and
-    ``decode_error`` as an object array (None or the reason).
+    ``metadata_start``/``metadata_len``, ``fill`` (offset-commit fields are valid),
+    ``decode_error`` as an object array (None or the reason) and ``decoded`` (bool: no ``decode_error``).
+    ``values`` False (what a latest-mode summary reads): the same checks and errors, without
+    ``committed_offset``, ``commit_timestamp`` and ``expire_timestamp``.
     """
     n = len(key_start)
     dlen = len(data)
@@ -196,21 +202,26 @@ def decode_offsets_numeric(data: np.ndarray, key_start: np.ndarray, key_len: np.
 
     # ---- value
     tomb = value_len < 0
-    v = decode_offset_commit_values(data, value_start, value_len)
+    v = decode_offset_commit_values(data, value_start, value_len, values=values)
     version, known_version, value_ok, ok_v = v["value_version"], v["known_version"], v["value_ok"], v["readable_version"]
 
-    err = np.full(n, None, dtype=object)
-    err[~has_type] = "malformed_key"
-    err[key_len < 0] = "null_key"
+    # error codes (index into _ERRORS), later rules overriding earlier ones
+    code = np.zeros(n, dtype=np.int8)
+    code[~has_type] = _MALFORMED_KEY
+    code[key_len < 0] = _NULL_KEY
     unknown_type = has_type & ~is_commit & ~is_group & ~is_other
-    err[unknown_type] = "unknown_record_type"
-    err[(is_commit & ~key_ok_commit) | ((is_group | is_other) & ~ok_g)] = "malformed_key"
+    code[unknown_type] = _UNKNOWN_RECORD_TYPE
+    code[(is_commit & ~key_ok_commit) | ((is_group | is_other) & ~ok_g)] = _MALFORMED_KEY
     commit_val_bad = key_ok_commit & ~tomb
-    err[commit_val_bad & ok_v & ~known_version] = "unknown_value_version"
-    err[commit_val_bad & known_version & ~value_ok] = "malformed_value"
-    err[commit_val_bad & ~ok_v] = "malformed_value"
+    code[commit_val_bad & ok_v & ~known_version] = _UNKNOWN_VALUE_VERSION
+    code[commit_val_bad & known_version & ~value_ok] = _MALFORMED_VALUE
+    code[commit_val_bad & ~ok_v] = _MALFORMED_VALUE
+    err = _ERRORS[code]
     good_commit = key_ok_commit & (tomb | value_ok)
     fill = good_commit & ~tomb
+
+    def filled(col, dtype):
+        return None if col is None else np.where(fill, col, -1).astype(dtype)
 
     return {
         "record_type": record_type.astype(np.int16),
@@ -219,16 +230,17 @@ def decode_offsets_numeric(data: np.ndarray, key_start: np.ndarray, key_len: np.
         "partition": np.where(key_ok_commit, partition, -1).astype(np.int32),
         "is_tombstone": tomb,
         "value_version": version.astype(np.int16),
-        "committed_offset": np.where(fill, v["committed_offset"], -1).astype(np.int64),
-        "leader_epoch": np.where(fill, v["leader_epoch"], -1).astype(np.int32),
+        "committed_offset": filled(v["committed_offset"], np.int64),
+        "leader_epoch": filled(v["leader_epoch"], np.int32),
         "metadata_start": v["metadata_start"], "metadata_len": v["metadata_len"], "fill": fill,
-        "commit_timestamp": np.where(fill, v["commit_timestamp"], -1).astype(np.int64),
-        "expire_timestamp": np.where(fill, v["expire_timestamp"], -1).astype(np.int64),
-        "decode_error": err,
+        "commit_timestamp": filled(v["commit_timestamp"], np.int64),
+        "expire_timestamp": filled(v["expire_timestamp"], np.int64),
+        "decode_error": err, "decoded": code == 0,
     }
 
 
-def decode_offset_commit_values(data: np.ndarray, value_start: np.ndarray, value_len: np.ndarray) -> dict[str, np.ndarray]:
+def decode_offset_commit_values(data: np.ndarray, value_start: np.ndarray, value_len: np.ndarray,
+                                values: bool = True) -> dict[str, np.ndarray]:
     """Decode OffsetCommitValue v0-v4 (``OffsetCommitValue.json``) at the given positions.
 
     ``value_len`` -1 = tombstone.  Returns numpy columns ``value_version`` (-1 when absent),
@@ -236,7 +248,8 @@ def decode_offset_commit_values(data: np.ndarray, value_start: np.ndarray, value
     ``commit_timestamp`` and ``expire_timestamp`` (ms, -1 when absent), and the flags
     ``known_version``, ``offset_ok`` (the offset field itself was readable) and ``value_ok``
     (every field of the version was readable).  Fields are filled as far as the bytes go,
-    so a truncated value still yields its offset.
+    so a truncated value still yields its offset.  ``values`` False: every flag and ``leader_epoch``,
+    ``value_version`` and the metadata positions, but not the offset and timestamps themselves (``None``).
     """
     dlen = len(data)
     value_start = value_start.astype(np.int64)
@@ -250,7 +263,7 @@ def decode_offset_commit_values(data: np.ndarray, value_start: np.ndarray, value
     version = np.where(ok_v & ~tomb, read_int(data, p, 2), -1)
     known_version = (version >= 0) & (version <= MAX_OFFSET_COMMIT_VERSION)
     p, ok_off = safe(value_start + 2, 8, value_end)
-    committed_offset = np.where(ok_off, read_int(data, p, 8), -1)
+    committed_offset = np.where(ok_off, read_int(data, p, 8), -1) if values else None
     has_epoch = version >= 3
     p, ok_ep = safe(value_start + 10, 4, value_end)
     leader_epoch = np.where(has_epoch & ok_ep, read_int(data, p, 4), -1)
@@ -269,10 +282,10 @@ def decode_offset_commit_values(data: np.ndarray, value_start: np.ndarray, value
     ok_meta &= m_start + np.maximum(mlen, 0) <= value_end
     ts_pos = m_start + np.maximum(mlen, 0)
     p, ok_ts = safe(ts_pos, 8, value_end)
-    commit_ts = np.where(ok_ts, read_int(data, p, 8), -1)
+    commit_ts = np.where(ok_ts, read_int(data, p, 8), -1) if values else None
     p, ok_exp = safe(ts_pos + 8, 8, value_end)
     has_exp = version == 1
-    expire_ts = np.where(has_exp & ok_exp, read_int(data, p, 8), -1)
+    expire_ts = np.where(has_exp & ok_exp, read_int(data, p, 8), -1) if values else None
     value_ok = known_version & ok_off & np.where(has_epoch, ok_ep, True) & ok_meta & ok_ts & np.where(has_exp, ok_exp, True)
 
     return {

@@ -903,15 +903,17 @@ def _extract_v2_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np
         i = sel[j]
         issues.append(Issue("corrupt_batch", int(scan.position[i]), "record framing overruns the batch", int(scan.base_offset[i]), int(scan.record_count[i])))
     keep = ~bad[rb] if len(rb) else np.zeros(0, dtype=bool)
+    if keep.all():  # the usual case: no copies
+        keep = slice(None)
     bi = sel[rb[keep]]
     attrs = scan.attributes[bi]
     log_append = (attrs & ATTR_TIMESTAMP_TYPE) != 0
     ts = np.where(log_append, scan.max_timestamp[bi], scan.base_timestamp[bi] + ts_delta[keep])
     return RecordTable(
         data=data,
-        batch=bi.astype(np.int64),
+        batch=bi.astype(np.int64, copy=False),
         offset=scan.base_offset[bi] + off_delta[keep],
-        timestamp=ts.astype(np.int64),
+        timestamp=ts.astype(np.int64, copy=False),
         key_start=key_start[keep],
         key_len=key_len[keep],
         value_start=value_start[keep],

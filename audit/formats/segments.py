@@ -215,19 +215,20 @@ def _counts_batch(source_partition: int, counts) -> pa.RecordBatch:
 RECORDS_PER_STEP = 1 << 15
 
 
-def _record_types(recs, idx: np.ndarray, is_control: np.ndarray) -> dict[str, np.ndarray]:
-    """:func:`decode_offsets_numeric` of the records ``idx`` of ``recs``, control records marked
-    (record type -1, no decode error)."""
+def _record_types(recs, idx: np.ndarray, is_control: np.ndarray, values: bool = True) -> dict[str, np.ndarray]:
+    """:func:`decode_offsets_numeric` of the records ``idx`` of ``recs`` (``values`` as there), control
+    records marked (record type -1, no decode error)."""
     num = decode_offsets_numeric(recs.data, recs.key_start[idx], recs.key_len[idx], recs.value_start[idx],
-                                 recs.value_len[idx])
+                                 recs.value_len[idx], values=values)
     num["record_type"] = np.where(is_control, -1, num["record_type"]).astype(np.int16)
     if is_control.any():
         num["decode_error"][is_control] = None
+        num["decoded"] = num["decoded"] | is_control
     return num
 
 
 #: The columns of :func:`decode_offsets_numeric` that :func:`summarise_latest` reads.
-_SUMMARY_COLUMNS = ("record_type", "is_tombstone", "decode_error", "topic_ok", "leader_epoch", "value_version")
+_SUMMARY_COLUMNS = ("record_type", "is_tombstone", "decoded", "topic_ok", "leader_epoch", "value_version")
 
 
 def _summary_columns(recs, is_control: np.ndarray) -> dict[str, np.ndarray]:
@@ -236,7 +237,7 @@ def _summary_columns(recs, is_control: np.ndarray) -> dict[str, np.ndarray]:
     parts = []
     for lo in range(0, n, RECORDS_PER_STEP):
         idx = np.arange(lo, min(lo + RECORDS_PER_STEP, n), dtype=np.int64)
-        num = _record_types(recs, idx, is_control[idx])
+        num = _record_types(recs, idx, is_control[idx], values=False)
         parts.append({k: num[k] for k in _SUMMARY_COLUMNS})
     return {k: np.concatenate([p[k] for p in parts]) for k in _SUMMARY_COLUMNS}
 
