@@ -119,12 +119,11 @@ def run_audit(args, master: str | None) -> int:
         if cfg.source == "kafka-connector":
             from .sources.cluster import connector_package
             packages = [connector_package()]
-        prewarm = _prewarm_reports() if cfg.reports else None
+        prewarm = _prewarm(cfg.reports)
         class_data = ClassDataArchive.for_this_install(packages)
         spark = build_session(master, verbose=getattr(args, "verbose", False), quick_start=cfg.mode == "latest",
                               packages=packages, class_data=class_data)
-        if prewarm is not None:
-            prewarm.join()
+        prewarm.join()
         result = run(cfg, spark, checked=True)
     except usage_errors as exc:
         print(f"kafka-offset-audit: error: {exc}", file=sys.stderr)
@@ -146,19 +145,24 @@ def run_audit(args, master: str | None) -> int:
     return result.exit_code
 
 
-def _prewarm_reports():
-    """Import the report libraries (Great Expectations takes about 2 s, matplotlib) in a thread while the
-    Spark JVM starts, when this process only waits for it; the caller joins the thread before the audit
-    begins, so no import runs alongside it.  An import error is left for the reports to raise and report."""
+def _prewarm(reports: bool):
+    """Import, in a thread while the Spark JVM starts (this process only waits for it), what the audit
+    imports later on its main thread: ``pyspark.testing.utils`` with pandas (pyspark's py4j converter for
+    numpy arrays imports them at the first value passed to the JVM: about 0.4 s) and, with ``reports``, the
+    report libraries (Great Expectations takes about 2 s, matplotlib).  The caller joins the thread before
+    the audit begins, so no import runs alongside it.  An import error is left for the code that imports
+    the module to raise and report."""
     import threading
 
     def work():
         try:
-            from .report.expectations import _gx
-            _gx()
-            import matplotlib.backends.backend_agg  # noqa: F401
-            import matplotlib.figure  # noqa: F401
-        except Exception:  # noqa: BLE001 - reported where the reports import them
+            import pyspark.testing.utils  # noqa: F401
+            if reports:
+                from .report.expectations import _gx
+                _gx()
+                import matplotlib.backends.backend_agg  # noqa: F401
+                import matplotlib.figure  # noqa: F401
+        except Exception:  # noqa: BLE001 - reported where the audit imports them
             pass
     thread = threading.Thread(target=work, name="koa-prewarm-reports", daemon=True)
     thread.start()
