@@ -67,31 +67,32 @@ def _group_equal_length(data: np.ndarray, s: np.ndarray, n: int) -> np.ndarray:
     """
     import pyarrow as pa
     import pyarrow.compute as pc
-    from numpy.lib.stride_tricks import as_strided
     m = len(s)
     if n == 0:
         return np.zeros(m, dtype=np.int64)
     width = (n + 7) // 8
-    padded = np.zeros(8 * width, dtype=np.uint8)  # a buffer too short for even one key's words
-    base = data if len(data) >= 8 * width else np.concatenate([data, padded])
-    words = overlapping_view(base, "<u8")
-    # row i of ``keys``: the words at bytes i, i+8, ..., i+8*(width-1) (a view: one gather reads every key)
-    keys = as_strided(words, shape=(len(words) - 8 * (width - 1), width), strides=(words.strides[0], 8))
+    keys = _word_rows(data, width)
     late = s >= len(keys)                         # too near the buffer's end for whole words
     out = np.empty((m, width), dtype=np.uint64)
-    inside = ~late
-    if inside.all():
+    if not late.any():
         out[:] = keys[s]
     else:
-        out[inside] = keys[s[inside]]
+        out[~late] = keys[s[~late]]
         lo = int(s[late].min())
-        tail = np.concatenate([base[lo:], np.zeros(int(s[late].max()) - lo + 8 * width, dtype=np.uint8)])
-        tw = overlapping_view(tail, "<u8")
-        out[late] = as_strided(tw, shape=(len(tw) - 8 * (width - 1), width), strides=(tw.strides[0], 8))[s[late] - lo]
+        tail = np.concatenate([data[lo:], np.zeros(int(s[late].max()) - lo + 8 * width, dtype=np.uint8)])
+        out[late] = _word_rows(tail, width)[s[late] - lo]
     if n % 8:
         out[:, -1] &= _MASKS[n % 8]
     values = pa.FixedSizeBinaryArray.from_buffers(pa.binary(8 * width), m, [None, pa.py_buffer(out)])
     return pc.dictionary_encode(values).indices.to_numpy().astype(np.int64)
+
+
+def _word_rows(data: np.ndarray, width: int) -> np.ndarray:
+    """A view of the uint8 array ``data`` whose row *i* is the ``width`` little-endian uint64 words at bytes
+    *i*, *i* + 8, ... (one gather of rows reads many keys); rows only where all those words fit."""
+    from numpy.lib.stride_tricks import as_strided
+    words = overlapping_view(data, "<u8")
+    return as_strided(words, shape=(max(len(words) - 8 * (width - 1), 0), width), strides=(words.strides[0], 8))
 
 
 @dataclass

@@ -50,11 +50,11 @@ RECORD_TYPE_NAMES = {
 OTHER_GROUP_TYPES = np.array(sorted(set(RECORD_TYPE_NAMES) - {*OFFSET_COMMIT_TYPES, GROUP_METADATA_TYPE}),
                              dtype=np.int64)
 MAX_OFFSET_COMMIT_VERSION = 4
+MAX_GROUP_METADATA_VERSION = 4
 #: ``decode_error`` values by code (0: none), for :func:`decode_offsets_numeric`
 _ERRORS = np.array([None, "malformed_key", "null_key", "unknown_record_type", "unknown_value_version",
                     "malformed_value"], dtype=object)
 _MALFORMED_KEY, _NULL_KEY, _UNKNOWN_RECORD_TYPE, _UNKNOWN_VALUE_VERSION, _MALFORMED_VALUE = range(1, 6)
-MAX_GROUP_METADATA_VERSION = 4
 
 
 def _strings(data: np.ndarray, start: np.ndarray, length: np.ndarray, valid: np.ndarray) -> pa.Array:

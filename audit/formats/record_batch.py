@@ -508,7 +508,7 @@ def read_varint(arr: np.ndarray, pos: np.ndarray, max_bytes: int, zigzag: bool =
 
     Returns ``(values int64, sizes int64, ok bool)``; ``ok`` is False where no terminating
     byte was found within ``max_bytes`` (5 for varint, 10 for varlong) or the buffer ended.
-    Follows ``org.apache.kafka.common.utils.ByteUtils.readVarint/readVarlong``.  Single-byte
+    Follows ``org.apache.kafka.common.utils.ByteUtils.readVarint/readVarlong``.  One- and two-byte
     varints (the common case: small lengths and deltas) take a fast path.
     """
     m = len(pos)
