@@ -290,6 +290,17 @@ SMALL_INPUT_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.pa
 SMALL_TABLE_ROWS = 50_000
 
 
+def compact(df):
+    """``df`` read in one task while a small input's settings are on (:data:`SMALL_INPUT_CONF`: one shuffle
+    partition), else ``df`` itself.  For a materialised table of a few hundred rows spread over the partitions
+    of the job that made it (a task per file slice), each later query otherwise runs that many tasks per stage
+    reading it (shared scenario: about 500 tasks in all).  A narrow ``coalesce``: nothing is recomputed or
+    shuffled."""
+    if df.sparkSession.conf.get("spark.sql.shuffle.partitions") == SMALL_INPUT_CONF["spark.sql.shuffle.partitions"]:
+        return df.coalesce(1)
+    return df
+
+
 class tuned_for_input:
     """Context manager: :data:`SMALL_INPUT_CONF` on ``spark`` while an audit of ``input_bytes`` (<
     :data:`SMALL_INPUT_BYTES`) runs, the session's own values restored afterwards; nothing for a larger input.

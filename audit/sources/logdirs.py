@@ -30,7 +30,7 @@ from pyspark.sql import types as T
 
 from ..formats.checkpoints import (ROOT_CHECKPOINTS, SEGMENT_FILE, SNAPSHOT_FILE, broker_id_of,
                                    checkpoint_header_problem, parse_meta_properties, parse_partition_dir)
-from ..spark import in_parallel
+from ..spark import compact, in_parallel
 from .fs import FileInfo, InputError, is_local, list_files, read_small, to_uri
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -503,7 +503,7 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
 
     - ``raw_offsets``: :data:`audit.formats.segments.RAW_SCHEMA` rows of the chosen replica of
       every ``__consumer_offsets`` partition, plus ``broker_id int`` (``reduce_latest``: only
-      the rows ``--mode latest`` reads, summarised per segment by :mod:`audit.formats.latest`);
+      the rows ``--mode latest`` reads, summarised per segment by :mod:`audit.formats.latest`), materialised;
     - ``replicas``: broker_id, topic, partition, log_start_offset, log_end_offset (long, offsets),
       high_watermark, max_epoch, epoch_checkpoint_mtime (ms), segment_count, damage, damage_file,
       damage_detail (strings, null when intact: :func:`replica_damage`) per partition replica;
@@ -533,7 +533,7 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
                      r.segments[0][0] if r.segments else None, r.segments[-1][0] if r.segments else None,
                      nonempty[-1][1] if nonempty else None, r.epoch_checkpoint, r.epoch_checkpoint_mtime,
                      len(r.segments), r.dir_uri))
-    replicas0 = spark.createDataFrame(rows, REPLICA_SCHEMA)
+    replicas0 = compact(spark.createDataFrame(rows, REPLICA_SCHEMA))
 
     # every small partition-state file in one pass: replicas' last segments (log end offsets),
     # leader-epoch caches, and the root checkpoints (log start offsets, high watermarks)
@@ -544,6 +544,7 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
     small_uris = tails_uris + ckpt_uris + sorted({r[2] for r in root_rows})
     small = (_binary(spark, small_uris).mapInArrow(_read_small_files, spark_schema(SMALL_SCHEMA)) if small_uris
              else spark.createDataFrame([], spark_schema(SMALL_SCHEMA))).localCheckpoint()
+    small = compact(small)
     tail_df = small.where(F.col("file_kind") == TAIL)
     tails = tail_df.groupBy("path").agg(F.max("value").alias("tail_end"), F.max("leader_epoch").alias("tail_epoch"))
 
@@ -584,17 +585,17 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
     # KRaft metadata log (if any replica of __cluster_metadata-0 is among the inputs): its replay needs only the
     # metadata replicas' log end offsets, so it runs beside the replicas table
     meta_reps = [r for r in inv.replicas if r.topic == METADATA_TOPIC and r.segments]
-    meta_ends = with_tails.where(F.col("topic") == METADATA_TOPIC).select("broker_id", log_end_offset.alias("log_end_offset"))
     replicas, (partition_state, metadata_source, meta_issues, meta_uris, timeline) = in_parallel(
-        replicas_table, lambda: _metadata_state(spark, meta_reps, meta_ends))
+        replicas_table, lambda: _metadata_state(spark, meta_reps, _log_end_offsets(small, meta_reps)))
 
-    authority = _authority(replicas, partition_state)
-    bounds = _bounds(authority, rep_cache, partition_state).localCheckpoint()
+    # the timelines' queries are planned while the bounds are computed
+    bounds, timeline = in_parallel(
+        lambda: _bounds(_authority(replicas, partition_state), rep_cache, partition_state).localCheckpoint(),
+        timeline or (lambda: None))
     epochs = (rep_cache.join(bounds.select("topic", "partition", F.col("answered_by_broker").alias("leader_b")),
                              ["topic", "partition"], "left")
               .select("topic", "partition", "broker_id", "leader_epoch", "start_offset",
-                      F.coalesce(F.col("broker_id") == F.col("leader_b"), F.lit(False)).alias("is_leader"))
-              ).localCheckpoint()
+                      F.coalesce(F.col("broker_id") == F.col("leader_b"), F.lit(False)).alias("is_leader")))
 
     # __consumer_offsets: one replica per partition
     chosen = {row["partition"]: row.asDict() for row in
@@ -626,6 +627,9 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
         raw = raw.join(F.broadcast(pmap), "source_partition", "left")
     else:
         raw = spark.createDataFrame([], spark_schema(RAW_SCHEMA)).withColumn("broker_id", F.lit(None).cast("int"))
+    # materialised: the decode runs once (and query plans stay short); the epochs table beside it
+    raw, epochs = in_parallel(raw.localCheckpoint, epochs.localCheckpoint)
+    raw = compact(raw)
 
     tail_issues = small.where((F.col("file_kind") != EPOCH_CHECKPOINT) & F.col("issue_reason").isNotNull())
     if seg_uris or meta_uris:  # the decoders report those files' issues themselves
@@ -666,7 +670,28 @@ PARTITION_STATE_DDL = ("topic string, partition int, last_leader int, leader_epo
                        "epoch_timeline array<struct<epoch:int, started_at:timestamp, leader:int, unclean:boolean>>")
 
 
-def _metadata_state(spark, meta_reps: list[Replica], ends: DataFrame):
+def _log_end_offsets(small: DataFrame, reps: list[Replica]) -> dict[int, int | None]:
+    """Broker id -> log end offset (offsets) of each of ``reps`` (replicas of one partition): the end of its last
+    non-empty segment's last batch, read by :func:`_read_small_files` into ``small``, or its last segment's base
+    offset when that is higher (an empty active segment); None when neither is known.  One small job over the
+    materialised ``small`` (a row per replica: bounded by the brokers, not the data), as the replicas table
+    computes it for every partition."""
+    tail_of = {}
+    for r in reps:
+        nonempty = [s for s in r.segments if s[2] > 0]
+        tail_of[r.broker_id] = (nonempty[-1][1] if nonempty else None, r.segments[-1][0] if r.segments else None)
+    paths = sorted({t for t, _b in tail_of.values() if t})
+    ends = ({row["path"]: row["tail_end"] for row in
+             small.where((F.col("file_kind") == TAIL) & F.col("path").isin(paths))
+             .groupBy("path").agg(F.max("value").alias("tail_end")).collect()} if paths else {})
+    out = {}
+    for broker, (tail, base) in tail_of.items():
+        known = [v for v in (ends.get(tail), base) if v is not None]
+        out[broker] = max(known) if known else None
+    return out
+
+
+def _metadata_state(spark, meta_reps: list[Replica], ends: dict[int, int | None]):
     """Replay ``__cluster_metadata`` into one row per partition.
 
     Uses the replica of ``__cluster_metadata-0`` with the highest log end offset (ties: the
@@ -677,14 +702,14 @@ def _metadata_state(spark, meta_reps: list[Replica], ends: DataFrame):
     the final state is leader -1).  ``unclean_elections`` counts records with
     ``leader_recovery_state = 1`` (RECOVERING).
 
-    ``ends``: broker_id, log_end_offset of the ``__cluster_metadata-0`` replicas.
+    ``ends``: broker id -> log end offset of the ``__cluster_metadata-0`` replicas (:func:`_log_end_offsets`).
 
-    Returns (partition state (checkpointed), which replica was used, issue rows or None, the URIs decoded, the
-    leader timeline of ``sql/leader_timeline.sql`` with the broker timeline of ``sql/broker_timeline.sql``, or None).
+    Returns (partition state (checkpointed), which replica was used, issue rows or None, the URIs decoded, a
+    function returning the leader timeline of ``sql/leader_timeline.sql`` with the broker timeline of
+    ``sql/broker_timeline.sql``, or None).
     """
     if not meta_reps:
         return spark.createDataFrame([], PARTITION_STATE_DDL).localCheckpoint(), None, None, [], None
-    ends = {(r["broker_id"]): r["log_end_offset"] for r in ends.collect()}
     best = sorted(meta_reps, key=lambda r: (-(ends.get(r.broker_id) or -1), r.broker_id))[0]
     uris = [u for _b, u, size in best.segments if size > 0]
     snap_end = None
@@ -696,6 +721,7 @@ def _metadata_state(spark, meta_reps: list[Replica], ends: DataFrame):
     if snap_end is not None:
         meta = meta.where(F.col("is_snapshot") | (F.col("offset") >= snap_end))
     meta = meta.withColumn("seq", F.when(F.col("is_snapshot"), F.col("offset") - F.lit(1 << 50)).otherwise(F.col("offset"))).cache()
+    meta = compact(meta)
     issues = meta.where(F.col("decode_error").isNotNull()).select(
         F.col("source_file").alias("file"), F.col("issue_position").alias("position"),
         F.coalesce("issue_reason", F.lit("metadata_record_undecodable")).alias("reason"),
@@ -704,7 +730,9 @@ def _metadata_state(spark, meta_reps: list[Replica], ends: DataFrame):
     meta.createOrReplaceTempView("metadata_records")
     from ..judge import load_sql
     state = spark.sql(load_sql("metadata_replay")).localCheckpoint()
-    timeline = (spark.sql(load_sql("leader_timeline")), spark.sql(load_sql("broker_timeline")))
+
+    def timeline():
+        return spark.sql(load_sql("leader_timeline")), spark.sql(load_sql("broker_timeline"))
     return state, f"broker {best.broker_id} {best.dir_uri}", issues, uris, timeline
 
 

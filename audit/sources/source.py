@@ -100,9 +100,7 @@ class LogDirSource(AuditSource):
         inv = src.inventory
         self.progress(f"read: {len(inv.log_dirs)} log dirs, {len(inv.replicas)} partition replicas, "
                       f"{len(src.offsets_replicas)} __consumer_offsets partitions")
-        # localCheckpoint: the decode must run once, and query plans stay short
-        raw, self.recovered = recover_from_replicas(self.spark, src.raw_offsets.localCheckpoint(), src,
-                                                    reduce_latest=self.latest)
+        raw, self.recovered = recover_from_replicas(self.spark, src.raw_offsets, src, reduce_latest=self.latest)
         if self.recovered:
             self.progress("recovered " + ", ".join(
                 f"{r['records']} records of __consumer_offsets-{r['partition']} from broker {r['broker_id']}"
