@@ -290,15 +290,19 @@ SMALL_INPUT_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.pa
 SMALL_TABLE_ROWS = 50_000
 
 
+def small_settings(spark: SparkSession) -> bool:
+    """Whether ``spark`` runs with a small input's settings now (:class:`tuned_for_input`: one shuffle partition)."""
+    return spark.conf.get("spark.sql.shuffle.partitions") == SMALL_INPUT_CONF["spark.sql.shuffle.partitions"]
+
+
 def compact(df):
-    """``df`` read in one task while a small input's settings are on (:data:`SMALL_INPUT_CONF`: one shuffle
-    partition), else ``df`` itself.  For a materialised table of a few hundred rows spread over the partitions
-    of the job that made it (a task per file slice), each later query otherwise runs that many tasks per stage
-    reading it (shared scenario: about 500 tasks in all).  A narrow ``coalesce``: nothing is recomputed or
-    shuffled."""
-    if df.sparkSession.conf.get("spark.sql.shuffle.partitions") == SMALL_INPUT_CONF["spark.sql.shuffle.partitions"]:
-        return df.coalesce(1)
-    return df
+    """``df`` read in one task while a small input's settings are on (:func:`small_settings`), else ``df``
+    itself.  For a materialised table of a few hundred rows spread over the partitions of the job that made it
+    (a task per file slice), each later query otherwise runs that many tasks per stage reading it (shared
+    scenario: about 500 tasks in all).  A narrow ``coalesce``: nothing is recomputed or shuffled.  Not for a
+    table already partitioned by a shuffle: a checkpoint keeps that partitioning, which later joins and windows
+    on the same keys reuse, and a coalesce would hide it."""
+    return df.coalesce(1) if small_settings(df.sparkSession) else df
 
 
 class tuned_for_input:

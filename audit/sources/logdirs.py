@@ -30,7 +30,7 @@ from pyspark.sql import types as T
 
 from ..formats.checkpoints import (ROOT_CHECKPOINTS, SEGMENT_FILE, SNAPSHOT_FILE, broker_id_of,
                                    checkpoint_header_problem, parse_meta_properties, parse_partition_dir)
-from ..spark import compact, in_parallel
+from ..spark import compact, in_parallel, small_settings
 from .fs import FileInfo, InputError, is_local, list_files, read_small, to_uri
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -490,7 +490,8 @@ def _binary(spark: SparkSession, uris: list[str]) -> DataFrame:
     (``KOA_READER=spark`` forces it for local files too).
     """
     if _python_reads(uris):
-        slices = max(1, min(len(uris), 4 * spark.sparkContext.defaultParallelism))
+        # one slice per core for a small input (its files take milliseconds each), else four (uneven costs)
+        slices = max(1, min(len(uris), (1 if small_settings(spark) else 4) * spark.sparkContext.defaultParallelism))
         return spark.createDataFrame(spark.sparkContext.parallelize([(u,) for u in uris], slices), "path string")
     return spark.read.format("binaryFile").load(uris).select("path", "content")
 
