@@ -864,10 +864,10 @@ def write_html_report(
             ``output_dir``: any Hadoop-compatible URI; ``output_dir`` is then
             a local directory holding ``expectations/`` and receiving
             ``report.html``.
-        wait_for: called once the tables are collected, before
-            ``expectations/validation_result.json`` is read and the page put
-            together: a caller running the expectation suite at the same time
-            passes its wait (its errors propagate).
+        wait_for: called once the tables are collected and the plots drawn,
+            before ``expectations/validation_result.json`` is read and the page
+            put together: a caller running the expectation suite at the same
+            time passes its wait (its errors propagate).
 
     The independent Spark queries run side by side
     (:func:`audit.spark.in_parallel`), two rounds: the findings, per-group
@@ -932,14 +932,6 @@ def write_html_report(
                   .orderBy(F.col("changed_at").desc()).limit(max_epoch_rows).collect()]
                  if broker_df is not None and keys else []))
 
-    if wait_for is not None:
-        wait_for()
-    expectations = None
-    exp_path = os.path.join(output_dir, "expectations", "validation_result.json")
-    if os.path.isfile(exp_path):
-        with open(exp_path, "r", encoding="utf-8") as fh:
-            expectations = json.load(fh)
-
     epochs_by_tp: Dict[Tuple[str, int], List[Dict[str, Any]]] = defaultdict(list)
     for e in epoch_rows:
         epochs_by_tp[(e["topic"], int(e["partition"]))].append(e)
@@ -986,6 +978,15 @@ def write_html_report(
             f"<figcaption>{_esc('; '.join(caption_bits))}</figcaption>{story}</figure>"
         )
     group_uri = _plot_group_chart(group_counts)
+
+    # the plots are drawn: now the expectation suite's result, when a caller runs it at the same time
+    if wait_for is not None:
+        wait_for()
+    expectations = None
+    exp_path = os.path.join(output_dir, "expectations", "validation_result.json")
+    if os.path.isfile(exp_path):
+        with open(exp_path, "r", encoding="utf-8") as fh:
+            expectations = json.load(fh)
 
     # ---- page
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
