@@ -60,6 +60,33 @@ def test_small_input_settings_are_set_and_restored(spark):
     spark.conf.set("spark.sql.shuffle.partitions", original)
 
 
+def test_small_input_tables_are_read_in_one_task(spark, tmp_path):
+    """compact: a materialised table of a small input is read in one task (the same rows), a large input's keeps
+    its partitions, and one shuffle partition set by hand is no small input; the log-dir readers' path lists take
+    one slice per core for a small input, four otherwise."""
+    from audit.sources.logdirs import _binary
+    from audit.spark import SMALL_INPUT_BYTES, compact, small_settings, tuned_for_input
+    table = spark.range(0, 40, numPartitions=8).localCheckpoint()
+    uris = [(tmp_path / f"f{i}").as_uri() for i in range(20)]
+    cores = spark.sparkContext.defaultParallelism
+    original = spark.conf.get("spark.sql.shuffle.partitions")
+    try:
+        spark.conf.set("spark.sql.shuffle.partitions", "1")  # by hand: not a small input
+        assert not small_settings(spark) and compact(table).rdd.getNumPartitions() == 8
+        with tuned_for_input(spark, SMALL_INPUT_BYTES):  # large
+            assert compact(table).rdd.getNumPartitions() == 8
+            assert _binary(spark, uris).rdd.getNumPartitions() == min(20, 4 * cores)
+        with tuned_for_input(spark, 1000):  # small
+            assert small_settings(spark)
+            small = compact(table)
+            assert small.rdd.getNumPartitions() == 1
+            assert sorted(r.id for r in small.collect()) == list(range(40))
+            assert _binary(spark, uris).rdd.getNumPartitions() == min(20, cores)
+        assert not small_settings(spark)
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", original)
+
+
 def test_in_parallel_keeps_order_local_properties_and_errors(spark):
     """Threads of in_parallel see the caller's local properties (a job group or pool set by an embedding
     application covers their jobs); results come in order; an error is raised after all ended."""
