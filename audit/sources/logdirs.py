@@ -587,7 +587,8 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
     # metadata replicas' log end offsets, so it runs beside the replicas table
     meta_reps = [r for r in inv.replicas if r.topic == METADATA_TOPIC and r.segments]
     replicas, (partition_state, metadata_source, meta_issues, meta_uris, timeline) = in_parallel(
-        replicas_table, lambda: _metadata_state(spark, meta_reps, _log_end_offsets(small, meta_reps)))
+        replicas_table, lambda: _metadata_state(spark, meta_reps, _log_end_offsets(
+            small, {row[0]: (row[6], row[5]) for row in rows if row[2] == METADATA_TOPIC})))
 
     # the timelines' queries are planned while the bounds are computed
     bounds, timeline = in_parallel(
@@ -671,16 +672,13 @@ PARTITION_STATE_DDL = ("topic string, partition int, last_leader int, leader_epo
                        "epoch_timeline array<struct<epoch:int, started_at:timestamp, leader:int, unclean:boolean>>")
 
 
-def _log_end_offsets(small: DataFrame, reps: list[Replica]) -> dict[int, int | None]:
-    """Broker id -> log end offset (offsets) of each of ``reps`` (replicas of one partition): the end of its last
-    non-empty segment's last batch, read by :func:`_read_small_files` into ``small``, or its last segment's base
-    offset when that is higher (an empty active segment); None when neither is known.  One small job over the
-    materialised ``small`` (a row per replica: bounded by the brokers, not the data), as the replicas table
-    computes it for every partition."""
-    tail_of = {}
-    for r in reps:
-        nonempty = [s for s in r.segments if s[2] > 0]
-        tail_of[r.broker_id] = (nonempty[-1][1] if nonempty else None, r.segments[-1][0] if r.segments else None)
+def _log_end_offsets(small: DataFrame, tail_of: dict[int, tuple[str | None, int | None]]) -> dict[int, int | None]:
+    """Broker id -> log end offset (offsets) of the replicas of one partition, given as broker id -> (its last
+    non-empty segment, its last segment's base offset; the replicas table's ``tail_path`` and
+    ``last_segment_base``): the end of that segment's last batch, read by :func:`_read_small_files` into
+    ``small``, or the base offset when higher (an empty active segment), as ``read_log_dirs``'s
+    ``log_end_offset`` column gives it; None when neither is known.  One small job over the materialised
+    ``small`` (a row per replica: bounded by the brokers, not the data)."""
     paths = sorted({t for t, _b in tail_of.values() if t})
     ends = ({row["path"]: row["tail_end"] for row in
              small.where((F.col("file_kind") == TAIL) & F.col("path").isin(paths))
