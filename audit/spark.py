@@ -297,6 +297,39 @@ def small_settings(spark: SparkSession) -> bool:
     return spark.conf.get("spark.koa.smallInput", "false") == "true"
 
 
+class small_tables:
+    """Context manager: :data:`SMALL_INPUT_CONF` on ``spark`` while one phase of a large audit builds tables of
+    about ``rows`` rows (< :data:`SMALL_TABLE_ROWS`), the session's values restored when it ends; nothing when a
+    small input's settings are already on or the tables are larger.
+
+    The partition-state read of log dirs (small files, replicas, leader-epoch caches, bounds, the KRaft metadata
+    replay) builds tables sized by the cluster's partitions, not by its commits: a 20M-commit input has the same
+    few hundred replicas as a 10k-commit one, and its read stage ran about 20 adaptive-execution jobs more for
+    them.  The decode that follows runs with the input's own settings (``compact`` and the readers' slices
+    follow them too).  Only Spark's physical execution changes, never a result.
+    """
+
+    def __init__(self, spark: SparkSession, rows: int):
+        self.spark = spark
+        self.on = rows < SMALL_TABLE_ROWS and not small_settings(spark)
+        self.saved: dict[str, str | None] = {}
+
+    def __enter__(self):
+        if self.on:
+            for k, v in SMALL_INPUT_CONF.items():
+                self.saved[k] = self.spark.conf.get(k, None)
+                self.spark.conf.set(k, v)
+        return self
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            if v is None:
+                self.spark.conf.unset(k)
+            else:
+                self.spark.conf.set(k, v)
+        return False
+
+
 def compact(df):
     """``df`` read in one task while a small input's settings are on (:func:`small_settings`), else ``df``
     itself.  For a materialised table of a few hundred rows spread over the partitions of the job that made it

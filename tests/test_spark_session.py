@@ -87,6 +87,44 @@ def test_small_input_tables_are_read_in_one_task(spark, tmp_path):
         spark.conf.set("spark.sql.shuffle.partitions", original)
 
 
+def test_large_input_reads_partition_state_with_small_table_settings(spark, monkeypatch):
+    """A large input's log-dir read: the partition-state tables (bounds here) are built with the small-table
+    settings, the segments' decode with the input's own (four slices per core), and the session's values are
+    back afterwards; nothing changes for tables of SMALL_TABLE_ROWS rows or more."""
+    import glob
+
+    from audit.sources import logdirs
+    from audit.spark import SMALL_TABLE_ROWS, small_settings, small_tables
+    from tests.paths import SCENARIO
+    seen = {}
+    bounds, binary = logdirs._bounds, logdirs._binary
+
+    def spy_bounds(*a):
+        seen["bounds"] = (spark.conf.get("spark.sql.adaptive.enabled"), spark.conf.get("spark.sql.shuffle.partitions"))
+        return bounds(*a)
+
+    def spy_binary(sp, uris):
+        seen.setdefault("binary", []).append((any("__consumer_offsets" in u and u.endswith(".log") for u in uris),
+                                              small_settings(sp)))
+        return binary(sp, uris)
+    monkeypatch.setattr(logdirs, "_bounds", spy_bounds)
+    monkeypatch.setattr(logdirs, "_binary", spy_binary)
+    before = {k: spark.conf.get(k, None) for k in ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions",
+                                                   "spark.sql.codegen.factoryMode", "spark.koa.smallInput")}
+    assert not small_settings(spark)
+    src = logdirs.read_log_dirs(spark, sorted(glob.glob(str(SCENARIO / "brokers" / "*"))), reduce_latest=True)
+    assert seen["bounds"] == ("false", "1")
+    # the small files and the metadata log: small-table settings; the decode of segments: the input's own
+    assert seen["binary"][0][1] and seen["binary"][-1] == (True, False), seen["binary"]
+    assert src.raw_offsets.count() > 0
+    assert {k: spark.conf.get(k, None) for k in before} == before
+    with small_tables(spark, SMALL_TABLE_ROWS):
+        assert not small_settings(spark)
+    with small_tables(spark, 10):
+        assert small_settings(spark)
+    assert not small_settings(spark)
+
+
 def test_in_parallel_keeps_order_local_properties_and_errors(spark):
     """Threads of in_parallel see the caller's local properties (a job group or pool set by an embedding
     application covers their jobs); results come in order; an error is raised after all ended."""

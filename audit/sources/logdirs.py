@@ -30,7 +30,7 @@ from pyspark.sql import types as T
 
 from ..formats.checkpoints import (ROOT_CHECKPOINTS, SEGMENT_FILE, SNAPSHOT_FILE, broker_id_of,
                                    checkpoint_header_problem, parse_meta_properties, parse_partition_dir)
-from ..spark import compact, in_parallel, small_settings
+from ..spark import compact, in_parallel, small_settings, small_tables
 from .fs import FileInfo, InputError, is_local, list_files, read_small, to_uri
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -527,99 +527,101 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
     Raises :class:`InputError` for unusable paths.
     """
     inv = inventory if inventory is not None else discover(spark, roots)
-    rows = []
-    for r in inv.replicas:
-        nonempty = [s for s in r.segments if s[2] > 0]
-        rows.append((r.broker_id, r.log_dir, r.topic, r.partition,
-                     r.segments[0][0] if r.segments else None, r.segments[-1][0] if r.segments else None,
-                     nonempty[-1][1] if nonempty else None, r.epoch_checkpoint, r.epoch_checkpoint_mtime,
-                     len(r.segments), r.dir_uri))
-    replicas0 = compact(spark.createDataFrame(rows, REPLICA_SCHEMA))
+    # the partition-state tables (a few rows per replica) with small-table settings, whatever the commits' size
+    with small_tables(spark, 3 * len(inv.replicas)):
+        rows = []
+        for r in inv.replicas:
+            nonempty = [s for s in r.segments if s[2] > 0]
+            rows.append((r.broker_id, r.log_dir, r.topic, r.partition,
+                         r.segments[0][0] if r.segments else None, r.segments[-1][0] if r.segments else None,
+                         nonempty[-1][1] if nonempty else None, r.epoch_checkpoint, r.epoch_checkpoint_mtime,
+                         len(r.segments), r.dir_uri))
+        replicas0 = compact(spark.createDataFrame(rows, REPLICA_SCHEMA))
 
-    # every small partition-state file in one pass: replicas' last segments (log end offsets),
-    # leader-epoch caches, and the root checkpoints (log start offsets, high watermarks)
-    tails_uris = sorted({row[6] for row in rows if row[6]})
-    ckpt_uris = sorted({r.epoch_checkpoint for r in inv.replicas if r.epoch_checkpoint})
-    root_rows = [(ld.broker_id, name, uri) for ld in inv.log_dirs for name, uri in ld.root_checkpoints.items()
-                 if name in ("replication-offset-checkpoint", "log-start-offset-checkpoint")]
-    small_uris = tails_uris + ckpt_uris + sorted({r[2] for r in root_rows})
-    small = (_binary(spark, small_uris).mapInArrow(_read_small_files, spark_schema(SMALL_SCHEMA)) if small_uris
-             else spark.createDataFrame([], spark_schema(SMALL_SCHEMA))).localCheckpoint()
-    small = compact(small)
-    tail_df = small.where(F.col("file_kind") == TAIL)
-    tails = tail_df.groupBy("path").agg(F.max("value").alias("tail_end"), F.max("leader_epoch").alias("tail_epoch"))
+        # every small partition-state file in one pass: replicas' last segments (log end offsets),
+        # leader-epoch caches, and the root checkpoints (log start offsets, high watermarks)
+        tails_uris = sorted({row[6] for row in rows if row[6]})
+        ckpt_uris = sorted({r.epoch_checkpoint for r in inv.replicas if r.epoch_checkpoint})
+        root_rows = [(ld.broker_id, name, uri) for ld in inv.log_dirs for name, uri in ld.root_checkpoints.items()
+                     if name in ("replication-offset-checkpoint", "log-start-offset-checkpoint")]
+        small_uris = tails_uris + ckpt_uris + sorted({r[2] for r in root_rows})
+        small = (_binary(spark, small_uris).mapInArrow(_read_small_files, spark_schema(SMALL_SCHEMA)) if small_uris
+                 else spark.createDataFrame([], spark_schema(SMALL_SCHEMA))).localCheckpoint()
+        small = compact(small)
+        tail_df = small.where(F.col("file_kind") == TAIL)
+        tails = tail_df.groupBy("path").agg(F.max("value").alias("tail_end"), F.max("leader_epoch").alias("tail_epoch"))
 
-    epoch_rows = small.where(F.col("file_kind") == EPOCH_CHECKPOINT)
-    bad_cache_lines = epoch_rows.where(F.col("issue_reason").isNotNull())
-    cache = epoch_rows.where(F.col("issue_reason").isNull()).select(
-        "path", "leader_epoch", F.col("value").alias("start_offset"))
-    rep_cache = (replicas0.select("broker_id", "topic", "partition", F.col("epoch_checkpoint").alias("path"))
-                 .join(cache, "path"))
+        epoch_rows = small.where(F.col("file_kind") == EPOCH_CHECKPOINT)
+        bad_cache_lines = epoch_rows.where(F.col("issue_reason").isNotNull())
+        cache = epoch_rows.where(F.col("issue_reason").isNull()).select(
+            "path", "leader_epoch", F.col("value").alias("start_offset"))
+        rep_cache = (replicas0.select("broker_id", "topic", "partition", F.col("epoch_checkpoint").alias("path"))
+                     .join(cache, "path"))
 
-    if root_rows:
-        roots_df = spark.createDataFrame(root_rows, "broker_id int, kind string, path string")
-        ck = (small.where(F.col("issue_reason").isNull()).join(F.broadcast(roots_df), "path")
-              .groupBy("broker_id", "topic", "partition")
-              .agg(F.max(F.when(F.col("kind") == "log-start-offset-checkpoint", F.col("value"))).alias("ckpt_log_start"),
-                   F.max(F.when(F.col("kind") == "replication-offset-checkpoint", F.col("value"))).alias("high_watermark")))
-    else:
-        ck = spark.createDataFrame([], "broker_id int, topic string, partition int, ckpt_log_start long, high_watermark long")
+        if root_rows:
+            roots_df = spark.createDataFrame(root_rows, "broker_id int, kind string, path string")
+            ck = (small.where(F.col("issue_reason").isNull()).join(F.broadcast(roots_df), "path")
+                  .groupBy("broker_id", "topic", "partition")
+                  .agg(F.max(F.when(F.col("kind") == "log-start-offset-checkpoint", F.col("value"))).alias("ckpt_log_start"),
+                       F.max(F.when(F.col("kind") == "replication-offset-checkpoint", F.col("value"))).alias("high_watermark")))
+        else:
+            ck = spark.createDataFrame([], "broker_id int, topic string, partition int, ckpt_log_start long, high_watermark long")
 
-    max_epoch = rep_cache.groupBy("broker_id", "topic", "partition").agg(F.max("leader_epoch").alias("max_epoch"))
-    cache_issues = (epoch_rows.where(F.col("issue_reason").isNotNull()).groupBy("path")
-                    .agg(F.min("issue_reason").alias("cache_issue")).withColumnRenamed("path", "epoch_checkpoint"))
-    with_tails = replicas0.join(tails, replicas0.tail_path == tails.path, "left").drop("path")
-    log_end_offset = F.greatest("last_segment_base", "tail_end")
+        max_epoch = rep_cache.groupBy("broker_id", "topic", "partition").agg(F.max("leader_epoch").alias("max_epoch"))
+        cache_issues = (epoch_rows.where(F.col("issue_reason").isNotNull()).groupBy("path")
+                        .agg(F.min("issue_reason").alias("cache_issue")).withColumnRenamed("path", "epoch_checkpoint"))
+        with_tails = replicas0.join(tails, replicas0.tail_path == tails.path, "left").drop("path")
+        log_end_offset = F.greatest("last_segment_base", "tail_end")
 
-    def replicas_table():
-        replicas = (with_tails
-                    .join(ck, ["broker_id", "topic", "partition"], "left")
-                    .join(max_epoch, ["broker_id", "topic", "partition"], "left")
-                    .join(cache_issues, "epoch_checkpoint", "left")
-                    .withColumn("log_start_offset", F.greatest("first_segment_base", "ckpt_log_start"))
-                    .withColumn("log_end_offset", log_end_offset))
-        return replica_damage(replicas).select(
-            "broker_id", "log_dir", "topic", "partition", "log_start_offset", "log_end_offset", "high_watermark",
-            "max_epoch", "epoch_checkpoint_mtime", "segment_count", "damage", "damage_file", "damage_detail"
-        ).localCheckpoint()
+        def replicas_table():
+            replicas = (with_tails
+                        .join(ck, ["broker_id", "topic", "partition"], "left")
+                        .join(max_epoch, ["broker_id", "topic", "partition"], "left")
+                        .join(cache_issues, "epoch_checkpoint", "left")
+                        .withColumn("log_start_offset", F.greatest("first_segment_base", "ckpt_log_start"))
+                        .withColumn("log_end_offset", log_end_offset))
+            return replica_damage(replicas).select(
+                "broker_id", "log_dir", "topic", "partition", "log_start_offset", "log_end_offset", "high_watermark",
+                "max_epoch", "epoch_checkpoint_mtime", "segment_count", "damage", "damage_file", "damage_detail"
+            ).localCheckpoint()
 
-    # KRaft metadata log (if any replica of __cluster_metadata-0 is among the inputs): its replay needs only the
-    # metadata replicas' log end offsets, so it runs beside the replicas table
-    meta_reps = [r for r in inv.replicas if r.topic == METADATA_TOPIC and r.segments]
-    replicas, (partition_state, metadata_source, meta_issues, meta_uris, timeline) = in_parallel(
-        replicas_table, lambda: _metadata_state(spark, meta_reps, _log_end_offsets(
-            small, {row[0]: (row[6], row[5]) for row in rows if row[2] == METADATA_TOPIC})))
+        # KRaft metadata log (if any replica of __cluster_metadata-0 is among the inputs): its replay needs only the
+        # metadata replicas' log end offsets, so it runs beside the replicas table
+        meta_reps = [r for r in inv.replicas if r.topic == METADATA_TOPIC and r.segments]
+        replicas, (partition_state, metadata_source, meta_issues, meta_uris, timeline) = in_parallel(
+            replicas_table, lambda: _metadata_state(spark, meta_reps, _log_end_offsets(
+                small, {row[0]: (row[6], row[5]) for row in rows if row[2] == METADATA_TOPIC})))
 
-    # the timelines' queries are planned while the bounds are computed
-    bounds, timeline = in_parallel(
-        lambda: _bounds(_authority(replicas, partition_state), rep_cache, partition_state).localCheckpoint(),
-        timeline or (lambda: None))
-    epochs = (rep_cache.join(bounds.select("topic", "partition", F.col("answered_by_broker").alias("leader_b")),
-                             ["topic", "partition"], "left")
-              .select("topic", "partition", "broker_id", "leader_epoch", "start_offset",
-                      F.coalesce(F.col("broker_id") == F.col("leader_b"), F.lit(False)).alias("is_leader")))
+        # the timelines' queries are planned while the bounds are computed
+        bounds, timeline = in_parallel(
+            lambda: _bounds(_authority(replicas, partition_state), rep_cache, partition_state).localCheckpoint(),
+            timeline or (lambda: None))
+        epochs = (rep_cache.join(bounds.select("topic", "partition", F.col("answered_by_broker").alias("leader_b")),
+                                 ["topic", "partition"], "left")
+                  .select("topic", "partition", "broker_id", "leader_epoch", "start_offset",
+                          F.coalesce(F.col("broker_id") == F.col("leader_b"), F.lit(False)).alias("is_leader")))
 
-    # __consumer_offsets: one replica per partition
-    chosen = {row["partition"]: row.asDict() for row in
-              bounds.where(F.col("topic") == OFFSETS_TOPIC)
-              .select("partition", "answered_by_broker", "authority", "replica_count").collect()}
-    seg_uris = []
-    rep_index = {(r.broker_id, r.topic, r.partition): r for r in inv.replicas}
-    for p, info in sorted(chosen.items()):
-        rep = rep_index.get((info["answered_by_broker"], OFFSETS_TOPIC, p))
-        if rep is None:
-            continue
-        for _base, uri, size in rep.segments:
-            if size > 0:
-                seg_uris.append(uri)
-    # partitions with no epoch cache and no tail still need a replica: take any
-    for rep in inv.replicas:
-        if rep.topic == OFFSETS_TOPIC and rep.partition not in chosen and rep.segments:
-            chosen[rep.partition] = {"partition": rep.partition, "answered_by_broker": rep.broker_id,
-                                     "authority": "only replica", "replica_count": 1}
-            for _b, uri, size in rep.segments:
+        # __consumer_offsets: one replica per partition
+        chosen = {row["partition"]: row.asDict() for row in
+                  bounds.where(F.col("topic") == OFFSETS_TOPIC)
+                  .select("partition", "answered_by_broker", "authority", "replica_count").collect()}
+        seg_uris = []
+        rep_index = {(r.broker_id, r.topic, r.partition): r for r in inv.replicas}
+        for p, info in sorted(chosen.items()):
+            rep = rep_index.get((info["answered_by_broker"], OFFSETS_TOPIC, p))
+            if rep is None:
+                continue
+            for _base, uri, size in rep.segments:
                 if size > 0:
                     seg_uris.append(uri)
+        # partitions with no epoch cache and no tail still need a replica: take any
+        for rep in inv.replicas:
+            if rep.topic == OFFSETS_TOPIC and rep.partition not in chosen and rep.segments:
+                chosen[rep.partition] = {"partition": rep.partition, "answered_by_broker": rep.broker_id,
+                                         "authority": "only replica", "replica_count": 1}
+                for _b, uri, size in rep.segments:
+                    if size > 0:
+                        seg_uris.append(uri)
     from ..formats.segments import RAW_SCHEMA
     if seg_uris:
         decoder = _decode_offsets_latest if reduce_latest else _decode_offsets_files
