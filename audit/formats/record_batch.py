@@ -517,30 +517,28 @@ def read_varint(arr: np.ndarray, pos: np.ndarray, max_bytes: int, zigzag: bool =
         return e, np.ones(m, dtype=np.int64), np.zeros(m, dtype=bool)
     n = len(arr)
     inside = pos < n
-    b0 = arr[np.minimum(pos, n - 1)]
+    b0 = arr.take(pos, mode="clip")  # positions are never negative; past the end: masked by ``inside``
     single = (b0 < 0x80) & inside
-    raw = b0.astype(np.uint64)
+    raw = b0.astype(np.int64)  # values are built in 64 bits and read as unsigned for the zigzag below
     size = np.ones(m, dtype=np.int64)
     ok = single.copy()
     multi = np.nonzero(~single)[0]
     if len(multi) and max_bytes >= 2:
         # two-byte varints (lengths and deltas of 64..8191) are the next most common: no matrix for them
         pm = pos[multi]
-        b1 = arr[np.minimum(pm + 1, n - 1)]
+        b1 = arr.take(pm + 1, mode="clip")
         two = (b1 < 0x80) & (pm + 1 < n)
         t = multi[two]
-        raw[t] = (raw[t] & np.uint64(0x7F)) | (b1[two].astype(np.uint64) << np.uint64(7))
+        raw[t] = (raw[t] & 0x7F) | (b1[two].astype(np.int64) << 7)
         size[t] = 2
         ok[t] = True
         multi = multi[~two]
     if len(multi):
         r, sz, k = _read_varint_general(arr, pos[multi], max_bytes)
-        raw[multi], size[multi], ok[multi] = r, sz, k
+        raw[multi], size[multi], ok[multi] = r.view(np.int64), sz, k
     if zigzag:
-        val = (raw >> np.uint64(1)).astype(np.int64) ^ -(raw & np.uint64(1)).astype(np.int64)
-    else:
-        val = raw.astype(np.int64)
-    return val, size, ok
+        return (raw.view(np.uint64) >> np.uint64(1)).view(np.int64) ^ -(raw & 1), size, ok
+    return raw, size, ok
 
 
 _BE = {(2, True): ">i2", (4, True): ">i4", (8, True): ">i8", (2, False): ">u2", (4, False): ">u4", (8, False): ">u8"}
