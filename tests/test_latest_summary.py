@@ -147,3 +147,29 @@ def test_group_equal_bytes_matches_comparing_the_bytes():
         first.setdefault(k, ids[i])
         assert ids[i] == first[k]
     assert len(set(first.values())) == len(first)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_summary_by_distinct_whole_keys_keeps_the_same_records(seed):
+    """summarise_latest given the whole keys' ids (each distinct key compared once) keeps the same records with
+    the same counts as comparing every record's key after its version; a key longer than MAX_KEY_BYTES passes
+    through either way."""
+    from audit.formats.latest import MAX_KEY_BYTES, summarise_latest
+    from audit.formats.record_batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, extract_records, scan_batches
+    from audit.formats.segments import _record_types
+    long_key = _commit_key(b"g" * (MAX_KEY_BYTES - 8), b"t", 0)
+    segments = _random_log(seed)
+    segments[0] += _batch(10_000, [(long_key, _commit_value(1, 1)), (long_key, _commit_value(2, 1))])
+    for seg in segments:
+        scan = scan_batches(seg)
+        recs = extract_records(seg, scan)
+        attrs = scan.attributes[recs.batch]
+        ctl, txn = (attrs & ATTR_CONTROL) != 0, (attrs & ATTR_TRANSACTIONAL) != 0
+        num = _record_types(recs, np.arange(len(recs)), ctl, values=False)
+        ids = group_equal_bytes(recs.data, recs.key_start, recs.key_len, max_bytes=MAX_KEY_BYTES + 2)
+        a = summarise_latest(recs.data, recs.key_start, recs.key_len, num, txn, ctl)
+        b = summarise_latest(recs.data, recs.key_start, recs.key_len, num, txn, ctl, full_key_ids=ids)
+        assert np.array_equal(a.keep, b.keep) and np.array_equal(a.live_count, b.live_count)
+        assert np.array_equal(a.record_count, b.record_count) and a.counts == b.counts
+        assert len(a.keep) < len(recs)
+    assert len(long_key) - 2 > MAX_KEY_BYTES

@@ -123,3 +123,12 @@ def test_the_summary_decode_checks_as_much_as_the_full_one():
         assert np.array_equal(full[col], summary[col]), col
     assert np.array_equal(full["decoded"], np.equal(full["decode_error"], None))
     assert summary["committed_offset"] is None
+    # each distinct key parsed once: the same columns, whether keys are grouped, partly grouped or parsed alone
+    from audit.formats.latest import group_equal_bytes
+    from audit.formats.offsets import decode_offsets_summary
+    for max_bytes in (1024, 12, 0):
+        ids = group_equal_bytes(data, args[1], args[2], max_bytes=max_bytes)
+        once = decode_offsets_summary(*args, key_ids=ids, step=7)
+        for col in ("decoded", "record_type", "topic_ok", "is_tombstone", "leader_epoch", "value_version"):
+            assert np.array_equal(full[col], once[col]), (max_bytes, col)
+    assert (group_equal_bytes(data, args[1], args[2], max_bytes=12) < 0).any()

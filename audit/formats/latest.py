@@ -33,20 +33,21 @@ MAX_KEY_BYTES = 1024
 _MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
 
 
-def group_equal_bytes(data: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
+def group_equal_bytes(data: np.ndarray, start: np.ndarray, length: np.ndarray,
+                      max_bytes: int = MAX_KEY_BYTES) -> np.ndarray:
     """Id per row such that two rows share an id iff their byte ranges are equal.
 
     ``data`` uint8 buffer, ``start``/``length`` int64 arrays.  Rows with ``length`` < 0 or
-    above :data:`MAX_KEY_BYTES` get id -1 (a caller passes them through).  Ids are below the row count.
+    above ``max_bytes`` (at most 32767) get id -1 (a caller passes them through).  Ids are below the row count.
     Keys are compared in classes of one length (keys of different lengths are never equal), so memory
     follows the bytes compared, not the row count times the longest key.
     """
     m = len(start)
     ids = np.full(m, -1, dtype=np.int64)
-    ok = np.nonzero((length >= 0) & (length <= MAX_KEY_BYTES))[0]
+    ok = np.nonzero((length >= 0) & (length <= max_bytes))[0]
     if not len(ok):
         return ids
-    lengths = length[ok].astype(np.int16)  # <= MAX_KEY_BYTES: a stable sort of int16 is a radix sort, O(rows)
+    lengths = length[ok].astype(np.int16)  # <= max_bytes: a stable sort of int16 is a radix sort, O(rows)
     order = ok[np.argsort(lengths, kind="stable")]
     bounds = np.concatenate([[0], np.cumsum(np.bincount(lengths))])
     first_id = 0
@@ -114,11 +115,15 @@ class LatestSummary:
 
 
 def summarise_latest(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarray, num: dict,
-                     is_transactional: np.ndarray, is_control: np.ndarray) -> LatestSummary:
+                     is_transactional: np.ndarray, is_control: np.ndarray,
+                     full_key_ids: np.ndarray | None = None) -> LatestSummary:
     """Latest-mode summary of one segment's records (see the module docstring).
 
     ``num`` is :func:`audit.formats.offsets.decode_offsets_numeric` output for the same
-    records, in offset order; ``is_transactional``/``is_control`` come from their batches.
+    records, in offset order (or :func:`audit.formats.offsets.decode_offsets_summary`'s, the same columns);
+    ``is_transactional``/``is_control`` come from their batches.  ``full_key_ids``:
+    :func:`group_equal_bytes` over the records' whole keys with ``max_bytes`` :data:`MAX_KEY_BYTES` + 2, when
+    the caller has it: the keys after their version are then compared once per distinct key, not per record.
     """
     n = len(key_start)
     rtype, tomb, decoded = num["record_type"], num["is_tombstone"], num["decoded"]
@@ -126,7 +131,22 @@ def summarise_latest(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarra
 
     key_ids = np.full(n, -1, dtype=np.int64)
     rows = np.nonzero(commit)[0]
-    key_ids[rows] = group_equal_bytes(data, key_start[rows] + 2, key_len[rows] - 2)
+    if full_key_ids is None:
+        key_ids[rows] = group_equal_bytes(data, key_start[rows] + 2, key_len[rows] - 2)
+    else:
+        # equal whole keys have equal keys after the version: compare one record of each distinct whole key
+        f = full_key_ids[rows]
+        whole = f >= 0  # -1: longer than MAX_KEY_BYTES after the version, passed through as above
+        f, frows = f[whole], rows[whole]
+        nf = int(f.max()) + 1 if len(f) else 0
+        stand_in = np.zeros(nf, dtype=np.int64)
+        stand_in[f] = frows
+        present = np.zeros(nf, dtype=bool)
+        present[f] = True
+        keys = np.nonzero(present)[0]
+        sid = np.full(nf, -1, dtype=np.int64)
+        sid[keys] = group_equal_bytes(data, key_start[stand_in[keys]] + 2, key_len[stand_in[keys]] - 2)
+        key_ids[frows] = sid[f]
     candidate = commit & (key_ids >= 0)
     # keys with a transactional record here: their outcome is decided in Spark, record by record
     held = np.zeros(int(key_ids.max()) + 1 if n else 0, dtype=bool)

@@ -155,21 +155,13 @@ def materialise_offsets_kv(data: np.ndarray, num: dict[str, np.ndarray],
     }
 
 
-def decode_offsets_numeric(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarray,
-                           value_start: np.ndarray, value_len: np.ndarray, values: bool = True) -> dict[str, np.ndarray]:
-    """Numeric part of :func:`decode_offsets_kv`: every column as numpy, strings as positions.
-
-    Besides the numeric columns of :func:`decode_offsets_kv` (already masked and typed) it
-    returns ``group_start``/``group_len``/``group_ok``, ``topic_start``/``topic_len``/``topic_ok``,
-    ``metadata_start``/``metadata_len``, ``fill`` (offset-commit fields are valid),
-    ``decode_error`` as an object array (None or the reason) and ``decoded`` (bool: no ``decode_error``).
-    ``values`` False (what a latest-mode summary reads): the same checks and errors, without
-    ``committed_offset``, ``commit_timestamp`` and ``expire_timestamp``.
-    """
-    n = len(key_start)
+def _decode_keys(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarray) -> dict[str, np.ndarray]:
+    """The key part of :func:`decode_offsets_numeric`: record type, group and topic positions, partition and the
+    key's own error code (``code``: index into ``_ERRORS``; value errors are set later, over it).  A function of
+    the key's bytes alone (every read is bounded by the key's end), so equal keys give equal results but for the
+    positions, which are relative to ``key_start``."""
     dlen = len(data)
     key_start = key_start.astype(np.int64)
-    value_start = value_start.astype(np.int64)
     key_end = key_start + np.maximum(key_len, 0)
 
     def safe(pos, need, end):
@@ -177,7 +169,6 @@ def decode_offsets_numeric(data: np.ndarray, key_start: np.ndarray, key_len: np.
         ok = (pos >= 0) & (pos + need <= end) & (pos + need <= dlen)
         return np.where(ok, pos, 0), ok
 
-    # ---- key
     p, has_type = safe(key_start, 2, key_end)
     has_type &= key_len >= 2
     record_type = np.where(has_type, read_int(data, p, 2), -1)
@@ -200,36 +191,59 @@ def decode_offsets_numeric(data: np.ndarray, key_start: np.ndarray, key_len: np.
     key_ok_group = is_group & ok_g
     key_ok_other = is_other & ok_g
 
-    # ---- value
-    tomb = value_len < 0
-    v = decode_offset_commit_values(data, value_start, value_len, values=values)
-    version, known_version, value_ok, ok_v = v["value_version"], v["known_version"], v["value_ok"], v["readable_version"]
-
     # error codes (index into _ERRORS), later rules overriding earlier ones
-    code = np.zeros(n, dtype=np.int8)
+    code = np.zeros(len(key_start), dtype=np.int8)
     code[~has_type] = _MALFORMED_KEY
     code[key_len < 0] = _NULL_KEY
     unknown_type = has_type & ~is_commit & ~is_group & ~is_other
     code[unknown_type] = _UNKNOWN_RECORD_TYPE
     code[(is_commit & ~key_ok_commit) | ((is_group | is_other) & ~ok_g)] = _MALFORMED_KEY
+    return {"record_type": record_type, "g_start": g_start, "glen": glen, "t_start": t_start, "tlen": tlen,
+            "partition": partition, "key_ok_commit": key_ok_commit,
+            "group_ok": key_ok_commit | key_ok_group | key_ok_other, "code": code}
+
+
+def _value_codes(code: np.ndarray, key_ok_commit: np.ndarray, tomb: np.ndarray, v: dict) -> np.ndarray:
+    """``code`` (the keys' error codes, updated in place and returned) with the value errors of offset commits
+    whose key is whole (:func:`decode_offset_commit_values` output ``v``)."""
+    known_version, value_ok, ok_v = v["known_version"], v["value_ok"], v["readable_version"]
     commit_val_bad = key_ok_commit & ~tomb
     code[commit_val_bad & ok_v & ~known_version] = _UNKNOWN_VALUE_VERSION
     code[commit_val_bad & known_version & ~value_ok] = _MALFORMED_VALUE
     code[commit_val_bad & ~ok_v] = _MALFORMED_VALUE
+    return code
+
+
+def decode_offsets_numeric(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarray,
+                           value_start: np.ndarray, value_len: np.ndarray, values: bool = True) -> dict[str, np.ndarray]:
+    """Numeric part of :func:`decode_offsets_kv`: every column as numpy, strings as positions.
+
+    Besides the numeric columns of :func:`decode_offsets_kv` (already masked and typed) it
+    returns ``group_start``/``group_len``/``group_ok``, ``topic_start``/``topic_len``/``topic_ok``,
+    ``metadata_start``/``metadata_len``, ``fill`` (offset-commit fields are valid),
+    ``decode_error`` as an object array (None or the reason) and ``decoded`` (bool: no ``decode_error``).
+    ``values`` False (what a latest-mode summary reads): the same checks and errors, without
+    ``committed_offset``, ``commit_timestamp`` and ``expire_timestamp``.
+    """
+    k = _decode_keys(data, key_start, key_len)
+    key_ok_commit = k["key_ok_commit"]
+    tomb = value_len < 0
+    v = decode_offset_commit_values(data, value_start, value_len, values=values)
+    code = _value_codes(k["code"], key_ok_commit, tomb, v)
     err = _ERRORS[code]
-    good_commit = key_ok_commit & (tomb | value_ok)
+    good_commit = key_ok_commit & (tomb | v["value_ok"])
     fill = good_commit & ~tomb
 
     def filled(col, dtype):
         return None if col is None else np.where(fill, col, -1).astype(dtype)
 
     return {
-        "record_type": record_type.astype(np.int16),
-        "group_start": g_start, "group_len": glen, "group_ok": key_ok_commit | key_ok_group | key_ok_other,
-        "topic_start": t_start, "topic_len": tlen, "topic_ok": key_ok_commit,
-        "partition": np.where(key_ok_commit, partition, -1).astype(np.int32),
+        "record_type": k["record_type"].astype(np.int16),
+        "group_start": k["g_start"], "group_len": k["glen"], "group_ok": k["group_ok"],
+        "topic_start": k["t_start"], "topic_len": k["tlen"], "topic_ok": key_ok_commit,
+        "partition": np.where(key_ok_commit, k["partition"], -1).astype(np.int32),
         "is_tombstone": tomb,
-        "value_version": version.astype(np.int16),
+        "value_version": v["value_version"].astype(np.int16),
         "committed_offset": filled(v["committed_offset"], np.int64),
         "leader_epoch": filled(v["leader_epoch"], np.int32),
         "metadata_start": v["metadata_start"], "metadata_len": v["metadata_len"], "fill": fill,
@@ -237,6 +251,45 @@ def decode_offsets_numeric(data: np.ndarray, key_start: np.ndarray, key_len: np.
         "expire_timestamp": filled(v["expire_timestamp"], np.int64),
         "decode_error": err, "decoded": code == 0,
     }
+
+
+def decode_offsets_summary(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarray, value_start: np.ndarray,
+                           value_len: np.ndarray, key_ids: np.ndarray, step: int = 1 << 15) -> dict[str, np.ndarray]:
+    """:func:`decode_offsets_numeric` ``(values=False)``'s ``record_type``, ``is_tombstone``, ``decoded``,
+    ``topic_ok``, ``leader_epoch`` and ``value_version`` (what a latest-mode summary reads, the same values),
+    with each distinct key parsed once.
+
+    ``key_ids`` (int64 per record): equal ids for byte-equal keys (:func:`audit.formats.latest.group_equal_bytes`
+    over the whole keys), -1 for a key parsed on its own.  A segment holds a few thousand distinct keys for
+    hundreds of thousands of commits; the values are decoded record by record, ``step`` records at a time.
+    """
+    n = len(key_start)
+    ids = np.asarray(key_ids, dtype=np.int64)
+    alone = np.nonzero(ids < 0)[0]
+    nk = int(ids.max()) + 1 if n else 0
+    rep = np.zeros(nk, dtype=np.int64)
+    has = ids >= 0
+    rep[ids[has]] = np.nonzero(has)[0]          # one record (the last) stands for each key
+    sel = np.concatenate([rep, alone])
+    k = _decode_keys(data, key_start[sel], key_len[sel])
+    where = ids.copy()
+    where[alone] = nk + np.arange(len(alone), dtype=np.int64)
+    record_type = k["record_type"].astype(np.int16)[where]
+    key_ok_commit = k["key_ok_commit"][where]
+    key_code = k["code"][where]
+    tomb = value_len < 0
+    epoch = np.empty(n, dtype=np.int32)
+    version = np.empty(n, dtype=np.int16)
+    code = np.empty(n, dtype=np.int8)
+    for lo in range(0, n, step):
+        sl = slice(lo, min(lo + step, n))
+        v = decode_offset_commit_values(data, value_start[sl], value_len[sl], values=False)
+        code[sl] = _value_codes(key_code[sl].copy(), key_ok_commit[sl], tomb[sl], v)
+        fill = key_ok_commit[sl] & v["value_ok"] & ~tomb[sl]
+        epoch[sl] = np.where(fill, v["leader_epoch"], -1)
+        version[sl] = v["value_version"]
+    return {"record_type": record_type, "is_tombstone": tomb, "decoded": code == 0, "topic_ok": key_ok_commit,
+            "leader_epoch": epoch, "value_version": version}
 
 
 def decode_offset_commit_values(data: np.ndarray, value_start: np.ndarray, value_len: np.ndarray,

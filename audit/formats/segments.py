@@ -9,11 +9,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .latest import summarise_latest
+from .latest import MAX_KEY_BYTES, group_equal_bytes, summarise_latest
 from .offsets import (CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE, CONSUMER_GROUP_MEMBER_METADATA_TYPE, GROUP_METADATA_TYPE,
                       AssignmentLimitError, decode_consumer_group_assignment_value, decode_consumer_group_member_value,
                       decode_group_metadata_value, decode_member_key, decode_offsets_kv,
-                      decode_offsets_numeric, materialise_offsets_kv)
+                      decode_offsets_numeric, decode_offsets_summary, materialise_offsets_kv)
 from .record_batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, extract_records, read_int, scan_batches
 
 #: Rows produced per segment (``source_file`` is set on issue rows and records with a ``decode_error``).
@@ -231,15 +231,15 @@ def _record_types(recs, idx: np.ndarray, is_control: np.ndarray, values: bool = 
 _SUMMARY_COLUMNS = ("record_type", "is_tombstone", "decoded", "topic_ok", "leader_epoch", "value_version")
 
 
-def _summary_columns(recs, is_control: np.ndarray) -> dict[str, np.ndarray]:
-    """The :data:`_SUMMARY_COLUMNS` of every record, decoded :data:`RECORDS_PER_STEP` records at a time."""
-    n = len(recs)
-    parts = []
-    for lo in range(0, n, RECORDS_PER_STEP):
-        idx = np.arange(lo, min(lo + RECORDS_PER_STEP, n), dtype=np.int64)
-        num = _record_types(recs, idx, is_control[idx], values=False)
-        parts.append({k: num[k] for k in _SUMMARY_COLUMNS})
-    return {k: np.concatenate([p[k] for p in parts]) for k in _SUMMARY_COLUMNS}
+def _summary_columns(recs, is_control: np.ndarray, key_ids: np.ndarray) -> dict[str, np.ndarray]:
+    """The :data:`_SUMMARY_COLUMNS` of every record (as :func:`_record_types` gives them), each distinct key
+    parsed once (``key_ids``: :func:`audit.formats.latest.group_equal_bytes` over the whole keys), the values
+    :data:`RECORDS_PER_STEP` records at a time."""
+    num = decode_offsets_summary(recs.data, recs.key_start, recs.key_len, recs.value_start, recs.value_len,
+                                 key_ids, RECORDS_PER_STEP)
+    num["record_type"] = np.where(is_control, -1, num["record_type"]).astype(np.int16)
+    num["decoded"] = num["decoded"] | is_control
+    return num
 
 
 def _record_rows(recs, scan, idx: np.ndarray, is_control: np.ndarray, is_txn: np.ndarray,
@@ -318,8 +318,10 @@ def decode_offsets_segment(buf: bytes | memoryview, source_file: str, source_par
         del attrs
         counts = []
         if reduce_latest:
-            num = _summary_columns(recs, is_control)
-            summary = summarise_latest(recs.data, recs.key_start, recs.key_len, num, is_txn, is_control)
+            key_ids = group_equal_bytes(recs.data, recs.key_start, recs.key_len, max_bytes=MAX_KEY_BYTES + 2)
+            num = _summary_columns(recs, is_control, key_ids)
+            summary = summarise_latest(recs.data, recs.key_start, recs.key_len, num, is_txn, is_control,
+                                       full_key_ids=key_ids)
             del num
             keep, live_count, record_count, counts = (summary.keep, summary.live_count, summary.record_count,
                                                       summary.counts)
