@@ -939,7 +939,13 @@ def _frame_records(data: np.ndarray, cur: np.ndarray, ends: np.ndarray, counts: 
     n = len(cur)
     bad = np.zeros(n, dtype=bool)
     cur = cur.copy()
-    parts_b, parts_k, parts_s, parts_e = [], [], [], []
+    # record k of batch j goes to first[j] + k: log order (batch, then record) without a sort
+    first = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=first[1:])
+    total = int(first[-1])
+    out_s = np.empty(total, dtype=np.int64)
+    out_e = np.empty(total, dtype=np.int64)
+    framed = np.zeros(total, dtype=bool)
     max_count = int(counts.max()) if n else 0
     active = np.arange(n)
     k = 0
@@ -955,10 +961,10 @@ def _frame_records(data: np.ndarray, cur: np.ndarray, ends: np.ndarray, counts: 
         ok &= (length >= MIN_RECORD_SIZE - 1) & (stop <= ends[active])
         bad[active[~ok]] = True
         cur[active] = np.where(ok, stop, ends[active])
-        parts_b.append(active)
-        parts_k.append(np.full(len(active), k, dtype=np.int64))
-        parts_s.append(start)
-        parts_e.append(stop)
+        dest = first[active] + k
+        out_s[dest] = start
+        out_e[dest] = stop
+        framed[dest] = True
         active = active[ok]
         k += 1
     active = active[counts[active] > k]
@@ -969,16 +975,14 @@ def _frame_records(data: np.ndarray, cur: np.ndarray, ends: np.ndarray, counts: 
             bad[j] |= not ok
             m = len(starts)
             if m:
-                parts_b.append(np.full(m, j, dtype=np.int64))
-                parts_k.append(np.arange(k, k + m, dtype=np.int64))
-                parts_s.append(np.frombuffer(starts, dtype=np.int64))
-                parts_e.append(np.frombuffer(stops, dtype=np.int64))
-    if not parts_b:
-        e = np.zeros(0, dtype=np.int64)
-        return e, e, e.copy(), bad
-    rb = np.concatenate(parts_b)
-    order = np.lexsort((np.concatenate(parts_k), rb))  # log order: batch, then record
-    return rb[order], np.concatenate(parts_s)[order], np.concatenate(parts_e)[order], bad
+                dest = slice(int(first[j]) + k, int(first[j]) + k + m)
+                out_s[dest] = np.frombuffer(starts, dtype=np.int64)
+                out_e[dest] = np.frombuffer(stops, dtype=np.int64)
+                framed[dest] = True
+    rb = np.repeat(np.arange(n, dtype=np.int64), counts)
+    if not framed.all():  # records after a batch's framing failed (the batch is dropped whole later)
+        return rb[framed], out_s[framed], out_e[framed], bad
+    return rb, out_s, out_e, bad
 
 
 def _walk_records(mv: memoryview, pos: int, end: int, n: int):
