@@ -316,18 +316,29 @@ class small_tables:
 
     def __enter__(self):
         if self.on:
-            for k, v in SMALL_INPUT_CONF.items():
-                self.saved[k] = self.spark.conf.get(k, None)
-                self.spark.conf.set(k, v)
+            self.saved = _apply_small_input_conf(self.spark)
         return self
 
     def __exit__(self, *exc):
-        for k, v in self.saved.items():
-            if v is None:
-                self.spark.conf.unset(k)
-            else:
-                self.spark.conf.set(k, v)
+        _restore_conf(self.spark, self.saved)
         return False
+
+
+def _apply_small_input_conf(spark: SparkSession) -> dict[str, str | None]:
+    """Set :data:`SMALL_INPUT_CONF` on ``spark``; returns the values it replaced (None: unset)."""
+    saved = {k: spark.conf.get(k, None) for k in SMALL_INPUT_CONF}
+    for k, v in SMALL_INPUT_CONF.items():
+        spark.conf.set(k, v)
+    return saved
+
+
+def _restore_conf(spark: SparkSession, saved: dict[str, str | None]) -> None:
+    """Put back the values :func:`_apply_small_input_conf` replaced."""
+    for k, v in saved.items():
+        if v is None:
+            spark.conf.unset(k)
+        else:
+            spark.conf.set(k, v)
 
 
 def compact(df):
@@ -352,9 +363,7 @@ class tuned_for_input:
         self.saved: dict[str, str | None] = {}
 
     def _apply(self) -> None:
-        for k, v in SMALL_INPUT_CONF.items():
-            self.saved[k] = self.spark.conf.get(k, None)
-            self.spark.conf.set(k, v)
+        self.saved = _apply_small_input_conf(self.spark)
 
     def decide(self, commit_rows: int) -> None:
         """For an input of unknown size, after the decode: tune now if the commits table has fewer than
@@ -371,11 +380,7 @@ class tuned_for_input:
         return self
 
     def __exit__(self, *exc):
-        for k, v in self.saved.items():
-            if v is None:
-                self.spark.conf.unset(k)
-            else:
-                self.spark.conf.set(k, v)
+        _restore_conf(self.spark, self.saved)
         return False
 
 
