@@ -38,7 +38,7 @@ def group_equal_bytes(data: np.ndarray, start: np.ndarray, length: np.ndarray,
     """Id per row such that two rows share an id iff their byte ranges are equal.
 
     ``data`` uint8 buffer, ``start``/``length`` int64 arrays.  Rows with ``length`` < 0 or
-    above ``max_bytes`` (at most 32767) get id -1 (a caller passes them through).  Ids are below the row count.
+    above ``max_bytes`` (at most 32767) get id -1 (a caller passes them through).  Ids are 0 .. distinct - 1.
     Keys are compared in classes of one length (keys of different lengths are never equal), so memory
     follows the bytes compared, not the row count times the longest key.
     """
@@ -53,9 +53,18 @@ def group_equal_bytes(data: np.ndarray, start: np.ndarray, length: np.ndarray,
     first_id = 0
     for n in np.flatnonzero(np.diff(bounds)).tolist():  # the lengths present
         rows = order[bounds[n]:bounds[n + 1]]
-        ids[rows] = _group_equal_length(data, start[rows].astype(np.int64), n) + first_id
-        first_id += len(rows)
+        cls = _group_equal_length(data, start[rows].astype(np.int64), n)
+        ids[rows] = cls + first_id
+        first_id += int(cls.max()) + 1  # dense: arrays indexed by id stay as long as the distinct keys
     return ids
+
+
+def stand_ins(ids: np.ndarray) -> np.ndarray:
+    """For :func:`group_equal_bytes` ids, the index of one row (the last) of each id, indexed by id."""
+    has = np.nonzero(ids >= 0)[0]
+    rep = np.zeros(int(ids.max()) + 1 if len(has) else 0, dtype=np.int64)
+    rep[ids[has]] = has
+    return rep
 
 
 def _group_equal_length(data: np.ndarray, s: np.ndarray, n: int) -> np.ndarray:
@@ -137,16 +146,9 @@ def summarise_latest(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarra
         # equal whole keys have equal keys after the version: compare one record of each distinct whole key
         f = full_key_ids[rows]
         whole = f >= 0  # -1: longer than MAX_KEY_BYTES after the version, passed through as above
-        f, frows = f[whole], rows[whole]
-        nf = int(f.max()) + 1 if len(f) else 0
-        stand_in = np.zeros(nf, dtype=np.int64)
-        stand_in[f] = frows
-        present = np.zeros(nf, dtype=bool)
-        present[f] = True
-        keys = np.nonzero(present)[0]
-        sid = np.full(nf, -1, dtype=np.int64)
-        sid[keys] = group_equal_bytes(data, key_start[stand_in[keys]] + 2, key_len[stand_in[keys]] - 2)
-        key_ids[frows] = sid[f]
+        rep = stand_ins(full_key_ids)
+        sid = group_equal_bytes(data, key_start[rep] + 2, key_len[rep] - 2)
+        key_ids[rows[whole]] = sid[f[whole]]
     candidate = commit & (key_ids >= 0)
     # keys with a transactional record here: their outcome is decided in Spark, record by record
     held = np.zeros(int(key_ids.max()) + 1 if n else 0, dtype=bool)

@@ -26,6 +26,7 @@ import struct
 import numpy as np
 import pyarrow as pa
 
+from .latest import stand_ins
 from .metadata_log import uuid_to_str
 from .record_batch import read_int, read_varint
 
@@ -266,10 +267,8 @@ def decode_offsets_summary(data: np.ndarray, key_start: np.ndarray, key_len: np.
     n = len(key_start)
     ids = np.asarray(key_ids, dtype=np.int64)
     alone = np.nonzero(ids < 0)[0]
-    nk = int(ids.max()) + 1 if n else 0
-    rep = np.zeros(nk, dtype=np.int64)
-    has = ids >= 0
-    rep[ids[has]] = np.nonzero(has)[0]          # one record (the last) stands for each key
+    rep = stand_ins(ids)                         # one record stands for each key
+    nk = len(rep)
     sel = np.concatenate([rep, alone])
     k = _decode_keys(data, key_start[sel], key_len[sel])
     where = ids.copy()

@@ -227,14 +227,10 @@ def _record_types(recs, idx: np.ndarray, is_control: np.ndarray, values: bool = 
     return num
 
 
-#: The columns of :func:`decode_offsets_numeric` that :func:`summarise_latest` reads.
-_SUMMARY_COLUMNS = ("record_type", "is_tombstone", "decoded", "topic_ok", "leader_epoch", "value_version")
-
-
 def _summary_columns(recs, is_control: np.ndarray, key_ids: np.ndarray) -> dict[str, np.ndarray]:
-    """The :data:`_SUMMARY_COLUMNS` of every record (as :func:`_record_types` gives them), each distinct key
-    parsed once (``key_ids``: :func:`audit.formats.latest.group_equal_bytes` over the whole keys), the values
-    :data:`RECORDS_PER_STEP` records at a time."""
+    """The columns :func:`summarise_latest` reads, of every record (as :func:`_record_types` gives them),
+    each distinct key parsed once (``key_ids``: :func:`audit.formats.latest.group_equal_bytes` over the whole
+    keys), the values :data:`RECORDS_PER_STEP` records at a time."""
     num = decode_offsets_summary(recs.data, recs.key_start, recs.key_len, recs.value_start, recs.value_len,
                                  key_ids, RECORDS_PER_STEP)
     num["record_type"] = np.where(is_control, -1, num["record_type"]).astype(np.int16)
