@@ -43,12 +43,48 @@ def quick_start_java_options(cpus: int | None = None) -> str:
     return QUICK_START_JAVA_OPTIONS + (" " + SMALL_MACHINE_JAVA_OPTIONS if cpus <= SMALL_MACHINE_CPUS else "")
 
 
-def driver_java_options(master: str, quick_start: bool, launching: bool) -> str | None:
+#: the driver's metaspace size at which the first full collection runs: the JVM's default (about 21 MB) is passed
+#: while Spark loads its classes, and each raise of that mark is a full collection (one of 130 ms in a small audit)
+METASPACE_JAVA_OPTION = "-XX:MetaspaceSize=256m"
+
+
+def _size_mib(size: str) -> int | None:
+    """MiB of a Spark memory size (``spark.driver.memory``: ``2g``, ``1536m``, ``1024`` = MiB); None when it
+    does not parse."""
+    import re
+    m = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)b?\s*", size.lower())
+    if not m:
+        return None
+    n, unit = int(m.group(1)), m.group(2) or "m"
+    return {"k": n // 1024, "m": n, "g": n << 10, "t": n << 20}[unit]
+
+
+def heap_java_options(driver_memory: str) -> str:
+    """An initial heap of half ``driver_memory`` (``-Xms``) and :data:`METASPACE_JAVA_OPTION`, for a driver of a
+    quick-start run.  The JVM otherwise starts with 1/64 of the machine's memory as heap, of which a third is young
+    generation: a small audit allocates some 5 GB (task binaries' broadcast chunks, sort and aggregation pages,
+    planning), which then takes 40-odd young collections, each copying the same survivors, and full ones as the old
+    generation grows (shared scenario, this machine: 1.1 s of pauses -> 0.7 s; 5 alternated pairs, every pair
+    faster, median 0.4 s).  Only the initial size changes: the maximum stays ``driver_memory``.  Empty when
+    ``driver_memory`` does not parse or is under 256 MiB."""
+    mib = _size_mib(driver_memory)
+    if mib is None or mib < 256:
+        return ""
+    return f"-Xms{mib // 2}m {METASPACE_JAVA_OPTION}"
+
+
+def driver_java_options(master: str, quick_start: bool, launching: bool,
+                        driver_memory: str | None = None) -> str | None:
     """``spark.driver.extraJavaOptions`` to set, or None: only when this process starts a local
-    driver JVM; ``KOA_DRIVER_JAVA_OPTIONS`` (even empty) wins over :func:`quick_start_java_options`."""
+    driver JVM; ``KOA_DRIVER_JAVA_OPTIONS`` (even empty) wins over :func:`quick_start_java_options`
+    (plus :func:`heap_java_options` of ``driver_memory`` when given)."""
     if not launching or not master.startswith("local"):
         return None
-    opts = os.environ.get("KOA_DRIVER_JAVA_OPTIONS", quick_start_java_options() if quick_start else "")
+    default = ""
+    if quick_start:
+        default = " ".join(o for o in (quick_start_java_options(),
+                                       heap_java_options(driver_memory) if driver_memory else "") if o)
+    opts = os.environ.get("KOA_DRIVER_JAVA_OPTIONS", default)
     return opts.strip() or None
 
 
@@ -236,10 +272,12 @@ def build_session(master: str | None = None, app_name: str = "kafka-offset-audit
         # not under spark-submit (which sets the gateway and its own spark.master)
         builder = builder.config("spark.master", os.environ.get("KOA_SPARK_MASTER", "local[*]"))
     the_master = master or os.environ.get("KOA_SPARK_MASTER", "local[*]")
-    java_opts = driver_java_options(the_master, quick_start, launching)
-    if (master or "").startswith("local-cluster") and java_opts:
+    driver_memory = os.environ.get("KOA_DRIVER_MEMORY", "2g")
+    java_opts = driver_java_options(the_master, quick_start, launching, driver_memory)
+    executor_opts = driver_java_options(the_master, quick_start, launching)  # their heap is spark.executor.memory
+    if (master or "").startswith("local-cluster") and executor_opts:
         # local-cluster's executors are JVMs of this machine, started cold like the driver
-        builder = builder.config("spark.executor.extraJavaOptions", java_opts)
+        builder = builder.config("spark.executor.extraJavaOptions", executor_opts)
     from pyspark import SparkContext
     if class_data is not None and launching and SparkContext._gateway is None and the_master.startswith("local"):
         java_opts = " ".join(o for o in (java_opts, class_data.java_options()) if o)  # the driver's classes only
@@ -252,7 +290,7 @@ def build_session(master: str | None = None, app_name: str = "kafka-offset-audit
     builder = (builder
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.memory", os.environ.get("KOA_DRIVER_MEMORY", "2g"))
+               .config("spark.driver.memory", driver_memory)
                .config("spark.sql.execution.arrow.maxRecordsPerBatch", "8")
                .config("spark.sql.shuffle.partitions", os.environ.get("KOA_SHUFFLE_PARTITIONS", "8"))
                .config("spark.sql.session.timeZone", "UTC")

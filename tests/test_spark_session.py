@@ -1,6 +1,7 @@
 """When the embedded driver JVM gets the quick-start JIT options, and the settings of a small audit."""
 import audit.spark
-from audit.spark import QUICK_START_JAVA_OPTIONS, driver_java_options, quick_start_java_options
+from audit.spark import (METASPACE_JAVA_OPTION, QUICK_START_JAVA_OPTIONS, driver_java_options, heap_java_options,
+                         quick_start_java_options)
 
 
 def test_latest_mode_local_driver_gets_quick_start(monkeypatch):
@@ -18,6 +19,50 @@ def test_small_machine_adds_one_compiler_thread_and_the_serial_collector(monkeyp
     assert "-XX:CICompilerCount=1" in opts and "-XX:+UseSerialGC" in opts
     assert quick_start_java_options(cpus=3) == QUICK_START_JAVA_OPTIONS
     assert driver_java_options("local[2]", quick_start=False, launching=True) is None  # history mode: JVM defaults
+
+
+def test_quick_start_driver_starts_with_half_its_memory_as_heap(monkeypatch):
+    monkeypatch.delenv("KOA_DRIVER_JAVA_OPTIONS", raising=False)
+    monkeypatch.setattr(audit.spark, "available_cpus", lambda: 16)
+    assert heap_java_options("2g") == f"-Xms1024m {METASPACE_JAVA_OPTION}"
+    assert heap_java_options("1536m") == heap_java_options("1536") == f"-Xms768m {METASPACE_JAVA_OPTION}"
+    assert heap_java_options("4GB") == f"-Xms2048m {METASPACE_JAVA_OPTION}"
+    assert heap_java_options("128m") == heap_java_options("lots") == ""  # never above the maximum, never unparsed
+    opts = driver_java_options("local[2]", quick_start=True, launching=True, driver_memory="3g")
+    assert opts == f"{QUICK_START_JAVA_OPTIONS} -Xms1536m {METASPACE_JAVA_OPTION}"
+    assert driver_java_options("local[2]", quick_start=False, launching=True, driver_memory="3g") is None
+    monkeypatch.setenv("KOA_DRIVER_JAVA_OPTIONS", "-Xss4m")
+    assert driver_java_options("local[2]", quick_start=True, launching=True, driver_memory="3g") == "-Xss4m"
+
+
+def test_local_cluster_executors_get_the_jit_options_not_the_drivers_heap(monkeypatch):
+    """The executors' heap is spark.executor.memory (local-cluster's third number): -Xms of the driver's could
+    exceed it."""
+    monkeypatch.delenv("KOA_DRIVER_JAVA_OPTIONS", raising=False)
+    monkeypatch.delenv("KOA_DRIVER_MEMORY", raising=False)  # the default, 2g
+    seen = {}
+
+    class Builder:
+        def __getattr__(self, name):
+            return lambda *a, **k: self
+
+        def config(self, key, value=None):
+            seen[key] = value
+            return self
+
+        def getOrCreate(self):
+            raise RuntimeError("stop here")
+
+    monkeypatch.setattr(audit.spark.SparkSession, "builder", Builder())
+    monkeypatch.setattr(audit.spark.SparkSession, "getActiveSession", staticmethod(lambda: None))
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    try:
+        audit.spark.build_session("local-cluster[2,1,512]", quick_start=True)
+    except RuntimeError:
+        pass
+    assert "-Xms1024m" in seen["spark.driver.extraJavaOptions"]
+    assert "-Xms" not in seen["spark.executor.extraJavaOptions"]
+    assert seen["spark.executor.extraJavaOptions"].startswith(QUICK_START_JAVA_OPTIONS)
 
 
 def test_history_mode_cluster_or_running_jvm_keep_the_defaults(monkeypatch):
