@@ -232,13 +232,14 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
         summary["output_leftovers"] = leftovers
         if changes is not None:
             out.write_parquet("finding_changes", changes)
+            tables["finding_changes"] = changes
         n_findings = summary["findings"]["total"]
         _progress(cfg, f"judge: {n_findings} findings over {n_latest} group-partitions")
         summary["elapsed_seconds"] = round(time.time() - started, 3)
         out.write_json("summary.json", summary)
         # the reports, the metrics' rows and the console table only read: side by side
         reports, metric_rows, console = in_parallel(
-            (lambda: _reports(cfg, spark, out)) if cfg.reports else (lambda: None),
+            (lambda: _reports(cfg, spark, out, tables)) if cfg.reports else (lambda: None),
             lambda: _metric_rows(cfg, committed, findings, state.bounds),
             lambda: console_table(findings, committed, state.bounds))
         if reports is not None:
@@ -322,8 +323,11 @@ def _metrics(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, summary: 
     return registry
 
 
-def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput) -> dict:
+def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, tables: dict | None = None) -> dict:
     """Great Expectations checkpoint (+ Data Docs) and report.html over the staged outputs.
+
+    ``tables``: the staged tables still in memory (name -> DataFrame, the rows written): report.html's queries
+    read them instead of the Parquet files (the suite validates what was written).
 
     The suite fails on findings at or above ``--fail-on`` (none for ``never``); its other
     expectations are data-quality checks with thresholds from ``--expectations-config``.
@@ -336,7 +340,7 @@ def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput) -> dict:
     from .sources import fs
     remote = not fs.is_local(out.staging)
     local = tempfile.mkdtemp(prefix="koa-reports-") if remote else fs.local_path(out.staging)
-    tables = out.staging if remote else None
+    tables_dir = out.staging if remote else None
     try:
         ecfg = load_expectations_config(cfg.expectations_config)
         ranked = [s for s, r in SEVERITY_RANK.items() if r >= FAIL_ON[cfg.fail_on]]
@@ -346,8 +350,9 @@ def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput) -> dict:
 
         from .spark import inheriting
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="koa-expectations") as pool:
-            suite = pool.submit(inheriting(run_expectations), spark, local, ecfg, tables_dir=tables)
-            html = write_html_report(spark, local, display_dir=cfg.output, tables_dir=tables, wait_for=suite.result)
+            suite = pool.submit(inheriting(run_expectations), spark, local, ecfg, tables_dir=tables_dir)
+            html = write_html_report(spark, local, display_dir=cfg.output, tables_dir=tables_dir,
+                                     wait_for=suite.result, tables=tables)
             outcome = suite.result()
         _progress(cfg, f"expectations: {'passed' if outcome.success else 'FAILED'} "
                        f"({outcome.statistics.get('successful_expectations')}/{outcome.statistics.get('evaluated_expectations')})")

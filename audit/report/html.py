@@ -35,7 +35,7 @@ import io
 import json
 import os
 from collections import defaultdict
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..sources import fs
 
@@ -828,6 +828,7 @@ def write_html_report(
     display_dir: str | None = None,
     tables_dir: str | None = None,
     wait_for: Callable[[], Any] | None = None,
+    tables: Mapping[str, Any] | None = None,
 ) -> str:
     """Write ``<output_dir>/report.html``, a self-contained report of an audit run.
 
@@ -868,6 +869,10 @@ def write_html_report(
             before ``expectations/validation_result.json`` is read and the page
             put together: a caller running the expectation suite at the same
             time passes its wait (its errors propagate).
+        tables: the output's tables the caller holds in memory, name ->
+            Spark DataFrame with the rows written under that name (the audit
+            passes its materialised tables); those are not read back.  A
+            table absent from it is read from ``tables_dir``.
 
     The independent Spark queries run side by side
     (:func:`audit.spark.in_parallel`), two rounds: the findings, per-group
@@ -884,12 +889,17 @@ def write_html_report(
 
     output_dir = os.path.abspath(output_dir)
     tables_dir = tables_dir or output_dir
-    findings_df = _read_parquet(spark, tables_dir, "findings")
+    given = dict(tables or {})
+
+    def table(name: str):
+        return given[name] if name in given else _read_parquet(spark, tables_dir, name)
+
+    findings_df = table("findings")
     if findings_df is None:
         raise FileNotFoundError(f"findings/ not found under {tables_dir}")
-    committed_df = _read_parquet(spark, tables_dir, "committed_offsets")
-    epochs_df = _read_parquet(spark, tables_dir, "epochs")
-    bounds_df = _read_parquet(spark, tables_dir, "bounds")
+    committed_df = table("committed_offsets")
+    epochs_df = table("epochs")
+    bounds_df = table("bounds")
 
     summary = fs.read_json(spark, f"{tables_dir}/summary.json")
     from pyspark.sql import functions as F
@@ -910,8 +920,8 @@ def write_html_report(
     keys_df = spark.createDataFrame(
         keys, StructType([StructField("topic", StringType()), StructField("partition", IntegerType())])
     )
-    changes_df = _read_parquet(spark, tables_dir, "finding_changes")
-    broker_df = _read_parquet(spark, tables_dir, "broker_timeline")
+    changes_df = table("finding_changes")
+    broker_df = table("broker_timeline")
 
     def changes() -> List[Dict[str, Any]]:
         out: List[Dict[str, Any]] = []
