@@ -168,6 +168,8 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
 
 def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_at: str, tuning) -> RunResult:
     """The audit after the checks: read ``src``, judge, write the outputs (see :func:`run`)."""
+    from .judge import parse_ahead
+    parse_ahead(spark)
     raw1 = src.read_offsets()
     recovered = src.recovered
     raw = with_transaction_state(raw1, all_rows=True)
