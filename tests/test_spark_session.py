@@ -132,6 +132,35 @@ def test_small_input_tables_are_read_in_one_task(spark, tmp_path):
         spark.conf.set("spark.sql.shuffle.partitions", original)
 
 
+def test_balanced_slices_deal_the_largest_first_to_the_lightest_slice():
+    """balanced_slices: every index once, no empty slice, the heaviest slice first, and the heaviest within
+    LPT's bound: slices of equal counts (here 34, 18 and 6 bytes) fail it."""
+    from audit.sources.logdirs import balanced_slices
+    sizes = [10, 9, 8, 7, 6, 5, 4, 3, 2, 1]
+    groups = balanced_slices(sizes, 3)
+    assert sorted(i for g in groups for i in g) == list(range(10))
+    totals = [sum(sizes[i] for i in g) for g in groups]
+    assert totals == sorted(totals, reverse=True) and max(totals) <= 19, (groups, totals)
+    assert all(g == sorted(g) for g in groups)
+    assert balanced_slices([5, 0, 7], 8) == [[2], [0], [1]]  # never more slices than sizes, none empty
+    assert balanced_slices([], 4) == []
+
+
+def test_binary_paths_with_sizes_make_one_partition_per_balanced_slice(spark, tmp_path):
+    """_binary with sizes: one partition per balanced slice, heaviest first, every path once; without sizes
+    the paths keep their order."""
+    from audit.sources.logdirs import _binary, balanced_slices
+    uris = [(tmp_path / f"f{i}").as_uri() for i in range(50)]
+    sizes = [(i * 37) % 23 + 15 for i in range(50)]
+    parts = _binary(spark, uris, sizes).rdd.glom().collect()
+    cores = spark.sparkContext.defaultParallelism
+    assert len(parts) == min(50, 4 * cores)
+    assert [[r.path for r in p] for p in parts] == [[uris[i] for i in g] for g in balanced_slices(sizes, len(parts))]
+    totals = [sum(sizes[uris.index(r.path)] for r in p) for p in parts]
+    assert max(totals) - min(totals) <= max(sizes), totals
+    assert [r.path for p in _binary(spark, uris).rdd.glom().collect() for r in p] == uris
+
+
 def test_large_input_reads_partition_state_with_small_table_settings(spark, monkeypatch):
     """A large input's log-dir read: the partition-state tables (bounds here) are built with the small-table
     settings, the segments' decode with the input's own (four slices per core), and the session's values are
@@ -148,10 +177,10 @@ def test_large_input_reads_partition_state_with_small_table_settings(spark, monk
         seen["bounds"] = (spark.conf.get("spark.sql.adaptive.enabled"), spark.conf.get("spark.sql.shuffle.partitions"))
         return bounds(*a)
 
-    def spy_binary(sp, uris):
+    def spy_binary(sp, uris, sizes=None):
         seen.setdefault("binary", []).append((any("__consumer_offsets" in u and u.endswith(".log") for u in uris),
                                               small_settings(sp)))
-        return binary(sp, uris)
+        return binary(sp, uris, sizes)
     monkeypatch.setattr(logdirs, "_bounds", spy_bounds)
     monkeypatch.setattr(logdirs, "_binary", spy_binary)
     before = {k: spark.conf.get(k, None) for k in ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions",

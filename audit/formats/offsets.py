@@ -312,18 +312,18 @@ def decode_offset_commit_values(data: np.ndarray, value_start: np.ndarray, value
         return np.where(ok, pos, 0), ok
     tomb = value_len < 0
     p, ok_v = safe(value_start, 2, value_end)
-    version = np.where(ok_v & ~tomb, read_int(data, p, 2), -1)
+    version = np.where(ok_v & ~tomb, read_int(data, p, 2, in_range=True), -1)
     known_version = (version >= 0) & (version <= MAX_OFFSET_COMMIT_VERSION)
     p, ok_off = safe(value_start + 2, 8, value_end)
-    committed_offset = np.where(ok_off, read_int(data, p, 8), -1) if values else None
+    committed_offset = np.where(ok_off, read_int(data, p, 8, in_range=True), -1) if values else None
     has_epoch = version >= 3
     p, ok_ep = safe(value_start + 10, 4, value_end)
-    leader_epoch = np.where(has_epoch & ok_ep, read_int(data, p, 4), -1)
+    leader_epoch = np.where(has_epoch & ok_ep, read_int(data, p, 4, in_range=True), -1)
     meta_pos = value_start + np.where(has_epoch, 14, 10)
     flexible = version >= 4
     # classic string: int16 length; compact string (v4): unsigned varint length+1
     p, ok_m16 = safe(meta_pos, 2, value_end)
-    mlen16 = np.where(ok_m16, read_int(data, p, 2), -2)
+    mlen16 = np.where(ok_m16, read_int(data, p, 2, in_range=True), -2)
     pm = np.where((meta_pos < dlen) & (meta_pos >= 0), meta_pos, 0)
     uv, uv_size, ok_uv = read_varint(data, pm, 5, zigzag=False)
     ok_uv &= meta_pos < value_end
@@ -334,10 +334,10 @@ def decode_offset_commit_values(data: np.ndarray, value_start: np.ndarray, value
     ok_meta &= m_start + np.maximum(mlen, 0) <= value_end
     ts_pos = m_start + np.maximum(mlen, 0)
     p, ok_ts = safe(ts_pos, 8, value_end)
-    commit_ts = np.where(ok_ts, read_int(data, p, 8), -1) if values else None
+    commit_ts = np.where(ok_ts, read_int(data, p, 8, in_range=True), -1) if values else None
     p, ok_exp = safe(ts_pos + 8, 8, value_end)
     has_exp = version == 1
-    expire_ts = np.where(has_exp & ok_exp, read_int(data, p, 8), -1) if values else None
+    expire_ts = np.where(has_exp & ok_exp, read_int(data, p, 8, in_range=True), -1) if values else None
     value_ok = known_version & ok_off & np.where(has_epoch, ok_ep, True) & ok_meta & ok_ts & np.where(has_exp, ok_exp, True)
 
     return {

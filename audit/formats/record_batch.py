@@ -269,7 +269,8 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
             issues.append(Issue("partial_batch", pos, f"batch of {LOG_OVERHEAD + batch_length} bytes but only {n - pos} remain", base_offset))
             break
         hdr = unpack(mv, pos)
-        ok = _offset_fits(issues, pos, base_offset, hdr[6], max(hdr[12], 0))
+        ok = -INT64_MAX <= base_offset + hdr[6] + 1 <= INT64_MAX or _offset_fits(issues, pos, base_offset, hdr[6],
+                                                                                 max(hdr[12], 0))
         if ok and verify_crc:
             stored = hdr[4]
             computed = crc32c(mv[pos + 21:end])
@@ -536,8 +537,11 @@ def read_varint(arr: np.ndarray, pos: np.ndarray, max_bytes: int, zigzag: bool =
     if len(multi):
         r, sz, k = _read_varint_general(arr, pos[multi], max_bytes)
         raw[multi], size[multi], ok[multi] = r.view(np.int64), sz, k
-    if zigzag:
-        return (raw.view(np.uint64) >> np.uint64(1)).view(np.int64) ^ -(raw & 1), size, ok
+    if zigzag:  # (raw >>> 1) ^ -(raw & 1), in place: raw is this call's own array
+        sign = raw & 1
+        np.negative(sign, out=sign)
+        np.right_shift(raw.view(np.uint64), np.uint64(1), out=raw.view(np.uint64))
+        raw ^= sign
     return raw, size, ok
 
 
@@ -558,17 +562,18 @@ def overlapping_view(arr: np.ndarray, dtype: str) -> np.ndarray:
     return np.ndarray(shape=(len(arr) - size + 1,), dtype=dtype, buffer=arr, offset=0, strides=(1,))
 
 
-def read_int(arr: np.ndarray, pos: np.ndarray, nbytes: int, signed: bool = True) -> np.ndarray:
+def read_int(arr: np.ndarray, pos: np.ndarray, nbytes: int, signed: bool = True, in_range: bool = False) -> np.ndarray:
     """Big-endian integers of ``nbytes`` (2, 4 or 8) at each position, as int64.
 
     One gather through an unaligned, overlapping view of ``arr`` (element *i* = the
     ``nbytes`` bytes at *i*).  Positions too close to the end read the last whole
-    integer instead: callers mask such rows out.
+    integer instead: callers mask such rows out.  ``in_range``: the caller has checked that
+    ``0 <= pos <= len(arr) - nbytes`` everywhere (no clipping pass; an index outside raises IndexError).
     """
     if len(pos) == 0 or len(arr) == 0:
         return np.zeros(len(pos), dtype=np.int64)
     view = overlapping_view(arr, _BE[(nbytes, signed)])
-    return view[np.clip(pos, 0, len(view) - 1)].astype(np.int64)
+    return view[pos if in_range else np.clip(pos, 0, len(view) - 1)].astype(np.int64)
 
 
 # --------------------------------------------------------------------------- records
@@ -947,26 +952,35 @@ def _frame_records(data: np.ndarray, cur: np.ndarray, ends: np.ndarray, counts: 
     out_e = np.empty(total, dtype=np.int64)
     framed = np.zeros(total, dtype=bool)
     max_count = int(counts.max()) if n else 0
-    active = np.arange(n)
+    # the batches still framing, packed: (index, position, end, first slot, count), narrowed only when a
+    # batch runs out of records or fails, not at every step
+    ids, c, e, f, cn = np.arange(n), cur[:n], ends.astype(np.int64, copy=False), first[:-1], counts
+    low = 0  # no batch of (ids) has fewer records than this
     k = 0
     while k < max_count:
-        active = active[counts[active] > k]
-        if len(active) < LOCKSTEP_MIN_BATCHES:
+        if k >= low:
+            more = cn > k
+            if not more.all():
+                ids, c, e, f, cn = ids[more], c[more], e[more], f[more], cn[more]
+            low = int(cn.min()) if len(cn) else 0
+        if len(ids) < LOCKSTEP_MIN_BATCHES:
             break
-        p = cur[active]
-        length, size, ok = read_varint(data, p, 5)
-        start = p + size
+        length, size, ok = read_varint(data, c, 5)
+        start = c + size
         stop = start + length
         # a record body has at least MIN_RECORD_SIZE - 1 bytes (attributes and five varints)
-        ok &= (length >= MIN_RECORD_SIZE - 1) & (stop <= ends[active])
-        bad[active[~ok]] = True
-        cur[active] = np.where(ok, stop, ends[active])
-        dest = first[active] + k
+        ok &= (length >= MIN_RECORD_SIZE - 1) & (stop <= e)
+        dest = f + k
         out_s[dest] = start
         out_e[dest] = stop
         framed[dest] = True
-        active = active[ok]
+        c = stop
         k += 1
+        if not ok.all():
+            bad[ids[~ok]] = True
+            ids, c, e, f, cn = ids[ok], c[ok], e[ok], f[ok], cn[ok]
+    cur[ids] = c  # where each batch still framing goes on
+    active = ids
     active = active[counts[active] > k]
     if len(active):
         mv = memoryview(np.ascontiguousarray(data))
