@@ -42,3 +42,39 @@ def test_a_varint_cut_by_the_buffer_end_or_too_long_is_not_ok():
     six = np.array([0xFF] * 5 + [0x01], dtype=np.uint8)
     assert not read_varint(six, np.array([0]), 5)[2][0]   # a varint takes at most 5 bytes
     assert read_varint(six, np.array([0]), 10)[2][0]
+
+
+def _heads(ts, off, klen):
+    """Record-body heads (timestampDelta, offsetDelta, key length) then 8 bytes of key, each encoded by kafka-python."""
+    buf, pos = bytearray(), []
+    for t, o, k in zip(ts, off, klen):
+        pos.append(len(buf))
+        for v in (t, o, k):
+            encode_varint(int(v), buf.append)
+        buf += b"k" * 8
+    return np.frombuffer(bytes(buf), dtype=np.uint8), np.array(pos, dtype=np.int64)
+
+
+def test_short_record_heads_read_as_one_varint_at_a_time():
+    """_short_heads (one gather for the three varints that open a record body) gives what read_varint gives,
+    one- and two-byte offset deltas and key lengths mixed; a longer varint anywhere, or a head too near the
+    end of the buffer, hands the whole set back to read_varint (None)."""
+    from audit.formats.record_batch import _short_heads
+    rng = np.random.default_rng(3)
+    n = 2000
+    ts = rng.integers(-64, 64, n)
+    off = rng.integers(-8192, 8192, n)
+    klen = np.where(rng.random(n) < 0.5, rng.integers(-1, 64, n), rng.integers(64, 8192, n))
+    data, pos = _heads(ts, off, klen)
+    got = _short_heads(data, pos)
+    assert got is not None
+    t, s1, _ = read_varint(data, pos, 10)
+    o, s2, _ = read_varint(data, pos + s1, 5)
+    k, s3, _ = read_varint(data, pos + s1 + s2, 5)
+    for a, b in zip(got, (t, o, k, pos + s1 + s2 + s3)):
+        np.testing.assert_array_equal(a, b)
+    assert (got[0] == ts).all() and (got[1] == off).all() and (got[2] == klen).all()
+    for bad in ((ts, off, np.append(klen[:-1], 8192)), (np.append(ts[:-1], 64), off, klen),
+                (ts, np.append(off[:-1], -8193), klen)):
+        assert _short_heads(*_heads(*bad)) is None
+    assert _short_heads(data, np.append(pos, len(data) - 4)) is None
