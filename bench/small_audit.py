@@ -4,7 +4,8 @@ fresh process, against the least a Spark job costs here.
     python -m bench.small_audit --pairs 2 --output /tmp/koa-bench/small.json
 
 * **A** (audit): ``kafka-offset-audit audit --log-dirs <scenario>/brokers/* --output <tmp>``, reports on
-  (and, as a second variant, ``--skip-reports``), run through :func:`audit.cli.main` in a fresh process:
+  (and, as a second variant, ``--skip-reports``), run through :func:`audit.cli.main` in a fresh process
+  that then ends as the console script does (:func:`audit.cli.exit_now`, see :func:`audit.cli.entry`):
   the same code the console script runs.  The child also records the Spark jobs ``run()`` started and
   the seconds between the pipeline's progress lines (``read``, ``decode``, ``judge``, ``expectations``,
   ``write``, then ``console``).
@@ -54,7 +55,8 @@ def bare_child(out_dir: str) -> None:
 
 
 def audit_child(argv: list[str], stats_file: str) -> int:
-    """A: ``audit.cli.main(argv)``, recording the Spark jobs and progress-line times of its ``run()``."""
+    """A: ``audit.cli.main(argv)``, recording the Spark jobs and progress-line times of its ``run()`` (the caller
+    then ends the process with ``audit.cli.exit_now``, as the console script does)."""
     import audit.pipeline as pipeline
     from audit import cli
     marks: list[tuple[str, float, int]] = []
@@ -215,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
         bare_child(argv[1])
         return 0
     if argv[:1] == ["--child-audit"]:
-        return audit_child(argv[3:], argv[1])
+        from audit.cli import exit_now
+        exit_now(audit_child(argv[3:], argv[1]))  # as the console script ends (audit.cli.entry)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=int, default=2, help="A/B pairs (median; at least 2)")
     ap.add_argument("--log-dirs", nargs="+", default=None, help=f"default: {SCENARIO}/*")

@@ -31,3 +31,29 @@ def test_fail_on_sets_exit_status(tmp_path):
     assert summary["reports"]["expectations"]["success"] is False
     assert "findings.no_failing_severity" in summary["reports"]["expectations"]["failed"]
     assert main(args + ["--fail-on", "never", "--skip-reports"]) == 0
+
+
+def test_console_script_exit_runs_what_an_exit_runs(tmp_path):
+    """audit.cli.entry ends the process quickly (exit_now) but as an exit would: the exit status of main(),
+    threads that are not daemons joined, atexit handlers run, unflushed stdout written; a usage error still
+    leaves through argparse (status 2).  A bare os._exit would lose the last three."""
+    import subprocess
+    import sys
+    script = f"""
+import atexit, sys, threading, time
+import audit.cli as cli
+def fake_main(argv=None):
+    atexit.register(lambda: open({str(tmp_path / 'atexit')!r}, 'w').write('ran'))
+    threading.Thread(target=lambda: (time.sleep(0.5), open({str(tmp_path / 'thread')!r}, 'w').write('done'))).start()
+    sys.stdout.write('no newline, not flushed')
+    return 3
+cli.main = fake_main
+cli.entry()
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stdout == "no newline, not flushed"
+    assert (tmp_path / "atexit").read_text() == "ran" and (tmp_path / "thread").read_text() == "done"
+    usage = subprocess.run([sys.executable, "-m", "audit.cli", "audit", "--output", str(tmp_path / "out"),
+                            "--no-such-flag"], capture_output=True, text=True, timeout=60)
+    assert usage.returncode == 2 and "--no-such-flag" in usage.stderr
