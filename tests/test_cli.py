@@ -57,3 +57,20 @@ cli.entry()
     usage = subprocess.run([sys.executable, "-m", "audit.cli", "audit", "--output", str(tmp_path / "out"),
                             "--no-such-flag"], capture_output=True, text=True, timeout=60)
     assert usage.returncode == 2 and "--no-such-flag" in usage.stderr
+
+
+def test_prewarm_shortens_the_switch_interval_until_joined():
+    """While _prewarm imports beside the JVM's start the switch interval is PREWARM_SWITCH_INTERVAL at most;
+    join() puts the caller's value back."""
+    import sys
+
+    from audit.cli import PREWARM_SWITCH_INTERVAL, _prewarm
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.004)
+        warm = _prewarm(False)
+        assert sys.getswitchinterval() <= PREWARM_SWITCH_INTERVAL
+        warm.join()
+        assert abs(sys.getswitchinterval() - 0.004) < 1e-9 and not warm.thread.is_alive()
+    finally:
+        sys.setswitchinterval(before)

@@ -243,3 +243,21 @@ def test_great_expectations_imports_under_python_c():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert "imported great_expectations" in p.stdout, p.stderr[-2000:]
     assert p.returncode == 3
+
+
+def test_gx_import_leaves_scipy_stats_unloaded_until_used():
+    """_gx() imports Great Expectations without loading scipy.stats (none of the suite's expectations use it;
+    it was a quarter of GX's import); the first use loads the real module (a fresh interpreter each time)."""
+    import subprocess
+    import sys
+    script = """
+import sys
+from audit.report.expectations import _gx
+_gx()
+print('scipy.stats._stats_py' in sys.modules)
+from scipy import stats
+print(round(float(stats.entropy([0.5, 0.5])), 6), 'scipy.stats._stats_py' in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["False", "0.693147", "True"], out.stdout
