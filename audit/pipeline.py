@@ -33,6 +33,12 @@ RECORD_COLUMNS = ["source_partition", "kind", "offset", "timestamp", "is_transac
                   "member_id"]
 FAIL_ON = {"critical": 4, "error": 3, "warning": 2, "never": 99}
 MAX_WHERE = 1000
+#: ``records_read.by_record_type`` stays bounded whatever bytes the log holds: record types other than
+#: :data:`audit.formats.offsets.RECORD_TYPE_NAMES` (and -1, a key too short for one) and value versions outside
+#: -1 .. MAX_COUNTED_VERSION are counted under one ``OTHER_KIND`` each (``records_skipped.where`` keeps the first
+#: records' own types, files and positions)
+MAX_COUNTED_VERSION = 127
+OTHER_KIND = -32768
 
 
 class AuditConfig(BaseModel):
@@ -378,14 +384,19 @@ def _inputs(cfg, src) -> dict:
 
 
 def _summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
-    """summary.json content; every collect here is an aggregate (bounded by names, not records)."""
+    """summary.json content; every collect here is an aggregate bounded by names (record types and versions
+    beyond the known ones counted together: :data:`OTHER_KIND`) or a ``take`` of at most :data:`MAX_WHERE`."""
     skipped = raw.where((F.col("kind") == "issue") | F.col("decode_error").isNotNull()).select(
         F.col("source_file").alias("file"), "position", F.col("decode_error").alias("reason"), "detail",
         F.col("records_affected"), "record_type")
     skipped = skipped.unionByName(src.read_issues.withColumn("record_type", F.lit(None).cast("short")))
     # independent aggregates, side by side
+    record_type = (F.when(F.col("record_type").isin(-1, *RECORD_TYPE_NAMES), F.col("record_type"))
+                   .when(F.col("record_type").isNotNull(), F.lit(OTHER_KIND)).alias("record_type"))
+    value_version = (F.when(F.col("value_version").between(-1, MAX_COUNTED_VERSION), F.col("value_version"))
+                     .when(F.col("value_version").isNotNull(), F.lit(OTHER_KIND)).alias("value_version"))
     by_kind, issue_counts, where_rows, finding_counts, disagree = in_parallel(
-        lambda: raw.groupBy("kind", "record_type", "value_version", "is_tombstone", "txn_state", "decode_error")
+        lambda: raw.groupBy("kind", record_type, value_version, "is_tombstone", "txn_state", "decode_error")
         .agg(F.sum(F.when(F.col("kind") == "issue", 1).otherwise(F.col("record_count"))).alias("n"),
              F.count("*").alias("rows")).collect(),
         lambda: src.read_issues.groupBy("reason").agg(F.count("*").alias("n")).collect(),
@@ -402,8 +413,10 @@ def _summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
             by_reason[r["decode_error"]] = by_reason.get(r["decode_error"], 0) + int(r["rows"])
         if kind != "record":
             continue
-        name = RECORD_TYPE_NAMES.get(r["record_type"], f"type_{r['record_type']}")
-        key = f"{name} tombstone" if r["is_tombstone"] else f"{name} v{r['value_version']}"
+        name = RECORD_TYPE_NAMES.get(r["record_type"], "other record types" if r["record_type"] == OTHER_KIND
+                                     else f"type_{r['record_type']}")
+        version = "(other)" if r["value_version"] == OTHER_KIND else r["value_version"]
+        key = f"{name} tombstone" if r["is_tombstone"] else f"{name} v{version}"
         by_type[key] = by_type.get(key, 0) + n
         offset_commit = r["record_type"] in (0, 1) and r["is_tombstone"] is False
         if r["kind"] == "count" and offset_commit:

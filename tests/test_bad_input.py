@@ -250,3 +250,35 @@ def test_corrupt_metadata_batch_is_reported_once_with_reason_and_position(audit_
     chosen = [w for w in where if w["file"].startswith(used)]
     assert [(w["reason"], w["position"]) for w in chosen] == [("crc_mismatch", positions[fs_path(chosen[0]["file"])])]
     assert result.summary["records_skipped"]["by_reason"].get("metadata_record_undecodable", 0) == 0
+
+
+def test_records_read_by_type_stays_bounded_under_many_unknown_types_and_versions(audit_dirs, tmp_path):
+    """300 records of 300 unknown record types and 300 offset commits of 300 unknown value versions, appended to
+    a real segment: summary.json counts them under a few keys ('other record types ...', 'OffsetCommit v(other)')
+    instead of 600 keys, every record still counted, and records_skipped keeps each one's reason."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    dst = tmp_path / "broker"
+    shutil.copytree(REAL / "kraft-3.6-single-broker/data", dst)
+    for p in dst.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    seg = dst / "__consumer_offsets-24/00000000000000000000.log"
+    buf = seg.read_bytes()
+    base = scan_batches(buf).end_offset
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                                  producer_epoch=-1, base_sequence=-1, batch_size=1 << 22)
+    for i in range(300):
+        b.append(i, timestamp=1700000000000, key=struct.pack(">hh1s", 100 + i, 1, b"g"), value=b"\x00\x00\x01",
+                 headers=[])
+    for i in range(300):
+        key = struct.pack(">hh1sh1si", 1, 1, b"g", 1, b"t", i)
+        b.append(300 + i, timestamp=1700000000000, key=key, value=struct.pack(">hq", 1000 + i, 5), headers=[])
+    batch = bytearray(b.build())
+    batch[0:8] = struct.pack(">q", base)  # the segment's next offset (the CRC starts after it, at attributes)
+    seg.write_bytes(buf + bytes(batch))
+    result, _ = audit_dirs("many-kinds", [dst], fail_on="never")
+    by_type = result.summary["records_read"]["by_record_type"]
+    other = sum(n for k, n in by_type.items() if k.startswith("other record types"))
+    assert other == 300 and by_type.get("OffsetCommit v(other)") == 300, by_type
+    assert not [k for k in by_type if k.startswith("type_")] and len(by_type) < 20, sorted(by_type)
+    reasons = result.summary["records_skipped"]["by_reason"]
+    assert reasons.get("unknown_record_type") == 300 and reasons.get("unknown_value_version") == 300, reasons
