@@ -1014,8 +1014,7 @@ def _frame_records(data: np.ndarray, cur: np.ndarray, ends: np.ndarray, counts: 
             bad[ids[~ok]] = True
             ids, c, e, f, cn = ids[ok], c[ok], e[ok], f[ok], cn[ok]
     cur[ids] = c  # where each batch still framing goes on
-    active = ids
-    active = active[counts[active] > k]
+    active = ids[cn > k]
     if len(active):
         mv = memoryview(np.ascontiguousarray(data))
         for j in active.tolist():
