@@ -65,4 +65,6 @@ def with_owners(df: DataFrame, group_state: DataFrame, owners: DataFrame) -> Dat
     gs = group_state.select("group_id", "group_state", "group_protocol_type", "group_protocol")
     ow = owners.select("group_id", "topic", "partition", *[c for c in OWNER_COLUMNS if c.startswith("owner_")])
     out = df.join(gs, "group_id", "left").join(ow, ["group_id", "topic", "partition"], "left")
-    return out.select(*df.columns, *[F.col(c).cast(OWNER_TYPES[c]).alias(c) for c in OWNER_COLUMNS])
+    # SQL expressions: one py4j call per column instead of three or four
+    return out.selectExpr(*[f"`{c}`" for c in df.columns],
+                          *[f"CAST(`{c}` AS {OWNER_TYPES[c]}) AS `{c}`" for c in OWNER_COLUMNS])

@@ -171,7 +171,8 @@ def _collect_findings(findings_df, max_findings: int) -> Tuple[List[Dict[str, An
     from pyspark.sql import functions as F
 
     total = findings_df.count()
-    cols = [c for c in _FINDING_COLUMNS if c in findings_df.columns]
+    have = set(findings_df.columns)
+    cols = [c for c in _FINDING_COLUMNS if c in have]
     rows = (
         findings_df.select(*cols)
         .withColumn("_rank", _severity_rank_expr())
@@ -234,11 +235,12 @@ def _collect_commits_for_partitions(df, keys_df, max_per_partition: int) -> List
 
     if df is None:
         return []
-    rank = F.when(F.col("verdict") == "OK", F.lit(9)).otherwise(F.lit(0)) if "verdict" in df.columns \
+    have = set(df.columns)
+    rank = F.when(F.col("verdict") == "OK", F.lit(9)).otherwise(F.lit(0)) if "verdict" in have \
         else F.lit(0)
     w = Window.partitionBy("topic", "partition").orderBy(rank, "group_id")
     cols = [c for c in ("group_id", "topic", "partition", "committed_offset", "committed_leader_epoch", "verdict",
-                        "commit_timestamp", "owner_client_id", "owner_client_host") if c in df.columns]
+                        "commit_timestamp", "owner_client_id", "owner_client_host") if c in have]
     joined = (
         df.select(*cols)
         .join(F.broadcast(keys_df), on=["topic", "partition"], how="inner")

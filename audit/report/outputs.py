@@ -205,8 +205,10 @@ def console_table(findings: DataFrame, committed: DataFrame, bounds: DataFrame, 
     ``CONSUMER-ID``, ``HOST`` and ``CLIENT-ID``; ``-`` where the group recorded no member.  A
     ``REPLICA_DIVERGENCE`` row has no group (``-``); its ``OWNER`` names the broker holding the lost lineage.
     """
+    have = {id(findings): set(findings.columns), id(committed): set(committed.columns)}  # each a py4j round trip
+
     def opt(df, name):
-        return F.col(name) if name in df.columns else F.lit(None).cast("string")
+        return F.col(name) if name in have[id(df)] else F.lit(None).cast("string")
 
     owner = F.when(opt(findings, "replica_broker").isNotNull(),  # REPLICA_DIVERGENCE: the replica, not a group
                    F.concat(F.lit("replica on broker "), opt(findings, "replica_broker").cast("string"))).when(
@@ -216,7 +218,7 @@ def console_table(findings: DataFrame, committed: DataFrame, bounds: DataFrame, 
     sev = F.create_map(*[x for i, s in enumerate(SEVERITY_ORDER) for x in (F.lit(s), F.lit(i))])
     frows = (findings.orderBy(sev[F.col("severity")], "group_id", "topic", "partition", "finding")
              .select("severity", "finding",
-                     (F.col("cause") if "cause" in findings.columns else F.lit(None).cast("string")).alias("cause"),
+                     (F.col("cause") if "cause" in have[id(findings)] else F.lit(None).cast("string")).alias("cause"),
                      "group_id", "topic", "partition", "committed_offset",
                      "committed_leader_epoch", "divergence_offset", "records_at_risk", "log_start_offset",
                      "log_end_offset", owner.alias("owner")).take(limit + 1))
