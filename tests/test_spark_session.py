@@ -300,3 +300,27 @@ def test_parse_ahead_parses_every_query_of_sql_and_swallows_parser_errors():
     t = parse_ahead(Fake(fail=True))
     t.join(10)
     assert not t.is_alive()
+
+
+def test_dataframe_debugging_off_unless_the_user_set_it(spark, monkeypatch):
+    """The session the audit builds has PySpark's DataFrame query context off, so a Column expression built in
+    Python costs one py4j call, not about ten; a user's own setting is left alone."""
+    from pyspark.sql import functions as F
+
+    from audit.spark import DATAFRAME_DEBUGGING_CONF, _user_set
+    assert spark.conf.get(DATAFRAME_DEBUGGING_CONF) == "false"
+    import py4j.clientserver as cs
+    calls = []
+    real = cs.ClientServerConnection.send_command
+    monkeypatch.setattr(cs.ClientServerConnection, "send_command",
+                        lambda self, command: calls.append(command[:1]) or real(self, command))
+    (F.col("a") + F.lit(1)).alias("b")
+    monkeypatch.undo()
+    # col, lit, plus, alias and their lookups: 13 calls; with the query context on (a session built without the
+    # setting) the same expression takes 38
+    assert len([c for c in calls if c != "m"]) <= 16, calls
+
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", f"--conf {DATAFRAME_DEBUGGING_CONF}=true pyspark-shell")
+    assert _user_set(DATAFRAME_DEBUGGING_CONF, launching=True)
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--conf spark.driver.memory=1g pyspark-shell")
+    assert not _user_set(DATAFRAME_DEBUGGING_CONF, launching=True)
