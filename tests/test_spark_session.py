@@ -324,3 +324,20 @@ def test_dataframe_debugging_off_unless_the_user_set_it(spark, monkeypatch):
     assert _user_set(DATAFRAME_DEBUGGING_CONF, launching=True)
     monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--conf spark.driver.memory=1g pyspark-shell")
     assert not _user_set(DATAFRAME_DEBUGGING_CONF, launching=True)
+
+
+def test_python_workers_decoders_do_not_import_kafka_python():
+    """The modules a Python worker loads to decode segments and small files leave kafka-python's package (its
+    clients: about 0.15 s per worker) unloaded until a snappy batch needs its codec."""
+    import subprocess
+    import sys
+    code = ("import sys, audit.sources.logdirs, audit.formats.record_batch as rb, audit.formats.offsets, "
+            "audit.formats.latest, audit.formats.metadata_log\n"
+            "assert 'kafka' not in sys.modules, 'kafka imported'\n"
+            "import snappy\n"
+            "framed = b'\\x82SNAPPY\\x00' + b'\\x00\\x00\\x00\\x01\\x00\\x00\\x00\\x01' + len(c := snappy.compress(b'abc'))"
+            ".to_bytes(4, 'big') + c\n"
+            "assert bytes(rb.decompress(2, framed)) == b'abc'\n"
+            "assert 'kafka' in sys.modules\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

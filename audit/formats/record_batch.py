@@ -26,7 +26,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 from crc32c import crc32c
-from kafka import codec as kafka_codec
 
 #: Size of the fixed v2 batch header (base_offset .. record_count), bytes.
 BATCH_HEADER_SIZE = 61
@@ -395,6 +394,9 @@ def decompress(codec_id: int, data: bytes, max_bytes: int | None = None) -> byte
         return _gzip_bounded(data, cap)
     if codec_id == 2:
         _snappy_check_length(data, cap)
+        # imported here: kafka-python's package import (its clients) costs each Python worker about 0.15 s,
+        # and only snappy needs it
+        from kafka import codec as kafka_codec
         return kafka_codec.snappy_decode(data)
     if codec_id == 3:
         return _lz4_bounded(data, cap)
