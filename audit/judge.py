@@ -23,6 +23,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+from .spark import in_parallel, small_settings
+
 #: finding name -> SQL file (without .sql) in ``sql/``; order = tie-break for verdicts.
 RULES = {
     "LOG_TRUNCATION": "finding_log_truncation",
@@ -140,7 +142,6 @@ def judge(spark: SparkSession, commits: DataFrame, epochs: DataFrame, bounds: Da
         if df is not None:
             df.createOrReplaceTempView(view)
     names = [n for n in (rules or list(RULES)) if n not in OPTIONAL_INPUTS or given[OPTIONAL_INPUTS[n]] is not None]
-    from .spark import in_parallel, small_settings
     if small_settings(spark) and spark.conf.get("spark.sql.constraintPropagation.enabled", "true") == "false":
         # a small input: each rule planned and run on its own thread, so the planning (most of a rule's time
         # over a few thousand rows) takes both cores instead of one for the whole union.  Not with constraint

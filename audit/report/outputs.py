@@ -205,20 +205,20 @@ def console_table(findings: DataFrame, committed: DataFrame, bounds: DataFrame, 
     ``CONSUMER-ID``, ``HOST`` and ``CLIENT-ID``; ``-`` where the group recorded no member.  A
     ``REPLICA_DIVERGENCE`` row has no group (``-``); its ``OWNER`` names the broker holding the lost lineage.
     """
-    have = {id(findings): set(findings.columns), id(committed): set(committed.columns)}  # each a py4j round trip
+    f_cols, c_cols = set(findings.columns), set(committed.columns)  # read once: each read is a py4j round trip
 
-    def opt(df, name):
-        return F.col(name) if name in have[id(df)] else F.lit(None).cast("string")
+    def opt(cols, name):
+        return F.col(name) if name in cols else F.lit(None).cast("string")
 
-    owner = F.when(opt(findings, "replica_broker").isNotNull(),  # REPLICA_DIVERGENCE: the replica, not a group
-                   F.concat(F.lit("replica on broker "), opt(findings, "replica_broker").cast("string"))).when(
-                   opt(findings, "owner_client_id").isNotNull(),
-                   F.concat_ws(" ", opt(findings, "owner_client_id"),
-                               F.concat(F.lit("("), F.coalesce(opt(findings, "owner_client_host"), F.lit("?")), F.lit(")"))))
+    owner = F.when(opt(f_cols, "replica_broker").isNotNull(),  # REPLICA_DIVERGENCE: the replica, not a group
+                   F.concat(F.lit("replica on broker "), opt(f_cols, "replica_broker").cast("string"))).when(
+                   opt(f_cols, "owner_client_id").isNotNull(),
+                   F.concat_ws(" ", opt(f_cols, "owner_client_id"),
+                               F.concat(F.lit("("), F.coalesce(opt(f_cols, "owner_client_host"), F.lit("?")), F.lit(")"))))
     sev = F.create_map(*[x for i, s in enumerate(SEVERITY_ORDER) for x in (F.lit(s), F.lit(i))])
     frows = (findings.orderBy(sev[F.col("severity")], "group_id", "topic", "partition", "finding")
              .select("severity", "finding",
-                     (F.col("cause") if "cause" in have[id(findings)] else F.lit(None).cast("string")).alias("cause"),
+                     opt(f_cols, "cause").alias("cause"),
                      "group_id", "topic", "partition", "committed_offset",
                      "committed_leader_epoch", "divergence_offset", "records_at_risk", "log_start_offset",
                      "log_end_offset", owner.alias("owner")).take(limit + 1))
@@ -235,8 +235,8 @@ def console_table(findings: DataFrame, committed: DataFrame, bounds: DataFrame, 
             .orderBy(F.col("verdict") == "OK", "group_id", "topic", "partition")
             .select("group_id", "topic", "partition", "committed_offset", "committed_leader_epoch", "log_end_offset",
                     (F.col("log_end_offset") - F.col("committed_offset")).alias("lag"), "verdict",
-                    opt(committed, "owner_member_id"), opt(committed, "owner_client_host"),
-                    opt(committed, "owner_client_id")).take(limit + 1))
+                    opt(c_cols, "owner_member_id"), opt(c_cols, "owner_client_host"),
+                    opt(c_cols, "owner_client_id")).take(limit + 1))
     out.append("")
     out.append("COMMITTED OFFSETS")
     out.append(_table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "EPOCH", "LOG-END-OFFSET", "LAG", "VERDICT",
