@@ -1,6 +1,7 @@
 """SparkSession for the embedded (local) mode and for spark-submit."""
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import os
@@ -225,24 +226,29 @@ class ClassDataArchive:
         return busy
 
 
-def _installed_daemon() -> bool:
-    """Whether Python workers started from this interpreter can run :mod:`audit.spark_daemon`: Python
-    workers use this interpreter, and ``audit`` is importable without the working directory (a
-    ``local-cluster`` executor starts its workers from a directory of its own).  ``KOA_SPARK_DAEMON=off``
-    keeps Spark's own daemon."""
-    import importlib.machinery
-    if os.environ.get("KOA_SPARK_DAEMON", "on") == "off" or os.environ.get("PYSPARK_PYTHON") != sys.executable:
-        return False
-    path = [p for p in sys.path if p and os.path.abspath(p) != os.getcwd()]
-    for finder in sys.meta_path:  # an editable install is a finder of its own, not a path entry
-        try:
-            spec = (finder.find_spec("audit", None) if finder is not importlib.machinery.PathFinder
-                    else importlib.machinery.PathFinder.find_spec("audit", path))
-        except Exception:  # a third-party finder that does not take these arguments
-            continue
-        if spec is not None and spec.origin and spec.origin != "built-in":
-            return True
-    return False
+#: the directory holding :mod:`audit.worker_site.sitecustomize` (put on the Python workers' path, not imported here)
+WORKER_SITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker_site")
+
+
+@contextlib.contextmanager
+def _worker_site(apply: bool):
+    """While the driver JVM starts, :data:`WORKER_SITE` first on ``PYTHONPATH`` if ``apply``: Spark appends the
+    JVM's ``PYTHONPATH`` to every Python process it starts (workers, their daemon, a Python data source's
+    planners; a ``local-cluster`` executor inherits it), whose start-up hook then imports the installed pyspark
+    rather than recompiling Spark's zip.  This process's own environment is restored afterwards.
+    ``KOA_WORKER_SITE=off`` leaves ``PYTHONPATH`` alone."""
+    if not apply or os.environ.get("KOA_WORKER_SITE", "on") == "off":
+        yield
+        return
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (WORKER_SITE, before) if p)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = before
 
 
 #: PySpark 4's DataFrame query context (a static setting, default true): while it is on, every Column function
@@ -281,8 +287,8 @@ def build_session(master: str | None = None, app_name: str = "kafka-offset-audit
     starts the driver JVM; under spark-submit pass ``--packages`` instead).
     ``class_data``: when this call starts a local driver JVM, it uses (or writes) that class-data archive
     (:class:`ClassDataArchive`; the CLI passes one).
-    When this call starts a local master, its Python workers run :mod:`audit.spark_daemon` (pyspark imported
-    from its installed copy, not recompiled from Spark's zip in every worker) if :func:`_installed_daemon`.
+    When this call starts a local master, the Python processes Spark starts import pyspark from its installed
+    copy, not recompiled from Spark's zip in every one (:func:`_worker_site`).
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
@@ -308,8 +314,6 @@ def build_session(master: str | None = None, app_name: str = "kafka-offset-audit
         builder = builder.config("spark.jars.packages", ",".join(packages))
     if not _user_set(DATAFRAME_DEBUGGING_CONF, launching):
         builder = builder.config(DATAFRAME_DEBUGGING_CONF, "false")
-    if launching and the_master.startswith("local") and _installed_daemon():
-        builder = builder.config("spark.python.daemon.module", "audit.spark_daemon")
     builder = (builder
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
@@ -322,7 +326,8 @@ def build_session(master: str | None = None, app_name: str = "kafka-offset-audit
                .config("spark.sql.files.openCostInBytes", str(1 << 20))
                .config("spark.sql.adaptive.coalescePartitions.initialPartitionNum", "8")
                .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"]))
-    spark = builder.getOrCreate()
+    with _worker_site(launching and SparkContext._gateway is None and the_master.startswith("local")):
+        spark = builder.getOrCreate()
     if class_data is not None:
         class_data.record_jvm(spark)
     if not verbose:

@@ -1,6 +1,10 @@
 """When the embedded driver JVM gets the quick-start JIT options, and the settings of a small audit."""
+import os
+import subprocess
+import sys
+
 import audit.spark
-from audit.spark import (METASPACE_JAVA_OPTION, QUICK_START_JAVA_OPTIONS, driver_java_options, heap_java_options,
+from audit.spark import (WORKER_SITE, METASPACE_JAVA_OPTION, QUICK_START_JAVA_OPTIONS, driver_java_options, heap_java_options,
                          quick_start_java_options)
 
 
@@ -235,10 +239,21 @@ def _zip_with(path, files: dict) -> str:
     return str(path)
 
 
-def test_daemon_moves_a_zip_only_when_the_same_version_is_installed(tmp_path):
+def _worker_site_module():
+    """audit/worker_site/sitecustomize.py loaded under another name (so its start-up work does not run)."""
+    import importlib.util
+
+    from audit.spark import WORKER_SITE
+    spec = importlib.util.spec_from_file_location("koa_worker_site", os.path.join(WORKER_SITE, "sitecustomize.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_worker_site_moves_a_zip_only_when_the_same_version_is_installed(tmp_path):
     import pyspark
 
-    from audit.spark_daemon import prefer_installed
+    prefer_installed = _worker_site_module().prefer_installed
     site = str(__import__("pathlib").Path(pyspark.__file__).parent.parent)
     same = _zip_with(tmp_path / "same.zip", {"pyspark/version.py": f'__version__: str = "{pyspark.__version__}"\n'})
     other = _zip_with(tmp_path / "other.zip", {"pyspark/version.py": '__version__: str = "3.0.0"\n'})
@@ -250,8 +265,9 @@ def test_daemon_moves_a_zip_only_when_the_same_version_is_installed(tmp_path):
 
 
 def test_python_workers_import_pyspark_from_the_installed_copy(spark):
-    """Spark puts its pyspark.zip first on the workers' path; the session's daemon (audit.spark_daemon) makes
-    them import the installed pyspark, whose bytecode is cached."""
+    """Spark puts its pyspark.zip first on the workers' path; the start-up hook the session puts on the JVM's
+    PYTHONPATH (audit/worker_site/sitecustomize.py) makes them import the installed pyspark, whose bytecode is
+    cached."""
     import pyarrow as pa
 
     def where(batches):
@@ -265,6 +281,88 @@ def test_python_workers_import_pyspark_from_the_installed_copy(spark):
     rows = spark.range(2, numPartitions=2).mapInArrow(where, "f string, zip_on_path boolean").collect()
     assert rows and all(".zip" not in r.f and r.f.endswith(".py") for r in rows)
     assert all(r.zip_on_path for r in rows)   # Spark's zip is still there, after the installed copy
+
+
+def test_worker_site_runs_at_start_up_and_chains_to_the_next_sitecustomize(tmp_path):
+    """A Python process started with WORKER_SITE on PYTHONPATH behind Spark's zip imports the installed pyspark
+    (the zip, same version, moves last) and still runs the sitecustomize WORKER_SITE shadows; a zip of another
+    version stays first."""
+    import pyspark
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "sitecustomize.py").write_text("import sys\nsys.koa_chained = True\n")
+    probe = ("import sys, pyspark; print(pyspark.__file__); print(getattr(sys, 'koa_chained', False)); "
+             "print([p for p in sys.path if p.endswith('.zip')][-1] == sys.path[-1])")
+
+    def run(version):
+        z = tmp_path / version / "pyspark.zip"
+        z.parent.mkdir()
+        _zip_with(z, {"pyspark/version.py": f'__version__: str = "{version}"\n',
+                      "pyspark/__init__.py": "__file__ = 'from the zip'\n"})
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(z), WORKER_SITE, str(other)]))
+        out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+        return out.stdout.split()
+
+    installed, chained, zip_last = run(pyspark.__version__)
+    assert installed == pyspark.__file__ and chained == "True" and zip_last == "True"
+    assert run("3.0.0")[:2] == ["from", "the"]   # another version: Spark's zip stays first
+
+
+def test_worker_site_is_on_pythonpath_only_while_the_jvm_starts(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", "/x")
+    monkeypatch.delenv("KOA_WORKER_SITE", raising=False)
+    with audit.spark._worker_site(True):
+        assert os.environ["PYTHONPATH"] == WORKER_SITE + os.pathsep + "/x"
+    assert os.environ["PYTHONPATH"] == "/x"
+    with audit.spark._worker_site(False):
+        assert os.environ["PYTHONPATH"] == "/x"
+    monkeypatch.delenv("PYTHONPATH")
+    with audit.spark._worker_site(True):
+        assert os.environ["PYTHONPATH"] == WORKER_SITE
+    assert "PYTHONPATH" not in os.environ
+    monkeypatch.setenv("KOA_WORKER_SITE", "off")
+    with audit.spark._worker_site(True):
+        assert "PYTHONPATH" not in os.environ
+
+
+def test_python_data_source_planners_import_pyspark_from_the_installed_copy(spark):
+    """A Python data source's planner processes (create_data_source, plan_data_source_read), which Spark starts
+    through pyspark.daemon whatever spark.python.daemon.module says, get the same start-up hook: the pyspark
+    each of them imports is the installed copy, not Spark's zip."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class Reader(DataSourceReader):
+        def __init__(self, created):
+            self.created = created
+
+        def partitions(self):
+            import pyspark
+            return [InputPartition(pyspark.__file__)]
+
+        def read(self, partition):
+            import pyspark
+            yield (self.created, partition.value, pyspark.__file__)
+
+    class Probe(DataSource):
+        def __init__(self, options):
+            super().__init__(options)
+            import pyspark
+            self.created = pyspark.__file__
+
+        @classmethod
+        def name(cls):
+            return "koa_worker_site_probe"
+
+        def schema(self):
+            return "created string, planned string, read string"
+
+        def reader(self, schema):
+            return Reader(self.created)
+
+    spark.dataSource.register(Probe)
+    rows = spark.read.format("koa_worker_site_probe").load().collect()
+    assert len(rows) == 1
+    assert all(".zip" not in f and f.endswith("__init__.py") for f in rows[0]), rows[0]
 
 
 def test_parse_ahead_parses_every_query_of_sql_and_swallows_parser_errors():
