@@ -218,16 +218,18 @@ def offsets_spark(spark):
     cloudpickle.unregister_pickle_by_value(module)
 
 
-def test_replays_real_consumer_offsets_read_committed(offsets_spark):
+@pytest.mark.parametrize("tasks", [None, "2"])
+def test_replays_real_consumer_offsets_read_committed(offsets_spark, tasks):
     spark = offsets_spark
     from audit.sources.kafka_datasource import SCHEMA, register
 
     cls = register(spark, ReplayConsumer)
     assert cls.name() == "kafka_offsets_topic"
-    df = (spark.read.format("kafka_offsets_topic")
-          .option("bootstrap.servers", "broker-1:9092")
-          .option("poll.timeout.ms", "5000")
-          .load())
+    reader = (spark.read.format("kafka_offsets_topic")
+              .option("bootstrap.servers", "broker-1:9092")
+              .option("poll.timeout.ms", "5000"))
+    df = (reader if tasks is None else reader.option("tasks", tasks)).load()
+    assert df.rdd.getNumPartitions() == (7 if tasks is None else 2)
     assert df.schema.simpleString() == "struct<" + SCHEMA.replace(" bigint", ":bigint").replace(" int", ":int") \
         .replace(" binary", ":binary").replace(", ", ",") + ">"
     rows = df.collect()
@@ -284,9 +286,43 @@ def make_reader(factory, **options):
 
 def test_planning_captures_start_and_end_offsets():
     reader = make_reader(ReplayConsumer)
-    parts = reader.partitions()
+    parts = reader.ranges()
     assert [(p.partition, p.start_offset, p.end_offset) for p in parts] == [
         (0, 0, 14), (1, 0, 2), (2, 0, 5), (3, 0, 3), (4, 0, 6), (5, 0, 0), (6, 0, 11), (7, 0, 2)]
+    # one task per non-empty partition unless told; the empty partition 5 is no task
+    assert [[r.partition for r in t.ranges] for t in reader.partitions()] == [[0], [6], [4], [2], [3], [1], [7]]
+
+
+def test_tasks_spread_the_partitions_by_record_count():
+    from audit.sources.kafka_datasource import OffsetsTopicPartition as R
+    from audit.sources.kafka_datasource import spread
+    tasks = make_reader(ReplayConsumer, tasks="2").partitions()
+    assert [[r.partition for r in t.ranges] for t in tasks] == [[0, 1, 2], [3, 4, 6, 7]]   # 21 and 22 records
+    assert sorted(r.partition for t in tasks for r in t.ranges) == [0, 1, 2, 3, 4, 6, 7]
+    assert [len(t.ranges) for t in spread([R(0, 5, 9), R(1, 0, 1)], 8)] == [1, 1]      # never more tasks than ranges
+    assert [[(r.partition, r.start_offset) for r in t.ranges] for t in spread([R(0, 3, 3), R(1, 7, 7)], 2)] == [[]]
+    for bad in ("0", "-1", "two"):
+        with pytest.raises(Exception, match="tasks"):
+            make_reader(ReplayConsumer, tasks=bad)
+
+
+def test_one_consumer_reads_every_partition_of_a_task():
+    from audit.sources.kafka_datasource import OffsetsTopicPartition as R
+    from audit.sources.kafka_datasource import OffsetsTopicTask
+    made = []
+
+    def factory(**settings):
+        made.append(ReplayConsumer(**settings))
+        return made[-1]
+    reader = make_reader(factory)
+    rows = list(reader.read(OffsetsTopicTask([R(0, 3, 8), R(4, 0, 6), R(5, 0, 0), R(6, 0, 11)])))
+    by_partition = {p: [r[1] for r in rows if r[0] == p] for p in (0, 4, 5, 6)}
+    assert by_partition[0] == [3, 4, 5, 6, 7]
+    assert by_partition[4] == [0, 1, 2, 3, 4, 5] and by_partition[5] == []
+    expected = expected_rows()
+    assert by_partition[6] == [o for o, _, _ in expected[6]]
+    assert len(made) == 1 and made[0].closed
+    assert {tp.partition for tp in made[0].assigned} == {0, 4, 6}
 
 
 def test_read_stops_at_planned_end_offset():
@@ -310,7 +346,7 @@ def test_no_progress_times_out_with_a_clear_error():
     reader = make_reader(StuckConsumer, **{"poll.timeout.ms": "50"})
     with pytest.raises(KafkaOffsetsTopicError) as info:
         list(reader.read(OffsetsTopicPartition(3, 0, 3)))
-    assert "__consumer_offsets-3" in str(info.value) and "50 ms" in str(info.value)
+    assert "__consumer_offsets-3 at offset 0" in str(info.value) and "50 ms" in str(info.value)
 
 
 def test_options_validation_and_redaction(tmp_path):

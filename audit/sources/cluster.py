@@ -38,10 +38,13 @@ def _decode(batches):
 
 def read_offsets_topic(spark: SparkSession, bootstrap_servers: str, client_config: str | None = None,
                        consumer_factory: Callable[..., Any] | None = None) -> DataFrame:
-    """``__consumer_offsets`` of a live cluster as :data:`RAW_SCHEMA` rows plus ``broker_id`` (null)."""
+    """``__consumer_offsets`` of a live cluster as :data:`RAW_SCHEMA` rows plus ``broker_id`` (null), read in at
+    most the session's default parallelism of tasks."""
     from .kafka_datasource import register
     register(spark, consumer_factory)
-    reader = spark.read.format("kafka_offsets_topic").option("bootstrap.servers", bootstrap_servers)
+    # as many tasks as the session runs at once: each task reads its partitions with one consumer
+    reader = (spark.read.format("kafka_offsets_topic").option("bootstrap.servers", bootstrap_servers)
+              .option("tasks", str(spark.sparkContext.defaultParallelism)))
     if client_config:
         reader = reader.option("client.properties", client_config)
     raw = reader.load().mapInArrow(_decode, spark_schema(RAW_SCHEMA))

@@ -10,8 +10,12 @@ dropped exactly as Kafka's own readers drop them.
 Planning (``reader.partitions()``) captures, per ``__consumer_offsets``
 partition, the log start offset (ListOffsets EARLIEST) and the read_committed
 end offset (ListOffsets LATEST = last stable offset); every Spark task then
-reads one partition from that start up to (excluding) that end, so the result
-is a consistent snapshot no matter how long the job runs.
+reads its partitions from that start up to (excluding) that end, so the result
+is a consistent snapshot no matter how long the job runs.  The non-empty
+partitions are spread over at most ``tasks`` Spark tasks (balanced by record
+count), each reading its partitions with one consumer: a consumer costs a
+bootstrap, a Metadata round and kafka-python's ``retry_backoff_ms`` wait before
+its first Fetch (about 0.2 s on a local cluster), whatever it reads.
 
 Rows (``SCHEMA``): ``source_partition int, source_offset bigint,
 timestamp bigint (ms since epoch, the record timestamp), key binary,
@@ -33,7 +37,9 @@ Options: ``bootstrap.servers``; ``client.properties`` (path to a Kafka client
 ``.properties`` file, parsed by :mod:`audit.sources.client_config`);
 ``kafka.<property>`` (one client property, overrides the file);
 ``poll.timeout.ms`` (how long a task may wait without progress before it
-fails, default 30000); ``topic`` (default ``__consumer_offsets``, e.g. for a
+fails, default 30000); ``tasks`` (the most Spark tasks to read with, default
+one per non-empty partition; :func:`audit.sources.cluster.read_offsets_topic`
+passes the session's default parallelism); ``topic`` (default ``__consumer_offsets``, e.g. for a
 mirrored copy); ``consumer.factory`` (``module:callable`` used instead of
 ``kafka.KafkaConsumer``).  Any other option is an error naming it.  Secrets
 never appear in error messages (:func:`audit.sources.client_config.redact`).
@@ -57,6 +63,7 @@ __all__ = [
     "KafkaOffsetsTopicError",
     "KafkaOffsetsTopicReader",
     "OffsetsTopicPartition",
+    "OffsetsTopicTask",
     "consumer_settings",
     "reader_from_options",
     "register",
@@ -70,7 +77,8 @@ SCHEMA = "source_partition int, source_offset bigint, timestamp bigint, key bina
 DEFAULT_POLL_TIMEOUT_MS = 30_000
 _POLL_SLICE_MS = 1_000
 
-_KNOWN_OPTIONS = {"bootstrap.servers", "client.properties", "poll.timeout.ms", "topic", "consumer.factory", "path"}
+_KNOWN_OPTIONS = {"bootstrap.servers", "client.properties", "poll.timeout.ms", "topic", "consumer.factory", "path",
+                  "tasks"}
 
 
 class KafkaOffsetsTopicError(RuntimeError):
@@ -83,8 +91,8 @@ class KafkaOffsetsTopicError(RuntimeError):
 
 
 class OffsetsTopicPartition(InputPartition):
-    """One Spark input partition = one offsets-topic partition and its
-    ``[start_offset, end_offset)`` range captured at planning time."""
+    """One offsets-topic partition and its ``[start_offset, end_offset)`` range
+    captured at planning time (also a Spark input partition of its own)."""
 
     def __init__(self, partition: int, start_offset: int, end_offset: int):
         super().__init__((partition, start_offset, end_offset))
@@ -94,6 +102,36 @@ class OffsetsTopicPartition(InputPartition):
 
     def __repr__(self) -> str:
         return f"OffsetsTopicPartition({self.partition}, {self.start_offset}, {self.end_offset})"
+
+
+class OffsetsTopicTask(InputPartition):
+    """One Spark input partition: the :class:`OffsetsTopicPartition` ranges one task reads with one consumer."""
+
+    def __init__(self, ranges: list[OffsetsTopicPartition]):
+        super().__init__(tuple((r.partition, r.start_offset, r.end_offset) for r in ranges))
+        self.ranges = list(ranges)
+
+    def __repr__(self) -> str:
+        return f"OffsetsTopicTask({self.ranges!r})"
+
+
+def spread(ranges: list[OffsetsTopicPartition], tasks: int | None) -> list[OffsetsTopicTask]:
+    """The non-empty ``ranges`` over at most ``tasks`` tasks (None: one each), largest first onto the task with
+    the fewest records so far; each task's ranges in partition order.  No non-empty range: one empty task (a
+    Python data source needs at least one input partition)."""
+    import heapq
+    todo = sorted((r for r in ranges if r.end_offset > r.start_offset),
+                  key=lambda r: (r.start_offset - r.end_offset, r.partition))
+    n = len(todo) if tasks is None else max(1, min(int(tasks), len(todo)))
+    if not todo:
+        return [OffsetsTopicTask([])]
+    heap = [(0, i) for i in range(n)]
+    groups: list[list[OffsetsTopicPartition]] = [[] for _ in range(n)]
+    for r in todo:
+        load, i = heapq.heappop(heap)
+        groups[i].append(r)
+        heapq.heappush(heap, (load + r.end_offset - r.start_offset, i))
+    return [OffsetsTopicTask(sorted(g, key=lambda r: r.partition)) for g in groups]
 
 
 def consumer_settings(client_config: ClientConfig) -> dict[str, Any]:
@@ -171,16 +209,19 @@ class KafkaOffsetsTopicReader(DataSourceReader):
         poll_timeout_ms: longest wait without progress in a task, ms.
         consumer_factory: ``factory(**kafka_python_settings) -> consumer`` with
             KafkaConsumer's ``partitions_for_topic``, ``beginning_offsets``,
-            ``end_offsets``, ``assign``, ``seek``, ``poll``, ``position``, ``close``.
+            ``end_offsets``, ``assign``, ``seek``, ``poll``, ``position``, ``close``
+            (and ``pause``, used when there).
+        tasks: the most Spark tasks to read with (None: one per non-empty partition).
     """
 
     def __init__(self, client_config: ClientConfig, topic: str = OFFSETS_TOPIC,
                  poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS,
-                 consumer_factory: Callable[..., Any] | None = None):
+                 consumer_factory: Callable[..., Any] | None = None, tasks: int | None = None):
         self.client_config = client_config
         self.topic = topic
         self.poll_timeout_ms = int(poll_timeout_ms)
         self.consumer_factory = consumer_factory or _default_consumer_factory
+        self.tasks = tasks
 
     # -- helpers
 
@@ -188,9 +229,14 @@ class KafkaOffsetsTopicReader(DataSourceReader):
         servers = ",".join(self.client_config.bootstrap_servers or [])
         return f"bootstrap.servers={servers}; client config {self.client_config.redacted()}"
 
-    def _fail(self, stage: str, partition: int | None, exc: BaseException) -> KafkaOffsetsTopicError:
+    def _name(self, partitions: int | list[int] | None) -> str:
+        if partitions is None:
+            return self.topic
+        return ", ".join(f"{self.topic}-{p}" for p in ([partitions] if isinstance(partitions, int) else partitions))
+
+    def _fail(self, stage: str, partition: int | list[int] | None, exc: BaseException) -> KafkaOffsetsTopicError:
         import kafka.errors as Errors
-        tp = f"{self.topic}-{partition}" if partition is not None else self.topic
+        tp = self._name(partition)
         if isinstance(exc, Errors.TopicAuthorizationFailedError):
             hint = (f"TOPIC_AUTHORIZATION_FAILED: the client principal needs READ and DESCRIBE on "
                     f"Topic:{self.topic}")
@@ -208,7 +254,7 @@ class KafkaOffsetsTopicReader(DataSourceReader):
             message += f" ({hint})"
         return KafkaOffsetsTopicError(f"{message}; {self._where()}")
 
-    def _consumer(self, stage: str, partition: int | None) -> Any:
+    def _consumer(self, stage: str, partition: int | list[int] | None) -> Any:
         try:
             return self.consumer_factory(**consumer_settings(self.client_config))
         except Exception as exc:  # noqa: BLE001
@@ -216,10 +262,17 @@ class KafkaOffsetsTopicReader(DataSourceReader):
 
     # -- planning
 
-    def partitions(self) -> list[OffsetsTopicPartition]:
-        """One input partition per offsets-topic partition, with its
-        ``[log start, read_committed end)`` captured now (ListOffsets
-        EARLIEST / LATEST under read_committed, i.e. the last stable offset).
+    def partitions(self) -> list[OffsetsTopicTask]:
+        """The Spark input partitions: :meth:`ranges` spread over at most ``tasks`` tasks (:func:`spread`).
+
+        Raises:
+            KafkaOffsetsTopicError: as :meth:`ranges`.
+        """
+        return spread(self.ranges(), self.tasks)
+
+    def ranges(self) -> list[OffsetsTopicPartition]:
+        """Every offsets-topic partition, with its ``[log start, read_committed end)`` captured now
+        (ListOffsets EARLIEST / LATEST under read_committed, i.e. the last stable offset).
 
         Raises:
             KafkaOffsetsTopicError: topic missing/unauthorized, brokers unreachable.
@@ -245,56 +298,76 @@ class KafkaOffsetsTopicReader(DataSourceReader):
 
     # -- reading
 
-    def read(self, partition: OffsetsTopicPartition) -> Iterator[tuple]:
+    def read(self, partition: OffsetsTopicTask | OffsetsTopicPartition) -> Iterator[tuple]:
         """Yield ``(source_partition, source_offset, timestamp_ms, key, value)``
-        for every committed record with ``start_offset <= offset < end_offset``.
+        for every committed record with ``start_offset <= offset < end_offset``
+        of each range of ``partition``, all read with one consumer (a partition
+        that reaches its end is paused).
 
         Raises:
-            KafkaOffsetsTopicError: no progress for ``poll.timeout.ms``, or any
-                consumer failure (named partition, redacted configuration).
+            KafkaOffsetsTopicError: no partition made progress for ``poll.timeout.ms``
+                (the message names those left and their positions), or any consumer
+                failure (named partitions, redacted configuration).
         """
-        if partition.end_offset <= partition.start_offset:
+        ranges = [r for r in getattr(partition, "ranges", [partition]) if r.end_offset > r.start_offset]
+        if not ranges:
             return
         from kafka.structs import TopicPartition
-        p = partition.partition
-        tp = TopicPartition(self.topic, p)
-        consumer = self._consumer("read: connect for", p)
+        pending = {TopicPartition(self.topic, r.partition): r for r in ranges}
+        names = [r.partition for r in ranges]
+        consumer = self._consumer("read: connect for", names)
+        pause = getattr(consumer, "pause", None)
+
+        def finish(tp):
+            del pending[tp]
+            if pause is not None and pending:
+                pause(tp)
         try:
             try:
-                consumer.assign([tp])
-                consumer.seek(tp, partition.start_offset)
+                consumer.assign(list(pending))
+                for tp, r in pending.items():
+                    consumer.seek(tp, r.start_offset)
             except Exception as exc:  # noqa: BLE001
-                raise self._fail("read: assign/seek", p, exc) from None
+                raise self._fail("read: assign/seek", names, exc) from None
             last_progress = time.monotonic()
-            done = False
-            while not done:
+            while pending:
                 try:
-                    position = consumer.position(tp)
-                    if position is not None and position >= partition.end_offset:
+                    positions = {tp: consumer.position(tp) for tp in pending}
+                    for tp, position in positions.items():
+                        if position is not None and position >= pending[tp].end_offset:
+                            finish(tp)
+                    if not pending:
                         break
                     batch = consumer.poll(timeout_ms=min(_POLL_SLICE_MS, self.poll_timeout_ms))
-                    new_position = consumer.position(tp)
+                    moved = any(consumer.position(tp) != positions[tp] for tp in pending)
                 except Exception as exc:  # noqa: BLE001
-                    raise self._fail("read: poll", p, exc) from None
-                records = batch.get(tp, []) if batch else []
-                for record in records:
-                    offset = record.offset
-                    if offset < partition.start_offset:
+                    raise self._fail("read: poll", sorted(tp.partition for tp in pending), exc) from None
+                got = False
+                for tp, records in (batch or {}).items():
+                    r = pending.get(tp)
+                    if r is None:
                         continue
-                    if offset >= partition.end_offset:
-                        done = True
-                        break
-                    key = record.key
-                    value = record.value
-                    yield (p, int(offset), int(record.timestamp),
-                           bytes(key) if key is not None else None,
-                           bytes(value) if value is not None else None)
-                if records or new_position != position:
+                    p = r.partition
+                    for record in records:
+                        offset = record.offset
+                        if offset < r.start_offset:
+                            continue
+                        if offset >= r.end_offset:
+                            finish(tp)
+                            break
+                        got = True
+                        key = record.key
+                        value = record.value
+                        yield (p, int(offset), int(record.timestamp),
+                               bytes(key) if key is not None else None,
+                               bytes(value) if value is not None else None)
+                if got or moved:
                     last_progress = time.monotonic()
                 elif (time.monotonic() - last_progress) * 1000 >= self.poll_timeout_ms:
+                    left = "; ".join(f"{self.topic}-{tp.partition} at offset {positions.get(tp)} (planned end "
+                                     f"{r.end_offset})" for tp, r in sorted(pending.items(), key=lambda kv: kv[1].partition))
                     raise KafkaOffsetsTopicError(
-                        f"read: {self.topic}-{p} made no progress for {self.poll_timeout_ms} ms at offset "
-                        f"{position} (planned end {partition.end_offset}); {self._where()}")
+                        f"read: no progress for {self.poll_timeout_ms} ms: {left}; {self._where()}")
         finally:
             _close(consumer)
 
@@ -348,9 +421,17 @@ def reader_from_options(options: Mapping[str, str],
     except ValueError:
         raise KafkaOffsetsTopicError(
             f"option poll.timeout.ms={opts.get('poll.timeout.ms')!r}: expected a positive integer (ms)") from None
+    tasks = None
+    if "tasks" in opts:
+        try:
+            tasks = int(opts["tasks"])
+            if tasks <= 0:
+                raise ValueError
+        except ValueError:
+            raise KafkaOffsetsTopicError(f"option tasks={opts['tasks']!r}: expected a positive integer") from None
     if "consumer.factory" in opts:
         factory = _load_factory(opts["consumer.factory"])
-    return KafkaOffsetsTopicReader(config, opts.get("topic", OFFSETS_TOPIC), poll_timeout_ms, factory)
+    return KafkaOffsetsTopicReader(config, opts.get("topic", OFFSETS_TOPIC), poll_timeout_ms, factory, tasks)
 
 
 class KafkaOffsetsTopicDataSource(DataSource):
