@@ -226,7 +226,8 @@ class ClassDataArchive:
         return busy
 
 
-#: the directory holding :mod:`audit.worker_site.sitecustomize` (put on the Python workers' path, not imported here)
+#: the directory holding ``sitecustomize.py``, the start-up hook of the Python processes Spark starts (on their
+#: path through the JVM's ``PYTHONPATH``; never imported by the audit itself)
 WORKER_SITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker_site")
 
 
