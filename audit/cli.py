@@ -182,7 +182,7 @@ def _prewarm(reports: bool) -> _Prewarm:
             if reports:
                 from .report.expectations import _gx
                 _gx()
-                import matplotlib.backends.backend_agg  # noqa: F401
+                import matplotlib.backends.backend_svg  # noqa: F401
                 import matplotlib.figure  # noqa: F401
         except Exception:  # noqa: BLE001 - reported where the audit imports them
             pass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import shutil
@@ -133,8 +134,11 @@ def test_one_plot_per_partition_with_findings(truncated_report):
         assert fig["data-divergence"] == str(divergence)
         imgs = [a for fid, a in page.imgs if fid == fig["id"]]
         assert len(imgs) == 1
-        assert imgs[0]["src"].startswith("data:image/png;base64,")
+        assert imgs[0]["src"].startswith("data:image/svg+xml;base64,")
         assert len(imgs[0]["src"]) > 5000
+        svg = base64.b64decode(imgs[0]["src"].split(",", 1)[1]).decode("utf-8")
+        assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+        assert f"diverges at {divergence}</text>" in svg  # text kept as text, not glyph paths
     # the findings-per-group chart
     assert any(a.get("id") == "group-chart" for _, a in page.imgs)
 
