@@ -122,9 +122,9 @@ def spread(ranges: list[OffsetsTopicPartition], tasks: int | None) -> list[Offse
     import heapq
     todo = sorted((r for r in ranges if r.end_offset > r.start_offset),
                   key=lambda r: (r.start_offset - r.end_offset, r.partition))
-    n = len(todo) if tasks is None else max(1, min(int(tasks), len(todo)))
     if not todo:
         return [OffsetsTopicTask([])]
+    n = len(todo) if tasks is None else max(1, min(int(tasks), len(todo)))
     heap = [(0, i) for i in range(n)]
     groups: list[list[OffsetsTopicPartition]] = [[] for _ in range(n)]
     for r in todo:
@@ -229,14 +229,9 @@ class KafkaOffsetsTopicReader(DataSourceReader):
         servers = ",".join(self.client_config.bootstrap_servers or [])
         return f"bootstrap.servers={servers}; client config {self.client_config.redacted()}"
 
-    def _name(self, partitions: int | list[int] | None) -> str:
-        if partitions is None:
-            return self.topic
-        return ", ".join(f"{self.topic}-{p}" for p in ([partitions] if isinstance(partitions, int) else partitions))
-
-    def _fail(self, stage: str, partition: int | list[int] | None, exc: BaseException) -> KafkaOffsetsTopicError:
+    def _fail(self, stage: str, partitions: list[int] | None, exc: BaseException) -> KafkaOffsetsTopicError:
         import kafka.errors as Errors
-        tp = self._name(partition)
+        tp = self.topic if partitions is None else ", ".join(f"{self.topic}-{p}" for p in partitions)
         if isinstance(exc, Errors.TopicAuthorizationFailedError):
             hint = (f"TOPIC_AUTHORIZATION_FAILED: the client principal needs READ and DESCRIBE on "
                     f"Topic:{self.topic}")
@@ -254,11 +249,11 @@ class KafkaOffsetsTopicReader(DataSourceReader):
             message += f" ({hint})"
         return KafkaOffsetsTopicError(f"{message}; {self._where()}")
 
-    def _consumer(self, stage: str, partition: int | list[int] | None) -> Any:
+    def _consumer(self, stage: str, partitions: list[int] | None) -> Any:
         try:
             return self.consumer_factory(**consumer_settings(self.client_config))
         except Exception as exc:  # noqa: BLE001
-            raise self._fail(stage, partition, exc) from None
+            raise self._fail(stage, partitions, exc) from None
 
     # -- planning
 
