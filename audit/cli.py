@@ -10,7 +10,7 @@ from typing import NoReturn
 
 from pydantic import ValidationError
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 def build_parser(prog: str = "kafka-offset-audit") -> argparse.ArgumentParser:
@@ -132,9 +132,26 @@ def run_audit(args, master: str | None) -> int:
         print(f"kafka-offset-audit: error: {exc}", file=sys.stderr)
         _push_failure(cfg, started, EXIT_USAGE)
         return EXIT_USAGE
+    except Exception as exc:  # noqa: BLE001 - an internal error: one line (the traceback with --verbose), exit 3
+        from .pipeline import AuditInternalError
+        stage = exc.stage if isinstance(exc, AuditInternalError) else "spark"
+        cause = exc.cause if isinstance(exc, AuditInternalError) else exc
+        verbose = getattr(args, "verbose", False)
+        if verbose:
+            import traceback
+            traceback.print_exception(type(cause), cause, cause.__traceback__, file=sys.stderr)
+        print(f"kafka-offset-audit: internal error in stage {stage!r}: {_one_line(cause)}; nothing was written "
+              f"(the previous output in {cfg.output}, if any, is untouched)"
+              + ("" if verbose else "; --verbose shows the traceback"), file=sys.stderr)
+        _push_failure(cfg, started, EXIT_INTERNAL, stage)
+        return EXIT_INTERNAL
     except BaseException:
         _push_failure(cfg, started, None)
         raise
+    if result.exit_code == EXIT_INTERNAL:
+        stages = ", ".join(f"{f['stage']} ({f['error']})" for f in result.summary.get("failed_stages") or [])
+        print(f"kafka-offset-audit: internal error in stage(s) {_one_line(stages)}; the judged tables and "
+              f"summary.json are in {cfg.output} (its failed_stages has each traceback)", file=sys.stderr)
     if not cfg.quiet:
         print()
         print(result.console)
@@ -193,15 +210,23 @@ def _prewarm(reports: bool) -> _Prewarm:
     return _Prewarm(thread, interval)
 
 
-def _push_failure(cfg, started: float, exit_status: int | None) -> None:
-    """With ``--pushgateway``, record a failed run there (``run_success 0``), keeping the last good run's metrics."""
+def _one_line(value, limit: int = 500) -> str:
+    """An error's text on one line, at most ``limit`` characters (a JVM's message can be pages long)."""
+    text = " ".join(str(value).split()) if not isinstance(value, BaseException) else \
+        f"{type(value).__name__}: {' '.join(str(value).split())}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _push_failure(cfg, started: float, exit_status: int | None, stage: str | None = None) -> None:
+    """With ``--pushgateway``, record a failed run there (``run_success 0``, and ``failed_stage{stage}`` for an
+    internal error), keeping the last good run's metrics."""
     if not cfg.pushgateway:
         return
     import time
 
     from .report.metrics import MetricsError, failure_registry, parse_grouping, push
     try:
-        push(cfg.pushgateway, failure_registry(time.time() - started, exit_status), job=cfg.pushgateway_job,
+        push(cfg.pushgateway, failure_registry(time.time() - started, exit_status, stage), job=cfg.pushgateway_job,
              grouping=parse_grouping(cfg.pushgateway_labels), replace=False, timeout=10)
     except MetricsError as exc:
         print(f"kafka-offset-audit: could not record the failure: {exc}", file=sys.stderr)

@@ -1,9 +1,11 @@
 """run(config, spark): sources -> commits -> judge -> outputs.  No rules of its own."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -32,6 +34,9 @@ RECORD_COLUMNS = ["source_partition", "kind", "offset", "timestamp", "is_transac
                   "group_generation", "group_protocol_type", "group_protocol", "group_members", "group_owners",
                   "member_id"]
 FAIL_ON = {"critical": 4, "error": 3, "warning": 2, "never": 99}
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+#: characters of a failed stage's traceback kept in ``summary.json`` (its last ones)
+MAX_TRACEBACK = 4000
 MAX_WHERE = 1000
 #: ``records_read.by_record_type`` stays bounded whatever bytes the log holds: record types other than
 #: :data:`audit.formats.offsets.RECORD_TYPE_NAMES` (and -1, a key too short for one) and value versions outside
@@ -109,6 +114,44 @@ class RunResult:
     console: str
 
 
+class AuditInternalError(RuntimeError):
+    """The audit failed in ``stage`` through no fault of its input or arguments (exit status 3).
+
+    ``stage``: where it failed (``read``, ``decode``, ``judge``, ``write`` ...); ``cause``: the exception;
+    ``output``: what is left of the output (``None``: nothing was written, the previous output is untouched).
+    """
+
+    def __init__(self, stage: str, cause: BaseException, output: str | None = None):
+        self.stage, self.cause, self.output = stage, cause, output
+        super().__init__(f"internal error in stage {stage!r}: {type(cause).__name__}: {cause}")
+
+
+class _Stage:
+    """The stage a run is in, for :class:`AuditInternalError` (set by each step; read by the handler)."""
+
+    def __init__(self) -> None:
+        self.name = "start"
+
+    def __call__(self, name: str) -> None:
+        self.name = name
+
+
+def _usage_errors() -> tuple[type[BaseException], ...]:
+    """Errors whose message names what the user must fix (exit status 2): not internal errors."""
+    from .report.metrics import MetricsError
+    from .sources.client_config import ClientConfigError
+    from .sources.collector import CollectorError
+    from .sources.fs import InputError
+    return InputError, CollectorError, ClientConfigError, MetricsError
+
+
+def _failure(stage: str, exc: BaseException) -> dict:
+    """A failed stage as ``summary.json`` records it: stage, error (type and message) and the traceback's tail."""
+    import traceback
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return {"stage": stage, "error": f"{type(exc).__name__}: {exc}", "traceback": tb[-MAX_TRACEBACK:]}
+
+
 def _progress(cfg: AuditConfig, msg: str) -> None:
     if not cfg.quiet:
         print(f"[kafka-offset-audit {time.strftime('%H:%M:%S')}] {msg}", flush=True)
@@ -135,6 +178,13 @@ def preflight(cfg: AuditConfig, spark: SparkSession | None = None, *, cluster: b
     ``--pushgateway``, :class:`audit.report.metrics.MetricsError` when it does not answer.
     """
     check_output_parent(cfg.output, spark)
+    if cfg.expectations_config and cfg.reports:
+        from .report.expectations_config import load_expectations_config
+        from .sources.fs import InputError
+        try:
+            load_expectations_config(cfg.expectations_config)
+        except (OSError, ValueError) as exc:
+            raise InputError(f"--expectations-config {cfg.expectations_config}: {exc}") from None
     if cfg.pushgateway:
         from .report.metrics import check_pushgateway
         check_pushgateway(cfg.pushgateway)
@@ -151,11 +201,19 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
 
     ``consumer_factory``/``collect`` replace kafka-python in the live source (tests).
     Exit code: 0 when no finding reaches ``cfg.fail_on`` and the expectation suite passes, 1
-    otherwise.  Raises :class:`audit.sources.fs.InputError` for unusable inputs or an output
+    otherwise, 3 (:data:`EXIT_INTERNAL`) when a stage after the judged tables were written failed: the report,
+    the expectation suite, the metrics, the console table, the history or the catalog tables.  Such a failure
+    never discards the tables: ``findings/``, ``committed_offsets/``, the other tables and ``summary.json`` (its
+    ``failed_stages``: stage, error, traceback) are written and the output committed; ``metrics.prom`` says
+    ``run_success 0`` with ``failed_stage{stage}``.
+
+    Raises :class:`audit.sources.fs.InputError` for unusable inputs or an output
     directory that is unsafe to replace or cannot be written (the CLI maps it to exit 2),
     :class:`audit.sources.client_config.ClientConfigError` for a bad ``--client-config``, and
     :class:`audit.sources.collector.CollectorError` for an unreachable or unauthorised cluster
-    (also when the failure surfaces in a Spark worker reading ``__consumer_offsets``).
+    (also when the failure surfaces in a Spark worker reading ``__consumer_offsets``);
+    :class:`AuditInternalError` (exit 3) for any other failure before the tables were written, naming the stage
+    (the previous output is then untouched).
     :func:`preflight` runs first unless ``checked`` says the caller ran it; its cluster check is
     skipped when ``consumer_factory``/``collect`` replace the real clients.
     """
@@ -166,16 +224,29 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
     check_output_target(spark, cfg.output, cfg.log_dirs)
     if cfg.history:
         check_output_target(spark, cfg.history, cfg.log_dirs, replaced=False)
-    src = open_source(spark, cfg, lambda msg: _progress(cfg, msg), consumer_factory=consumer_factory, collect=collect)
-    from .spark import tuned_for_input
-    with tuned_for_input(spark, src.input_bytes()) as tuning:
-        return _audit(cfg, spark, src, started, started_at, tuning)
+    stage = _Stage()
+    try:
+        stage("read")
+        src = open_source(spark, cfg, lambda msg: _progress(cfg, msg), consumer_factory=consumer_factory,
+                          collect=collect)
+        from .spark import tuned_for_input
+        with tuned_for_input(spark, src.input_bytes()) as tuning:
+            return _audit(cfg, spark, src, started, started_at, tuning, stage)
+    except _usage_errors():
+        raise
+    except AuditInternalError:
+        raise
+    except Exception as exc:
+        raise AuditInternalError(stage.name, exc) from exc
 
 
-def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_at: str, tuning) -> RunResult:
+def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_at: str, tuning,
+           stage: _Stage) -> RunResult:
     """The audit after the checks: read ``src``, judge, write the outputs (see :func:`run`)."""
     from .judge import parse_ahead
+    from .tables import conform
     parse_ahead(spark)
+    stage("decode")
     raw1 = src.read_offsets()
     recovered = src.recovered
     raw = with_transaction_state(raw1, all_rows=True)
@@ -187,7 +258,9 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
     tuning.decide(int(n_rows))  # what the rest of the audit handles is known only now
     _progress(cfg, f"decode: {n_live} live commits of {n_latest} group-partitions")
     history = cfg.mode == "history"
+    stage("partition state")
     state = src.partition_state(commits, history=history)
+    stage("judge")
 
     # whose consumer is it: the groups' state and each partition's last owner (classic GroupMetadataValue)
     timeline = state.leader_timeline
@@ -203,8 +276,22 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
 
     # independent: the owners and the judge overlap (their temp views have different names)
     (group_state, owners), findings = in_parallel(owner_tables, all_findings)
-    findings = with_owners(findings, group_state, owners).localCheckpoint()
-    committed = with_owners(with_verdicts(commits, findings), group_state, owners).localCheckpoint()
+    # one schema per table whatever the source (audit.tables): what the writers and every reader see
+    findings = conform("findings", with_owners(findings, group_state, owners).localCheckpoint())
+    committed = conform("committed_offsets",
+                        with_owners(with_verdicts(commits, findings), group_state, owners).localCheckpoint())
+    failed: list[dict] = []  # stages after the tables that failed: the run goes on, exit status 3
+
+    def guarded(name: str, fn, default=None):
+        """``fn()``; an exception is recorded in ``failed`` (summary.json's failed_stages) and ``default``
+        returned: the judged tables are kept whatever a report, metric or history stage does."""
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - recorded, reported, exit status 3
+            failed.append(_failure(name, exc))
+            print(f"kafka-offset-audit: stage {name!r} failed: {type(exc).__name__}: {exc} "
+                  "(the judged tables are still written)", file=sys.stderr, flush=True)
+            return default
 
     def summarize():
         summary = _summary(cfg, src, raw, (n_live, n_latest), findings, started_at, state.epochs)
@@ -214,10 +301,16 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
         if cfg.history:
             from .report.history import default_run_id, finding_changes
             run_id = cfg.run_id or default_run_id(started_at)
-            changes, hinfo = finding_changes(spark, cfg.history, run_id, findings)
-            summary["history"] = {"dir": cfg.history, "run_id": run_id, **hinfo}
-            _progress(cfg, f"history: since run {hinfo['previous_run_id'] or '(none)'}: {hinfo['new']} new, "
-                           f"{hinfo['persisted']} persisted, {hinfo['resolved']} resolved")
+            summary["history"] = {"dir": cfg.history, "run_id": run_id}
+
+            def compare():
+                changes, hinfo = finding_changes(spark, cfg.history, run_id, findings)
+                changes = conform("finding_changes", changes).localCheckpoint()
+                summary["history"].update(hinfo)
+                _progress(cfg, f"history: since run {hinfo['previous_run_id'] or '(none)'}: {hinfo['new']} new, "
+                               f"{hinfo['persisted']} persisted, {hinfo['resolved']} resolved")
+                return changes
+            changes = guarded("history", compare)
         return summary, changes
 
     out = StagedOutput(spark, cfg.output)
@@ -227,55 +320,72 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
     if leftovers["kept"]:
         _progress(cfg, f"left alone (another host's or a live run's): {', '.join(leftovers['kept'])}")
     try:
+        stage("write")
         tables = {"findings": findings, "committed_offsets": committed}
         if history:
-            tables["commits"] = commits.drop("is_latest", "broker_id", "live_count")
-        tables.update(epochs=state.epochs, bounds=state.bounds)
+            tables["commits"] = conform("commits", commits.drop("is_latest", "broker_id", "live_count"))
+        tables.update(epochs=conform("epochs", state.epochs), bounds=conform("bounds", state.bounds))
         if state.leader_timeline is not None:
-            tables["leader_timeline"] = state.leader_timeline
+            tables["leader_timeline"] = conform("leader_timeline", state.leader_timeline)
         if state.broker_timeline is not None:
-            tables["broker_timeline"] = state.broker_timeline
+            tables["broker_timeline"] = conform("broker_timeline", state.broker_timeline)
         # the summary's aggregates (and the history's comparison) while the tables are written
         (summary, changes), _ = in_parallel(summarize, lambda: out.write_parquet_all(tables))
         summary["output_leftovers"] = leftovers
-        if changes is not None:
-            out.write_parquet("finding_changes", changes)
+        if changes is not None and guarded("history", lambda: out.write_parquet("finding_changes", changes),
+                                           default=False) is not False:
             tables["finding_changes"] = changes
         n_findings = summary["findings"]["total"]
         _progress(cfg, f"judge: {n_findings} findings over {n_latest} group-partitions")
         summary["elapsed_seconds"] = round(time.time() - started, 3)
-        out.write_json("summary.json", summary)
+        summary["failed_stages"] = failed
+        out.write_json("summary.json", summary)  # the tables are complete: written before any report runs
+        stage("reports")
         # the reports, the metrics' rows and the console table only read: side by side
         reports, metric_rows, console = in_parallel(
-            (lambda: _reports(cfg, spark, out, tables)) if cfg.reports else (lambda: None),
-            lambda: _metric_rows(cfg, committed, findings, state.bounds),
-            lambda: console_table(findings, committed, state.bounds))
+            (lambda: _reports(cfg, spark, out, tables, guarded)) if cfg.reports else (lambda: None),
+            lambda: guarded("metrics", lambda: _metric_rows(cfg, committed, findings, state.bounds), ([], [])),
+            lambda: guarded("console", lambda: console_table(findings, committed, state.bounds),
+                            "(the console table failed: see summary.json's failed_stages)"))
         if reports is not None:
             summary["reports"] = reports
-        code = _exit_code(cfg, summary)
+        if cfg.history and not any(f["stage"] == "history" for f in failed):
+            def append():
+                from .report.history import append_run
+                appended = append_run(spark, cfg.history, summary["history"]["run_id"], summary, findings, cfg.output)
+                _progress(cfg, f"history: run {appended['run_id']} appended to {cfg.history}"
+                               + (f" (replaced {len(appended['replaced'])} dir(s) of the same run id)"
+                                  if appended["replaced"] else ""))
+            guarded("history", append)
+        code = EXIT_INTERNAL if failed else _exit_code(cfg, summary)
         summary["exit_status"] = code
         summary["elapsed_seconds"] = round(time.time() - started, 3)
-        registry = _metrics(cfg, spark, out, summary, metric_rows)
+        registry = guarded("metrics", lambda: _metrics(cfg, spark, out, summary, metric_rows))
+        if failed:
+            code = summary["exit_status"] = EXIT_INTERNAL
+        stage("write")
         out.write_json("summary.json", summary)
         out.commit()
     except BaseException:
         out.abort()
         raise
     _progress(cfg, f"write: {cfg.output} ({n_findings} findings)")
-    if cfg.history:
-        from .report.history import append_run
-        appended = append_run(spark, cfg.history, summary["history"]["run_id"], summary,
-                              spark.read.parquet(f"{fs_uri(cfg.output)}/findings"), cfg.output)
-        _progress(cfg, f"history: run {appended['run_id']} appended to {cfg.history}"
-                       + (f" (replaced {len(appended['replaced'])} dir(s) of the same run id)" if appended["replaced"] else ""))
-    if cfg.pushgateway:
+    if cfg.pushgateway and registry is not None:
         from .report.metrics import parse_grouping, push
         push(cfg.pushgateway, registry, job=cfg.pushgateway_job, grouping=parse_grouping(cfg.pushgateway_labels))
         _progress(cfg, f"metrics: pushed to {cfg.pushgateway} (job {cfg.pushgateway_job})")
     if cfg.table_prefix:
-        from .report.outputs import register_tables
-        tables = register_tables(spark, cfg.output, cfg.table_prefix)
-        _progress(cfg, f"tables: {', '.join(tables)}")
+        def register():
+            from .report.outputs import register_tables
+            names = register_tables(spark, cfg.output, cfg.table_prefix)
+            _progress(cfg, f"tables: {', '.join(names)}")
+        n_failed = len(failed)
+        guarded("tables", register)
+        if len(failed) > n_failed:  # the output is committed: its summary.json says so now
+            code = summary["exit_status"] = EXIT_INTERNAL
+            from .sources import fs as _fs
+            _fs.write_small(spark, f"{fs_uri(cfg.output).rstrip('/')}/summary.json",
+                            json.dumps(summary, indent=2, default=str).encode())
     return RunResult(code, summary, console)
 
 
@@ -331,11 +441,16 @@ def _metrics(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, summary: 
     return registry
 
 
-def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, tables: dict | None = None) -> dict:
+def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, tables: dict | None = None,
+             guarded=None) -> dict:
     """Great Expectations checkpoint (+ Data Docs) and report.html over the staged outputs.
 
     ``tables``: the staged tables still in memory (name -> DataFrame, the rows written): report.html's queries
     read them instead of the Parquet files (the suite validates what was written).
+
+    ``guarded(stage, fn, default)`` runs each part (stages ``expectations`` and ``html_report``) so that one
+    failing leaves the other and the tables alone (:func:`_audit`); without it an error propagates.  A failed
+    part is ``{"error": ...}`` in the result.
 
     The suite fails on findings at or above ``--fail-on`` (none for ``never``); its other
     expectations are data-quality checks with thresholds from ``--expectations-config``.
@@ -346,9 +461,13 @@ def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, tables: d
     from .report.expectations_config import load_expectations_config
     from .report.html import REPORT_FILENAME, write_html_report
     from .sources import fs
+    if guarded is None:
+        def guarded(_stage, fn, default=None):
+            return fn()
     remote = not fs.is_local(out.staging)
     local = tempfile.mkdtemp(prefix="koa-reports-") if remote else fs.local_path(out.staging)
     tables_dir = out.staging if remote else None
+    failed = object()
     try:
         ecfg = load_expectations_config(cfg.expectations_config)
         ranked = [s for s, r in SEVERITY_RANK.items() if r >= FAIL_ON[cfg.fail_on]]
@@ -359,11 +478,20 @@ def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, tables: d
         from .spark import inheriting
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="koa-expectations") as pool:
             suite = pool.submit(inheriting(run_expectations), spark, local, ecfg, tables_dir=tables_dir)
-            html = write_html_report(spark, local, display_dir=cfg.output, tables_dir=tables_dir,
-                                     wait_for=suite.result, tables=tables)
-            outcome = suite.result()
-        _progress(cfg, f"expectations: {'passed' if outcome.success else 'FAILED'} "
-                       f"({outcome.statistics.get('successful_expectations')}/{outcome.statistics.get('evaluated_expectations')})")
+
+            def wait_for_suite():
+                try:
+                    suite.result()
+                except Exception:  # noqa: BLE001 - the suite's own stage records it below
+                    pass
+            html = guarded("html_report", lambda: write_html_report(
+                spark, local, display_dir=cfg.output, tables_dir=tables_dir, wait_for=wait_for_suite, tables=tables),
+                failed)
+            outcome = guarded("expectations", suite.result, failed)
+        if outcome is not failed:
+            _progress(cfg, f"expectations: {'passed' if outcome.success else 'FAILED'} "
+                           f"({outcome.statistics.get('successful_expectations')}/"
+                           f"{outcome.statistics.get('evaluated_expectations')})")
         if remote:
             for name in ("expectations", "data_docs", REPORT_FILENAME):
                 if os.path.exists(os.path.join(local, name)):
@@ -372,10 +500,11 @@ def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, tables: d
         if remote:
             shutil.rmtree(local, ignore_errors=True)
     return {
-        "expectations": {"success": bool(outcome.success), "failed": list(outcome.failed_checks),
-                         "statistics": {k: v for k, v in outcome.statistics.items() if k != "by_asset"},
-                         "result": "expectations/validation_result.json", "data_docs": "data_docs/index.html"},
-        "html_report": "report.html" if html else None,
+        "expectations": ({"error": "the expectation suite failed: see failed_stages"} if outcome is failed else
+                         {"success": bool(outcome.success), "failed": list(outcome.failed_checks),
+                          "statistics": {k: v for k, v in outcome.statistics.items() if k != "by_asset"},
+                          "result": "expectations/validation_result.json", "data_docs": "data_docs/index.html"}),
+        "html_report": "report.html" if html not in (None, failed) else None,
     }
 
 

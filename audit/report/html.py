@@ -305,12 +305,19 @@ def _plot_partition(
                          if f.get("finding") == "PARTITION_EXPANSION_ORDER" and f.get("offset_at_expansion") is not None},
                         key=lambda x: x[0])
     lost = [f for f in findings if f.get("finding") == "REPLICA_DIVERGENCE" and f.get("divergence_offset") is not None]
-    by_broker: Dict[int, List[Tuple[int, int]]] = defaultdict(list)
+    by_broker: Dict[Any, List[Tuple[int, int]]] = defaultdict(list)
     leaders = set()
+    # a live cluster's leader epoch comes without its start offset (null): marked as a level, not a step
+    unknown_start: List[Tuple[Any, int]] = []
     for e in epochs:
-        by_broker[e["broker_id"]].append((int(e["leader_epoch"]), int(e["start_offset"])))
+        if e.get("leader_epoch") is None:
+            continue
+        if e.get("start_offset") is None:
+            unknown_start.append((e.get("broker_id"), int(e["leader_epoch"])))
+            continue
+        by_broker[e.get("broker_id")].append((int(e["leader_epoch"]), int(e["start_offset"])))
         if e.get("is_leader"):
-            leaders.add(e["broker_id"])
+            leaders.add(e.get("broker_id"))
     log_start = bounds.get("log_start_offset") if bounds else None
     log_end = bounds.get("log_end_offset") if bounds else None
     xs_all = [o for entries in by_broker.values() for _, o in entries]
@@ -335,7 +342,14 @@ def _plot_partition(
         ax.axvline(log_end, color="#1864ab", lw=1.2, ls="-.", label=f"log end {log_end}")
 
     y_values: List[int] = []
-    for idx, broker in enumerate(sorted(by_broker, key=lambda b: (b not in leaders, b))):
+    for i, (broker, ep) in enumerate(sorted(set(unknown_start), key=lambda x: (x[1], str(x[0])))):
+        y_values.append(ep)
+        ax.axhline(ep, color="#495057", lw=1.2, ls=(0, (1, 2)), zorder=1,
+                   label="leader epoch, start offset unknown" if i == 0 else None)
+        ax.annotate(f"e{ep}" + (f" (broker {broker})" if broker is not None else ""), (0.01, ep),
+                    xycoords=("axes fraction", "data"), xytext=(0, 3), textcoords="offset points", fontsize=7,
+                    color="#495057")
+    for idx, broker in enumerate(sorted(by_broker, key=_broker_order(leaders))):
         entries = sorted(by_broker[broker])
         xs = [o for _, o in entries] + [max(step_end, entries[-1][1])]
         ys = [ep for ep, _ in entries] + [entries[-1][0]]
@@ -356,10 +370,10 @@ def _plot_partition(
                             xytext=(3, 5), fontsize=7, color="#343a40")
 
     starts: Dict[int, int] = {}
-    for broker in sorted(by_broker, key=lambda b: (b not in leaders, b)):
+    for broker in sorted(by_broker, key=_broker_order(leaders)):
         for ep, off in by_broker[broker]:
             starts.setdefault(ep, off)
-    for i, t in enumerate(t for t in timeline if t.get("unclean")):
+    for i, t in enumerate(t for t in timeline if t.get("unclean") and t.get("epoch") is not None):
         ep = int(t["epoch"])
         label = "unclean election" if i == 0 else None
         text = f"unclean election e{ep}: broker {t.get('leader')}"
@@ -509,9 +523,16 @@ def _verdict_rank(verdict: str) -> int:
     return SEVERITY_ORDER.index(_VERDICT_SEVERITY.get(verdict, "error"))
 
 
+def _broker_order(leaders):
+    """Sort key of broker ids: leaders first, then by id (a null id last)."""
+    return lambda b: (b not in leaders, b is None, b if b is not None else 0)
+
+
 def _cache_disagreements(epochs: Iterable[Dict[str, Any]]) -> List[str]:
     starts: Dict[int, Dict[int, int]] = defaultdict(dict)
     for e in epochs:
+        if e.get("leader_epoch") is None or e.get("broker_id") is None or e.get("start_offset") is None:
+            continue  # a live leader's epoch has no start offset: nothing to compare
         starts[int(e["leader_epoch"])][int(e["broker_id"])] = int(e["start_offset"])
     notes = []
     for ep in sorted(starts):

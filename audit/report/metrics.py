@@ -26,8 +26,10 @@ Per run: ``kafka_offset_audit_findings{finding,severity}``, ``kafka_offset_audit
 ``kafka_offset_audit_group_partitions_exported`` (in the per-group-partition metrics),
 ``kafka_offset_audit_records_read``, ``kafka_offset_audit_records_skipped{reason}``,
 ``kafka_offset_audit_offset_commits_live``, ``kafka_offset_audit_run_duration_seconds``,
-``kafka_offset_audit_run_success`` (1: the audit completed and wrote its output; 0: it failed, pushed
-only), ``kafka_offset_audit_exit_status`` and ``kafka_offset_audit_last_success_timestamp_seconds``.
+``kafka_offset_audit_run_success`` (1: the audit completed and wrote its output; 0: it failed: pushed only, or
+written with the judged tables when a later stage failed), ``kafka_offset_audit_exit_status``,
+``kafka_offset_audit_failed_stage{stage}`` (1 per stage that failed: an internal error, exit status 3) and
+``kafka_offset_audit_last_success_timestamp_seconds``.
 """
 from __future__ import annotations
 
@@ -158,18 +160,24 @@ def build_registry(summary: Mapping[str, Any], rows: list[dict], *, success: boo
     skipped = gauge("records_skipped", "Records or byte ranges skipped as unreadable, by reason.", ("reason",))
     for reason, n in ((summary.get("records_skipped") or {}).get("by_reason") or {}).items():
         skipped.labels(str(reason)).set(int(n))
-    _run_gauges(reg, summary.get("elapsed_seconds"), success, summary.get("exit_status"), now)
+    failed = [f.get("stage") for f in summary.get("failed_stages") or []]
+    _run_gauges(reg, summary.get("elapsed_seconds"), success and not failed, summary.get("exit_status"), now, failed)
     return reg
 
 
 def _run_gauges(reg: CollectorRegistry, elapsed: float | None, success: bool, exit_status: int | None,
-                now: float | None) -> None:
+                now: float | None, failed_stages: list[str] = ()) -> None:
     Gauge(f"{PREFIX}_run_duration_seconds", "Wall time of the audit run.", registry=reg).set(float(elapsed or 0))
     Gauge(f"{PREFIX}_run_success", "1: the audit completed and wrote its output; 0: it failed.",
           registry=reg).set(1 if success else 0)
     if exit_status is not None:
-        Gauge(f"{PREFIX}_exit_status", "Exit status (0 clean, 1 findings at --fail-on, 2 bad input).",
-              registry=reg).set(int(exit_status))
+        Gauge(f"{PREFIX}_exit_status", "Exit status (0 clean, 1 findings at --fail-on, 2 bad input, "
+                                        "3 internal error).", registry=reg).set(int(exit_status))
+    if failed_stages:
+        stage = Gauge(f"{PREFIX}_failed_stage", "1 per stage of the run that failed (an internal error; exit status 3).",
+                      labelnames=("stage",), registry=reg)
+        for name in dict.fromkeys(str(s) for s in failed_stages):
+            stage.labels(name).set(1)
     if success:
         Gauge(f"{PREFIX}_last_success_timestamp_seconds", "When the last successful audit finished (Unix time).",
               registry=reg).set(now if now is not None else time.time())
@@ -224,8 +232,9 @@ def push(url: str, registry: CollectorRegistry, *, job: str = DEFAULT_JOB, group
         raise MetricsError(f"pushing metrics to {url} failed: {getattr(exc, 'reason', exc)}") from None
 
 
-def failure_registry(elapsed: float, exit_status: int) -> CollectorRegistry:
-    """The metrics pushed when a run fails before writing its output: run_success 0, duration, exit status."""
+def failure_registry(elapsed: float, exit_status: int | None, stage: str | None = None) -> CollectorRegistry:
+    """The metrics pushed when a run fails before writing its output: run_success 0, duration, exit status and,
+    for an internal error, ``failed_stage{stage}``."""
     reg = CollectorRegistry()
-    _run_gauges(reg, elapsed, False, exit_status, None)
+    _run_gauges(reg, elapsed, False, exit_status, None, [stage] if stage else [])
     return reg

@@ -1,0 +1,184 @@
+"""The output tables' contract: every column, its Spark type, and whether (and when) it may be null.
+
+Both sources (broker log dirs, a live cluster) write these tables under ``--output``; the report, the
+expectation suite, the metrics, the console table and the history read them.  :func:`conform` gives a
+table exactly these columns, in this order, with these types (a column a source does not produce is all
+null: the live source has no leader-epoch caches, no KRaft metadata log, no replica files), so a reader sees
+one schema whatever the mode.  A column marked nullable may be null in a real run (``null_when`` says when);
+every reader must handle that.  ``tests/test_null_shapes.py`` runs every output consumer over tables with
+nulls wherever this contract allows them, and checks that real runs of both sources keep the non-null
+columns non-null.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str  #: Spark SQL type (DDL)
+    nullable: bool = True
+    null_when: str = ""
+
+
+def _c(name: str, type_: str, null_when: str | None = None) -> Column:
+    """A column; non-null unless ``null_when`` says when it is null."""
+    return Column(name, type_, null_when is not None, null_when or "")
+
+
+_OWNER = [
+    _c("group_state", "string", "the group's metadata record is gone (deleted group, or commits made by Admin only)"),
+    _c("group_protocol_type", "string", "as group_state"),
+    _c("group_protocol", "string", "as group_state, or no member chose a protocol"),
+    _c("owner_member_id", "string", "no member of the group's last generation owned the partition"),
+    _c("owner_group_instance_id", "string", "no owner, or a dynamic member (no group.instance.id)"),
+    _c("owner_client_id", "string", "no owner"),
+    _c("owner_client_host", "string", "no owner"),
+    _c("owner_generation", "int", "no owner"),
+    _c("owner_assigned_at", "timestamp", "no owner, or the assignment's time is unknown"),
+]
+
+TABLES: dict[str, list[Column]] = {
+    "findings": [
+        _c("group_id", "string", "REPLICA_DIVERGENCE: a replica's finding, no group"),
+        _c("topic", "string"),
+        _c("partition", "int"),
+        _c("finding", "string"),
+        _c("severity", "string"),
+        _c("committed_offset", "bigint", "REPLICA_DIVERGENCE"),
+        _c("committed_leader_epoch", "int", "REPLICA_DIVERGENCE, or a commit made without a leader epoch (v0-v2)"),
+        _c("commit_timestamp", "timestamp", "REPLICA_DIVERGENCE"),
+        _c("divergence_offset", "bigint", "findings other than LOG_TRUNCATION and REPLICA_DIVERGENCE"),
+        _c("records_at_risk", "bigint", "the finding counts no records"),
+        _c("epoch_end_offset", "bigint", "no end offset was known for the committed epoch"),
+        _c("log_start_offset", "bigint", "the partition's bounds are unknown (no replica read, no leader answered)"),
+        _c("log_end_offset", "bigint", "as log_start_offset"),
+        _c("previous_offset", "bigint", "findings other than OFFSET_REWIND"),
+        _c("previous_leader_epoch", "int", "findings other than OFFSET_REWIND"),
+        _c("answered_by_broker", "int", "no broker's cache or answer was used"),
+        _c("detail", "string"),
+        _c("cause", "string", "findings other than LOG_TRUNCATION, or its cause is unknown"),
+        _c("cause_leader_epoch", "int", "no cause"),
+        _c("cause_leader", "int", "no cause"),
+        _c("cause_time", "timestamp", "no cause, or no KRaft metadata log was read"),
+        _c("replica_broker", "int", "findings other than REPLICA_DIVERGENCE"),
+        _c("groups_consumed", "array<string>", "findings other than REPLICA_DIVERGENCE"),
+        _c("offset_at_expansion", "bigint", "findings other than PARTITION_EXPANSION_ORDER"),
+        _c("expansion_partition", "int", "findings other than PARTITION_EXPANSION_ORDER"),
+        *_OWNER,
+    ],
+    "committed_offsets": [
+        _c("group_id", "string"),
+        _c("topic", "string"),
+        _c("partition", "int"),
+        _c("committed_offset", "bigint"),
+        _c("committed_leader_epoch", "int", "a commit made without a leader epoch (OffsetCommitValue v0-v2)"),
+        _c("metadata", "string", "the commit carried no metadata string"),
+        _c("commit_timestamp", "timestamp", "the record carried no commit timestamp"),
+        _c("value_version", "smallint"),
+        _c("verdict", "string"),
+        *_OWNER,
+    ],
+    "commits": [
+        _c("group_id", "string"),
+        _c("topic", "string"),
+        _c("partition", "int"),
+        _c("committed_offset", "bigint"),
+        _c("committed_leader_epoch", "int", "a commit made without a leader epoch (OffsetCommitValue v0-v2)"),
+        _c("metadata", "string", "the commit carried no metadata string"),
+        _c("commit_timestamp", "timestamp", "the record carried no commit timestamp"),
+        _c("value_version", "smallint"),
+        _c("source_partition", "int"),
+        _c("source_offset", "bigint"),
+    ],
+    "epochs": [
+        _c("topic", "string"),
+        _c("partition", "int"),
+        _c("broker_id", "int", "a live cluster's partition without a leader"),
+        _c("leader_epoch", "int"),
+        _c("start_offset", "bigint", "a live cluster: the leader's current epoch, whose start offset "
+                                     "OffsetsForLeaderEpoch does not give (always null there)"),
+        _c("is_leader", "boolean"),
+    ],
+    "bounds": [
+        _c("topic", "string"),
+        _c("partition", "int"),
+        _c("log_start_offset", "bigint", "no replica of the partition was read, or its leader did not answer"),
+        _c("log_end_offset", "bigint", "as log_start_offset"),
+        _c("high_watermark", "bigint", "as log_start_offset, or no replica's checkpoint holds it"),
+        _c("leader_id", "int", "no leader is known (offline partition, or no metadata log read)"),
+        _c("answered_by_broker", "int", "no replica was read"),
+        _c("authority", "string", "no replica was read"),
+        _c("history_captured_at", "timestamp", "no replica was read"),
+        _c("replica_count", "bigint", "a live cluster (no replica files are read)"),
+        _c("caches_disagree", "boolean", "a live cluster"),
+        _c("unclean_elections", "int", "a live cluster"),
+        _c("last_unclean_election", "timestamp", "no unclean election is known"),
+        _c("metadata_leader_epoch", "int", "no KRaft metadata log was read (a live cluster, or no controller's dir)"),
+        _c("epoch_timeline", "array<struct<epoch:int,started_at:timestamp,leader:int,unclean:boolean>>",
+           "as metadata_leader_epoch"),
+    ],
+    "leader_timeline": [
+        _c("topic", "string", "the topic's TopicRecord is not in the metadata log read"),
+        _c("topic_id", "string"),
+        _c("partition", "int"),
+        _c("metadata_offset", "bigint"),
+        _c("changed_at", "timestamp", "the record's batch carried no timestamp"),
+        _c("record_type", "string"),
+        _c("leader", "int", "the record left the leader unchanged"),
+        _c("leader_epoch", "int", "as leader"),
+        _c("partition_epoch", "int", "as leader"),
+        _c("isr", "array<int>", "the record left the ISR unchanged"),
+        _c("eligible_leader_replicas", "array<int>", "the record left the ELR unchanged, or a version before KIP-966"),
+        _c("leader_recovery_state", "tinyint", "the record left it unchanged"),
+        _c("unclean_election", "boolean"),
+        _c("topic_removed_at", "timestamp", "the topic was not deleted"),
+    ],
+    "broker_timeline": [
+        _c("broker_id", "int"),
+        _c("broker_epoch", "bigint", "the record carries no broker epoch"),
+        _c("metadata_offset", "bigint"),
+        _c("changed_at", "timestamp", "the record's batch carried no timestamp"),
+        _c("record_type", "string"),
+        _c("event", "string"),
+    ],
+    "finding_changes": [
+        _c("status", "string"),
+        _c("group_id", "string", "REPLICA_DIVERGENCE"),
+        _c("topic", "string"),
+        _c("partition", "int"),
+        _c("finding", "string"),
+        _c("severity", "string"),
+        _c("previous_severity", "string", "status new"),
+        _c("committed_offset", "bigint", "REPLICA_DIVERGENCE"),
+        _c("previous_committed_offset", "bigint", "status new, or REPLICA_DIVERGENCE"),
+        _c("records_at_risk", "bigint", "the finding counts no records"),
+        _c("detail", "string"),
+    ],
+}
+
+
+def ddl(name: str) -> str:
+    """The table's schema as a Spark DDL string (``topic string, partition int, ...``)."""
+    return ", ".join(f"`{c.name}` {c.type}" for c in TABLES[name])
+
+
+def struct(name: str):
+    """The table's schema as a :class:`pyspark.sql.types.StructType`, nullability as in :data:`TABLES`."""
+    from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+    return StructType([StructField(c.name, _parse_datatype_string(c.type), c.nullable) for c in TABLES[name]])
+
+
+def conform(name: str, df):
+    """``df`` with exactly the contract's columns of table ``name``, in order, cast to the contract's types;
+    a column ``df`` lacks is all null.  One projection (a ``selectExpr``), no job.  Raises ``KeyError`` for a
+    table the contract does not name and ``ValueError`` for a column ``df`` has that the contract lacks (a new
+    column must be added here first, with when it is null)."""
+    have = df.columns
+    extra = [c for c in have if c not in {x.name for x in TABLES[name]}]
+    if extra:
+        raise ValueError(f"{name}: columns {extra} are not in audit.tables.TABLES[{name!r}]")
+    present = set(have)
+    return df.selectExpr(*[f"CAST(`{c.name}` AS {c.type}) AS `{c.name}`" if c.name in present
+                           else f"CAST(NULL AS {c.type}) AS `{c.name}`" for c in TABLES[name]])
