@@ -9,8 +9,10 @@ Two tasks (see ``airflow_dags/README.md``)::
   writes the output contract and runs the Great Expectations Checkpoint itself
   (``<output>/expectations/validation_result.json``).  Its exit status: ``0`` clean, ``1`` findings
   at ``fail_on`` or a failed suite -- *not* a task failure here, the next task judges it -- and
-  ``2`` bad input, which fails the task at once without retries.  Anything else (a crash, a lost
-  cluster) fails it with retries.
+  ``2`` bad input, which fails the task at once without retries; ``3`` an internal error (a stage of the
+  audit failed: the judged tables and ``summary.json`` may be there, its ``failed_stages`` says which), a task
+  failure naming the stage, with retries, never a findings alert.  Anything else (a crash, a lost cluster)
+  fails it with retries.
 * ``check_expectations`` -- reads ``<output>/summary.json`` and the Checkpoint's
   ``validation_result.json`` (or runs the Checkpoint itself, in a local Spark, when the job did not),
   logs the findings by severity and name, the failed checks and the findings at or above
@@ -43,7 +45,7 @@ log = logging.getLogger(__name__)
 DAG_ID = "kafka_offset_audit"
 SEVERITIES = ("critical", "error", "warning", "info")  # most severe first
 FAIL_ON_CHOICES = ("critical", "error", "warning", "never")
-EXIT_FINDINGS, EXIT_USAGE = 1, 2
+EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 1, 2, 3
 #: a summary.json this much older than the submit is not this run's (clock slack between processes)
 FRESHNESS_SLACK_SECONDS = 60
 MAX_LOGGED_FINDINGS = 20
@@ -62,20 +64,20 @@ def _repo_root() -> Path:
 
 
 def default_application() -> str:
-    """``jobs/audit_offsets.py`` beside this DAG's checkout, or beside the installed ``audit`` package."""
+    """The spark-submit application: ``KOA_AIRFLOW_APPLICATION`` when set; else the one inside the ``audit``
+    package this environment has installed (``audit/submit.py``, what ``kafka-offset-audit spark-app`` prints:
+    a wheel install has no ``jobs/``); else ``jobs/audit_offsets.py`` beside this DAG's checkout."""
     configured = os.environ.get("KOA_AIRFLOW_APPLICATION")
     if configured:
         return configured
-    candidate = _repo_root() / "jobs" / "audit_offsets.py"
-    if candidate.is_file():
-        return str(candidate)
     import importlib.util
 
-    spec = importlib.util.find_spec("audit")
-    if spec and spec.origin:
-        candidate = Path(spec.origin).resolve().parents[1] / "jobs" / "audit_offsets.py"
-        if candidate.is_file():
-            return str(candidate)
+    try:
+        spec = importlib.util.find_spec("audit.submit")
+    except ImportError:
+        spec = None
+    if spec and spec.origin and Path(spec.origin).is_file():
+        return str(Path(spec.origin).resolve())
     return str(_repo_root() / "jobs" / "audit_offsets.py")
 
 
@@ -143,6 +145,18 @@ def _summary_is_fresh(output: str | None, submitted_at: dt.datetime) -> bool:
     return started >= submitted_at - dt.timedelta(seconds=FRESHNESS_SLACK_SECONDS)
 
 
+def _failed_stages(output: str | None, submitted_at: dt.datetime) -> list[str]:
+    """``"stage: error"`` of each failed stage in a fresh ``<output>/summary.json`` (exit status 3), else []."""
+    path = _local_path(output) if output else None
+    if not path or not _summary_is_fresh(output, submitted_at):
+        return []
+    try:
+        with open(os.path.join(path, "summary.json"), encoding="utf-8") as fh:
+            return [f"{f.get('stage')}: {f.get('error')}" for f in json.load(fh).get("failed_stages") or []]
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
 class AuditSparkSubmitOperator(SparkSubmitOperator):
     """``SparkSubmitOperator`` for ``jobs/audit_offsets.py`` that understands the job's exit status.
 
@@ -152,7 +166,9 @@ class AuditSparkSubmitOperator(SparkSubmitOperator):
       this task when the run wrote a fresh ``summary.json``: ``check_expectations`` fails the run
       with the findings' summary instead (and without retrying a deterministic result);
     * exit status 2 (bad usage or unreadable input) raises :class:`AirflowFailException`: retrying
-      would fail the same way.
+      would fail the same way;
+    * exit status 3 (an internal error) raises :class:`AirflowException` naming the failed stage(s) from a fresh
+      ``summary.json`` (a task failure with retries, not a findings alert: ``check_expectations`` does not run).
 
     Returns (XCom) ``{"output", "exit_status", "submitted_at", "application_args"}``.
     """
@@ -180,6 +196,14 @@ class AuditSparkSubmitOperator(SparkSubmitOperator):
                 raise AirflowFailException(
                     f"jobs/audit_offsets.py exited with status 2: bad usage or unreadable input "
                     f"(its message is in the log above; not retried). args: {self.application_args}"
+                ) from exc
+            if exit_status == EXIT_INTERNAL:
+                from airflow.sdk.exceptions import AirflowException
+                stages = _failed_stages(output, submitted_at)
+                raise AirflowException(
+                    "the audit exited with status 3, an internal error (not findings): "
+                    + (f"failed stage(s) {stages}; the judged tables and summary.json are in {output}" if stages
+                       else "it failed before writing its output (its message is in the log above)")
                 ) from exc
             if exit_status != EXIT_FINDINGS or not _summary_is_fresh(output, submitted_at):
                 raise

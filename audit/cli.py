@@ -26,7 +26,15 @@ def build_parser(prog: str = "kafka-offset-audit") -> argparse.ArgumentParser:
                    help="demo default: never (the scenario has findings on purpose)")
     d.add_argument("--verbose", action="store_true")
     d.add_argument("--skip-reports", action="store_true")
+    sub.add_parser("spark-app", help="print the path of the spark-submit application of this install",
+                   description="Print the path of the installed spark-submit application (audit/submit.py), "
+                               "e.g. spark-submit \"$(kafka-offset-audit spark-app)\" --log-dirs ... --output ...")
     return p
+
+
+def spark_app() -> str:
+    """Path of the spark-submit application inside the installed package (:mod:`audit.submit`)."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "submit.py")
 
 
 def add_audit_arguments(a: argparse.ArgumentParser) -> None:
@@ -78,8 +86,11 @@ def demo_log_dirs() -> str:
     return str(resources.files("audit.demo_data").joinpath("unclean-election-3brokers/brokers"))
 
 
-def run_audit(args, master: str | None) -> int:
-    """Validate arguments, start Spark, run the pipeline, print the table; returns the exit status."""
+def run_audit(args, master: str | None, on_session=None) -> int:
+    """Validate arguments, start Spark, run the pipeline, print the table; returns the exit status.
+
+    ``on_session(spark)``: called once the session is built, before the audit (spark-submit ships the package
+    there); its errors are internal errors (exit status 3) like Spark's own."""
     from .pipeline import AuditConfig, run
     from .sources.fs import InputError
     try:
@@ -127,6 +138,8 @@ def run_audit(args, master: str | None) -> int:
                                   packages=packages, class_data=class_data)
         finally:
             prewarm.join()
+        if on_session is not None:
+            on_session(spark)
         result = run(cfg, spark, checked=True)
     except usage_errors as exc:
         print(f"kafka-offset-audit: error: {exc}", file=sys.stderr)
@@ -234,6 +247,9 @@ def _push_failure(cfg, started: float, exit_status: int | None, stage: str | Non
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "spark-app":
+        print(spark_app())
+        return EXIT_OK
     if args.command == "demo":
         args.log_dirs = [demo_log_dirs()]
         args.quiet = False

@@ -58,9 +58,23 @@ FINDING_TYPES = {
 }
 
 
+def sql_dir():
+    """The directory of the ``sql/*.sql`` queries: package ``audit.sql`` as installed (a wheel maps the top-level
+    ``sql/`` there), or, in a checkout that is not installed (``spark-submit jobs/audit_offsets.py``, pytest from
+    the source tree), the ``sql/`` beside ``audit/``.  Returns a :class:`importlib.resources.abc.Traversable`."""
+    try:
+        return resources.files("audit.sql")
+    except ModuleNotFoundError:
+        from pathlib import Path
+        beside = Path(__file__).resolve().parent.parent / "sql"
+        if not (beside / "finding_log_truncation.sql").is_file():
+            raise
+        return beside
+
+
 def load_sql(name: str) -> str:
-    """Text of ``sql/<name>.sql`` (installed as package ``audit.sql``)."""
-    return resources.files("audit.sql").joinpath(f"{name}.sql").read_text()
+    """Text of ``sql/<name>.sql`` (installed as package ``audit.sql``; :func:`sql_dir`)."""
+    return sql_dir().joinpath(f"{name}.sql").read_text()
 
 
 def parse_ahead(spark: SparkSession):
@@ -72,7 +86,7 @@ def parse_ahead(spark: SparkSession):
     point) leaves the queries to be parsed where they run, as before; results never change."""
     import threading
 
-    texts = [f.read_text().replace("{judge_all}", "false") for f in resources.files("audit.sql").iterdir()
+    texts = [f.read_text().replace("{judge_all}", "false") for f in sql_dir().iterdir()
              if f.name.endswith(".sql")]
 
     def work():

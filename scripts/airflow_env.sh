@@ -6,10 +6,12 @@
 # Airflow lives in its own venv because apache-airflow-providers-apache-spark pulls pyspark-client,
 # which overwrites pyspark's Python files (see requirements-airflow.txt), and Airflow's dependencies must
 # not move the audit's. Here pyspark and pyspark-client are both pinned to 4.2.0 and the project is
-# installed without its dependencies (pip install --no-deps -e .).
+# installed without its dependencies, as a deployment installs it: a regular (non-editable) install of
+# this checkout, so the DAG submits the application inside the installed package (audit/submit.py).
 #
 # Idempotent: when the venv exists and requirements-airflow.txt and pyproject.toml are unchanged since
-# the last successful run (a stamp in the venv), it only checks the venv and exits.
+# the last successful run (a stamp in the venv), it only reinstalls the project (its code may have
+# changed), checks the venv and exits.
 #
 # Environment: KOA_AIRFLOW_VENV (default <repo>/.venv-airflow), KOA_AIRFLOW_PYTHON (default the first
 # of python3.11, python3.12, python3 that is 3.11 or 3.12).
@@ -35,8 +37,10 @@ pick_python() {
 want_stamp="$(cat "$REQ" "$REPO/pyproject.toml" | sha256sum | cut -d' ' -f1)"
 
 check() {
-  "$VENV/bin/python" - <<'EOF'
+  # from / : the check must import the installed package, not this checkout's audit/
+  (cd / && "$VENV/bin/python" - <<'EOF'
 import importlib.metadata as md
+import os
 import sys
 v = {p: md.version(p) for p in ("apache-airflow", "apache-airflow-providers-apache-spark", "pyspark",
                                 "pyspark-client", "great-expectations", "kafka-offset-audit")}
@@ -47,12 +51,25 @@ if pyspark.__version__ != v["pyspark"]:
     sys.exit(f"pyspark's Python files are {pyspark.__version__}, its wheel {v['pyspark']}: rerun scripts/airflow_env.sh")
 import airflow.providers.apache.spark.operators.spark_submit  # noqa: F401
 import audit.pipeline  # noqa: F401
-print("airflow env ok: " + ", ".join(f"{k} {x}" for k, x in v.items()))
+import audit.submit
+import sysconfig
+if not os.path.realpath(audit.__file__).startswith(os.path.realpath(sysconfig.get_paths()["purelib"]) + os.sep):
+    sys.exit(f"audit is imported from {audit.__file__}, not installed in the venv: rerun scripts/airflow_env.sh")
+if not os.path.isfile(os.path.join(os.path.dirname(audit.__file__), "sql", "finding_log_truncation.sql")):
+    sys.exit("the installed audit package has no sql/: rerun scripts/airflow_env.sh")
+print("airflow env ok: " + ", ".join(f"{k} {x}" for k, x in v.items()) + f"; application {audit.submit.__file__}")
 EOF
+  )
+}
+
+install_project() {
+  # a regular install (a wheel built from this checkout), not -e: what a deployment has
+  "$VENV/bin/python" -m pip install -q --no-deps --force-reinstall "$REPO"
 }
 
 if [ -x "$VENV/bin/python" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want_stamp" ]; then
-  check && exit 0
+  export PIP_DISABLE_PIP_VERSION_CHECK=1
+  install_project && check && exit 0
   echo "airflow_env.sh: $VENV is broken; reinstalling" >&2
 fi
 
@@ -68,7 +85,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 # pyspark and pyspark-client are pinned to one release in $REQ, so whichever pip writes last leaves
 # identical Python files; the project goes in without its dependencies.
 "$VENV/bin/python" -m pip install -q -r "$REQ"
-"$VENV/bin/python" -m pip install -q --no-deps -e "$REPO"
+install_project
 check
 echo "$want_stamp" > "$STAMP"
 echo "airflow_env.sh: $VENV ready in $(( $(date +%s) - start ))s"

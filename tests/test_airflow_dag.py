@@ -129,7 +129,11 @@ def test_dagbag_imports_and_structure(airflow_env):
     assert tasks["check_expectations"] == {"upstream": ["audit_offsets"], "downstream": [], "retries": 0,
                                            "execution_timeout": 10 * 60, "spark_submit": False}
     submit = result["submit"]
-    assert submit["application"] == str(REPO / "jobs" / "audit_offsets.py")
+    # the application inside the package installed (not -e) in the Airflow venv: what a wheel deployment has
+    app = Path(submit["application"])
+    assert app.name == "submit.py" and app.parent.name == "audit" and app.parent.parent.name == "site-packages", app
+    assert AIRFLOW_VENV.resolve() in app.parents and not (app.parent / ".." / ".." / "jobs").exists()
+    assert (app.parent / "sql" / "finding_log_truncation.sql").is_file()
     assert submit["spark_binary"] == str(AIRFLOW_VENV / "bin" / "spark-submit")
     assert submit["conn_id"] == "spark_default"
     assert submit["env_vars"] == {"PYSPARK_PYTHON": result["sys_executable"]}
@@ -274,6 +278,24 @@ def test_bad_input_fails_the_submit_without_retry(airflow_env, tmp_path):
     assert result["tis"]["audit_offsets"] == {"state": "failed", "try_number": 1}
     assert result["tis"]["check_expectations"]["state"] == "upstream_failed"
     assert "exited with status 2" in log
+
+
+def test_an_internal_error_fails_the_task_not_as_findings(airflow_env, tmp_path):
+    """Exit status 3: the installed application with its HTML report stage failing (the same injection as
+    tests/test_stage_failures.py) fails audit_offsets naming the stage; no findings alert (check_expectations
+    does not run); the judged tables are in the output."""
+    app = tmp_path / "app_with_failing_report.py"
+    app.write_text("import sys\nimport audit.report.html as html\n\n"
+                   "def boom(*a, **k):\n    raise RuntimeError('injected report failure')\n\n"
+                   "html.write_html_report = boom\nfrom audit.submit import main\nsys.exit(main())\n")
+    env = dict(airflow_env, KOA_AIRFLOW_APPLICATION=str(app), KOA_AIRFLOW_RETRIES="0")
+    result, log, out = _run(env, tmp_path, fail_on="never")
+    assert result["state"] == "failed", log[-5000:]
+    assert result["tis"]["audit_offsets"]["state"] == "failed"
+    assert result["tis"]["check_expectations"]["state"] == "upstream_failed"
+    assert "exited with status 3, an internal error (not findings): failed stage(s) ['html_report: RuntimeError: " \
+           "injected report failure']" in log, log[-5000:]
+    assert (out / "findings").is_dir() and json.loads((out / "summary.json").read_text())["exit_status"] == 3
 
 
 from .test_prometheus import _query, _wait, needs_prometheus, prometheus_stack  # noqa: E402,F401 - fixture

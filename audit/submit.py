@@ -1,0 +1,58 @@
+"""The ``spark-submit`` application: ``spark-submit "$(kafka-offset-audit spark-app)" --log-dirs ... --output ...``.
+
+Same arguments as ``kafka-offset-audit audit``.  Parses them, starts Spark (the master and settings are
+spark-submit's), ships the ``audit`` package to the executors (:func:`ship_package`: a zip added with
+``addPyFile``; its dependencies must be on the executors' Python, e.g. a packed environment) and runs
+:func:`audit.cli.run_audit`.  Its exit status is the CLI's: 0 clean, 1 findings at ``--fail-on`` or a failed
+expectation suite, 2 bad usage or input, 3 an internal error.
+
+This file is inside the installed package, so a wheel install has it (``kafka-offset-audit spark-app`` prints
+its path); ``jobs/audit_offsets.py`` of a checkout runs the same :func:`main` with the checkout's package.
+Run as a script, it imports only absolute ``audit.*`` names.
+"""
+from __future__ import annotations
+
+import argparse
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+
+
+def ship_package(spark) -> str:
+    """Add a zip of the ``audit`` package (its SQL included, the demo data left out) to the executors' Python
+    path; returns the zip's path.  The zip lives in a temporary directory removed when this process exits."""
+    import audit
+    from audit.judge import sql_dir
+    pkg_dir = os.path.dirname(os.path.abspath(audit.__file__))
+    tmp = tempfile.mkdtemp(prefix="koa-pyfiles-")
+    # the driver serves the zip to executors until the application ends: remove it at exit
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+    stage = os.path.join(tmp, "stage")
+    shutil.copytree(pkg_dir, os.path.join(stage, "audit"), ignore=shutil.ignore_patterns("demo_data", "__pycache__"))
+    if not os.path.isdir(os.path.join(stage, "audit", "sql")):  # a checkout: sql/ is beside audit/
+        shutil.copytree(str(sql_dir()), os.path.join(stage, "audit", "sql"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    archive = shutil.make_archive(os.path.join(tmp, "audit_pkg"), "zip", stage)
+    shutil.rmtree(stage)
+    spark.sparkContext.addPyFile(archive)
+    return archive
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` (``kafka-offset-audit audit``'s arguments), start Spark, ship the package, audit."""
+    from audit.cli import add_audit_arguments, run_audit
+    parser = argparse.ArgumentParser(prog="spark-submit <kafka-offset-audit spark-app>")
+    add_audit_arguments(parser)
+    args = parser.parse_args(argv)
+    return run_audit(args, args.master, on_session=ship_package)
+
+
+if __name__ == "__main__":
+    # run as a file, Python put this package's own directory first on sys.path, where its modules would shadow
+    # top-level names (spark, tables, report ...): drop it
+    here = os.path.dirname(os.path.abspath(__file__))
+    if sys.path and os.path.abspath(sys.path[0] or ".") == here:
+        sys.path.pop(0)
+    sys.exit(main())
