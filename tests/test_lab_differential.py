@@ -3,17 +3,20 @@
 For each Kafka version (``KOA_LAB_VERSIONS``, default the newest 4.x and 3.9.x, resolved from Maven Central
 by ``tests/lab/pom.xml``) and each CI seed (``KOA_LAB_SEEDS``, default ``1,2``), a fresh KRaft cluster (one
 controller, three brokers) runs the seed's fault schedule (``tests/lab/scenario.py``); Kafka's Java consumer
-judges every group-partition with the cluster up; the live audit reads the running cluster, the offline
-audit reads the log dirs after a clean shutdown and a hot copy taken while the cluster ran. A disagreement
-prints the seed that reproduces it (``python -m tests.lab.soak --versions V --seeds S``). Broker logs and log
-dirs stay in pytest's temporary directory (printed on failure).
+judges every group-partition with the cluster up, after the scenario's closing rolling restart (no write after
+it); the live audit reads the running cluster, the offline audit reads the log dirs after a clean shutdown and a
+hot copy taken while the cluster ran, each with the CLI's defaults (reports on, ``--fail-on error``). A
+disagreement prints the seed that reproduces it (``python -m tests.lab.soak --versions V --seeds S``). Broker
+logs and log dirs stay in pytest's temporary directory (printed on failure).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from tests.lab import differential, kafka_dist, soak
@@ -76,6 +79,59 @@ def test_truncation_causes_match_the_faults_the_scenario_made(lab, source):
 
 def test_live_and_offline_audits_agree(lab):
     assert lab["live_vs_offline"] == [], f"seed {lab['seed']} Kafka {lab['version']}: {lab['live_vs_offline']}"
+
+
+WRITES = {"produce", "produce during crash", "consume_commit", "commit", "kafka_python_commit", "alter_offsets",
+          "txn_commit", "delete_records", "delete_group", "create_topic", "delete_topic", "create_partitions"}
+
+
+def test_scenario_ends_on_a_rolling_restart_and_writes_nothing_after_it(lab):
+    """Every broker restarted cleanly, one at a time, after the last write; the oracle judged after it."""
+    names = [st["step"] for st in lab["steps"]]
+    assert "rolling restart" in names, names
+    end = names.index("rolling restart")
+    restarts = [st for st in lab["steps"][:end] if st["step"] == "restart"]
+    assert sorted(st["broker"] for st in restarts) == [1, 2, 3], restarts
+    first = names.index("restart")
+    assert not WRITES & set(names[first:]), names[first:]
+    assert "verdicts" in names[end:], names[end:]
+    assert lab["steps"][end]["leader_changes"] > 0, lab["steps"][end]
+
+
+@pytest.mark.parametrize("source", soak.SOURCES)
+def test_audit_with_reports(lab, source):
+    """The audit as the CLI runs it by default (reports on, --fail-on error) ends with exit 0 or 1, never an
+    exception, and writes report.html, the expectation suite's result and summary.json's ``reports``."""
+    a = lab["audits"][source]
+    assert a["error"] is None, (f"the {source} audit with reports raised (Kafka {lab['version']} seed "
+                                f"{lab['seed']}, {lab['workdir']}):\n{a['error']}")
+    assert a["exit_code"] in (0, 1), a
+    out = lab["outs"][source]
+    assert (out / "report.html").is_file() and a["report_html"], a
+    assert (out / "expectations" / "validation_result.json").is_file() and a["validation_result"], a
+    summary = json.loads((out / "summary.json").read_text())
+    assert "reports" in summary and summary["reports"]["html_report"] == "report.html", summary.get("reports")
+    assert summary["exit_status"] == a["exit_code"]
+
+
+def test_live_epochs_after_the_rolling_restart(lab):
+    """The shape that crashed a user's report: after the rolling restart the live source writes each judged
+    partition's current leader epoch to epochs/ with ``start_offset`` null, and (the restart moved every leader,
+    nothing was written after it) each of those epochs began with no records: in the offline audit's epochs
+    (the leader's leader-epoch cache after the clean shutdown) it starts at the partition's log end offset."""
+    live = pq.read_table(lab["outs"]["live"] / "epochs").to_pylist()
+    assert live and any(r["start_offset"] is None for r in live), live
+    cached = {(r["topic"], r["partition"], r["leader_epoch"], r["broker_id"]): r["start_offset"]
+              for r in pq.read_table(lab["outs"]["offline"] / "epochs").to_pylist()}
+    ends = {(r["topic"], r["partition"]): r["log_end_offset"]
+            for r in pq.read_table(lab["outs"]["offline"] / "bounds", columns=["topic", "partition", "log_end_offset"])
+            .to_pylist()}
+    began_with_records = []
+    for r in live:
+        start = cached.get((r["topic"], r["partition"], r["leader_epoch"], r["broker_id"]))
+        if r["start_offset"] is None and start != ends.get((r["topic"], r["partition"])):
+            began_with_records.append((r, start, ends.get((r["topic"], r["partition"]))))
+    assert began_with_records == [], (began_with_records, lab["workdir"])
 
 
 def test_no_jvm_left_running(lab):

@@ -21,10 +21,13 @@ each on its own topics and groups so that one cluster and one audit judge them a
 ``upgrade``         (4.x) a classic group converted to a KIP-848 consumer group by a member that never commits.
 ==================  ========================================================================================
 
-:func:`run_scenario` executes the schedule, then asks the oracle (``LabClient`` ``verdicts``: Kafka's own
-consumer resuming with ``auto.offset.reset=none``) for every group-partition of the plan *with the cluster
-up*, copies the log dirs while it runs (a hot backup) and leaves the cluster running for a live audit.
-Everything is written to ``<workdir>/scenario.json``: seed, version, schedule with timestamps, verdicts.
+:func:`run_scenario` executes the schedule, ends it on a rolling restart (every broker stopped cleanly and started
+again in turn, each time until no partition is under-replicated; leadership moves in clean leader elections, and
+nothing is produced or committed after it, so each partition's current leader epoch began with no records), then
+asks the oracle (``LabClient`` ``verdicts``: Kafka's own consumer resuming with ``auto.offset.reset=none``) for
+every group-partition of the plan *with the cluster up*, copies the log dirs while it runs (a hot backup) and
+leaves the cluster running for a live audit. Everything is written to ``<workdir>/scenario.json``: seed,
+version, schedule with timestamps (the restart's steps ``restart`` per broker and ``rolling restart``), verdicts.
 """
 
 from __future__ import annotations
@@ -456,6 +459,8 @@ def run_scenario(seed: int, version: str, workdir: Path, brokers: int = 3, uncle
         for e in eps:
             e.after()
         time.sleep(1)
+        # the last write was the last episode's: end on a rolling restart, then nothing more is written
+        rolling_restart(sc)
         take_verdicts(sc)
         if hot_copy:
             time.sleep(1.5)  # one log-start-offset checkpoint interval of the lab's brokers
@@ -483,6 +488,59 @@ def crash_mid_produce(sc: Scenario, tp, broker: int) -> None:
     t.join(120)
     producer.close()
     sc.step("produce during crash", topic=tp[0], partition=tp[1], result=_short(result.get("r")))
+
+
+def all_partitions(sc: Scenario) -> dict:
+    """``describe`` of every topic, the internal ones too: ``{(topic, partition): state}``."""
+    deadline = time.monotonic() + 30
+    while True:
+        names, err = sc.client.try_call("list_topics")
+        if err is None:
+            state, err = sc.client.try_call("describe", topics=names)
+            if err is None:
+                return {(r["topic"], r["partition"]): r for r in state}
+        if time.monotonic() > deadline:  # e.g. a topic deleted between the listing and the describe, for 30 s
+            raise TimeoutError(f"seed {sc.seed}: cannot describe the topics: {err}")
+        time.sleep(0.5)
+
+
+def wait_replicated(sc: Scenario, what: str, timeout: float = 90) -> dict:
+    """Until every partition of every topic has a leader and its whole replica set in the ISR (no
+    under-replicated partition)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        state = all_partitions(sc)
+        under = {k: s for k, s in state.items() if s["leader"] < 0 or set(s["isr"]) != set(s["replicas"])}
+        if not under:
+            return state
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"seed {sc.seed}: {what}: under-replicated after {timeout}s: {under}")
+        time.sleep(0.3)
+
+
+def rolling_restart(sc: Scenario, timeout: float = 90) -> None:
+    """Restart every broker in turn, cleanly (SIGTERM: controlled shutdown, so each partition the broker leads
+    moves to another ISR member in a clean leader election), waiting each time until it serves again and no
+    partition is under-replicated. Nothing is produced or committed: the leader epochs the restart begins hold
+    no records (a live source sees the current epoch with no start offset)."""
+    t = time.monotonic()
+    state = wait_replicated(sc, "before the rolling restart", timeout)
+    first = {k: s["leader"] for k, s in state.items()}
+    changes = 0
+    for b in sorted(sc.cluster.running_brokers()):
+        t_b = time.monotonic()
+        led = sum(1 for s in state.values() if s["leader"] == b)
+        sc.cluster.stop_node(b)
+        sc.cluster.start_node(b)
+        new = wait_replicated(sc, f"broker {b} restarted", timeout)
+        moved = sum(1 for k, s in new.items() if k in state and s["leader"] != state[k]["leader"])
+        changes += moved
+        state = new
+        sc.step("restart", broker=b, clean=True, led=led, leaders_moved=moved, seconds=round(time.monotonic() - t_b, 1))
+    sc.step("rolling restart", brokers=sorted(sc.cluster.running_brokers()), partitions=len(state),
+            leader_changes=changes,
+            leaders_not_where_they_were=sum(1 for k, s in state.items() if first.get(k) != s["leader"]),
+            seconds=round(time.monotonic() - t, 1))
 
 
 def take_verdicts(sc: Scenario) -> list:

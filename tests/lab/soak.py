@@ -5,8 +5,10 @@
 For every (version, seed): :func:`tests.lab.scenario.run_scenario` on a fresh cluster; the oracle's verdicts
 with the cluster up; the **live** audit (``--bootstrap-servers``) against the running cluster; a clean
 shutdown; the **offline** audit of the log dirs and of the **hot** copy taken while the cluster ran. Each audit
-is compared with the oracle (:mod:`tests.lab.differential`) and live with offline. Writes ``<out>.md`` (the
-table) and ``<out>.json`` (every disagreement with its seed). Exit status 1 when anything disagrees.
+is compared with the oracle (:mod:`tests.lab.differential`) and live with offline. Every audit runs as the CLI's
+defaults do (reports on: ``report.html`` and the expectation suite; ``--fail-on error``) and must end with exit 0
+or 1. Writes ``<out>.md`` (the table) and ``<out>.json`` (every disagreement with its seed, each audit's exit code
+and reports). Exit status 1 when anything disagrees or an audit raised or wrote no reports.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import shutil
 import sys
 import tempfile
 import time
+import traceback
 from collections import Counter
 from pathlib import Path
 
@@ -26,27 +29,57 @@ from . import differential, kafka_dist, scenario
 SOURCES = ("live", "offline", "hot")
 
 
-def audit(spark, out: Path, *, log_dirs=None, bootstrap=None) -> Path:
+def audit(spark, out: Path, *, log_dirs=None, bootstrap=None) -> dict:
+    """The audit as the CLI runs it by default (reports on, ``--fail-on error``), quiet, into ``out``.
+
+    Returns ``{"out", "exit_code", "error", "report_html", "validation_result", "summary_reports"}``: the run's exit
+    code (None when it raised), the traceback when it raised, whether ``report.html`` and
+    ``expectations/validation_result.json`` were written and whether ``summary.json`` has a ``reports`` entry.
+    When the audit raises, the same audit runs again without reports (``fallback``) so that the comparison
+    still has the output tables; the error stays in the result (and fails ``test_audit_with_reports``).
+    """
     from audit.pipeline import AuditConfig, run
     cfg = AuditConfig(log_dirs=[str(d) for d in log_dirs or []], bootstrap_servers=bootstrap, output=str(out),
-                      reports=False, quiet=True, fail_on="never")
-    run(cfg, spark)
-    return out
+                      quiet=True)
+    res = {"out": Path(out), "exit_code": None, "error": None, "fallback": False}
+    try:
+        res["exit_code"] = run(cfg, spark).exit_code
+    except Exception:  # noqa: BLE001 - kept, reported and asserted on
+        res["error"] = traceback.format_exc()
+    summary_path = Path(out) / "summary.json"
+    summary = json.loads(summary_path.read_text()) if res["error"] is None and summary_path.exists() else {}
+    res.update(report_html=res["error"] is None and (Path(out) / "report.html").is_file(),
+               validation_result=res["error"] is None
+               and (Path(out) / "expectations" / "validation_result.json").is_file(),
+               summary_reports="reports" in summary)
+    if res["error"] is not None:
+        res["fallback"] = True
+        run(cfg.model_copy(update={"reports": False}), spark)
+    return res
+
+
+def _audit_ok(a: dict) -> bool:
+    """The audit with reports ran to its end (exit 0 or 1) and wrote report.html and the suite's result."""
+    return a["error"] is None and a["exit_code"] in (0, 1) and a["report_html"] and a["validation_result"] \
+        and a["summary_reports"]
 
 
 def check_seed(seed: int, version: str, workdir: Path, spark, sources=SOURCES) -> dict:
-    """Run and judge one scenario; returns ``{"scenario", "rows": {source: rows}, "live_vs_offline": [...]}``."""
+    """Run and judge one scenario; returns ``{"seed", "version", "episodes", "rows": {source: rows},
+    "live_vs_offline": [...], "causes", "unclean_leader", "audits": {source: audit()'s result}, "outs": {source:
+    output dir}, "steps": the scenario's schedule}``."""
     sc = scenario.run_scenario(seed, version, workdir, hot_copy="hot" in sources)
-    outs = {}
+    audits = {}
     try:
         if "live" in sources:
-            outs["live"] = audit(spark, workdir / "out-live", bootstrap=sc.cluster.bootstrap)
+            audits["live"] = audit(spark, workdir / "out-live", bootstrap=sc.cluster.bootstrap)
     finally:
         scenario.finish(sc)
     if "offline" in sources:
-        outs["offline"] = audit(spark, workdir / "out-offline", log_dirs=sc.cluster.log_dirs())
+        audits["offline"] = audit(spark, workdir / "out-offline", log_dirs=sc.cluster.log_dirs())
     if "hot" in sources:
-        outs["hot"] = audit(spark, workdir / "out-hot", log_dirs=sorted((workdir / "hot-copy").iterdir()))
+        audits["hot"] = audit(spark, workdir / "out-hot", log_dirs=sorted((workdir / "hot-copy").iterdir()))
+    outs = {s: a["out"] for s, a in audits.items()}
     rows = {s: differential.compare(sc.verdicts, o, reference=outs.get("offline") if s == "hot" else None)
             for s, o in outs.items()}
     cross = []
@@ -60,7 +93,8 @@ def check_seed(seed: int, version: str, workdir: Path, spark, sources=SOURCES) -
     causes = {s: [[*k, *(v or (None, None, None))] for k, v in differential.truncation_causes(sc.verdicts, o).items()]
               for s, o in outs.items()}
     return {"seed": seed, "version": version, "episodes": sc.episodes, "rows": rows, "live_vs_offline": cross,
-            "causes": causes, "unclean_leader": started.get("F")}
+            "causes": causes, "unclean_leader": started.get("F"), "audits": audits, "outs": outs,
+            "steps": sc.steps}
 
 
 def _seeds(text: str) -> list[int]:
@@ -174,7 +208,13 @@ def main(argv=None) -> int:
             for s, rows in res["rows"].items():
                 if bad[s]:
                     print(differential.describe_disagreements(rows, seed, version, s), flush=True)
-            if not any(bad.values()) and not res["live_vs_offline"] and not args.workdir:
+            for s, a in res["audits"].items():
+                if not _audit_ok(a):
+                    print(f"Kafka {version} seed {seed}: {s} audit with reports: exit {a['exit_code']}, "
+                          f"report.html {a['report_html']}, validation_result.json {a['validation_result']}"
+                          + (f"\n{a['error']}" if a["error"] else ""), flush=True)
+            if (not any(bad.values()) and not res["live_vs_offline"] and all(map(_audit_ok, res["audits"].values()))
+                    and not args.workdir):
                 shutil.rmtree(wd, ignore_errors=True)
             ok_results = [r for r in results if "error" not in r]
             failed = [(r["version"], r["seed"], r["error"]) for r in results if "error" in r]
@@ -194,11 +234,13 @@ def main(argv=None) -> int:
                                 x["agree"], x.get("documented")] for x in rows] for s, rows in r["rows"].items()},
                   "causes": r.get("causes"), "unclean_leader": r.get("unclean_leader"),
                   "disagreements": {s: [x for x in rows if not x["agree"]] for s, rows in r["rows"].items()},
-                  "live_vs_offline": r.get("live_vs_offline")} for r in results], indent=1, default=str))
+                  "live_vs_offline": r.get("live_vs_offline"),
+                  "audits": {s: {k: v for k, v in a.items() if k != "out"} for s, a in (r.get("audits") or {}).items()}}
+                 for r in results], indent=1, default=str))
     spark.stop()
     print(md_path.read_text())
     bad = any("error" in r or r["live_vs_offline"] or any(not x["agree"] for rows in r["rows"].values() for x in rows)
-              for r in results)
+              or not all(map(_audit_ok, r["audits"].values())) for r in results)
     return 1 if bad else 0
 
 

@@ -6,6 +6,7 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.ListTopicsOptions;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
@@ -216,6 +217,12 @@ public final class LabClient {
             case "alter_topic_config": return alterTopicConfig(r);
             case "elect": return elect(r);
             case "describe": return describe(r);
+            case "list_topics": {  // every topic name, the internal ones (__consumer_offsets ...) too
+                ArrayNode names = JSON.createArrayNode();
+                admin.listTopics(new ListTopicsOptions().listInternal(true)).names().get().stream().sorted()
+                        .forEach(names::add);
+                return names;
+            }
             case "offsets": return offsets(r);
             case "offsets_for_times": return offsetsForTimes(r);
             case "hold": return hold(r);
