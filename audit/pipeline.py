@@ -381,11 +381,15 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
             _progress(cfg, f"tables: {', '.join(names)}")
         n_failed = len(failed)
         guarded("tables", register)
-        if len(failed) > n_failed:  # the output is committed: its summary.json says so now
+        if len(failed) > n_failed:  # the output is committed: its summary.json and metrics.prom say so now
             code = summary["exit_status"] = EXIT_INTERNAL
+            from .report.metrics import METRICS_FILENAME, build_registry, render
             from .sources import fs as _fs
-            _fs.write_small(spark, f"{fs_uri(cfg.output).rstrip('/')}/summary.json",
-                            json.dumps(summary, indent=2, default=str).encode())
+            base = fs_uri(cfg.output).rstrip("/")
+            _fs.write_small(spark, f"{base}/summary.json", json.dumps(summary, indent=2, default=str).encode())
+            if registry is not None:
+                rows, lost = metric_rows
+                _fs.write_small(spark, f"{base}/{METRICS_FILENAME}", render(build_registry(summary, rows, lost=lost)))
     return RunResult(code, summary, console)
 
 

@@ -109,12 +109,14 @@ def read_small(spark, uri: str, limit: int = 1 << 20) -> bytes:
 
 
 def write_small(spark, uri: str, data: bytes) -> None:
-    """Write a small file (overwriting)."""
+    """Write a small file (overwriting; a local file is replaced atomically: written beside, then renamed)."""
     if is_local(uri):
         path = local_path(uri)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as fh:
+        tmp = f"{path}.tmp-{os.getpid()}"
+        with open(tmp, "wb") as fh:
             fh.write(data)
+        os.replace(tmp, path)
         return
     fs, p = _hadoop(spark, uri)
     out = fs.create(p, True)
