@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from importlib import resources
 from typing import NoReturn
@@ -29,6 +30,11 @@ def build_parser(prog: str = "kafka-offset-audit") -> argparse.ArgumentParser:
     sub.add_parser("spark-app", help="print the path of the spark-submit application of this install",
                    description="Print the path of the installed spark-submit application (audit/submit.py), "
                                "e.g. spark-submit \"$(kafka-offset-audit spark-app)\" --log-dirs ... --output ...")
+    k = sub.add_parser("package", help="pack the Python environment a Spark cluster's executors need",
+                       description="Build a virtual environment with the dependencies the executors need (pinned to "
+                                   "the versions installed here) and pack it with venv-pack, for spark-submit "
+                                   "--archives FILE#env with PYSPARK_PYTHON=./env/bin/python.")
+    k.add_argument("--output", default="kafka-offset-audit-env.tar.gz", help="archive to write (default: %(default)s)")
     return p
 
 
@@ -224,9 +230,18 @@ def _prewarm(reports: bool) -> _Prewarm:
 
 
 def _one_line(value, limit: int = 500) -> str:
-    """An error's text on one line, at most ``limit`` characters (a JVM's message can be pages long)."""
-    text = " ".join(str(value).split()) if not isinstance(value, BaseException) else \
-        f"{type(value).__name__}: {' '.join(str(value).split())}"
+    """An error's text on one line, at most ``limit`` characters (a JVM's message can be pages long).  A message
+    holding a Python worker's traceback (PySpark's ``PythonException``) keeps its first line and the worker's own
+    error, its last ``...Error: ...`` line (``ModuleNotFoundError: No module named 'numpy'``)."""
+    raw = str(value).strip()
+    lines = [line.strip() for line in raw.splitlines() if line.strip()]
+    if len(lines) > 2:
+        errors = [line for line in lines[1:] if re.match(r"^[A-Za-z_][\w.]*(Error|Exception)\b.*:", line)]
+        if errors:
+            raw = f"{lines[0]} ... {errors[-1]}"
+    text = " ".join(raw.split())
+    if isinstance(value, BaseException):
+        text = f"{type(value).__name__}: {text}"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -249,6 +264,15 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "spark-app":
         print(spark_app())
+        return EXIT_OK
+    if args.command == "package":
+        from .package import PackageError, build_executor_env
+        try:
+            path = build_executor_env(args.output)
+        except PackageError as exc:
+            print(f"kafka-offset-audit: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        print(path)
         return EXIT_OK
     if args.command == "demo":
         args.log_dirs = [demo_log_dirs()]
