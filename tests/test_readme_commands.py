@@ -56,7 +56,8 @@ def _out(proc) -> str:
 
 def test_the_readme_marks_the_commands_ci_runs():
     blocks = readme_blocks()
-    assert set(blocks) == {"demo", "offline-audit", "spark-submit", "live-audit", "cluster-package", "cluster-submit"}, blocks
+    assert set(blocks) == {"demo", "offline-audit", "spark-submit", "live-audit", "cluster-package", "cluster-submit",
+                           "cluster-live-env"}, blocks
     assert "pip install ." in blocks["demo"] and "-e" not in blocks["demo"].split()
     assert LOG_DIRS in blocks["offline-audit"] and LOG_DIRS in blocks["spark-submit"]
     assert BOOTSTRAP in blocks["live-audit"]
