@@ -516,6 +516,16 @@ def _alert_callbacks(email_to: Sequence[str], from_email: str | None, smtp_conn_
 # ----------------------------------------------------------------------------------- the DAG
 
 
+def _python_settings(driver_python: str, executor_env: str | None) -> dict:
+    """``env_vars`` (and ``archives``) of the submit: one Python for driver and executors, or, with
+    ``executor_env`` (a packed environment), the archive's Python on the executors and ``driver_python`` on the
+    driver (PySpark's packaging guide, client mode)."""
+    if not executor_env:
+        return {"env_vars": {"PYSPARK_PYTHON": driver_python}}
+    return {"archives": f"{executor_env}#env",
+            "env_vars": {"PYSPARK_PYTHON": "./env/bin/python", "PYSPARK_DRIVER_PYTHON": driver_python}}
+
+
 def build_dag(
     dag_id: str = DAG_ID,
     *,
@@ -534,6 +544,7 @@ def build_dag(
     spark_binary: str | None = None,
     spark_conf: dict[str, Any] | None = None,
     pyspark_python: str | None = None,
+    executor_env: str | None = None,
     start_date: dt.datetime = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc),
     pushgateway: str | None = None,
     pushgateway_labels: Sequence[str] = (),
@@ -552,6 +563,9 @@ def build_dag(
     id there (a cleared and rerun DAG run replaces its entry).  ``alert_email`` (via ``smtp_conn_id``)
     and ``slack_conn_id`` make :class:`AuditAlertNotifier` the ``on_failure_callback`` of both tasks:
     a message goes out when findings reach ``fail_on``, the suite fails, or the audit cannot run.
+    ``executor_env``: the archive ``kafka-offset-audit package`` wrote, for a Spark cluster whose executors have
+    nothing installed: shipped with ``--archives <archive>#env``, the executors' Python ``./env/bin/python``, the
+    driver's ``pyspark_python`` (client mode).
     """
     params = {
         "log_dirs": Param(list(log_dirs), type="array", items={"type": "string"},
@@ -594,7 +608,7 @@ def build_dag(
             conn_id=spark_conn_id,
             spark_binary=spark_binary or default_spark_binary(),
             conf=dict(spark_conf or {}),
-            env_vars={"PYSPARK_PYTHON": pyspark_python or _env("KOA_AIRFLOW_PYSPARK_PYTHON", sys.executable)},
+            **_python_settings(pyspark_python or _env("KOA_AIRFLOW_PYSPARK_PYTHON", sys.executable), executor_env),
             application_args=[
                 "--log-dirs", "{{ params.log_dirs }}",
                 "--output", "{{ params.output }}",
@@ -648,6 +662,7 @@ dag = build_dag(
     pushgateway=os.environ.get("KOA_AIRFLOW_PUSHGATEWAY") or None,
     pushgateway_labels=os.environ.get("KOA_AIRFLOW_PUSHGATEWAY_LABELS", "").split(),
     history=os.environ.get("KOA_AIRFLOW_HISTORY") or None,
+    executor_env=os.environ.get("KOA_AIRFLOW_EXECUTOR_ENV") or None,
     alert_email=[a.strip() for a in os.environ.get("KOA_AIRFLOW_ALERT_EMAIL", "").split(",") if a.strip()],
     alert_from=os.environ.get("KOA_AIRFLOW_ALERT_FROM") or None,
     smtp_conn_id=_env("KOA_AIRFLOW_SMTP_CONN_ID", "smtp_default"),

@@ -298,6 +298,32 @@ def test_an_internal_error_fails_the_task_not_as_findings(airflow_env, tmp_path)
     assert (out / "findings").is_dir() and json.loads((out / "summary.json").read_text())["exit_status"] == 3
 
 
+from .test_spark_standalone import packed_env, standalone  # noqa: E402,F401 - fixtures
+
+
+def test_dag_submits_to_a_standalone_cluster_with_the_packed_environment(airflow_env, tmp_path, standalone,  # noqa: F811
+                                                                          packed_env, scenario_latest):  # noqa: F811
+    """A spark:// connection and KOA_AIRFLOW_EXECUTOR_ENV: the DAG submits the installed application to a standalone
+    cluster whose Python has nothing installed, shipping the packed environment; the findings equal the local
+    run's and the workers' executors ran the tasks."""
+    import pyarrow.parquet as pq
+    url, works, _empty, _base = standalone
+    host, port = url.rsplit(":", 1)
+    env = dict(airflow_env, KOA_AIRFLOW_EXECUTOR_ENV=str(packed_env), SPARK_LOCAL_IP="127.0.0.1",
+               AIRFLOW_CONN_SPARK_STANDALONE=json.dumps({"conn_type": "spark", "host": host, "port": int(port)}))
+    before = {p for w in works for p in w.glob("app-*")}
+    result, log, out = _run(env, tmp_path, fail_on="never", spark_conn_id="spark_standalone")
+    assert result["state"] == "success", log[-5000:]
+    assert f"--archives {packed_env}#env" in log and url in log, log[-5000:]
+
+    def rows(d):
+        return sorted((r["group_id"], r["topic"], r["partition"], r["finding"], r["severity"])
+                      for r in pq.read_table(str(d / "findings")).to_pylist())
+    assert rows(out) == rows(scenario_latest[1])
+    apps = {p for w in works for p in w.glob("app-*")} - before
+    assert apps and any("Finished task" in e.read_text(errors="replace") for a in apps for e in a.glob("*/stderr"))
+
+
 from .test_prometheus import _query, _wait, needs_prometheus, prometheus_stack  # noqa: E402,F401 - fixture
 
 
