@@ -39,13 +39,29 @@ _OWNER = [
     _c("owner_assigned_at", "timestamp", "no owner, or the assignment's time is unknown"),
 ]
 
+#: a finding's key: group (none for a replica's finding), topic-partition, finding and its severity
+_FINDING_KEY = [
+    _c("group_id", "string", "REPLICA_DIVERGENCE: a replica's finding, no group"),
+    _c("topic", "string"),
+    _c("partition", "int"),
+    _c("finding", "string"),
+    _c("severity", "string"),
+]
+#: a live offset commit (OffsetCommitValue, schema file OffsetCommitValue.json) and its group-partition
+_COMMIT = [
+    _c("group_id", "string"),
+    _c("topic", "string"),
+    _c("partition", "int"),
+    _c("committed_offset", "bigint"),
+    _c("committed_leader_epoch", "int", "a commit made without a leader epoch (OffsetCommitValue v0-v2)"),
+    _c("metadata", "string", "the commit carried no metadata string"),
+    _c("commit_timestamp", "timestamp", "the record carried no commit timestamp"),
+    _c("value_version", "smallint"),
+]
+
 TABLES: dict[str, list[Column]] = {
     "findings": [
-        _c("group_id", "string", "REPLICA_DIVERGENCE: a replica's finding, no group"),
-        _c("topic", "string"),
-        _c("partition", "int"),
-        _c("finding", "string"),
-        _c("severity", "string"),
+        *_FINDING_KEY,
         _c("committed_offset", "bigint", "REPLICA_DIVERGENCE"),
         _c("committed_leader_epoch", "int", "REPLICA_DIVERGENCE, or a commit made without a leader epoch (v0-v2)"),
         _c("commit_timestamp", "timestamp", "REPLICA_DIVERGENCE"),
@@ -69,26 +85,12 @@ TABLES: dict[str, list[Column]] = {
         *_OWNER,
     ],
     "committed_offsets": [
-        _c("group_id", "string"),
-        _c("topic", "string"),
-        _c("partition", "int"),
-        _c("committed_offset", "bigint"),
-        _c("committed_leader_epoch", "int", "a commit made without a leader epoch (OffsetCommitValue v0-v2)"),
-        _c("metadata", "string", "the commit carried no metadata string"),
-        _c("commit_timestamp", "timestamp", "the record carried no commit timestamp"),
-        _c("value_version", "smallint"),
+        *_COMMIT,
         _c("verdict", "string"),
         *_OWNER,
     ],
     "commits": [
-        _c("group_id", "string"),
-        _c("topic", "string"),
-        _c("partition", "int"),
-        _c("committed_offset", "bigint"),
-        _c("committed_leader_epoch", "int", "a commit made without a leader epoch (OffsetCommitValue v0-v2)"),
-        _c("metadata", "string", "the commit carried no metadata string"),
-        _c("commit_timestamp", "timestamp", "the record carried no commit timestamp"),
-        _c("value_version", "smallint"),
+        *_COMMIT,
         _c("source_partition", "int"),
         _c("source_offset", "bigint"),
     ],
@@ -145,11 +147,7 @@ TABLES: dict[str, list[Column]] = {
     ],
     "finding_changes": [
         _c("status", "string"),
-        _c("group_id", "string", "REPLICA_DIVERGENCE"),
-        _c("topic", "string"),
-        _c("partition", "int"),
-        _c("finding", "string"),
-        _c("severity", "string"),
+        *_FINDING_KEY,
         _c("previous_severity", "string", "status new"),
         _c("committed_offset", "bigint", "REPLICA_DIVERGENCE"),
         _c("previous_committed_offset", "bigint", "status new, or REPLICA_DIVERGENCE"),
