@@ -119,11 +119,10 @@ def run_audit(args, master: str | None, on_session=None) -> int:
     import time
 
     from .pipeline import preflight
+    from .pipeline import usage_errors as usage_error_types
     from .report.metrics import MetricsError
-    from .sources.client_config import ClientConfigError
-    from .sources.collector import CollectorError
     from .spark import ClassDataArchive, build_session
-    usage_errors = (InputError, CollectorError, ClientConfigError, MetricsError)  # messages name what to fix, redacted
+    usage_errors = usage_error_types()  # messages name what to fix, redacted
     started = time.time()
     try:
         preflight(cfg)  # before Spark starts: an unwritable --output, a bad --client-config, no broker

@@ -34,7 +34,9 @@ RECORD_COLUMNS = ["source_partition", "kind", "offset", "timestamp", "is_transac
                   "group_generation", "group_protocol_type", "group_protocol", "group_members", "group_owners",
                   "member_id"]
 FAIL_ON = {"critical": 4, "error": 3, "warning": 2, "never": 99}
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+#: exit status of a run whose stage failed (an internal error; :class:`AuditInternalError`); the CLI's others: 0 clean,
+#: 1 findings or a failed suite, 2 usage, input or cluster (:func:`usage_errors`)
+EXIT_INTERNAL = 3
 #: characters of a failed stage's traceback kept in ``summary.json`` (its last ones)
 MAX_TRACEBACK = 4000
 MAX_WHERE = 1000
@@ -136,8 +138,9 @@ class _Stage:
         self.name = name
 
 
-def _usage_errors() -> tuple[type[BaseException], ...]:
-    """Errors whose message names what the user must fix (exit status 2): not internal errors."""
+def usage_errors() -> tuple[type[BaseException], ...]:
+    """Errors whose message names what the user must fix (exit status 2): not internal errors.  The CLI maps
+    these to exit status 2."""
     from .report.metrics import MetricsError
     from .sources.client_config import ClientConfigError
     from .sources.collector import CollectorError
@@ -232,7 +235,7 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
         from .spark import tuned_for_input
         with tuned_for_input(spark, src.input_bytes()) as tuning:
             return _audit(cfg, spark, src, started, started_at, tuning, stage)
-    except _usage_errors():
+    except usage_errors():
         raise
     except AuditInternalError:
         raise
