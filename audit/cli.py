@@ -22,6 +22,7 @@ def build_parser(prog: str = "kafka-offset-audit") -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="audit the bundled 3-broker unclean-election scenario")
     d.add_argument("--output", default="kafka-offset-audit-demo", help="output directory (default: %(default)s)")
     d.add_argument("--master", default=None, help="Spark master (default: local[*])")
+    add_connect_arguments(d)
     d.add_argument("--mode", choices=["latest", "history"], default="latest")
     d.add_argument("--fail-on", choices=["critical", "error", "warning", "never"], default="never",
                    help="demo default: never (the scenario has findings on purpose)")
@@ -58,6 +59,7 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
     a.add_argument("--fail-on", choices=["critical", "error", "warning", "never"], default="error",
                    help="exit 1 when a finding of this severity or worse exists (default: error)")
     a.add_argument("--master", default=None, help="Spark master (default: local[*], or what spark-submit set)")
+    add_connect_arguments(a)
     a.add_argument("--verbose", action="store_true", help="Spark's own logging at WARN/INFO")
     a.add_argument("--quiet", action="store_true", help="no progress lines or console table")
     a.add_argument("--skip-reports", action="store_true",
@@ -85,6 +87,41 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
     a.add_argument("--metrics-max-group-partitions", metavar="N", type=int, default=50_000,
                    help="per-group-partition metrics for at most N group-partitions, worst verdict first "
                         "(default: %(default)s; 0: run-level metrics only)")
+
+
+def add_connect_arguments(a: argparse.ArgumentParser) -> None:
+    a.add_argument("--remote", metavar="sc://HOST:PORT", default=None,
+                   help="run through this Spark Connect server instead of a local Spark (default: $SPARK_REMOTE, "
+                        "as pyspark takes it); no JVM starts here")
+    a.add_argument("--python-env", metavar="ARCHIVE", default=None,
+                   help="with --remote: a packed environment (kafka-offset-audit package) for the server's Python "
+                        "workers, shipped as a Spark Connect artifact; without it their Python must have the "
+                        "audit's dependencies")
+
+
+def connect_target(args) -> str | None:
+    """The Spark Connect URL to use: ``--remote``, else ``$SPARK_REMOTE`` (not under spark-submit); None for a
+    classic session.  Raises :class:`audit.spark.ConnectError` for arguments that contradict each other."""
+    from .spark import ConnectError
+    remote = getattr(args, "remote", None)
+    env = os.environ.get("SPARK_REMOTE") if "PYSPARK_GATEWAY_PORT" not in os.environ else None
+    master = getattr(args, "master", None)
+    if remote and master:
+        raise ConnectError("--remote and --master exclude each other: a Spark Connect server has its own master")
+    if master and env:
+        raise ConnectError(f"--master {master} is given while SPARK_REMOTE={env} is set: unset SPARK_REMOTE for a "
+                           "classic session, or drop --master to use that Spark Connect server")
+    remote = remote or env or None
+    if remote and not remote.startswith("sc://"):
+        raise ConnectError(f"--remote {remote!r}: a Spark Connect URL starts with sc:// (sc://HOST:PORT)")
+    python_env = getattr(args, "python_env", None)
+    if python_env:
+        if not remote:
+            raise ConnectError("--python-env is for a Spark Connect server (--remote); spark-submit ships an "
+                               "environment with --archives FILE#env")
+        if not os.path.isfile(python_env):
+            raise ConnectError(f"--python-env {python_env!r} is not a file: build it with kafka-offset-audit package")
+    return remote
 
 
 def demo_log_dirs() -> str:
@@ -121,10 +158,11 @@ def run_audit(args, master: str | None, on_session=None) -> int:
     from .pipeline import preflight
     from .pipeline import usage_errors as usage_error_types
     from .report.metrics import MetricsError
-    from .spark import ClassDataArchive, build_session
-    usage_errors = usage_error_types()  # messages name what to fix, redacted
+    from .spark import ClassDataArchive, ConnectError, build_remote_session, build_session
+    usage_errors = usage_error_types() + (ConnectError,)  # messages name what to fix, redacted
     started = time.time()
     try:
+        remote = connect_target(args)
         preflight(cfg)  # before Spark starts: an unwritable --output, a bad --client-config, no broker
     except usage_errors as exc:
         print(f"kafka-offset-audit: error: {exc}", file=sys.stderr)
@@ -137,12 +175,19 @@ def run_audit(args, master: str | None, on_session=None) -> int:
             from .sources.cluster import connector_package
             packages = [connector_package()]
         prewarm = _prewarm(cfg.reports)
+        class_data = None
         try:
-            class_data = ClassDataArchive.for_this_install(packages)
-            spark = build_session(master, verbose=getattr(args, "verbose", False), quick_start=cfg.mode == "latest",
-                                  packages=packages, class_data=class_data)
+            if remote:
+                spark = build_remote_session(remote)
+            else:
+                class_data = ClassDataArchive.for_this_install(packages)
+                spark = build_session(master, verbose=getattr(args, "verbose", False),
+                                      quick_start=cfg.mode == "latest", packages=packages, class_data=class_data)
         finally:
             prewarm.join()
+        if remote:
+            from .connect import prepare
+            prepare(spark, cfg, python_env=getattr(args, "python_env", None))
         if on_session is not None:
             on_session(spark)
         result = run(cfg, spark, checked=True)

@@ -85,3 +85,24 @@ def _run(cmd: list[str], what: str) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise PackageError(f"{what} failed ({' '.join(cmd[:4])} ...): {(proc.stderr or proc.stdout)[-2000:]}")
+
+
+def package_zip() -> str:
+    """A zip of the ``audit`` package as this process imports it (its SQL included, from the checkout's ``sql/``
+    when it runs from one; the demo data left out), for ``addPyFile`` or a Spark Connect ``pyfile`` artifact;
+    returns its path, in a temporary directory removed when this process exits."""
+    import atexit
+
+    import audit
+    from audit.judge import sql_dir
+    pkg_dir = os.path.dirname(os.path.abspath(audit.__file__))
+    tmp = tempfile.mkdtemp(prefix="koa-pyfiles-")
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+    stage = os.path.join(tmp, "stage")
+    shutil.copytree(pkg_dir, os.path.join(stage, "audit"), ignore=shutil.ignore_patterns("demo_data", "__pycache__"))
+    if not os.path.isdir(os.path.join(stage, "audit", "sql")):  # a checkout: sql/ is beside audit/
+        shutil.copytree(str(sql_dir()), os.path.join(stage, "audit", "sql"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    archive = shutil.make_archive(os.path.join(tmp, "audit_pkg"), "zip", stage)
+    shutil.rmtree(stage)
+    return archive

@@ -336,6 +336,78 @@ def build_session(master: str | None = None, app_name: str = "kafka-offset-audit
     return spark
 
 
+#: the settings :func:`build_session` gives a session it starts, that a Spark Connect session may set too (Spark
+#: SQL's runtime settings; the driver's memory, UI and JVM options are the Connect server's)
+CONNECT_SESSION_CONF = {"spark.sql.execution.arrow.maxRecordsPerBatch": "8",
+                        "spark.sql.session.timeZone": "UTC",
+                        "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+                        "spark.sql.files.openCostInBytes": str(1 << 20),
+                        "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "8",
+                        DATAFRAME_DEBUGGING_CONF: "false"}
+
+
+class ConnectError(Exception):
+    """The Spark Connect server cannot be used as asked (the message says what to fix; exit status 2)."""
+
+
+def is_connect(spark) -> bool:
+    """Whether ``spark`` is a Spark Connect session (``pyspark.sql.connect``), not one with a driver JVM here."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def build_remote_session(remote: str, app_name: str = "kafka-offset-audit") -> SparkSession:
+    """A Spark Connect session on ``remote`` (``sc://HOST:PORT[/;param=value...]``, as ``pyspark`` takes it);
+    no JVM starts in this process.  Sets :data:`CONNECT_SESSION_CONF` (``spark.sql.shuffle.partitions`` from
+    ``KOA_SHUFFLE_PARTITIONS``, default 8) on the session; a setting the server refuses stays the server's.
+
+    Raises :class:`ConnectError` when the Spark Connect client libraries are missing (``pip install
+    'kafka-offset-audit[connect]'``) or no server answers at ``remote``."""
+    try:
+        import google.rpc  # noqa: F401 - googleapis-common-protos
+        import grpc  # noqa: F401
+        import grpc_status  # noqa: F401
+    except ImportError as exc:
+        raise ConnectError(f"--remote needs the Spark Connect client libraries ({exc}): "
+                           "pip install 'kafka-offset-audit[connect]' (or pyspark-client)") from None
+    try:
+        spark = SparkSession.builder.remote(remote).appName(app_name).getOrCreate()
+        conf = dict(CONNECT_SESSION_CONF, **{"spark.sql.shuffle.partitions": os.environ.get("KOA_SHUFFLE_PARTITIONS", "8")})
+        for k, v in conf.items():
+            try:
+                spark.conf.set(k, v)
+            except Exception:  # noqa: BLE001 - a server may pin a setting: its value stays
+                pass
+    except ConnectError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - grpc's errors: no server, refused, bad URL
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConnectError(f"no Spark Connect server answers at {remote} ({first[:300]}): start one "
+                           "(sbin/start-connect-server.sh) or fix --remote / SPARK_REMOTE") from None
+    return spark
+
+
+def default_parallelism(spark) -> int:
+    """Tasks the session runs at once: ``SparkContext.defaultParallelism``; over Spark Connect (no SparkContext
+    here), the partitions of a ``range`` the server plans with its leaf-node default parallelism (one small job,
+    asked once per session)."""
+    if not is_connect(spark):
+        return spark.sparkContext.defaultParallelism
+    cached = getattr(spark, "_koa_parallelism", None)
+    if cached is None:
+        from pyspark.sql import functions as F
+        cached = int(spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p")).agg(F.max("p")).first()[0]) + 1
+        spark._koa_parallelism = cached
+    return cached
+
+
+def distribute(spark, rows: list, schema: str, slices: int):
+    """A DataFrame of ``rows`` (tuples, DDL ``schema``) in ``slices`` partitions: ``parallelize`` on a session
+    with a SparkContext, a local relation repartitioned (round robin) over Spark Connect."""
+    if not is_connect(spark):
+        return spark.createDataFrame(spark.sparkContext.parallelize(rows, slices), schema)
+    return spark.createDataFrame(rows, schema).repartition(slices)
+
+
 #: an audit decoding fewer bytes of ``__consumer_offsets`` and ``__cluster_metadata`` segments than this is
 #: "small": every table it builds fits in one task (32 MiB holds about 400,000 offset commits)
 SMALL_INPUT_BYTES = int(os.environ.get("KOA_SMALL_INPUT_BYTES", 32 << 20))

@@ -13,29 +13,16 @@ Run as a script, it imports only absolute ``audit.*`` names.
 from __future__ import annotations
 
 import argparse
-import atexit
 import os
-import shutil
 import sys
-import tempfile
 
 
 def ship_package(spark) -> str:
-    """Add a zip of the ``audit`` package (its SQL included, the demo data left out) to the executors' Python
-    path; returns the zip's path.  The zip lives in a temporary directory removed when this process exits."""
-    import audit
-    from audit.judge import sql_dir
-    pkg_dir = os.path.dirname(os.path.abspath(audit.__file__))
-    tmp = tempfile.mkdtemp(prefix="koa-pyfiles-")
-    # the driver serves the zip to executors until the application ends: remove it at exit
-    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
-    stage = os.path.join(tmp, "stage")
-    shutil.copytree(pkg_dir, os.path.join(stage, "audit"), ignore=shutil.ignore_patterns("demo_data", "__pycache__"))
-    if not os.path.isdir(os.path.join(stage, "audit", "sql")):  # a checkout: sql/ is beside audit/
-        shutil.copytree(str(sql_dir()), os.path.join(stage, "audit", "sql"),
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    archive = shutil.make_archive(os.path.join(tmp, "audit_pkg"), "zip", stage)
-    shutil.rmtree(stage)
+    """Add a zip of the ``audit`` package (:func:`audit.package.package_zip`) to the executors' Python path;
+    returns the zip's path.  The zip lives in a temporary directory removed when this process exits (the driver
+    serves it to executors until the application ends)."""
+    from audit.package import package_zip
+    archive = package_zip()
     spark.sparkContext.addPyFile(archive)
     return archive
 

@@ -51,12 +51,9 @@ def check_output_parent(output: str, spark: SparkSession | None = None) -> None:
         return
     if spark is None:
         return
-    jfs, p = fs._hadoop(spark, uri)
-    p = p.getParent()
-    while p is not None and not jfs.exists(p):
-        p = p.getParent()
-    if p is not None and not jfs.getFileStatus(p).isDirectory():
-        raise fs.InputError(f"--output {output!r} cannot be created: {p.toString()!r} is a file, not a directory; "
+    p = fs._store(spark, uri).nearest_existing_ancestor_is_file()
+    if p is not None:
+        raise fs.InputError(f"--output {output!r} cannot be created: {p!r} is a file, not a directory; "
                             "give an output path whose parent is a directory (or can be created)")
 
 

@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 
 from ..formats.segments import RAW_SCHEMA
 from .logdirs import spark_schema
+from ..spark import default_parallelism
 
 EPOCHS_DDL = "topic string, partition int, broker_id int, leader_epoch int, start_offset bigint, is_leader boolean"
 BOUNDS_DDL = ("topic string, partition int, log_start_offset bigint, log_end_offset bigint, high_watermark bigint, "
@@ -44,7 +45,7 @@ def read_offsets_topic(spark: SparkSession, bootstrap_servers: str, client_confi
     register(spark, consumer_factory)
     # as many tasks as the session runs at once: each task reads its partitions with one consumer
     reader = (spark.read.format("kafka_offsets_topic").option("bootstrap.servers", bootstrap_servers)
-              .option("tasks", str(spark.sparkContext.defaultParallelism)))
+              .option("tasks", str(default_parallelism(spark))))
     if client_config:
         reader = reader.option("client.properties", client_config)
     raw = reader.load().mapInArrow(_decode, spark_schema(RAW_SCHEMA))

@@ -11,6 +11,8 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ..spark import default_parallelism, distribute
+
 #: one row per (old partition, expansion): where its log stood at ``expanded_at``
 OFFSETS_AT_SCHEMA = pa.schema([
     ("topic", pa.string()), ("partition", pa.int32()), ("expanded_at_ms", pa.int64()),
@@ -101,10 +103,9 @@ def expansion_offsets(spark: SparkSession, leader_timeline: DataFrame | None, bo
                      if size > 0)
         rows.append((r["topic"], r["partition"], r["expanded_at_ms"], r["new_partitions"], r["log_end_offset"],
                      [b for b, _ in seg], [u for _, u in seg]))
-    tasks = spark.createDataFrame(
-        spark.sparkContext.parallelize(rows, max(1, min(len(rows), 2 * spark.sparkContext.defaultParallelism))),
-        "topic string, partition int, expanded_at_ms long, new_partitions array<int>, log_end_offset long, "
-        "bases array<long>, uris array<string>")
+    tasks = distribute(
+        spark, rows, "topic string, partition int, expanded_at_ms long, new_partitions array<int>, log_end_offset long, "
+        "bases array<long>, uris array<string>", max(1, min(len(rows), 2 * default_parallelism(spark))))
     # the metadata log's batch timestamps are whole milliseconds: the round trip is exact
     return (tasks.mapInArrow(_offsets_at, spark_schema(OFFSETS_AT_SCHEMA))
             .select("topic", "partition", F.timestamp_millis("expanded_at_ms").alias("expanded_at"), "new_partitions",

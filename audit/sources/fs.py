@@ -2,7 +2,9 @@
 
 Local paths use the OS directly; other URIs (hdfs://, s3a://, abfs://, ...) go through the
 JVM's ``org.apache.hadoop.fs.FileSystem`` of the running SparkSession, so whatever
-connectors the cluster has configured work here too.  Only metadata (names, sizes,
+connectors the cluster has configured work here too.  A Spark Connect client has no JVM: there
+local paths are on a filesystem the client shares with the Connect server, and ``s3a://`` (and
+``s3://``) URIs go through ``pyarrow.fs``; other schemes are refused with :class:`InputError`.  Only metadata (names, sizes,
 times) and small files (checkpoints, ``meta.properties``, ``summary.json``) pass through
 the driver; segment bytes are read by executors.
 """
@@ -55,10 +57,179 @@ def to_uri(path: str) -> str:
     return path
 
 
-def _hadoop(spark, uri: str):
-    jvm = spark._jvm
-    p = jvm.org.apache.hadoop.fs.Path(uri)
-    return p.getFileSystem(spark._jsc.hadoopConfiguration()), p
+class _HadoopStore:
+    """A Hadoop URI through the driver JVM's ``org.apache.hadoop.fs.FileSystem`` (py4j)."""
+
+    def __init__(self, spark, uri: str):
+        self.spark = spark
+        self.path = spark._jvm.org.apache.hadoop.fs.Path(uri)
+        self.fs = self.path.getFileSystem(spark._jsc.hadoopConfiguration())
+
+    def _p(self, uri: str):
+        return self.spark._jvm.org.apache.hadoop.fs.Path(uri)
+
+    def exists(self) -> bool:
+        return bool(self.fs.exists(self.path))
+
+    def is_dir(self) -> bool:
+        return bool(self.fs.getFileStatus(self.path).isDirectory())
+
+    def walk(self) -> list[FileInfo]:
+        it = self.fs.listFiles(self.path, True)
+        out = []
+        while it.hasNext():
+            st = it.next()
+            out.append(FileInfo(st.getPath().toString(), int(st.getLen()), int(st.getModificationTime())))
+        return out
+
+    def names(self) -> list[str]:
+        return [st.getPath().getName() for st in self.fs.listStatus(self.path)]
+
+    def read(self, limit: int) -> bytes:
+        stream = self.fs.open(self.path)
+        try:
+            return bytes(self.spark._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))[:limit]
+        finally:
+            stream.close()
+
+    def write(self, data: bytes) -> None:
+        out = self.fs.create(self.path, True)
+        try:
+            out.write(bytearray(data))
+        finally:
+            out.close()
+
+    def delete(self) -> None:
+        if self.fs.exists(self.path):
+            self.fs.delete(self.path, True)
+
+    def rename(self, dst: str) -> bool:
+        return bool(self.fs.rename(self.path, self._p(dst)))
+
+    def mkdirs(self) -> None:
+        self.fs.mkdirs(self.path)
+
+    def upload(self, local: str) -> None:
+        self.fs.copyFromLocalFile(False, True, self._p("file:" + os.path.abspath(local)), self.path)
+
+    def nearest_existing_ancestor_is_file(self) -> str | None:
+        p = self.path.getParent()
+        while p is not None and not self.fs.exists(p):
+            p = p.getParent()
+        return p.toString() if p is not None and not self.fs.getFileStatus(p).isDirectory() else None
+
+
+#: URI schemes a Spark Connect client reaches itself (it has no JVM), with ``pyarrow.fs``: the S3 API
+ARROW_SCHEMES = {"s3a": "s3", "s3": "s3", "s3n": "s3"}
+
+
+class _ArrowStore:
+    """A URI of an object store through ``pyarrow.fs`` (for a Spark Connect client: no JVM here).  ``s3a://`` and
+    ``s3://`` both go to pyarrow's S3 filesystem, which takes its credentials, region and endpoint
+    (``AWS_ENDPOINT_URL`` for an S3-compatible server) from the standard AWS environment and files."""
+
+    def __init__(self, uri: str):
+        from pyarrow import fs as pafs
+        self.pafs = pafs
+        scheme, _, rest = uri.partition("://")
+        if scheme.lower() not in ARROW_SCHEMES:
+            raise InputError(
+                f"{uri!r}: over Spark Connect (--remote) this client reads and writes the output and the log dirs' "
+                f"small files itself, without a JVM; it can reach local paths (a filesystem the Connect server "
+                f"shares) and {', '.join(sorted(s + '://' for s in ARROW_SCHEMES))} URIs, not {scheme}://")
+        self.scheme = scheme
+        self.fs = _arrow_s3()
+        self.key = rest.rstrip("/")
+
+    def _uri(self, key: str) -> str:
+        return f"{self.scheme}://{key}"
+
+    def _info(self, key=None):
+        return self.fs.get_file_info(key or self.key)
+
+    def exists(self) -> bool:
+        return self._info().type != self.pafs.FileType.NotFound
+
+    def is_dir(self) -> bool:
+        return self._info().type == self.pafs.FileType.Directory
+
+    def walk(self) -> list[FileInfo]:
+        out = []
+        for st in self.fs.get_file_info(self.pafs.FileSelector(self.key, recursive=True)):
+            if st.type == self.pafs.FileType.File:
+                mtime = st.mtime_ns // 1_000_000 if st.mtime_ns is not None else 0
+                out.append(FileInfo(self._uri(st.path), int(st.size or 0), int(mtime)))
+        return out
+
+    def names(self) -> list[str]:
+        return [st.base_name for st in self.fs.get_file_info(self.pafs.FileSelector(self.key, recursive=False))]
+
+    def read(self, limit: int) -> bytes:
+        with self.fs.open_input_stream(self.key) as f:
+            return f.read(limit)
+
+    def write(self, data: bytes) -> None:
+        with self.fs.open_output_stream(self.key) as f:
+            f.write(data)
+
+    def delete(self) -> None:
+        t = self._info().type
+        if t == self.pafs.FileType.Directory:
+            self.fs.delete_dir(self.key)
+        elif t == self.pafs.FileType.File:
+            self.fs.delete_file(self.key)
+
+    def rename(self, dst: str) -> bool:
+        self.fs.move(self.key, dst.partition("://")[2].rstrip("/"))
+        return True
+
+    def mkdirs(self) -> None:
+        self.fs.create_dir(self.key, recursive=True)
+
+    def upload(self, local: str) -> None:
+        self.delete()
+        self.pafs.copy_files(os.path.abspath(local), self.key, source_filesystem=self.pafs.LocalFileSystem(),
+                             destination_filesystem=self.fs)
+
+    def nearest_existing_ancestor_is_file(self) -> str | None:
+        key = self.key
+        while "/" in key:
+            key = key.rsplit("/", 1)[0]
+            t = self._info(key).type
+            if t == self.pafs.FileType.File:
+                return self._uri(key)
+            if t == self.pafs.FileType.Directory:
+                return None
+        return None
+
+
+_S3 = None
+
+
+def _arrow_s3():
+    """One ``pyarrow.fs.S3FileSystem`` per process (``AWS_ENDPOINT_URL``, if set, as its endpoint)."""
+    global _S3
+    if _S3 is None:
+        from pyarrow import fs as pafs
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        kw = {}
+        if endpoint:
+            u = urlparse(endpoint)
+            kw = {"endpoint_override": u.netloc or u.path, "scheme": u.scheme or "https"}
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        if region:
+            kw["region"] = region
+        _S3 = pafs.S3FileSystem(**kw)
+    return _S3
+
+
+def _store(spark, uri: str):
+    """The non-local filesystem of ``uri``: Hadoop's through the driver JVM, or, over Spark Connect (no JVM in
+    this process), :class:`_ArrowStore`."""
+    from ..spark import is_connect
+    if spark is not None and is_connect(spark):
+        return _ArrowStore(uri)
+    return _HadoopStore(spark, uri)
 
 
 def list_files(spark, root: str) -> list[FileInfo]:
@@ -82,17 +253,12 @@ def list_files(spark, root: str) -> list[FileInfo]:
                     continue
                 out.append(FileInfo("file:" + full, st.st_size, int(st.st_mtime * 1000)))
         return out
-    fs, p = _hadoop(spark, root)
-    if not fs.exists(p):
+    st = _store(spark, root)
+    if not st.exists():
         raise InputError(f"log dir {root!r} does not exist on its filesystem")
-    if not fs.getFileStatus(p).isDirectory():
+    if not st.is_dir():
         raise InputError(f"log dir {root!r} is a file, not a directory")
-    it = fs.listFiles(p, True)
-    out = []
-    while it.hasNext():
-        st = it.next()
-        out.append(FileInfo(st.getPath().toString(), int(st.getLen()), int(st.getModificationTime())))
-    return out
+    return st.walk()
 
 
 def read_small(spark, uri: str, limit: int = 1 << 20) -> bytes:
@@ -100,12 +266,7 @@ def read_small(spark, uri: str, limit: int = 1 << 20) -> bytes:
     if is_local(uri):
         with open(local_path(uri), "rb") as fh:
             return fh.read(limit)
-    fs, p = _hadoop(spark, uri)
-    stream = fs.open(p)
-    try:
-        return bytes(spark._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))[:limit]
-    finally:
-        stream.close()
+    return _store(spark, uri).read(limit)
 
 
 def write_small(spark, uri: str, data: bytes) -> None:
@@ -118,19 +279,13 @@ def write_small(spark, uri: str, data: bytes) -> None:
             fh.write(data)
         os.replace(tmp, path)
         return
-    fs, p = _hadoop(spark, uri)
-    out = fs.create(p, True)
-    try:
-        out.write(bytearray(data))
-    finally:
-        out.close()
+    _store(spark, uri).write(data)
 
 
 def exists(spark, uri: str) -> bool:
     if is_local(uri):
         return os.path.exists(local_path(uri))
-    fs, p = _hadoop(spark, uri)
-    return bool(fs.exists(p))
+    return _store(spark, uri).exists()
 
 
 def delete(spark, uri: str) -> None:
@@ -143,9 +298,7 @@ def delete(spark, uri: str) -> None:
         elif os.path.exists(path):
             os.remove(path)
         return
-    fs, p = _hadoop(spark, uri)
-    if fs.exists(p):
-        fs.delete(p, True)
+    _store(spark, uri).delete()
 
 
 def rename(spark, src: str, dst: str) -> None:
@@ -153,8 +306,7 @@ def rename(spark, src: str, dst: str) -> None:
     if is_local(src):
         os.replace(local_path(src), local_path(dst))
         return
-    fs, p = _hadoop(spark, src)
-    if not fs.rename(p, spark._jvm.org.apache.hadoop.fs.Path(dst)):
+    if not _store(spark, src).rename(dst):
         raise OSError(f"could not rename {src} to {dst}")
 
 
@@ -166,9 +318,8 @@ def read_json(spark, uri: str, limit: int = 64 << 20):
 
 
 def upload(spark, local: str, uri: str) -> None:
-    """Copy a local file or directory (recursively) to ``uri`` on its Hadoop filesystem, replacing it."""
-    fs, dst = _hadoop(spark, uri)
-    fs.copyFromLocalFile(False, True, spark._jvm.org.apache.hadoop.fs.Path("file:" + os.path.abspath(local)), dst)
+    """Copy a local file or directory (recursively) to ``uri`` on its filesystem, replacing it."""
+    _store(spark, uri).upload(local)
 
 
 def children(spark, uri: str) -> list[str] | None:
@@ -179,12 +330,12 @@ def children(spark, uri: str) -> list[str] | None:
         if not os.path.exists(path):
             return None
         return os.listdir(path)  # NotADirectoryError for a file
-    fs, p = _hadoop(spark, uri)
-    if not fs.exists(p):
+    st = _store(spark, uri)
+    if not st.exists():
         return None
-    if not fs.getFileStatus(p).isDirectory():
+    if not st.is_dir():
         raise NotADirectoryError(uri)
-    return [st.getPath().getName() for st in fs.listStatus(p)]
+    return st.names()
 
 
 def mkdirs(spark, uri: str) -> None:
@@ -192,5 +343,4 @@ def mkdirs(spark, uri: str) -> None:
     if is_local(uri):
         os.makedirs(local_path(uri), exist_ok=True)
         return
-    fs, p = _hadoop(spark, uri)
-    fs.mkdirs(p)
+    _store(spark, uri).mkdirs()

@@ -30,7 +30,7 @@ from pyspark.sql import types as T
 
 from ..formats.checkpoints import (ROOT_CHECKPOINTS, SEGMENT_FILE, SNAPSHOT_FILE, broker_id_of,
                                    checkpoint_header_problem, parse_meta_properties, parse_partition_dir)
-from ..spark import compact, in_parallel, small_settings, small_tables
+from ..spark import compact, default_parallelism, distribute, in_parallel, small_settings, small_tables
 from .fs import FileInfo, InputError, is_local, list_files, read_small, to_uri
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -518,13 +518,13 @@ def _binary(spark: SparkSession, uris: list[str], sizes: list[int] | None = None
     """
     if _python_reads(uris):
         # one slice per core for a small input (its files take milliseconds each), else four (uneven costs)
-        slices = max(1, min(len(uris), (1 if small_settings(spark) else 4) * spark.sparkContext.defaultParallelism))
+        slices = max(1, min(len(uris), (1 if small_settings(spark) else 4) * default_parallelism(spark)))
         if sizes is None:
-            return spark.createDataFrame(spark.sparkContext.parallelize([(u,) for u in uris], slices), "path string")
+            return distribute(spark, [(u,) for u in uris], "path string", slices)
         # one list of paths per slice: parallelize() batches a list's elements by len // slices, so the last
         # slice of 50 paths in 8 took 8 of them; exploded on the JVM side, partitions unchanged
         groups = [([uris[i] for i in g],) for g in balanced_slices(sizes, slices)]
-        return (spark.createDataFrame(spark.sparkContext.parallelize(groups, len(groups)), "paths array<string>")
+        return (distribute(spark, groups, "paths array<string>", len(groups))
                 .select(F.explode("paths").alias("path")))
     return spark.read.format("binaryFile").load(uris).select("path", "content")
 
