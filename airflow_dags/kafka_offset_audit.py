@@ -5,7 +5,8 @@ Two tasks (see ``airflow_dags/README.md``)::
     audit_offsets  >>  check_expectations
 
 * ``audit_offsets`` -- a :class:`SparkSubmitOperator` that submits ``jobs/audit_offsets.py`` with
-  ``--log-dirs``, ``--output``, ``--mode`` and ``--fail-on`` taken from the DAG params.  The job
+  ``--log-dirs``, ``--output``, ``--mode`` and ``--fail-on`` taken from the DAG params (or, with the
+  ``spark_connect_conn_id`` param, runs ``kafka-offset-audit audit --remote`` through a Spark Connect server).  The job
   writes the output contract and runs the Great Expectations Checkpoint itself
   (``<output>/expectations/validation_result.json``).  Its exit status: ``0`` clean, ``1`` findings
   at ``fail_on`` or a failed suite -- *not* a task failure here, the next task judges it -- and
@@ -173,6 +174,11 @@ class AuditSparkSubmitOperator(SparkSubmitOperator):
     Returns (XCom) ``{"output", "exit_status", "submitted_at", "application_args"}``.
     """
 
+    def __init__(self, *, connect_python: str | None = None, connect_env: str | None = None, **kwargs):
+        super().__init__(**kwargs)
+        self.connect_python = connect_python or sys.executable
+        self.connect_env = connect_env
+
     def execute(self, context):  # noqa: D102 - documented on the class
         params = context.get("params") or {}
         conn_id = params.get("spark_conn_id")
@@ -185,33 +191,68 @@ class AuditSparkSubmitOperator(SparkSubmitOperator):
                 "params.log_dirs is empty: trigger the DAG with a conf naming the broker log dirs, "
                 "or set KOA_AIRFLOW_LOG_DIRS (os.pathsep-separated) where the DAG is parsed")
         submitted_at = dt.datetime.now(dt.timezone.utc)
-        self.log.info("submitting %s with %s on connection %r", self.application, self.application_args, self._conn_id)
+        connect_conn_id = params.get("spark_connect_conn_id")
         exit_status = 0
-        try:
-            super().execute(context)
-        except Exception as exc:
-            proc = getattr(self._hook, "_submit_sp", None) if self._hook is not None else None
-            exit_status = getattr(proc, "returncode", None)
-            if exit_status == EXIT_USAGE:
-                raise AirflowFailException(
-                    f"jobs/audit_offsets.py exited with status 2: bad usage or unreadable input "
-                    f"(its message is in the log above; not retried). args: {self.application_args}"
-                ) from exc
-            if exit_status == EXIT_INTERNAL:
-                from airflow.sdk.exceptions import AirflowException
-                stages = _failed_stages(output, submitted_at)
-                raise AirflowException(
-                    "the audit exited with status 3, an internal error (not findings): "
-                    + (f"failed stage(s) {stages}; the judged tables and summary.json are in {output}" if stages
-                       else "it failed before writing its output (its message is in the log above)")
-                ) from exc
-            if exit_status != EXIT_FINDINGS or not _summary_is_fresh(output, submitted_at):
-                raise
-            self.log.warning(
-                "jobs/audit_offsets.py exited with status 1 (findings at --fail-on or a failed "
-                "expectation suite); check_expectations reports them and fails the run")
+        if connect_conn_id:
+            exit_status = self._run_connect(connect_conn_id)
+            if exit_status:
+                self._judge_exit(exit_status, output, submitted_at,
+                                 RuntimeError(f"kafka-offset-audit audit --remote exited with status {exit_status}"))
+        else:
+            self.log.info("submitting %s with %s on connection %r", self.application, self.application_args,
+                          self._conn_id)
+            try:
+                super().execute(context)
+            except Exception as exc:
+                proc = getattr(self._hook, "_submit_sp", None) if self._hook is not None else None
+                exit_status = getattr(proc, "returncode", None)
+                self._judge_exit(exit_status, output, submitted_at, exc)
         return {"output": output, "exit_status": exit_status, "submitted_at": submitted_at.isoformat(),
                 "application_args": self.application_args}
+
+    def _run_connect(self, connect_conn_id: str) -> int:
+        """Run the audit through the Spark Connect server of Airflow connection ``connect_conn_id`` (type
+        ``spark_connect``: ``SparkConnectHook``'s URL): ``kafka-offset-audit audit --remote URL`` in
+        ``connect_python`` (no JVM there), with ``--python-env`` the packed environment when the DAG has one.
+        Its output goes to the task log; returns its exit status."""
+        import subprocess
+
+        from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+        url = SparkConnectHook(connect_conn_id).get_connection_url()
+        cmd = [self.connect_python, "-m", "audit.cli", "audit", "--remote", url]
+        if self.connect_env:
+            cmd += ["--python-env", self.connect_env]
+        cmd += list(self.application_args)
+        self.log.info("running the audit through Spark Connect (connection %r): %s", connect_conn_id,
+                      [c if not c.startswith("sc://") else url.split(";", 1)[0] for c in cmd])
+        env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        for line in proc.stdout:
+            self.log.info("%s", line.rstrip())
+        return proc.wait()
+
+    def _judge_exit(self, exit_status: int | None, output: str | None, submitted_at: dt.datetime,
+                    exc: BaseException) -> None:
+        """Raise for an exit status that fails this task; return for 1 with a fresh summary.json (findings:
+        ``check_expectations`` judges them)."""
+        if exit_status == EXIT_USAGE:
+            raise AirflowFailException(
+                f"the audit exited with status 2: bad usage or unreadable input "
+                f"(its message is in the log above; not retried). args: {self.application_args}"
+            ) from exc
+        if exit_status == EXIT_INTERNAL:
+            from airflow.sdk.exceptions import AirflowException
+            stages = _failed_stages(output, submitted_at)
+            raise AirflowException(
+                "the audit exited with status 3, an internal error (not findings): "
+                + (f"failed stage(s) {stages}; the judged tables and summary.json are in {output}" if stages
+                   else "it failed before writing its output (its message is in the log above)")
+            ) from exc
+        if exit_status != EXIT_FINDINGS or not _summary_is_fresh(output, submitted_at):
+            raise exc
+        self.log.warning(
+            "the audit exited with status 1 (findings at --fail-on or a failed "
+            "expectation suite); check_expectations reports them and fails the run")
 
 
 # ----------------------------------------------------------------------------------- checks
@@ -554,6 +595,7 @@ def build_dag(
     smtp_conn_id: str = "smtp_default",
     slack_conn_id: str | None = None,
     slack_channel: str | None = None,
+    spark_connect_conn_id: str | None = None,
 ) -> DAG:
     """The audit DAG: ``audit_offsets >> check_expectations`` (see the module docstring).
 
@@ -565,7 +607,9 @@ def build_dag(
     a message goes out when findings reach ``fail_on``, the suite fails, or the audit cannot run.
     ``executor_env``: the archive ``kafka-offset-audit package`` wrote, for a Spark cluster whose executors have
     nothing installed: shipped with ``--archives <archive>#env``, the executors' Python ``./env/bin/python``, the
-    driver's ``pyspark_python`` (client mode).
+    driver's ``pyspark_python`` (client mode).  ``spark_connect_conn_id`` (a param): run through a Spark Connect
+    server instead, from ``pyspark_python`` with the project installed (no JVM), ``executor_env`` shipped as the
+    server's Python workers' environment (``--python-env``).
     """
     params = {
         "log_dirs": Param(list(log_dirs), type="array", items={"type": "string"},
@@ -586,6 +630,11 @@ def build_dag(
                                     description="grouping labels of the pushed metrics, LABEL=VALUE"),
         "history": Param(history, type=["null", "string"],
                          description="history directory the run's findings and summary are appended to"),
+        "spark_connect_conn_id": Param(spark_connect_conn_id, type=["null", "string"],
+                                       description="Airflow connection (type spark_connect) of a Spark Connect "
+                                                   "server: when set, the audit runs through it (kafka-offset-audit "
+                                                   "audit --remote, executor_env as --python-env) instead of "
+                                                   "spark-submit"),
     }
     callbacks = _alert_callbacks(alert_email, alert_from, smtp_conn_id, slack_conn_id, slack_channel)
     with DAG(
@@ -609,6 +658,8 @@ def build_dag(
             spark_binary=spark_binary or default_spark_binary(),
             conf=dict(spark_conf or {}),
             **_python_settings(pyspark_python or _env("KOA_AIRFLOW_PYSPARK_PYTHON", sys.executable), executor_env),
+            connect_python=pyspark_python or _env("KOA_AIRFLOW_PYSPARK_PYTHON", sys.executable),
+            connect_env=executor_env,
             application_args=[
                 "--log-dirs", "{{ params.log_dirs }}",
                 "--output", "{{ params.output }}",
@@ -663,6 +714,7 @@ dag = build_dag(
     pushgateway_labels=os.environ.get("KOA_AIRFLOW_PUSHGATEWAY_LABELS", "").split(),
     history=os.environ.get("KOA_AIRFLOW_HISTORY") or None,
     executor_env=os.environ.get("KOA_AIRFLOW_EXECUTOR_ENV") or None,
+    spark_connect_conn_id=os.environ.get("KOA_AIRFLOW_SPARK_CONNECT_CONN_ID") or None,
     alert_email=[a.strip() for a in os.environ.get("KOA_AIRFLOW_ALERT_EMAIL", "").split(",") if a.strip()],
     alert_from=os.environ.get("KOA_AIRFLOW_ALERT_FROM") or None,
     smtp_conn_id=_env("KOA_AIRFLOW_SMTP_CONN_ID", "smtp_default"),

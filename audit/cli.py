@@ -90,6 +90,9 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
 
 
 def add_connect_arguments(a: argparse.ArgumentParser) -> None:
+    a.add_argument("--conf", metavar="KEY=VALUE", action="append", default=[],
+                   help="a Spark setting for this run, e.g. spark.hadoop.fs.s3a.endpoint=http://minio:9000 "
+                        "(repeatable; over --remote only the session's runtime settings)")
     a.add_argument("--remote", metavar="sc://HOST:PORT", default=None,
                    help="run through this Spark Connect server instead of a local Spark (default: $SPARK_REMOTE, "
                         "as pyspark takes it); no JVM starts here")
@@ -122,6 +125,29 @@ def connect_target(args) -> str | None:
         if not os.path.isfile(python_env):
             raise ConnectError(f"--python-env {python_env!r} is not a file: build it with kafka-offset-audit package")
     return remote
+
+
+def spark_conf(items: list[str]) -> dict[str, str]:
+    """``--conf KEY=VALUE`` items as a dict.  Raises :class:`audit.spark.ConnectError` (exit 2) for an item
+    without ``=`` or a key that is not a Spark setting."""
+    from .spark import ConnectError
+    out = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip().startswith("spark."):
+            raise ConnectError(f"--conf {item!r}: give KEY=VALUE with a Spark setting as KEY (spark.…)")
+        out[key.strip()] = value
+    return out
+
+
+def hadoop_aws_package() -> str:
+    """``hadoop-aws`` coordinates in the version of pyspark's own Hadoop client (``hadoop-client-api-*.jar``)."""
+    import glob
+
+    from pyspark.find_spark_home import _find_spark_home
+    jars = glob.glob(os.path.join(_find_spark_home(), "jars", "hadoop-client-api-*.jar"))
+    version = re.search(r"hadoop-client-api-(.+)\.jar$", jars[0]).group(1) if jars else "3.5.0"
+    return f"org.apache.hadoop:hadoop-aws:{version}"
 
 
 def demo_log_dirs() -> str:
@@ -163,6 +189,7 @@ def run_audit(args, master: str | None, on_session=None) -> int:
     started = time.time()
     try:
         remote = connect_target(args)
+        extra_conf = spark_conf(getattr(args, "conf", None) or [])
         preflight(cfg)  # before Spark starts: an unwritable --output, a bad --client-config, no broker
     except usage_errors as exc:
         print(f"kafka-offset-audit: error: {exc}", file=sys.stderr)
@@ -170,19 +197,23 @@ def run_audit(args, master: str | None, on_session=None) -> int:
             _push_failure(cfg, started, EXIT_USAGE)
         return EXIT_USAGE
     try:
-        packages = None
+        packages = []
         if cfg.source == "kafka-connector":
             from .sources.cluster import connector_package
-            packages = [connector_package()]
+            packages.append(connector_package())
+        if any(str(p).startswith(("s3a://", "s3n://")) for p in [*cfg.log_dirs, cfg.output, cfg.history or ""]):
+            packages.append(hadoop_aws_package())  # Hadoop's S3A filesystem, matched to pyspark's Hadoop client
+        packages = packages or None
         prewarm = _prewarm(cfg.reports)
         class_data = None
         try:
             if remote:
-                spark = build_remote_session(remote)
+                spark = build_remote_session(remote, conf=extra_conf)
             else:
                 class_data = ClassDataArchive.for_this_install(packages)
                 spark = build_session(master, verbose=getattr(args, "verbose", False),
-                                      quick_start=cfg.mode == "latest", packages=packages, class_data=class_data)
+                                      quick_start=cfg.mode == "latest", packages=packages, class_data=class_data,
+                                      conf=extra_conf)
         finally:
             prewarm.join()
         if remote:
@@ -327,7 +358,8 @@ def main(argv: list[str] | None = None) -> int:
 def exit_now(code: int) -> NoReturn:
     """End the process with exit status ``code`` as the interpreter would, without its teardown.
 
-    Joins the threads that are not daemons, runs the ``atexit`` handlers (temporary files, logging) and flushes
+    Runs the threading module's exit hooks and joins the threads that are not daemons (``threading._shutdown``, as
+    the interpreter does), runs the ``atexit`` handlers (temporary files, logging) and flushes
     stdout and stderr, then ends the process (``os._exit``) instead of letting the interpreter tear down, module by
     module, everything an audit imported: Great Expectations, pandas, matplotlib and pyspark took about 0.4 s of
     a small audit's wall time after its outputs were written.  The Spark JVM ends as it does after a normal
@@ -337,9 +369,15 @@ def exit_now(code: int) -> NoReturn:
     """
     import atexit
     import threading
-    for thread in threading.enumerate():
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join()
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None:
+        # what the interpreter does first on exit: the threading atexit hooks (they tell idle
+        # ThreadPoolExecutor workers, e.g. the Spark Connect client's, to end), then join the non-daemon threads
+        shutdown()
+    else:
+        for thread in threading.enumerate():
+            if thread is not threading.main_thread() and not thread.daemon:
+                thread.join()
     run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
     if run_exitfuncs is None:
         sys.exit(code)

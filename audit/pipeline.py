@@ -22,7 +22,6 @@ from .formats.offsets import RECORD_TYPE_NAMES
 from .judge import SEVERITY_RANK, judge, with_verdicts
 from .owners import group_tables, with_owners
 from .report.outputs import StagedOutput, check_output_parent, check_output_target, console_table
-from .sources.fs import to_uri as fs_uri
 from .sources.logdirs import cache_disagreements
 from .sources.source import open_source
 from .spark import in_parallel
@@ -320,6 +319,8 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
     leftovers = out.clean_leftovers()
     if leftovers["removed"]:
         _progress(cfg, f"removed {len(leftovers['removed'])} staging dir(s) of killed runs: {', '.join(leftovers['removed'])}")
+    if leftovers.get("restored"):
+        _progress(cfg, f"restored the previous output from a run killed in its commit: {', '.join(leftovers['restored'])}")
     if leftovers["kept"]:
         _progress(cfg, f"left alone (another host's or a live run's): {', '.join(leftovers['kept'])}")
     try:
@@ -380,7 +381,7 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
     if cfg.table_prefix:
         def register():
             from .report.outputs import register_tables
-            names = register_tables(spark, cfg.output, cfg.table_prefix)
+            names = register_tables(spark, out.committed, cfg.table_prefix)
             _progress(cfg, f"tables: {', '.join(names)}")
         n_failed = len(failed)
         guarded("tables", register)
@@ -388,8 +389,13 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
             code = summary["exit_status"] = EXIT_INTERNAL
             from .report.metrics import METRICS_FILENAME, build_registry, render
             from .sources import fs as _fs
-            base = fs_uri(cfg.output).rstrip("/")
+            base = out.committed
             _fs.write_small(spark, f"{base}/summary.json", json.dumps(summary, indent=2, default=str).encode())
+            if out.object_store:  # the marker too, naming the same run
+                marker = dict(summary, run_dir=out.committed,
+                              previous_run_dir=(_fs.read_json(spark, f"{out.output}/summary.json") or {}).get(
+                                  "previous_run_dir"))
+                _fs.write_small(spark, f"{out.output}/summary.json", json.dumps(marker, indent=2, default=str).encode())
             if registry is not None:
                 rows, lost = metric_rows
                 _fs.write_small(spark, f"{base}/{METRICS_FILENAME}", render(build_registry(summary, rows, lost=lost)))
@@ -492,7 +498,7 @@ def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, tables: d
                 except Exception:  # noqa: BLE001 - the suite's own stage records it below
                     pass
             html = guarded("html_report", lambda: write_html_report(
-                spark, local, display_dir=cfg.output, tables_dir=tables_dir, wait_for=wait_for_suite, tables=tables),
+                spark, local, display_dir=out.committed, tables_dir=tables_dir, wait_for=wait_for_suite, tables=tables),
                 failed)
             outcome = guarded("expectations", suite.result, failed)
         if outcome is not failed:

@@ -275,7 +275,7 @@ def _user_set(key: str, launching: bool) -> bool:
 
 def build_session(master: str | None = None, app_name: str = "kafka-offset-audit", verbose: bool = False,
                   quick_start: bool = False, packages: list[str] | None = None,
-                  class_data: ClassDataArchive | None = None) -> SparkSession:
+                  class_data: ClassDataArchive | None = None, conf: dict[str, str] | None = None) -> SparkSession:
     """Create (or reuse) a SparkSession.
 
     ``master`` None keeps what spark-submit set, else ``local[*]``.  Python workers use this
@@ -287,7 +287,8 @@ def build_session(master: str | None = None, app_name: str = "kafka-offset-audit
     ``packages``: Maven coordinates for ``spark.jars.packages`` (resolved from Maven Central when this call
     starts the driver JVM; under spark-submit pass ``--packages`` instead).
     ``class_data``: when this call starts a local driver JVM, it uses (or writes) that class-data archive
-    (:class:`ClassDataArchive`; the CLI passes one).
+    (:class:`ClassDataArchive`; the CLI passes one).  ``conf``: more Spark settings (the CLI's ``--conf``), set
+    last so they win.
     When this call starts a local master, the Python processes Spark starts import pyspark from its installed
     copy, not recompiled from Spark's zip in every one (:func:`_worker_site`).
     """
@@ -327,6 +328,8 @@ def build_session(master: str | None = None, app_name: str = "kafka-offset-audit
                .config("spark.sql.files.openCostInBytes", str(1 << 20))
                .config("spark.sql.adaptive.coalescePartitions.initialPartitionNum", "8")
                .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"]))
+    for k, v in (conf or {}).items():
+        builder = builder.config(k, v)
     with _worker_site(launching and SparkContext._gateway is None and the_master.startswith("local")):
         spark = builder.getOrCreate()
     if class_data is not None:
@@ -355,10 +358,12 @@ def is_connect(spark) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
-def build_remote_session(remote: str, app_name: str = "kafka-offset-audit") -> SparkSession:
+def build_remote_session(remote: str, app_name: str = "kafka-offset-audit",
+                         conf: dict[str, str] | None = None) -> SparkSession:
     """A Spark Connect session on ``remote`` (``sc://HOST:PORT[/;param=value...]``, as ``pyspark`` takes it);
     no JVM starts in this process.  Sets :data:`CONNECT_SESSION_CONF` (``spark.sql.shuffle.partitions`` from
     ``KOA_SHUFFLE_PARTITIONS``, default 8) on the session; a setting the server refuses stays the server's.
+    ``conf`` (the CLI's ``--conf``) is set after them; a setting of those the server refuses is an error.
 
     Raises :class:`ConnectError` when the Spark Connect client libraries are missing (``pip install
     'kafka-offset-audit[connect]'``) or no server answers at ``remote``."""
@@ -369,14 +374,22 @@ def build_remote_session(remote: str, app_name: str = "kafka-offset-audit") -> S
     except ImportError as exc:
         raise ConnectError(f"--remote needs the Spark Connect client libraries ({exc}): "
                            "pip install 'kafka-offset-audit[connect]' (or pyspark-client)") from None
+    _reachable(remote)
     try:
         spark = SparkSession.builder.remote(remote).appName(app_name).getOrCreate()
-        conf = dict(CONNECT_SESSION_CONF, **{"spark.sql.shuffle.partitions": os.environ.get("KOA_SHUFFLE_PARTITIONS", "8")})
-        for k, v in conf.items():
+        defaults = dict(CONNECT_SESSION_CONF,
+                        **{"spark.sql.shuffle.partitions": os.environ.get("KOA_SHUFFLE_PARTITIONS", "8")})
+        for k, v in defaults.items():
             try:
                 spark.conf.set(k, v)
             except Exception:  # noqa: BLE001 - a server may pin a setting: its value stays
                 pass
+        for k, v in (conf or {}).items():
+            try:
+                spark.conf.set(k, v)
+            except Exception as exc:  # noqa: BLE001 - CANNOT_MODIFY_CONFIG: the server's (static) setting
+                raise ConnectError(f"--conf {k}: the Spark Connect server does not let a session set it "
+                                   f"({str(exc).splitlines()[0][:200]}); set it where the server starts") from None
     except ConnectError:
         raise
     except Exception as exc:  # noqa: BLE001 - grpc's errors: no server, refused, bad URL
@@ -384,6 +397,22 @@ def build_remote_session(remote: str, app_name: str = "kafka-offset-audit") -> S
         raise ConnectError(f"no Spark Connect server answers at {remote} ({first[:300]}): start one "
                            "(sbin/start-connect-server.sh) or fix --remote / SPARK_REMOTE") from None
     return spark
+
+
+def _reachable(remote: str, timeout: float = 10.0) -> None:
+    """Fail fast (:class:`ConnectError`) when nothing accepts a TCP connection at ``remote``'s host and port (default
+    15002): the Connect client would retry for minutes before giving up."""
+    import socket
+    from urllib.parse import urlparse
+    u = urlparse(remote.split(";", 1)[0].replace("sc://", "http://", 1))
+    host, port = u.hostname, u.port or 15002
+    if not host:
+        raise ConnectError(f"--remote {remote!r} names no host: sc://HOST:PORT")
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        raise ConnectError(f"no Spark Connect server answers at {remote.split(';', 1)[0]} ({exc}): start one "
+                           "(sbin/start-connect-server.sh) or fix --remote / SPARK_REMOTE") from None
 
 
 def default_parallelism(spark) -> int:

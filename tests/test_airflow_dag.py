@@ -298,7 +298,6 @@ def test_an_internal_error_fails_the_task_not_as_findings(airflow_env, tmp_path)
     assert (out / "findings").is_dir() and json.loads((out / "summary.json").read_text())["exit_status"] == 3
 
 
-from .test_spark_standalone import packed_env, standalone  # noqa: E402,F401 - fixtures
 
 
 def test_dag_submits_to_a_standalone_cluster_with_the_packed_environment(airflow_env, tmp_path, standalone,  # noqa: F811
@@ -322,6 +321,33 @@ def test_dag_submits_to_a_standalone_cluster_with_the_packed_environment(airflow
     assert rows(out) == rows(scenario_latest[1])
     apps = {p for w in works for p in w.glob("app-*")} - before
     assert apps and any("Finished task" in e.read_text(errors="replace") for a in apps for e in a.glob("*/stderr"))
+
+
+def test_dag_runs_through_spark_connect_with_the_packed_environment(airflow_env, tmp_path, connect_server,
+                                                                    packed_env, scenario_latest):
+    """The ``spark_connect_conn_id`` param (a ``spark_connect`` connection): the task runs the audit through a Spark
+    Connect server whose workers' Python is empty, from the Airflow venv (pyspark-client and the project, no JVM
+    started: ``java`` fails there), shipping the packed environment; the findings equal the local run's."""
+    import pyarrow.parquet as pq
+    from .test_spark_connect import no_java_env
+    url, log_file, _py = connect_server
+    host, port = url[len("sc://"):].rsplit(":", 1)
+    nojava = no_java_env(tmp_path)
+    env = dict(airflow_env, KOA_AIRFLOW_EXECUTOR_ENV=str(packed_env), JAVA_HOME=nojava["JAVA_HOME"],
+               PATH=nojava["PATH"].split(os.pathsep)[0] + os.pathsep + airflow_env["PATH"],
+               AIRFLOW_CONN_SPARK_CONNECT_LAB=json.dumps({"conn_type": "spark_connect", "host": host,
+                                                          "port": int(port)}))
+    before = log_file.read_text().count("is finished")
+    result, log, out = _run(env, tmp_path, fail_on="never", spark_connect_conn_id="spark_connect_lab")
+    assert result["state"] == "success", log[-5000:]
+    assert "running the audit through Spark Connect (connection 'spark_connect_lab')" in log, log[-5000:]
+    assert "--python-env" in log and str(packed_env) in log, log[-5000:]
+
+    def rows(d):
+        return sorted((r["group_id"], r["topic"], r["partition"], r["finding"], r["severity"])
+                      for r in pq.read_table(str(d / "findings")).to_pylist())
+    assert rows(out) == rows(scenario_latest[1])
+    assert log_file.read_text().count("is finished") > before  # the server ran the jobs
 
 
 from .test_prometheus import _query, _wait, needs_prometheus, prometheus_stack  # noqa: E402,F401 - fixture

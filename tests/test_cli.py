@@ -35,15 +35,20 @@ def test_fail_on_sets_exit_status(tmp_path):
 
 def test_console_script_exit_runs_what_an_exit_runs(tmp_path):
     """audit.cli.entry ends the process quickly (exit_now) but as an exit would: the exit status of main(),
-    threads that are not daemons joined, atexit handlers run, unflushed stdout written; a usage error still
+    threads that are not daemons joined (an idle ThreadPoolExecutor's worker told to end first, as an exit does:
+    joining it without that hung), atexit handlers run, unflushed stdout written; a usage error still
     leaves through argparse (status 2).  A bare os._exit would lose the last three."""
     import subprocess
     import sys
     script = f"""
 import atexit, sys, threading, time
+from concurrent.futures import ThreadPoolExecutor
 import audit.cli as cli
 def fake_main(argv=None):
     atexit.register(lambda: open({str(tmp_path / 'atexit')!r}, 'w').write('ran'))
+    # an idle pool's worker (as the Spark Connect client leaves one): ends only when told to at exit
+    cli.pool = ThreadPoolExecutor(max_workers=1)  # still referenced at exit
+    cli.pool.submit(lambda: None).result()
     threading.Thread(target=lambda: (time.sleep(0.5), open({str(tmp_path / 'thread')!r}, 'w').write('done'))).start()
     sys.stdout.write('no newline, not flushed')
     return 3

@@ -57,7 +57,7 @@ def _out(proc) -> str:
 def test_the_readme_marks_the_commands_ci_runs():
     blocks = readme_blocks()
     assert set(blocks) == {"demo", "offline-audit", "spark-submit", "live-audit", "cluster-package", "cluster-submit",
-                           "cluster-live-env"}, blocks
+                           "cluster-live-env", "connect-server", "connect-audit"}, blocks
     assert "pip install ." in blocks["demo"] and "-e" not in blocks["demo"].split()
     assert LOG_DIRS in blocks["offline-audit"] and LOG_DIRS in blocks["spark-submit"]
     assert BOOTSTRAP in blocks["live-audit"]
@@ -131,6 +131,27 @@ def test_offline_audit_and_spark_submit_from_a_regular_install(user_checkout):
         runs[name] = (_findings(out), summary["findings"]["by_severity"])
     assert runs["offline-audit"] == runs["spark-submit"] == runs["checkout job"]
     assert sum(runs["offline-audit"][1].values()) == 15
+
+
+def test_spark_connect_blocks_from_a_regular_install(user_checkout, connect_server, scenario_latest):
+    """The README's Connect client block in the user's checkout (its ``pip install '.[connect]'`` too) against the
+    server the ``connect-server`` block started, from a client where ``java`` fails: no JVM starts here."""
+    from .cluster_fixtures import CONNECT_PLACEHOLDER
+    dest, _ = user_checkout
+    url, _log, _py = connect_server
+    out = dest / "out-connect"
+    fake = dest.parent / "no-java"
+    fake.mkdir(exist_ok=True)
+    (fake / "java").write_text("#!/bin/sh\necho 'no JVM on this client' >&2\nexit 97\n")
+    (fake / "java").chmod(0o755)
+    cmd = readme_blocks()["connect-audit"]
+    assert CONNECT_PLACEHOLDER in cmd and LOG_DIRS in cmd, cmd
+    cmd = (cmd.replace(CONNECT_PLACEHOLDER, url).replace(LOG_DIRS, str(SCENARIO / "brokers"))
+           .replace("--output audit-out", f"--output {out}"))
+    proc = _bash(f"export JAVA_HOME={dest.parent / 'no-jdk'} PATH={fake}:$PATH\n" + cmd, dest, INSTALL_TIMEOUT)
+    summary = _check_audit(proc, out)
+    assert proc.returncode == 1 and sum(summary["findings"]["by_severity"].values()) == 15, _out(proc)
+    assert _findings(out) == _findings(scenario_latest[1])
 
 
 def _wait_replicated(lab, topics, timeout: float = 120) -> None:

@@ -15,102 +15,13 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
-import sys
-import time
 from pathlib import Path
-
-import pytest
 
 from .paths import SCENARIO
 from .test_readme_commands import LOG_DIRS, readme_blocks
 
 MASTER_PLACEHOLDER = "spark://spark-master:7077"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _spark_class() -> str:
-    path = shutil.which("spark-class", path=os.path.dirname(sys.executable))
-    assert path, "spark-class comes with the pyspark package"
-    return path
-
-
-def _wait_for(what: str, cond, timeout: float = 90, proc=None, log: Path | None = None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        if proc is not None and proc.poll() is not None:
-            break
-        time.sleep(0.5)
-    raise AssertionError(f"{what} not reached in {timeout}s" + (f":\n{log.read_text()[-3000:]}" if log else ""))
-
-
-@pytest.fixture(scope="module")
-def standalone(tmp_path_factory):
-    """(master URL, work dirs of the two workers, the empty venv's python, base dir)."""
-    base = tmp_path_factory.mktemp("standalone")
-    empty = base / "empty-venv"
-    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", str(empty)],
-                   check=True)
-    empty_py = empty / "bin" / "python"
-    assert subprocess.run([str(empty_py), "-c", "import numpy"], capture_output=True).returncode != 0
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME")}
-    import pyspark
-    # SPARK_HOME: pyspark's own jars (spark-class would ask PYSPARK_PYTHON, the empty venv, where pyspark is)
-    env.update(PYSPARK_PYTHON=str(empty_py), SPARK_LOCAL_IP="127.0.0.1", SPARK_NO_DAEMONIZE="1",
-               SPARK_HOME=os.path.dirname(pyspark.__file__))
-    port = _free_port()
-    procs = []
-    try:
-        mlog = base / "master.log"
-        master = subprocess.Popen([_spark_class(), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                   "--port", str(port), "--webui-port", str(_free_port())],
-                                  stdout=mlog.open("w"), stderr=subprocess.STDOUT, env=env)
-        procs.append(master)
-        _wait_for("the master's election", lambda: "I have been elected leader" in mlog.read_text(), proc=master,
-                  log=mlog)
-        url = f"spark://127.0.0.1:{port}"
-        works = []
-        for i in (1, 2):
-            work = base / f"worker-{i}"
-            work.mkdir()
-            wlog = base / f"worker-{i}.log"
-            w = subprocess.Popen([_spark_class(), "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
-                                  "--cores", "1", "--memory", "1500m", "--work-dir", str(work),
-                                  "--webui-port", str(_free_port())],
-                                 stdout=wlog.open("w"), stderr=subprocess.STDOUT, env=env)
-            procs.append(w)
-            _wait_for(f"worker {i} registered", lambda p=wlog: "Successfully registered with master" in p.read_text(),
-                      proc=w, log=wlog)
-            works.append(work)
-        yield url, works, empty_py, base
-    finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-
-
-@pytest.fixture(scope="module")
-def packed_env(tmp_path_factory):
-    """The README's packaging block, as written, in a scratch directory."""
-    where = tmp_path_factory.mktemp("package")
-    proc = subprocess.run(["bash", "-c", "set -euo pipefail\n" + readme_blocks()["cluster-package"]], cwd=where,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    archive = where / "kafka-offset-audit-env.tar.gz"
-    assert archive.is_file()
-    return archive
 
 
 def _submit(standalone, cwd: Path, out: Path, archive: bool):

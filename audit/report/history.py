@@ -4,15 +4,22 @@ Layout under ``DIR`` (Parquet, partitioned by run date then run id, readable wit
 ``spark.read.parquet(f"{DIR}/findings")``; set ``spark.sql.sources.partitionColumnTypeInference.enabled``
 to false to keep ``run_id`` and ``run_date`` strings):
 
-* ``runs/run_date=YYYY-MM-DD/run_id=ID/`` -- one row per run: run_id string, run_time timestamp (UTC),
-  output string, exit_status int, findings_total/critical/error/warning/info bigint,
+* ``runs/run_date=YYYY-MM-DD/run_id=ID/attempt=A/`` -- one row per run: run_id string, run_time timestamp
+  (UTC), output string, exit_status int, findings_total/critical/error/warning/info bigint,
   group_partitions bigint, records_read bigint, records_skipped bigint, summary_json string;
-* ``findings/run_date=YYYY-MM-DD/run_id=ID/`` -- the run's findings table
+* ``findings/run_date=YYYY-MM-DD/run_id=ID/attempt=A/`` -- the run's findings table
   (:data:`audit.judge.FINDING_COLUMNS` and the owner columns) plus run_time.
 
-A rerun with the same run id replaces that run (its old partition directories are removed once the new
-ones are written), whatever date it ran on; other runs are never touched.  Each run is first written by
-Spark into ``DIR/_staging-<uuid>/`` (ignored by readers: a leading ``_``) and then renamed into place.
+Nothing is renamed, so the same steps hold on a local disk, HDFS and an object store.  Each append is an
+*attempt* (``A``: its UTC start, then a random suffix, so attempts sort by time) written straight into its own
+partition directories: first its findings, then its ``runs`` row, the commit marker.  A run is the newest
+attempt of its run id that has a ``runs`` row; a rerun with the same run id (whatever date it ran on) writes a
+new attempt and only once its marker is written removes the older attempts of that run id.  A process killed
+at any step therefore leaves the history with either the old attempt or the new one committed, never neither,
+never both; an attempt without a marker is never read (:func:`committed`) and is removed by the next append of
+its run id.  Readers outside this module should read through the ``runs`` table the same way (join on
+``run_id`` and ``attempt``).  Directories written before attempts existed (no ``attempt=``) read as committed
+attempts with a null ``attempt``.
 
 :func:`finding_changes` compares this run's findings with the previous run's (the newest run with
 another run id), keyed by (group_id, topic, partition, finding): ``new``, ``persisted`` or ``resolved``.
@@ -44,6 +51,8 @@ def default_run_id(started_at: str) -> str:
 
 
 def _read(spark: SparkSession, history: str, table: str) -> DataFrame | None:
+    """Every row of ``table`` in ``history``, committed or not, with an ``attempt`` column (null for directories
+    written before attempts existed); None when there is none."""
     base = f"{fs.to_uri(history).rstrip('/')}/{table}"
     names = fs.children(spark, base)
     if not names or not any(n.startswith("run_date=") for n in names):
@@ -53,15 +62,34 @@ def _read(spark: SparkSession, history: str, table: str) -> DataFrame | None:
     before = spark.conf.get(key, "true")
     spark.conf.set(key, "false")
     try:
-        return spark.read.option("basePath", base).parquet(base)
+        df = spark.read.option("basePath", base).parquet(base)
     finally:
         spark.conf.set(key, before)
+    return df if "attempt" in df.columns else df.withColumn("attempt", F.lit(None).cast("string"))
+
+
+def committed(spark: SparkSession, history: str, table: str) -> DataFrame | None:
+    """``table``'s rows of committed runs only: for each run id, the newest attempt that has a ``runs`` row (see
+    the module docstring); None when the history has no committed run."""
+    from pyspark.sql.window import Window
+    runs = _read(spark, history, "runs")
+    if runs is None:
+        return None
+    w = Window.partitionBy("run_id").orderBy(F.col("attempt").desc_nulls_last())
+    latest = runs.withColumn("_n", F.row_number().over(w)).where("_n = 1").drop("_n")
+    if table == "runs":
+        return latest
+    df = _read(spark, history, table)
+    if df is None:
+        return None
+    keys = latest.select(F.col("run_id").alias("_r"), F.col("attempt").alias("_a"))
+    return (df.join(keys, (df["run_id"] == keys["_r"]) & df["attempt"].eqNullSafe(keys["_a"]), "left_semi"))
 
 
 def previous_run(spark: SparkSession, history: str, run_id: str) -> dict | None:
     """The newest run in ``history`` whose run id is not ``run_id``: ``{"run_id", "run_time"}`` (ISO 8601
     UTC string) or None."""
-    runs = _read(spark, history, "runs")
+    runs = committed(spark, history, "runs")
     if runs is None:
         return None
     row = (runs.where(F.col("run_id") != run_id).orderBy(F.col("run_time").desc())
@@ -82,7 +110,7 @@ def finding_changes(spark: SparkSession, history: str, run_id: str, findings: Da
     prev = previous_run(spark, history, run_id)
     cur = _one_per_key(findings)
     if prev is not None:
-        old = _read(spark, history, "findings")
+        old = committed(spark, history, "findings")
         old = _one_per_key(old.where(F.col("run_id") == prev["run_id"])) if old is not None else None
     else:
         old = None
@@ -123,46 +151,78 @@ def _one_per_key(findings: DataFrame) -> DataFrame:
     return findings.withColumn("_n", F.row_number().over(w)).where("_n = 1").drop("_n")
 
 
+#: the attempt a run written before attempts existed becomes (sorts before every real one)
+LEGACY_ATTEMPT = "00000000T000000000000Z-legacy"
+
+
+def _migrate_legacy(spark: SparkSession, base: str) -> list[str]:
+    """Move each run directory written before attempts existed (``run_id=ID/`` holding Parquet files) into
+    ``run_id=ID/attempt=<LEGACY_ATTEMPT>/``, so that old and new runs read as one table (Spark refuses a
+    partition tree of mixed depth).  Through a hidden name (``_legacy-...``, which readers skip), finished by
+    the next append should a process be killed half-way.  Returns the moved directories."""
+    moved = []
+    for name in ("runs", "findings"):
+        for date_dir in fs.children(spark, f"{base}/{name}") or []:
+            if not date_dir.startswith("run_date="):
+                continue
+            parent = f"{base}/{name}/{date_dir}"
+            for child in fs.children(spark, parent) or []:
+                if child.startswith("_legacy-run_id="):
+                    run = child[len("_legacy-"):]
+                elif child.startswith("run_id=") and [n for n in fs.children(spark, f"{parent}/{child}") or []
+                                                       if not n.startswith(("attempt=", "_", "."))]:
+                    run = child
+                    fs.rename(spark, f"{parent}/{run}", f"{parent}/_legacy-{run}")
+                else:
+                    continue
+                fs.mkdirs(spark, f"{parent}/{run}")
+                fs.rename(spark, f"{parent}/_legacy-{run}", f"{parent}/{run}/attempt={LEGACY_ATTEMPT}")
+                moved.append(f"{name}/{date_dir}/{run}")
+    return moved
+
+
+def new_attempt() -> str:
+    """An attempt id: its UTC start to the microsecond, then a random suffix (sorts by time)."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ") + "-" + uuid.uuid4().hex[:8]
+
+
 def append_run(spark: SparkSession, history: str, run_id: str, summary: dict, findings: DataFrame,
                output: str) -> dict:
-    """Append this run (``summary`` as in summary.json, ``findings`` its findings table) to ``history``,
-    replacing an earlier run with the same ``run_id``.  Returns ``{"dir", "run_id", "run_date",
-    "replaced"}`` (``replaced``: partition dirs of an earlier run with this id that were removed)."""
+    """Append this run (``summary`` as in summary.json, ``findings`` its findings table) to ``history`` as a new
+    attempt, replacing an earlier run with the same ``run_id`` once it is committed (module docstring).  Returns
+    ``{"dir", "run_id", "run_date", "attempt", "replaced"}`` (``replaced``: partition dirs of earlier attempts of
+    this run id that were removed, committed or not)."""
+    from .outputs import _step
     base = fs.to_uri(history).rstrip("/")
     run_time = datetime.fromisoformat(summary["started_at"]).astimezone(timezone.utc)
     run_date = run_time.strftime("%Y-%m-%d")
+    attempt = new_attempt()
     sev = summary["findings"]["by_severity"]
     row = [(run_id, run_time, output, int(summary.get("exit_status") or 0),
             int(summary["findings"]["total"]), *(int(sev.get(s, 0)) for s in ("critical", "error", "warning", "info")),
             int(summary["offset_commits"]["group_partitions"]), int(summary["records_read"]["total"]),
             int(sum(summary["records_skipped"]["by_reason"].values())), json.dumps(summary, default=str))]
-    staging = f"{base}/_staging-{uuid.uuid4().hex[:12]}"
-    tables = {
-        # an aware datetime is converted as UTC whatever the machine's zone; the literal is read in the
-        # session time zone, UTC (audit.spark.build_session)
-        "runs": spark.createDataFrame(row, RUNS_SCHEMA),
-        "findings": findings.withColumn("run_id", F.lit(run_id)).withColumn(
-            "run_time", F.lit(run_time.strftime("%Y-%m-%d %H:%M:%S.%f")).cast("timestamp")),
-    }
+    leaf = f"run_date={run_date}/run_id={run_id}/attempt={attempt}"
+    _migrate_legacy(spark, base)
+    # the findings first, then the runs row: that row commits the attempt
+    (findings.withColumn("run_time", F.lit(run_time.strftime("%Y-%m-%d %H:%M:%S.%f")).cast("timestamp"))
+     .drop("run_id", "run_date", "attempt").write.mode("overwrite").parquet(f"{base}/findings/{leaf}"))
+    _step("history-findings")
+    # an aware datetime is converted as UTC whatever the machine's zone; the literal above is read in the
+    # session time zone, UTC (audit.spark.build_session)
+    spark.createDataFrame(row, RUNS_SCHEMA).drop("run_id").write.mode("overwrite").parquet(f"{base}/runs/{leaf}")
+    _step("history-marker")
     replaced = []
-    try:
-        for name, df in tables.items():
-            (df.withColumn("run_date", F.lit(run_date)).write.mode("overwrite")
-             .partitionBy("run_date", "run_id").parquet(f"{staging}/{name}"))
-        for name in tables:
-            date_dir = f"{staging}/{name}/run_date={run_date}"
-            new = [n for n in (fs.children(spark, date_dir) or []) if n.startswith("run_id=")]
-            for old_date in fs.children(spark, f"{base}/{name}") or []:
-                if not old_date.startswith("run_date="):
-                    continue
-                for n in new:
-                    old = f"{base}/{name}/{old_date}/{n}"
-                    if fs.exists(spark, old):
-                        fs.delete(spark, old)
-                        replaced.append(f"{name}/{old_date}/{n}")
-            fs.mkdirs(spark, f"{base}/{name}/run_date={run_date}")
-            for n in new:
-                fs.rename(spark, f"{date_dir}/{n}", f"{base}/{name}/run_date={run_date}/{n}")
-    finally:
-        fs.delete(spark, staging)
-    return {"dir": history, "run_id": run_id, "run_date": run_date, "replaced": replaced}
+    for name in ("runs", "findings"):  # the marker's table first: an attempt left with findings only is never read
+        for date_dir in fs.children(spark, f"{base}/{name}") or []:
+            if not date_dir.startswith("run_date="):
+                continue
+            run_dir = f"{base}/{name}/{date_dir}/run_id={run_id}"
+            for a in fs.children(spark, run_dir) or []:
+                if a != f"attempt={attempt}":
+                    fs.delete(spark, f"{run_dir}/{a}")
+                    replaced.append(f"{name}/{date_dir}/run_id={run_id}/{a}")
+            if date_dir != f"run_date={run_date}" and not [n for n in fs.children(spark, run_dir) or []
+                                                            if not n.startswith(("_", "."))]:
+                fs.delete(spark, run_dir)
+    return {"dir": history, "run_id": run_id, "run_date": run_date, "attempt": attempt, "replaced": replaced}

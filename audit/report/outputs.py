@@ -9,6 +9,15 @@ Layout under ``--output DIR``:
 Everything is first written to a sibling staging dir ``DIR.staging-<run id>``; only when all of it
 is written does the staging dir replace ``DIR`` (rename), so a rerun either fully replaces the
 previous result or leaves it untouched.
+
+An object store (``s3a://``, ``gs://`` ...: :data:`OBJECT_STORE_SCHEMES`) has no atomic rename: a "rename" of a
+directory copies and deletes object by object, and a reader in between would see half of each.  There each run
+writes its own directory ``DIR/runs/<run id>/`` (the same layout as above), and ``DIR/summary.json``, one object
+written last with a single PUT, is the commit marker: it names the committed run (``run_dir``), and readers
+resolve the tables through it (:func:`committed_dir`).  Until that PUT the previous run stays the committed one
+and readable; a killed run leaves only its own ``runs/<run id>/``, which no marker names and a later run
+removes.  The run before the committed one is kept (a reader that resolved the marker a moment earlier can
+still read it); older ones are removed after each commit.
 """
 from __future__ import annotations
 
@@ -87,6 +96,8 @@ def check_output_target(spark: SparkSession, output: str, log_dirs: list[str], *
         raise fs.InputError(f"--output {output!r} is a file: give a directory") from None
     if not names:
         return  # new or empty
+    if is_object_store(out) and set(names) <= {RUNS_DIR, "summary.json"} and "summary.json" not in names:
+        return  # only runs that never committed (killed before their marker)
     try:
         summary = fs.read_json(spark, f"{out}/summary.json")
     except ValueError:
@@ -99,6 +110,35 @@ def check_output_target(spark: SparkSession, output: str, log_dirs: list[str], *
 
 _HOST = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname())[:64] or "host"
 _LEFTOVER = re.compile(r"\.(?:staging|old)-(?P<host>[A-Za-z0-9._]+)-(?P<pid>\d+)-[0-9a-f]{12}$")
+_RUN_DIR = re.compile(r"^(?P<host>[A-Za-z0-9._]+)-(?P<pid>\d+)-[0-9a-f]{12}$")
+
+#: URI schemes of object stores (no atomic rename): the output is committed by its marker (module docstring)
+OBJECT_STORE_SCHEMES = {"s3a", "s3", "s3n", "gs", "oss", "cos", "cosn", "obs"}
+#: the directory of an object-store output holding one directory per run
+RUNS_DIR = "runs"
+
+
+def is_object_store(uri: str) -> bool:
+    """Whether ``uri`` is on an object store (:data:`OBJECT_STORE_SCHEMES`)."""
+    return uri.partition("://")[0].lower() in OBJECT_STORE_SCHEMES if "://" in uri else False
+
+
+def committed_dir(spark, output: str) -> str | None:
+    """The directory holding the committed tables of ``output``: ``output`` itself, or on an object store the run
+    its ``summary.json`` marker names; None when nothing is committed there yet."""
+    base = fs.to_uri(output).rstrip("/")
+    if not is_object_store(base):
+        return base if fs.exists(spark, f"{base}/summary.json") else None
+    marker = fs.read_json(spark, f"{base}/summary.json")
+    return marker.get("run_dir") if isinstance(marker, dict) else None
+
+
+def _step(name: str) -> None:
+    """A point of the commit where ``KOA_KILL_AT=name`` kills this process (SIGKILL), for the tests that prove
+    a run killed there loses nothing committed; nothing otherwise."""
+    if os.environ.get("KOA_KILL_AT") == name:
+        import signal
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def pid_alive(pid: int) -> bool:
@@ -125,21 +165,37 @@ class StagedOutput:
         self.spark = spark
         self.output = fs.to_uri(output).rstrip("/")
         run = f"{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        self.staging = f"{self.output}.staging-{run}"
+        self.object_store = is_object_store(self.output)
+        if self.object_store:
+            self.staging = f"{self.output}/{RUNS_DIR}/{run}"
+        else:
+            self.staging = f"{self.output}.staging-{run}"
         self.old = f"{self.output}.old-{run}"
+
+    @property
+    def committed(self) -> str:
+        """Where the tables are once committed: ``output``, or this run's directory on an object store."""
+        return self.staging if self.object_store else self.output
 
     def clean_leftovers(self) -> dict[str, list[str]]:
         """Delete the staging (or swapped-out ``.old``) directories beside ``output`` left by runs that were killed:
         those named for this host and a process that no longer exists.  Returns ``{"removed": [...], "kept": [...]}``
         (names; kept: another host's or a live process's, or named the way earlier versions named them, which
         this run cannot judge)."""
-        parent, _, base = self.output.rpartition("/")
         res: dict[str, list[str]] = {"removed": [], "kept": []}
+        if self.object_store:
+            return self._clean_runs(res)
+        parent, _, base = self.output.rpartition("/")
         for name in sorted(fs.children(self.spark, parent) or []):
             if not (name.startswith(base + ".staging-") or name.startswith(base + ".old-")):
                 continue
             m = _LEFTOVER.search(name[len(base):])
             if m and m.group("host") == _HOST and int(m.group("pid")) != os.getpid() and not pid_alive(int(m.group("pid"))):
+                if name.startswith(base + ".old-") and not fs.exists(self.spark, self.output):
+                    # killed between its two renames (no atomic exchange there): the previous output comes back
+                    fs.rename(self.spark, f"{parent}/{name}", self.output)
+                    res.setdefault("restored", []).append(name)
+                    continue
                 fs.delete(self.spark, f"{parent}/{name}")
                 res["removed"].append(name)
             else:
@@ -171,19 +227,64 @@ class StagedOutput:
     def write_json(self, name: str, obj) -> None:
         fs.write_small(self.spark, self.path(name), json.dumps(obj, indent=2, sort_keys=False, default=str).encode())
 
+    def _clean_runs(self, res: dict[str, list[str]], keep: tuple[str, ...] = ()) -> dict[str, list[str]]:
+        """Object store: remove ``runs/<run>`` dirs of this host's ended processes that the marker names neither
+        as the committed run nor as the previous one, nor ``keep`` lists (killed runs; superseded ones)."""
+        marker = fs.read_json(self.spark, f"{self.output}/summary.json")
+        named = ({marker.get("run_dir"), marker.get("previous_run_dir"), *keep} if isinstance(marker, dict)
+                 else set(keep))
+        runs = f"{self.output}/{RUNS_DIR}"
+        for name in sorted(fs.children(self.spark, runs) or []):
+            path = f"{runs}/{name}"
+            if path in named or path == self.staging:
+                continue
+            m = _RUN_DIR.match(name)
+            if m and m.group("host") == _HOST and int(m.group("pid")) != os.getpid() and not pid_alive(int(m.group("pid"))):
+                fs.delete(self.spark, path)
+                res["removed"].append(f"{RUNS_DIR}/{name}")
+            else:
+                res["kept"].append(f"{RUNS_DIR}/{name}")
+        return res
+
     def commit(self) -> None:
-        """Replace ``output`` with the staging dir (old result removed only after the swap)."""
+        """Replace ``output`` with the staging dir (old result removed only after the swap); on an object store,
+        write the marker naming this run, then remove the runs before the previous one."""
+        if self.object_store:
+            self._commit_marker()
+            return
         had_old = fs.exists(self.spark, self.output)
+        _step("before-swap")
+        if had_old and fs.is_local(self.output) and fs.exchange(self.output, self.staging):
+            # one atomic step (Linux renameat2 RENAME_EXCHANGE): output is the new run, staging the old one
+            _step("after-swap")
+            fs.delete(self.spark, self.staging)
+            return
         if had_old:
             fs.rename(self.spark, self.output, self.old)
+        _step("between-renames")
         try:
             fs.rename(self.spark, self.staging, self.output)
         except Exception:
             if had_old:
                 fs.rename(self.spark, self.old, self.output)
             raise
+        _step("after-swap")
         if had_old:
             fs.delete(self.spark, self.old)
+
+    def _commit_marker(self) -> None:
+        previous = fs.read_json(self.spark, f"{self.output}/summary.json")
+        previous_dir = previous.get("run_dir") if isinstance(previous, dict) else None
+        summary = json.loads(fs.read_small(self.spark, self.path("summary.json"), 64 << 20).decode("utf-8"))
+        summary.update(run_dir=self.staging, previous_run_dir=previous_dir)
+        _step("before-marker")
+        fs.write_small(self.spark, f"{self.output}/summary.json",
+                       json.dumps(summary, indent=2, sort_keys=False, default=str).encode())
+        _step("after-marker")
+        older = previous.get("previous_run_dir") if isinstance(previous, dict) else None
+        if older and older not in (self.staging, previous_dir):
+            fs.delete(self.spark, older)
+        self._clean_runs({"removed": [], "kept": []}, keep=(previous_dir,) if previous_dir else ())
 
     def abort(self) -> None:
         fs.delete(self.spark, self.staging)

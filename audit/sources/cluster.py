@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 
 from ..formats.segments import RAW_SCHEMA
 from .logdirs import spark_schema
-from ..spark import default_parallelism
+from ..spark import default_parallelism, distribute, is_connect
 
 EPOCHS_DDL = "topic string, partition int, broker_id int, leader_epoch int, start_offset bigint, is_leader boolean"
 BOUNDS_DDL = ("topic string, partition int, log_start_offset bigint, log_end_offset bigint, high_watermark bigint, "
@@ -42,14 +42,66 @@ def read_offsets_topic(spark: SparkSession, bootstrap_servers: str, client_confi
     """``__consumer_offsets`` of a live cluster as :data:`RAW_SCHEMA` rows plus ``broker_id`` (null), read in at
     most the session's default parallelism of tasks."""
     from .kafka_datasource import register
-    register(spark, consumer_factory)
     # as many tasks as the session runs at once: each task reads its partitions with one consumer
-    reader = (spark.read.format("kafka_offsets_topic").option("bootstrap.servers", bootstrap_servers)
-              .option("tasks", str(default_parallelism(spark))))
+    options = {"bootstrap.servers": bootstrap_servers, "tasks": str(default_parallelism(spark))}
     if client_config:
-        reader = reader.option("client.properties", client_config)
-    raw = reader.load().mapInArrow(_decode, spark_schema(RAW_SCHEMA))
+        options["client.properties"] = client_config
+    if is_connect(spark):
+        rows = _read_planned_here(spark, options, consumer_factory)
+    else:
+        register(spark, consumer_factory)
+        rows = spark.read.format("kafka_offsets_topic").options(**options).load()
+    raw = rows.mapInArrow(_decode, spark_schema(RAW_SCHEMA))
     return raw.withColumn("broker_id", F.lit(None).cast("int"))
+
+
+#: records per Arrow batch a task of :func:`_read_planned_here` yields
+READ_BATCH_ROWS = 10_000
+
+
+def _read_planned_here(spark: SparkSession, options: dict, consumer_factory=None) -> DataFrame:
+    """The ``kafka_offsets_topic`` data source's read, planned in this process: over Spark Connect a Python data
+    source is planned by a Python process of the server's driver, whose Python is the server's own (not the
+    session's ``--python-env``) and whose files (``--client-config``) are not this client's.  Here the reader
+    is built and its partitions listed (ListOffsets) by this client, exactly as the data source's planner does
+    (:func:`audit.sources.kafka_datasource.reader_from_options`), then each task's ranges are read by
+    ``mapInArrow`` on the executors, which run the session's Python.  Same rows, same snapshot."""
+    import pyarrow as pa
+
+    from .kafka_datasource import OffsetsTopicPartition, OffsetsTopicTask, reader_from_options
+    reader = reader_from_options(options, consumer_factory)
+    tasks = [[(r.partition, r.start_offset, r.end_offset) for r in t.ranges] for t in reader.partitions()]
+    schema = _records_schema()
+    arrow_schema = pa.schema([("source_partition", pa.int32()), ("source_offset", pa.int64()),
+                              ("timestamp", pa.int64()), ("key", pa.binary()), ("value", pa.binary())])
+
+    def read_tasks(batches):
+        for batch in batches:
+            for ranges in batch.column(0).to_pylist():
+                task = OffsetsTopicTask([OffsetsTopicPartition(r["p"], r["s"], r["e"]) for r in ranges])
+                buf = []
+                for rec in reader.read(task):
+                    buf.append(rec)
+                    if len(buf) >= READ_BATCH_ROWS:
+                        yield pa.RecordBatch.from_arrays([pa.array(c, t.type) for c, t in zip(zip(*buf), arrow_schema)],
+                                                         schema=arrow_schema)
+                        buf = []
+                if buf:
+                    yield pa.RecordBatch.from_arrays([pa.array(c, t.type) for c, t in zip(zip(*buf), arrow_schema)],
+                                                     schema=arrow_schema)
+    if not tasks:
+        return spark.createDataFrame([], schema)
+    plan = distribute(spark, [([{"p": p, "s": s, "e": e} for p, s, e in t],) for t in tasks],
+                      "ranges array<struct<p:int,s:bigint,e:bigint>>", len(tasks))
+    return plan.mapInArrow(read_tasks, schema)
+
+
+def _records_schema():
+    """:data:`audit.sources.kafka_datasource.SCHEMA` as a ``StructType`` (built here: no DDL parser needed)."""
+    from pyspark.sql import types as T
+    return T.StructType([T.StructField("source_partition", T.IntegerType()),
+                         T.StructField("source_offset", T.LongType()), T.StructField("timestamp", T.LongType()),
+                         T.StructField("key", T.BinaryType()), T.StructField("value", T.BinaryType())])
 
 
 #: Spark's own Kafka connector, matched to the running pyspark (``--source kafka-connector``)

@@ -110,7 +110,22 @@ class _HadoopStore:
         self.fs.mkdirs(self.path)
 
     def upload(self, local: str) -> None:
-        self.fs.copyFromLocalFile(False, True, self._p("file:" + os.path.abspath(local)), self.path)
+        # file by file through create(), the stream Spark's own writers use: S3A's copyFromLocalFile sends
+        # "Expect: 100-continue", which some S3-compatible stores (moto) answer in a way the AWS SDK rejects
+        self.delete()
+        base = os.path.abspath(local)
+        files = ([(base, "")] if os.path.isfile(base) else
+                 [(os.path.join(d, f), os.path.relpath(os.path.join(d, f), base))
+                  for d, _dirs, names in os.walk(base) for f in names])
+        root = self.path.toString().rstrip("/")
+        for path, rel in files:
+            out = self.fs.create(self._p(f"{root}/{rel}" if rel else root), True)
+            try:
+                with open(path, "rb") as fh:
+                    while chunk := fh.read(1 << 20):
+                        out.write(bytearray(chunk))
+            finally:
+                out.close()
 
     def nearest_existing_ancestor_is_file(self) -> str | None:
         p = self.path.getParent()
@@ -180,7 +195,13 @@ class _ArrowStore:
             self.fs.delete_file(self.key)
 
     def rename(self, dst: str) -> bool:
-        self.fs.move(self.key, dst.partition("://")[2].rstrip("/"))
+        # an object store has no rename: copy, then delete (pyarrow's S3 move takes single objects only)
+        target = dst.partition("://")[2].rstrip("/")
+        if self.is_dir():
+            self.pafs.copy_files(self.key, target, source_filesystem=self.fs, destination_filesystem=self.fs)
+            self.fs.delete_dir(self.key)
+        else:
+            self.fs.move(self.key, target)
         return True
 
     def mkdirs(self) -> None:
@@ -308,6 +329,24 @@ def rename(spark, src: str, dst: str) -> None:
         return
     if not _store(spark, src).rename(dst):
         raise OSError(f"could not rename {src} to {dst}")
+
+
+def exchange(a: str, b: str) -> bool:
+    """Swap two local paths in one atomic step (Linux ``renameat2(RENAME_EXCHANGE)``); False where that is not
+    available (another OS, an old kernel or C library, a filesystem without it), nothing changed then."""
+    import ctypes
+    import ctypes.util
+    import sys
+    if not sys.platform.startswith("linux") or not (is_local(a) and is_local(b)):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    return renameat2(at_fdcwd, os.fsencode(local_path(a)), at_fdcwd, os.fsencode(local_path(b)), rename_exchange) == 0
 
 
 def read_json(spark, uri: str, limit: int = 64 << 20):
