@@ -6,6 +6,7 @@ workers', the Connect server's Python workers) is an empty virtual environment: 
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -144,3 +145,24 @@ def packed_env(tmp_path_factory):
     archive = where / "kafka-offset-audit-env.tar.gz"
     assert archive.is_file()
     return archive
+
+
+@contextlib.contextmanager
+def lab_with_local_audit(spark, tmp_path: Path):
+    """A 3-broker lab cluster (the first lab Kafka version) where ``out_of_range_commits`` wrote to topic ``events``,
+    audited live by the embedded local run: yields (bootstrap servers, that run's output dir); the cluster stops
+    when the block ends."""
+    from audit.pipeline import AuditConfig, run
+    from tests.lab import kafka_dist
+    from tests.lab.client import LabClient, out_of_range_commits
+    from tests.lab.cluster import KafkaCluster
+    version = kafka_dist.versions()[0]
+    cluster = KafkaCluster(version, tmp_path / "kafka", brokers=3).start()
+    try:
+        with LabClient(version, cluster.bootstrap, log=tmp_path / "labclient.log") as lab:
+            out_of_range_commits(lab, "events")
+        local = tmp_path / "local"
+        run(AuditConfig(bootstrap_servers=cluster.bootstrap, output=str(local), quiet=True, reports=False), spark)
+        yield cluster.bootstrap, local
+    finally:
+        cluster.stop()

@@ -101,26 +101,15 @@ def test_master_with_spark_remote_set_fails_fast(tmp_path):
 def test_live_audit_through_spark_connect_both_sources(connect_server, packed_env, spark, tmp_path):
     """A real Kafka cluster: the live read through the server (kafka-python in its workers, or Spark's Kafka
     connector on its class path) gives the findings of the embedded local run."""
-    from audit.pipeline import AuditConfig, run
-    from tests.lab import kafka_dist
-    from tests.lab.client import LabClient, out_of_range_commits
-    from tests.lab.cluster import KafkaCluster
+    from .cluster_fixtures import lab_with_local_audit
     url, _log, _py = connect_server
-    version = kafka_dist.versions()[0]
-    cluster = KafkaCluster(version, tmp_path / "kafka", brokers=3).start()
-    try:
-        with LabClient(version, cluster.bootstrap, log=tmp_path / "labclient.log") as lab:
-            out_of_range_commits(lab, "events")
-        local = tmp_path / "local"
-        run(AuditConfig(bootstrap_servers=cluster.bootstrap, output=str(local), quiet=True, reports=False), spark)
-        procs = {}
+    procs = {}
+    with lab_with_local_audit(spark, tmp_path) as (bootstrap, local):
         for source in ("kafka-python", "kafka-connector"):
             out = tmp_path / f"out-{source}"
             procs[source] = (cli(tmp_path, "audit", "--remote", url, "--python-env", str(packed_env),
-                                 "--bootstrap-servers", cluster.bootstrap, "--source", source, "--output", str(out)),
+                                 "--bootstrap-servers", bootstrap, "--source", source, "--output", str(out)),
                              out)
-    finally:
-        cluster.stop()
     want = findings(spark, local)
     assert {("replayer", "events", 0, "OFFSET_OUT_OF_RANGE")} <= {f[:4] for f in want}
     for source, (proc, out) in procs.items():
