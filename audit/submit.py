@@ -33,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="spark-submit <kafka-offset-audit spark-app>")
     add_audit_arguments(parser)
     args = parser.parse_args(argv)
+    if args.remote or args.python_env:
+        parser.error("--remote and --python-env are for kafka-offset-audit audit (a Spark Connect client); under "
+                     "spark-submit the cluster runs the application: ship the environment with --archives")
     return run_audit(args, args.master, on_session=ship_package)
 
 

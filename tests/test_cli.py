@@ -79,3 +79,14 @@ def test_prewarm_shortens_the_switch_interval_until_joined():
         assert abs(sys.getswitchinterval() - 0.004) < 1e-9 and not warm.thread.is_alive()
     finally:
         sys.setswitchinterval(before)
+
+
+def test_the_spark_submit_application_refuses_spark_connect_arguments(tmp_path):
+    """Under spark-submit the cluster runs the application: --remote / --python-env are a usage error (exit 2)."""
+    import subprocess
+    import sys
+    for args in (["--remote", "sc://127.0.0.1:1"], ["--python-env", "env.tar.gz"]):
+        proc = subprocess.run([sys.executable, "-m", "audit.submit", *args, "--log-dirs", str(tmp_path), "--output",
+                               str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and "ship the environment with --archives" in proc.stderr, proc.stderr
+        assert not (tmp_path / "out").exists()
