@@ -140,7 +140,7 @@ def test_dagbag_imports_and_structure(airflow_env):
     assert result["params"] == {"log_dirs": [], "output": "/tmp/kafka-offset-audit", "mode": "latest",
                                 "fail_on": "critical", "spark_conn_id": "spark_default",
                                 "expectations_config": None, "pushgateway": None, "pushgateway_labels": [],
-                                "history": None}
+                                "history": None, "spark_connect_conn_id": None}
     assert result["schedule"] == "@daily"
     assert result["max_active_runs"] == 1
     # list-valued params expand in place; the optional --expectations-config appears only when set
