@@ -14,7 +14,7 @@ An object store (``s3a://``, ``gs://`` ...: :data:`OBJECT_STORE_SCHEMES`) has no
 directory copies and deletes object by object, and a reader in between would see half of each.  There each run
 writes its own directory ``DIR/runs/<run id>/`` (the same layout as above), and ``DIR/summary.json``, one object
 written last with a single PUT, is the commit marker: it names the committed run (``run_dir``), and readers
-resolve the tables through it (:func:`committed_dir`).  Until that PUT the previous run stays the committed one
+resolve the tables through it.  Until that PUT the previous run stays the committed one
 and readable; a killed run leaves only its own ``runs/<run id>/``, which no marker names and a later run
 removes.  The run before the committed one is kept (a reader that resolved the marker a moment earlier can
 still read it); older ones are removed after each commit.
@@ -121,16 +121,6 @@ RUNS_DIR = "runs"
 def is_object_store(uri: str) -> bool:
     """Whether ``uri`` is on an object store (:data:`OBJECT_STORE_SCHEMES`)."""
     return uri.partition("://")[0].lower() in OBJECT_STORE_SCHEMES if "://" in uri else False
-
-
-def committed_dir(spark, output: str) -> str | None:
-    """The directory holding the committed tables of ``output``: ``output`` itself, or on an object store the run
-    its ``summary.json`` marker names; None when nothing is committed there yet."""
-    base = fs.to_uri(output).rstrip("/")
-    if not is_object_store(base):
-        return base if fs.exists(spark, f"{base}/summary.json") else None
-    marker = fs.read_json(spark, f"{base}/summary.json")
-    return marker.get("run_dir") if isinstance(marker, dict) else None
 
 
 def _step(name: str) -> None:
