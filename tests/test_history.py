@@ -92,3 +92,24 @@ def test_findings_without_a_group_compare_across_runs(spark, tmp_path):
     assert got == [("persisted", "-", "REPLICA_DIVERGENCE", "error"), ("persisted", "g", "LOG_TRUNCATION", "critical"),
                    ("resolved", "-", "REPLICA_DIVERGENCE", "warning")]
     assert (info["new"], info["persisted"], info["resolved"]) == (0, 2, 1)
+
+
+def test_run_ids_with_characters_spark_escapes_read_back_as_given(spark, tmp_path):
+    """The default run id (a timestamp) and an Airflow run id hold ':' and '+': the attempt's directories escape
+    them as Spark's own partitioned writes do, and the history reads the run id back unchanged."""
+    from audit.report.history import append_run, committed
+    schema = "group_id string, topic string, partition int, finding string, severity string"
+    summary = {"started_at": "2026-11-23T10:00:00+00:00", "exit_status": 1,
+               "findings": {"total": 1, "by_severity": {"critical": 1}}, "offset_commits": {"group_partitions": 1},
+               "records_read": {"total": 1}, "records_skipped": {"by_reason": {}}}
+    hist = tmp_path / "history"
+    ids = ["2026-11-23T10:00:00.000000Z", "manual__2026-11-23T10:00:00.5+00:00"]
+    for rid in ids:
+        for _ in range(2):  # a rerun replaces it
+            append_run(spark, str(hist), rid, summary,
+                       spark.createDataFrame([("g", "t", 0, "LOG_TRUNCATION", "critical")], schema), "o")
+    assert sorted(r["run_id"] for r in committed(spark, str(hist), "runs").collect()) == sorted(ids)
+    assert sorted(r["run_id"] for r in committed(spark, str(hist), "findings").collect()) == sorted(ids)
+    assert sorted(p.name for p in (hist / "runs").glob("run_date=*/*")) == [
+        "run_id=2026-11-23T10%3A00%3A00.000000Z", "run_id=manual__2026-11-23T10%3A00%3A00.5+00%3A00"]
+    assert len(list((hist / "findings").glob("run_date=*/*/attempt=*"))) == 2

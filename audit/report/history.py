@@ -151,6 +151,16 @@ def _one_per_key(findings: DataFrame) -> DataFrame:
     return findings.withColumn("_n", F.row_number().over(w)).where("_n = 1").drop("_n")
 
 
+#: the characters Spark escapes in a partition directory's value (``ExternalCatalogUtils.escapePathName``)
+_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(1, 0x20)}
+
+
+def partition_value(value: str) -> str:
+    """``value`` as Spark writes it in a ``name=value`` partition directory (``%XX`` for the characters it escapes),
+    so that partition discovery reads back ``value`` itself (an Airflow run id has ``:`` and ``+``)."""
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)
+
+
 #: the attempt a run written before attempts existed becomes (sorts before every real one)
 LEGACY_ATTEMPT = "00000000T000000000000Z-legacy"
 
@@ -202,7 +212,7 @@ def append_run(spark: SparkSession, history: str, run_id: str, summary: dict, fi
             int(summary["findings"]["total"]), *(int(sev.get(s, 0)) for s in ("critical", "error", "warning", "info")),
             int(summary["offset_commits"]["group_partitions"]), int(summary["records_read"]["total"]),
             int(sum(summary["records_skipped"]["by_reason"].values())), json.dumps(summary, default=str))]
-    leaf = f"run_date={run_date}/run_id={run_id}/attempt={attempt}"
+    leaf = f"run_date={run_date}/run_id={partition_value(run_id)}/attempt={attempt}"
     _migrate_legacy(spark, base)
     # the findings first, then the runs row: that row commits the attempt
     (findings.withColumn("run_time", F.lit(run_time.strftime("%Y-%m-%d %H:%M:%S.%f")).cast("timestamp"))
@@ -217,11 +227,11 @@ def append_run(spark: SparkSession, history: str, run_id: str, summary: dict, fi
         for date_dir in fs.children(spark, f"{base}/{name}") or []:
             if not date_dir.startswith("run_date="):
                 continue
-            run_dir = f"{base}/{name}/{date_dir}/run_id={run_id}"
+            run_dir = f"{base}/{name}/{date_dir}/run_id={partition_value(run_id)}"
             for a in fs.children(spark, run_dir) or []:
                 if a != f"attempt={attempt}":
                     fs.delete(spark, f"{run_dir}/{a}")
-                    replaced.append(f"{name}/{date_dir}/run_id={run_id}/{a}")
+                    replaced.append(f"{name}/{date_dir}/run_id={partition_value(run_id)}/{a}")
             if date_dir != f"run_date={run_date}" and not [n for n in fs.children(spark, run_dir) or []
                                                             if not n.startswith(("_", "."))]:
                 fs.delete(spark, run_dir)
