@@ -6,7 +6,6 @@ workers', the Connect server's Python workers) is an empty virtual environment: 
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import socket
@@ -147,21 +146,22 @@ def packed_env(tmp_path_factory):
     return archive
 
 
-@contextlib.contextmanager
-def lab_with_local_audit(spark, tmp_path: Path):
+@pytest.fixture(scope="session")
+def lab_live(spark, tmp_path_factory):
     """A 3-broker lab cluster (the first lab Kafka version) where ``out_of_range_commits`` wrote to topic ``events``,
-    audited live by the embedded local run: yields (bootstrap servers, that run's output dir); the cluster stops
-    when the block ends."""
+    audited live by the embedded local run: (bootstrap servers, that run's output dir).  Started once for the
+    live audits on a Spark cluster, through Spark Connect and into an object store, which only read it."""
     from audit.pipeline import AuditConfig, run
     from tests.lab import kafka_dist
     from tests.lab.client import LabClient, out_of_range_commits
     from tests.lab.cluster import KafkaCluster
+    base = tmp_path_factory.mktemp("lab-live")
     version = kafka_dist.versions()[0]
-    cluster = KafkaCluster(version, tmp_path / "kafka", brokers=3).start()
+    cluster = KafkaCluster(version, base / "kafka", brokers=3).start()
     try:
-        with LabClient(version, cluster.bootstrap, log=tmp_path / "labclient.log") as lab:
+        with LabClient(version, cluster.bootstrap, log=base / "labclient.log") as lab:
             out_of_range_commits(lab, "events")
-        local = tmp_path / "local"
+        local = base / "local"
         run(AuditConfig(bootstrap_servers=cluster.bootstrap, output=str(local), quiet=True, reports=False), spark)
         yield cluster.bootstrap, local
     finally:

@@ -10,7 +10,7 @@ os.environ.setdefault("KOA_SHUFFLE_PARTITIONS", "2")
 # go without it, except tests/test_class_data_archive.py, which turns it on in a directory of its own
 os.environ.setdefault("KOA_CDS", "off")
 
-from .cluster_fixtures import connect_server, packed_env, standalone  # noqa: E402,F401 - session fixtures
+from .cluster_fixtures import connect_server, lab_live, packed_env, standalone  # noqa: E402,F401 - session fixtures
 from .paths import SCENARIO  # noqa: E402
 
 

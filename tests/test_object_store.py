@@ -144,7 +144,7 @@ def test_runs_killed_in_their_writes_and_around_the_marker_leave_one_committed_r
     want = findings(s3, m0["run_dir"])
 
     # killed in the middle of writing its tables
-    proc = subprocess.Popen(audit_cmd(s3, output, "--quiet"), env=run_env(s3), stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(audit_cmd(s3, output, "--quiet", "--skip-reports"), env=run_env(s3), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     from pyarrow import fs as pafs
 
@@ -167,13 +167,13 @@ def test_runs_killed_in_their_writes_and_around_the_marker_leave_one_committed_r
     assert len(half) <= 1
 
     # killed with every table and report written, before its marker: still the first run
-    killed = subprocess.run(audit_cmd(s3, output, "--quiet"), env=run_env(s3, KOA_KILL_AT="before-marker"),
+    killed = subprocess.run(audit_cmd(s3, output, "--quiet", "--skip-reports"), env=run_env(s3, KOA_KILL_AT="before-marker"),
                             capture_output=True, text=True, timeout=900)
     assert killed.returncode == -signal.SIGKILL, _out(killed)
     assert read_json(s3, f"{prefix}/summary.json") == m0
 
     # killed right after its marker: that run is committed, whole, the first one its previous
-    killed = subprocess.run(audit_cmd(s3, output, "--quiet"), env=run_env(s3, KOA_KILL_AT="after-marker"),
+    killed = subprocess.run(audit_cmd(s3, output, "--quiet", "--skip-reports"), env=run_env(s3, KOA_KILL_AT="after-marker"),
                             capture_output=True, text=True, timeout=900)
     assert killed.returncode == -signal.SIGKILL, _out(killed)
     m3 = read_json(s3, f"{prefix}/summary.json")
@@ -226,16 +226,15 @@ def test_the_connect_clients_object_store_access(s3, tmp_path, monkeypatch):
         fs._ArrowStore("hdfs://namenode:8020/x")
 
 
-def test_live_audit_of_a_lab_cluster_into_s3_equals_the_local_run(s3, spark, tmp_path):
+def test_live_audit_of_a_lab_cluster_into_s3_equals_the_local_run(s3, lab_live):
     """A real Kafka cluster audited live, its output committed to the object store: the findings equal the
     embedded local run's."""
-    from .cluster_fixtures import lab_with_local_audit
+    bootstrap, local = lab_live
     prefix = f"{BUCKET}/out-live"
-    with lab_with_local_audit(spark, tmp_path) as (bootstrap, local):
-        proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "kafka-offset-audit"), "audit",
-                               "--bootstrap-servers", bootstrap, "--output", f"s3a://{prefix}",
-                               *s3a_conf(s3["endpoint"]), "--quiet"],
-                              env=run_env(s3), capture_output=True, text=True, timeout=900)
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "kafka-offset-audit"), "audit",
+                           "--bootstrap-servers", bootstrap, "--output", f"s3a://{prefix}",
+                           *s3a_conf(s3["endpoint"]), "--quiet"],
+                          env=run_env(s3), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 1, _out(proc)  # OFFSET_OUT_OF_RANGE: error
     marker = read_json(s3, f"{prefix}/summary.json")
     assert marker["failed_stages"] == [] and marker["run_dir"].startswith(f"s3a://{prefix}/runs/")

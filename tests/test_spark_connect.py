@@ -98,18 +98,16 @@ def test_master_with_spark_remote_set_fails_fast(tmp_path):
     assert proc.returncode == 2 and "unset SPARK_REMOTE" in proc.stderr, _out(proc)
 
 
-def test_live_audit_through_spark_connect_both_sources(connect_server, packed_env, spark, tmp_path):
+def test_live_audit_through_spark_connect_both_sources(connect_server, packed_env, spark, lab_live, tmp_path):
     """A real Kafka cluster: the live read through the server (kafka-python in its workers, or Spark's Kafka
     connector on its class path) gives the findings of the embedded local run."""
-    from .cluster_fixtures import lab_with_local_audit
     url, _log, _py = connect_server
+    bootstrap, local = lab_live
     procs = {}
-    with lab_with_local_audit(spark, tmp_path) as (bootstrap, local):
-        for source in ("kafka-python", "kafka-connector"):
-            out = tmp_path / f"out-{source}"
-            procs[source] = (cli(tmp_path, "audit", "--remote", url, "--python-env", str(packed_env),
-                                 "--bootstrap-servers", bootstrap, "--source", source, "--output", str(out)),
-                             out)
+    for source in ("kafka-python", "kafka-connector"):
+        out = tmp_path / f"out-{source}"
+        procs[source] = (cli(tmp_path, "audit", "--remote", url, "--python-env", str(packed_env),
+                             "--bootstrap-servers", bootstrap, "--source", source, "--output", str(out)), out)
     want = findings(spark, local)
     assert {("replayer", "events", 0, "OFFSET_OUT_OF_RANGE")} <= {f[:4] for f in want}
     for source, (proc, out) in procs.items():

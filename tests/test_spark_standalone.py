@@ -73,22 +73,22 @@ def test_without_the_packed_environment_the_executors_cannot_run(standalone, tmp
     assert not (out / "summary.json").exists()
 
 
-def test_live_audit_on_a_standalone_cluster_with_a_packed_environment(standalone, packed_env, spark, tmp_path):
+def test_live_audit_on_a_standalone_cluster_with_a_packed_environment(standalone, packed_env, spark, lab_live,
+                                                                       tmp_path):
     """The same submit with --bootstrap-servers: the live read (a Python data source; kafka-python in the
     executors) against a real Kafka cluster, the same findings as the embedded local run."""
-    from .cluster_fixtures import lab_with_local_audit
+    bootstrap, local = lab_live
     shutil.copy(packed_env, tmp_path / packed_env.name)
-    with lab_with_local_audit(spark, tmp_path) as (bootstrap, local):
-        out = tmp_path / "out"
-        url, *_ = standalone
-        cmd = (readme_blocks()["cluster-live-env"] + "\n" + readme_blocks()["cluster-submit"]
-               .replace(MASTER_PLACEHOLDER, f"{url} --conf spark.ui.enabled=false --executor-memory 1g")
-               .replace(f"--log-dirs {LOG_DIRS}", f"--bootstrap-servers {bootstrap}")
-               .replace("--output audit-out", f"--output {out}"))
-        env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_HOME")}
-        env.update(SPARK_LOCAL_IP="127.0.0.1")
-        proc = subprocess.run(["bash", "-c", "set -euo pipefail\n" + cmd], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=1200)
+    out = tmp_path / "out"
+    url, *_ = standalone
+    cmd = (readme_blocks()["cluster-live-env"] + "\n" + readme_blocks()["cluster-submit"]
+           .replace(MASTER_PLACEHOLDER, f"{url} --conf spark.ui.enabled=false --executor-memory 1g")
+           .replace(f"--log-dirs {LOG_DIRS}", f"--bootstrap-servers {bootstrap}")
+           .replace("--output audit-out", f"--output {out}"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_HOME")}
+    env.update(SPARK_LOCAL_IP="127.0.0.1")
+    proc = subprocess.run(["bash", "-c", "set -euo pipefail\n" + cmd], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 1, (proc.stdout[-3000:], proc.stderr[-3000:])  # OFFSET_OUT_OF_RANGE: error
     assert json.loads((out / "summary.json").read_text())["failed_stages"] == []
     got, want = _findings(spark, out), _findings(spark, local)
