@@ -61,6 +61,7 @@ def _as_commits(df: DataFrame) -> DataFrame:
         "metadata",
         F.timestamp_millis("commit_timestamp").alias("commit_timestamp"),
         "value_version",
+        "topic_id",
         "source_partition",
         F.col("offset").alias("source_offset"),
         "is_latest",
@@ -74,7 +75,8 @@ def live_commits(records: DataFrame, latest_only: bool = False) -> DataFrame:
 
     Returns the ``commits`` table: group_id string, topic string, partition int,
     committed_offset long, committed_leader_epoch int, metadata string,
-    commit_timestamp timestamp, value_version short, source_partition int, source_offset long,
+    commit_timestamp timestamp, value_version short, topic_id string (the v4 value's tagged ``topicId``, Kafka's
+    ``Uuid.toString()`` form, null when it has none), source_partition int, source_offset long,
     is_latest boolean (the group-partition's newest live commit, what a restarting consumer
     resumes from), broker_id int (the replica it was read from), live_count long (summing it
     over all rows gives the number of live commits).

@@ -178,7 +178,7 @@ def with_verdicts(commits: DataFrame, findings: DataFrame) -> DataFrame:
 
     ``verdict`` is ``OK`` or the name of the most severe finding on that commit (ties broken by
     the order of :data:`RULES`).  Columns: group_id, topic, partition, committed_offset,
-    committed_leader_epoch, metadata, commit_timestamp, value_version, verdict.
+    committed_leader_epoch, metadata, commit_timestamp, value_version, topic_id, verdict.
     """
     latest = commits.where("is_latest")
     sev = F.create_map(*[x for k, v in SEVERITY_RANK.items() for x in (F.lit(k), F.lit(v))])
@@ -189,4 +189,4 @@ def with_verdicts(commits: DataFrame, findings: DataFrame) -> DataFrame:
     top = keyed.withColumn("n", F.row_number().over(w)).where("n = 1").drop("n", "rank")
     return (latest.join(top, ["group_id", "topic", "partition", "committed_offset", "commit_timestamp"], "left")
             .select("group_id", "topic", "partition", "committed_offset", "committed_leader_epoch", "metadata",
-                    "commit_timestamp", "value_version", F.coalesce("finding", F.lit("OK")).alias("verdict")))
+                    "commit_timestamp", "value_version", "topic_id", F.coalesce("finding", F.lit("OK")).alias("verdict")))

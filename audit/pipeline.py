@@ -29,7 +29,7 @@ from .spark import in_parallel
 #: the decoded columns the commit and summary stages read (file names stay in ``raw`` for issues)
 RECORD_COLUMNS = ["source_partition", "kind", "offset", "timestamp", "is_transactional", "producer_id", "control_type",
                   "record_type", "group_id", "topic", "partition", "is_tombstone", "value_version",
-                  "committed_offset", "leader_epoch", "metadata", "commit_timestamp", "decode_error", "broker_id", "record_count", "live_count",
+                  "committed_offset", "leader_epoch", "metadata", "commit_timestamp", "topic_id", "decode_error", "broker_id", "record_count", "live_count",
                   "group_generation", "group_protocol_type", "group_protocol", "group_members", "group_owners",
                   "member_id"]
 FAIL_ON = {"critical": 4, "error": 3, "warning": 2, "never": 99}

@@ -76,10 +76,12 @@ def heap_java_options(driver_memory: str) -> str:
 
 def driver_java_options(master: str, quick_start: bool, launching: bool,
                         driver_memory: str | None = None) -> str | None:
-    """``spark.driver.extraJavaOptions`` to set, or None: only when this process starts a local
-    driver JVM; ``KOA_DRIVER_JAVA_OPTIONS`` (even empty) wins over :func:`quick_start_java_options`
-    (plus :func:`heap_java_options` of ``driver_memory`` when given)."""
-    if not launching or not master.startswith("local"):
+    """``spark.driver.extraJavaOptions`` to set, or None: only when this process starts the driver JVM (on this
+    machine: ``local*``, or client mode to a cluster's master, whose driver plans and schedules here);
+    ``KOA_DRIVER_JAVA_OPTIONS`` (even empty) wins over :func:`quick_start_java_options` (plus
+    :func:`heap_java_options` of ``driver_memory`` when given).  A client-mode driver to a standalone cluster of
+    two one-core workers on this 2-core machine, 20M benchmark commits: run() 115.8 s -> 98.9 s (one run each)."""
+    if not launching:
         return None
     default = ""
     if quick_start:
@@ -281,8 +283,8 @@ def build_session(master: str | None = None, app_name: str = "kafka-offset-audit
     ``master`` None keeps what spark-submit set, else ``local[*]``.  Python workers use this
     interpreter (``PYSPARK_PYTHON``), so the installed ``audit`` package and its codecs are found.
     Arrow batches stay small because each input row is a whole segment file.
-    ``quick_start``: when this call starts a local driver JVM, give it
-    :data:`QUICK_START_JAVA_OPTIONS` (the CLI sets it for ``--mode latest``).  Under spark-submit
+    ``quick_start``: when this call starts the driver JVM (any master, client mode), give it
+    :func:`driver_java_options` (the CLI sets it for ``--mode latest``).  Under spark-submit
     the driver JVM already runs and nothing changes.
     ``packages``: Maven coordinates for ``spark.jars.packages`` (resolved from Maven Central when this call
     starts the driver JVM; under spark-submit pass ``--packages`` instead).

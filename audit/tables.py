@@ -57,6 +57,8 @@ _COMMIT = [
     _c("metadata", "string", "the commit carried no metadata string"),
     _c("commit_timestamp", "timestamp", "the record carried no commit timestamp"),
     _c("value_version", "smallint"),
+    _c("topic_id", "string", "the value carries no topic id (OffsetCommitValue before v4, or a v4 value from a broker "
+                             "before 4.1, which leaves the tagged topicId out)"),
 ]
 
 TABLES: dict[str, list[Column]] = {

@@ -213,3 +213,59 @@ def test_offline_audit_skips_nothing(audit_dirs, version):
     assert by_type.get("ConsumerGroupMetadata v0", 0) > 0 and by_type.get("ShareGroupMetadata v0", 0) > 0
     assert summary["inputs"]["metadata_log"].startswith("broker 100 ")
     assert summary["offset_commits"]["live"] > 0
+
+
+def test_commits_carry_the_topic_id_kafka_wrote_in_v4():
+    """Kafka 4.4.0 writes OffsetCommitValue v4 with the tagged ``topicId`` (tag 0): it is the id the topic's replica
+    dirs hold in ``partition.metadata``; Kafka 3.9.2's v3 values have none."""
+    ids = {}
+    for pm in _dir("4.4.0").glob("broker-*/*-*/partition.metadata"):
+        topic = pm.parent.name.rsplit("-", 1)[0]
+        ids.setdefault(topic, set()).add(pm.read_text().split("topic_id:")[1].strip())
+    commits = [r for r in _offsets_rows("4.4.0") if r["kind"] == "record" and r["record_type"] == 1
+               and not r["is_tombstone"]]
+    assert {r["topic"] for r in commits} == {"t1", "t2"}
+    for r in commits:
+        assert ids[r["topic"]] == {r["topic_id"]}, (r["topic"], r["topic_id"], ids.get(r["topic"]))
+    old = [r for r in _offsets_rows("3.9.2") if r["kind"] == "record" and r["record_type"] == 1]
+    assert old and {r["topic_id"] for r in old} == {None}
+
+
+@pytest.mark.parametrize("tags, expected", [
+    (b"\x01\x00\x10" + bytes(range(16)), "AAECAwQFBgcICQoLDA0ODw"),   # tag 0 alone
+    (b"\x02\x00\x10" + bytes(range(16)) + b"\x07\x01\x05", "AAECAwQFBgcICQoLDA0ODw"),  # and a later unknown tag
+    (b"\x00", None),                                              # no tagged field
+    (b"\x01\x03\x02\xff\xff", None),                              # only an unknown tag
+    (b"\x01\x00\x08" + bytes(8), None),                           # tag 0 of the wrong size
+    (b"\x01\x00\x10" + bytes(10), None),                          # truncated uuid
+])
+def test_v4_tagged_topic_id(tags, expected):
+    key = struct.pack(">hh", 1, 1) + b"g" + struct.pack(">h", 1) + b"t" + struct.pack(">i", 0)
+    value = struct.pack(">hqi", 4, 42, 3) + b"\x01" + struct.pack(">q", 1000) + tags
+    row = _kv(key, value)
+    assert (row["committed_offset"], row["leader_epoch"], row["topic_id"]) == (42, 3, expected)
+    assert row["decode_error"] is None
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_partition_metadata_files_kafka_wrote_parse(version):
+    from audit.formats.checkpoints import parse_partition_metadata
+    files = list(_dir(version).glob("broker-*/*-*/partition.metadata"))
+    assert files
+    for pm in files:
+        tid, problem = parse_partition_metadata(pm.read_text())
+        assert problem is None and len(tid) == 22, (pm, problem)
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("version: 1\ntopic_id: AAECAwQFBgcICQoLDA0ODw\n", "version '1' is not 0"),
+    ("version: 0\n", "no topic_id line"),
+    ("version: 0\ntopic_id: AAECAwQF\n", "is not a 16-byte uuid"),
+    ("version: 0\ntopic_id: !!!!\n", "is not a 16-byte uuid"),
+    ("", "version None is not 0"),
+    ("version 0\n", "is not 'key: value'"),
+])
+def test_bad_partition_metadata_says_what(text, problem):
+    from audit.formats.checkpoints import parse_partition_metadata
+    tid, got = parse_partition_metadata(text)
+    assert tid is None and problem in got

@@ -69,10 +69,12 @@ def test_local_cluster_executors_get_the_jit_options_not_the_drivers_heap(monkey
     assert seen["spark.executor.extraJavaOptions"].startswith(QUICK_START_JAVA_OPTIONS)
 
 
-def test_history_mode_cluster_or_running_jvm_keep_the_defaults(monkeypatch):
+def test_history_mode_or_running_jvm_keep_the_defaults(monkeypatch):
     monkeypatch.delenv("KOA_DRIVER_JAVA_OPTIONS", raising=False)
+    monkeypatch.setattr(audit.spark, "available_cpus", lambda: 16)
     assert driver_java_options("local[2]", quick_start=False, launching=True) is None
-    assert driver_java_options("spark://host:7077", quick_start=True, launching=True) is None
+    # a client-mode driver to a cluster runs on this machine: the same options as a local one
+    assert driver_java_options("spark://host:7077", quick_start=True, launching=True) == QUICK_START_JAVA_OPTIONS
     assert driver_java_options("local[2]", quick_start=True, launching=False) is None  # spark-submit / reused session
 
 

@@ -167,3 +167,33 @@ def end_offset_for(cache: list[tuple[int, int]], requested_epoch: int, log_end_o
     if not floor:
         return requested_epoch, higher[0][1]
     return floor[-1][0], higher[0][1]
+
+
+def parse_partition_metadata(text: str) -> tuple[str | None, str | None]:
+    """A replica dir's ``partition.metadata`` -> ``(topic id, problem)``: exactly one is None.
+
+    Kafka's ``PartitionMetadataFile`` (``storage/.../checkpoint/PartitionMetadataReadBuffer``) writes two lines,
+    ``version: 0`` and ``topic_id: <Uuid.toString()>`` (URL-safe base64 of 16 bytes, no padding); any other
+    version or a topic id that is not 16 bytes is refused by the broker, and is a problem here.
+    """
+    import base64
+    import binascii
+    fields = {}
+    for line in text.splitlines():
+        if line.strip():
+            key, sep, value = line.partition(":")
+            if not sep:
+                return None, f"line {line[:80]!r} is not 'key: value'"
+            fields[key.strip()] = value.strip()
+    if fields.get("version") != "0":
+        return None, f"version {fields.get('version')!r} is not 0"
+    tid = fields.get("topic_id")
+    if not tid:
+        return None, "no topic_id line"
+    try:
+        raw = base64.urlsafe_b64decode(tid + "=" * (-len(tid) % 4))
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) != 16:
+        return None, f"topic_id {tid[:40]!r} is not a 16-byte uuid"
+    return tid, None

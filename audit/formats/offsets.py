@@ -7,8 +7,8 @@ Schemas follow Kafka's group-coordinator message definitions
 and 3.9.2) and ``GroupMetadataManager.readMessageKey/readOffsetMessageValue``:
 
 * key ``int16 record_type`` (0 and 1 = offset commit, 2 = classic group metadata);
-* OffsetCommitValue v0..v4 (v4 flexible: compact metadata string + tagged fields, tag 0 =
-  topic id, not needed);
+* OffsetCommitValue v0..v4 (v4 flexible: compact metadata string + tagged fields; tag 0 =
+  ``topicId``, written by 4.1+ brokers, decoded into ``topic_id``, other tags skipped);
 * record types 3..23 (``CoordinatorRecordType``: KIP-848 consumer groups, KIP-932 share
   groups, KIP-1071 streams groups, see :data:`RECORD_TYPE_NAMES`) are known non-commit
   records: their key starts with ``GroupId`` (classic int16 string) in every schema
@@ -76,6 +76,29 @@ def _strings(data: np.ndarray, start: np.ndarray, length: np.ndarray, valid: np.
         return pa.array([None if v is None else v.decode("utf-8", "replace") for v in arr.to_pylist()], pa.string())
 
 
+_B64URL = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", dtype=np.uint8)
+
+
+def uuid_strings(data: np.ndarray, start: np.ndarray) -> pa.Array:
+    """Arrow strings of the 16-byte uuids at ``data[start:start+16]`` in Kafka's ``Uuid.toString()`` form (URL-safe
+    base64 without padding, 22 characters); null where ``start`` is -1.  Vectorised: 16 bytes padded to 18 make
+    six 3-byte groups, 24 sextets, of which the first 22 carry the uuid."""
+    n = len(start)
+    ok = start >= 0
+    if not ok.any():
+        return pa.nulls(n, pa.string())
+    raw = np.zeros((n, 18), dtype=np.uint8)
+    idx = np.where(ok, start, 0)[:, None] + np.arange(16)
+    raw[:, :16] = data[np.minimum(idx, len(data) - 1)]
+    g = raw.reshape(n, 6, 3).astype(np.uint32)
+    word = (g[:, :, 0] << 16) | (g[:, :, 1] << 8) | g[:, :, 2]
+    sextets = np.stack([(word >> s) & 63 for s in (18, 12, 6, 0)], axis=2).reshape(n, 24)[:, :22]
+    chars = np.ascontiguousarray(_B64URL[sextets]).reshape(-1)
+    offsets = np.arange(n + 1, dtype=np.int32) * 22
+    validity = None if ok.all() else pa.array(ok).buffers()[1]
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(chars), validity)
+
+
 #: :func:`_gather` builds its per-byte index for at most this many bytes at a time (8 index bytes per
 #: byte gathered); a longer string is copied as one slice.
 GATHER_CHUNK = 1 << 18
@@ -122,7 +145,8 @@ def decode_offsets_kv(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarr
     - ``is_tombstone`` bool (value null)
     - ``value_version`` int16 (-1 for tombstones)
     - ``committed_offset`` int64, ``leader_epoch`` int32 (-1 for v0-v2), ``metadata`` (pyarrow string),
-      ``commit_timestamp`` int64 ms, ``expire_timestamp`` int64 ms (-1 unless v1)
+      ``commit_timestamp`` int64 ms, ``expire_timestamp`` int64 ms (-1 unless v1), ``topic_id`` (pyarrow
+      string, Kafka's ``Uuid.toString()`` form; null unless a v4 value carries the tagged ``topicId``)
     - ``decode_error`` (pyarrow string, null when the record decoded): ``null_key``,
       ``unknown_record_type``, ``unknown_value_version``, ``malformed_key``, ``malformed_value``.
 
@@ -152,6 +176,7 @@ def materialise_offsets_kv(data: np.ndarray, num: dict[str, np.ndarray],
         "metadata": _strings(data, num["metadata_start"], num["metadata_len"], fill),
         "commit_timestamp": num["commit_timestamp"],
         "expire_timestamp": num["expire_timestamp"],
+        "topic_id": uuid_strings(data, num["topic_id_start"]),
         "decode_error": pa.array(num["decode_error"], pa.string()),
     }
 
@@ -250,6 +275,7 @@ def decode_offsets_numeric(data: np.ndarray, key_start: np.ndarray, key_len: np.
         "metadata_start": v["metadata_start"], "metadata_len": v["metadata_len"], "fill": fill,
         "commit_timestamp": filled(v["commit_timestamp"], np.int64),
         "expire_timestamp": filled(v["expire_timestamp"], np.int64),
+        "topic_id_start": np.where(fill, v["topic_id_start"], -1),
         "decode_error": err, "decoded": code == 0,
     }
 
@@ -297,7 +323,8 @@ def decode_offset_commit_values(data: np.ndarray, value_start: np.ndarray, value
 
     ``value_len`` -1 = tombstone.  Returns numpy columns ``value_version`` (-1 when absent),
     ``committed_offset``, ``leader_epoch`` (-1 before v3), ``metadata_start``/``metadata_len``,
-    ``commit_timestamp`` and ``expire_timestamp`` (ms, -1 when absent), and the flags
+    ``commit_timestamp`` and ``expire_timestamp`` (ms, -1 when absent), ``topic_id_start`` (position of the
+    16 bytes of v4's tagged ``topicId``, tag 0; -1 when the value has none), and the flags
     ``known_version``, ``offset_ok`` (the offset field itself was readable) and ``value_ok``
     (every field of the version was readable).  Fields are filled as far as the bytes go,
     so a truncated value still yields its offset.  ``values`` False: every flag and ``leader_epoch``,
@@ -339,13 +366,28 @@ def decode_offset_commit_values(data: np.ndarray, value_start: np.ndarray, value
     has_exp = version == 1
     expire_ts = np.where(has_exp & ok_exp, read_int(data, p, 8, in_range=True), -1) if values else None
     value_ok = known_version & ok_off & np.where(has_epoch, ok_ep, True) & ok_meta & ok_ts & np.where(has_exp, ok_exp, True)
+    # v4 tagged fields: uvarint count, then (uvarint tag, uvarint size, bytes) in ascending tag order, so the
+    # topic id (tag 0, a 16-byte uuid) can only be the first.
+    tag_pos = ts_pos + 8
+    topic_id_start = np.full(len(version), -1, dtype=np.int64)
+    flex_ok = flexible & known_version & ok_ts & ok_meta & (tag_pos < value_end)
+    if flex_ok.any():
+        def uv(pos, ok):
+            v_, size_, good = read_varint(data, np.where(ok & (pos < dlen), pos, 0), 5, zigzag=False)
+            return v_, size_, good & ok & (pos + size_ <= value_end)
+        n_tags, s1, g1 = uv(tag_pos, flex_ok)
+        tag, s2, g2 = uv(tag_pos + s1, g1 & (n_tags >= 1))
+        size, s3, g3 = uv(tag_pos + s1 + s2, g2 & (tag == 0))
+        start = tag_pos + s1 + s2 + s3
+        has_id = g3 & (size == 16) & (start + 16 <= value_end) & (start + 16 <= dlen)
+        topic_id_start = np.where(has_id, start, -1)
 
     return {
         "value_version": version, "committed_offset": committed_offset, "leader_epoch": leader_epoch,
         "metadata_start": m_start, "metadata_len": mlen, "metadata_ok": ok_meta,
         "commit_timestamp": commit_ts, "expire_timestamp": expire_ts,
         "known_version": known_version, "offset_ok": ok_off & known_version, "value_ok": value_ok,
-        "readable_version": ok_v & ~tomb,
+        "readable_version": ok_v & ~tomb, "topic_id_start": topic_id_start,
     }
 
 

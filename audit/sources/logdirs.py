@@ -19,7 +19,6 @@ Follows Kafka's on-disk layout (``UnifiedLog``, ``LogSegment``, ``LeaderEpochFil
 from __future__ import annotations
 
 import os
-import posixpath
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -29,7 +28,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..formats.checkpoints import (ROOT_CHECKPOINTS, SEGMENT_FILE, SNAPSHOT_FILE, broker_id_of,
-                                   checkpoint_header_problem, parse_meta_properties, parse_partition_dir)
+                                   checkpoint_header_problem, parse_meta_properties, parse_partition_dir,
+                                   parse_partition_metadata)
 from ..spark import compact, default_parallelism, distribute, in_parallel, small_settings, small_tables
 from .fs import FileInfo, InputError, is_local, list_files, read_small, to_uri
 
@@ -52,6 +52,7 @@ class Replica:
     snapshots: list[tuple[int, str]] = field(default_factory=list)       # KRaft (end offset, uri)
     epoch_checkpoint: str | None = None
     epoch_checkpoint_mtime: int | None = None
+    partition_metadata: str | None = None  #: ``partition.metadata`` (the replica's topic id)
 
 
 @dataclass
@@ -163,6 +164,8 @@ def discover(spark: SparkSession, roots: list[str]) -> Inventory:
                 rep.segments.append((int(m.group("base")), f.uri, f.size))
             elif name == "leader-epoch-checkpoint":
                 rep.epoch_checkpoint, rep.epoch_checkpoint_mtime = f.uri, f.mtime_ms
+            elif name == PARTITION_METADATA:
+                rep.partition_metadata = f.uri
             else:
                 s = SNAPSHOT_FILE.match(name)
                 if s:
@@ -226,8 +229,9 @@ SMALL_SCHEMA = pa.schema([
     ("path", pa.string()), ("file_kind", pa.string()),
     ("topic", pa.string()), ("partition", pa.int32()), ("leader_epoch", pa.int32()), ("value", pa.int64()),
     ("issue_reason", pa.string()), ("issue_position", pa.int64()), ("issue_detail", pa.string()),
+    ("topic_id", pa.string()),
 ])
-TAIL, EPOCH_CHECKPOINT = "tail", "leader-epoch-checkpoint"
+TAIL, EPOCH_CHECKPOINT, PARTITION_METADATA = "tail", "leader-epoch-checkpoint", "partition.metadata"
 UNREADABLE, UNREADABLE_DETAIL = "unreadable_file", "the file could not be opened on the executor"
 
 
@@ -303,6 +307,12 @@ def _read_small_files(batches):
                 add(path=path, file_kind=name, issue_reason=UNREADABLE, issue_detail=UNREADABLE_DETAIL)
                 continue
             text = bytes(data).decode("utf-8", "replace")
+            if name == PARTITION_METADATA:
+                topic_id, problem = parse_partition_metadata(text)
+                add(path=path, file_kind=name, topic_id=topic_id,
+                    **({"issue_reason": "bad_partition_metadata", "issue_position": 0, "issue_detail": problem}
+                       if problem else {}))
+                continue
             problem = checkpoint_header_problem(text)
             if problem:
                 add(path=path, file_kind=name, issue_reason="bad_checkpoint_header", issue_position=0,
@@ -410,6 +420,7 @@ class LogDirSources:
     epoch_end_offsets: DataFrame | None = None
     leader_timeline: DataFrame | None = None
     broker_timeline: DataFrame | None = None
+    topic_id_mismatches: list[dict] = field(default_factory=list)
 
 
 def replica_damage(replicas: DataFrame) -> DataFrame:
@@ -467,7 +478,7 @@ REPLICA_SCHEMA = T.StructType([
     T.StructField("first_segment_base", T.LongType()), T.StructField("last_segment_base", T.LongType()),
     T.StructField("tail_path", T.StringType()), T.StructField("epoch_checkpoint", T.StringType()),
     T.StructField("epoch_checkpoint_mtime", T.LongType()), T.StructField("segment_count", T.IntegerType()),
-    T.StructField("dir_uri", T.StringType()),
+    T.StructField("dir_uri", T.StringType()), T.StructField("partition_metadata", T.StringType()),
 ])
 
 
@@ -568,13 +579,14 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
             rows.append((r.broker_id, r.log_dir, r.topic, r.partition,
                          r.segments[0][0] if r.segments else None, r.segments[-1][0] if r.segments else None,
                          nonempty[-1][1] if nonempty else None, r.epoch_checkpoint, r.epoch_checkpoint_mtime,
-                         len(r.segments), r.dir_uri))
+                         len(r.segments), r.dir_uri, r.partition_metadata))
         replicas0 = compact(spark.createDataFrame(rows, REPLICA_SCHEMA))
 
         # every small partition-state file in one pass: replicas' last segments (log end offsets),
         # leader-epoch caches, and the root checkpoints (log start offsets, high watermarks)
         tails_uris = sorted({row[6] for row in rows if row[6]})
-        ckpt_uris = sorted({r.epoch_checkpoint for r in inv.replicas if r.epoch_checkpoint})
+        ckpt_uris = sorted({r.epoch_checkpoint for r in inv.replicas if r.epoch_checkpoint}
+                           | {r.partition_metadata for r in inv.replicas if r.partition_metadata})
         root_rows = [(ld.broker_id, name, uri) for ld in inv.log_dirs for name, uri in ld.root_checkpoints.items()
                      if name in ("replication-offset-checkpoint", "log-start-offset-checkpoint")]
         small_uris = tails_uris + ckpt_uris + sorted({r[2] for r in root_rows})
@@ -603,7 +615,10 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
         max_epoch = rep_cache.groupBy("broker_id", "topic", "partition").agg(F.max("leader_epoch").alias("max_epoch"))
         cache_issues = (epoch_rows.where(F.col("issue_reason").isNotNull()).groupBy("path")
                         .agg(F.min("issue_reason").alias("cache_issue")).withColumnRenamed("path", "epoch_checkpoint"))
-        with_tails = replicas0.join(tails, replicas0.tail_path == tails.path, "left").drop("path")
+        topic_ids = (small.where((F.col("file_kind") == PARTITION_METADATA) & F.col("topic_id").isNotNull())
+                     .select(F.col("path").alias("partition_metadata"), "topic_id"))
+        with_tails = (replicas0.join(tails, replicas0.tail_path == tails.path, "left").drop("path")
+                      .join(topic_ids, "partition_metadata", "left"))
         log_end_offset = F.greatest("last_segment_base", "tail_end")
 
         def replicas_table():
@@ -615,15 +630,24 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
                         .withColumn("log_end_offset", log_end_offset))
             return replica_damage(replicas).select(
                 "broker_id", "log_dir", "topic", "partition", "log_start_offset", "log_end_offset", "high_watermark",
-                "max_epoch", "epoch_checkpoint_mtime", "segment_count", "damage", "damage_file", "damage_detail"
+                "max_epoch", "epoch_checkpoint_mtime", "segment_count", "damage", "damage_file", "damage_detail",
+                "topic_id"
             ).localCheckpoint()
 
         # KRaft metadata log (if any replica of __cluster_metadata-0 is among the inputs): its replay needs only the
         # metadata replicas' log end offsets, so it runs beside the replicas table
         meta_reps = [r for r in inv.replicas if r.topic == METADATA_TOPIC and r.segments]
-        replicas, (partition_state, metadata_source, meta_issues, meta_uris, timeline) = in_parallel(
+        replicas, (partition_state, metadata_source, meta_issues, meta_uris, timeline, current_ids) = in_parallel(
             replicas_table, lambda: _metadata_state(spark, meta_reps, _log_end_offsets(
                 small, {row[0]: (row[6], row[5]) for row in rows if row[2] == METADATA_TOPIC})))
+        # replicas of another incarnation of their topic are none of its replicas: out of epochs, bounds and
+        # REPLICA_DIVERGENCE (kept in the summary)
+        stale_replicas = topic_id_mismatches(replicas, current_ids)
+        stale_keys = [(s["broker_id"], s["topic"], s["partition"]) for s in stale_replicas if s["stale"]]
+        if stale_keys:
+            stale_df = spark.createDataFrame(stale_keys, "broker_id int, topic string, partition int")
+            replicas = replicas.join(F.broadcast(stale_df), ["broker_id", "topic", "partition"], "left_anti")
+            rep_cache = rep_cache.join(F.broadcast(stale_df), ["broker_id", "topic", "partition"], "left_anti")
 
         # the timelines' queries are planned while the bounds are computed
         bounds, timeline = in_parallel(
@@ -701,7 +725,7 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
         read_issues = read_issues.unionByName(d)
     return LogDirSources(raw, replicas, epochs, bounds, partition_state, read_issues, inv, chosen, metadata_source,
                          leader_timeline=timeline[0] if timeline else None,
-                         broker_timeline=timeline[1] if timeline else None)
+                         broker_timeline=timeline[1] if timeline else None, topic_id_mismatches=stale_replicas)
 
 
 PARTITION_STATE_DDL = ("topic string, partition int, last_leader int, leader_epoch int, "
@@ -742,10 +766,10 @@ def _metadata_state(spark, meta_reps: list[Replica], ends: dict[int, int | None]
 
     Returns (partition state (checkpointed), which replica was used, issue rows or None, the URIs decoded, a
     function returning the leader timeline of ``sql/leader_timeline.sql`` with the broker timeline of
-    ``sql/broker_timeline.sql``, or None).
+    ``sql/broker_timeline.sql``, or None, and each topic name's current id (``sql/topic_ids.sql``) or None).
     """
     if not meta_reps:
-        return spark.createDataFrame([], PARTITION_STATE_DDL).localCheckpoint(), None, None, [], None
+        return spark.createDataFrame([], PARTITION_STATE_DDL).localCheckpoint(), None, None, [], None, None
     best = sorted(meta_reps, key=lambda r: (-(ends.get(r.broker_id) or -1), r.broker_id))[0]
     uris = [u for _b, u, size in best.segments if size > 0]
     snap_end = None
@@ -767,9 +791,45 @@ def _metadata_state(spark, meta_reps: list[Replica], ends: dict[int, int | None]
     from ..judge import load_sql
     state = spark.sql(load_sql("metadata_replay")).localCheckpoint()
 
+    current_ids = spark.sql(load_sql("topic_ids"))
+
     def timeline():
         return spark.sql(load_sql("leader_timeline")), spark.sql(load_sql("broker_timeline"))
-    return state, f"broker {best.broker_id} {best.dir_uri}", issues, uris, timeline
+    return state, f"broker {best.broker_id} {best.dir_uri}", issues, uris, timeline, current_ids
+
+
+MAX_TOPIC_ID_MISMATCHES = 1000
+
+
+def topic_id_mismatches(replicas: DataFrame, current_ids: DataFrame | None) -> list[dict]:
+    """Replicas whose ``partition.metadata`` topic id is not their topic's (KIP-516 topic ids), at most
+    :data:`MAX_TOPIC_ID_MISMATCHES` of them, as dicts: broker_id, topic, partition, topic_id (the replica's),
+    current_topic_id (null: the topic is deleted), stale (bool), log_end_offset, reason.
+
+    With the KRaft metadata log (``current_ids``: ``sql/topic_ids.sql``), a replica is ``stale`` when its id is
+    not the current one of a topic the log names: an earlier incarnation's replica (``stale_incarnation``), or
+    a deleted topic's (``deleted_topic``).  A broker that comes back finds such a dir and renames it ``-stray``
+    or deletes it (``LogManager``, KAFKA-14616); a backup taken while it was down still holds it.  Without the
+    metadata log the current id is unknown: replicas of one partition that disagree on their id are returned
+    with ``stale`` False (``conflicting_topic_ids``) and stay in the audit.  One small job; ``replicas`` needs
+    broker_id, topic, partition, topic_id, log_end_offset."""
+    from pyspark.sql.window import Window
+    cols = ["broker_id", "topic", "partition", "topic_id", "log_end_offset"]
+    if current_ids is not None:
+        named = F.col("topic_ids").isNotNull()
+        rows = (replicas.where(F.col("topic_id").isNotNull()).select(*cols)
+                .join(current_ids, "topic", "left")
+                .where(named & (F.col("current_topic_id").isNull() | (F.col("topic_id") != F.col("current_topic_id"))))
+                .select(*cols, "current_topic_id", F.lit(True).alias("stale"),
+                        F.when(F.col("current_topic_id").isNull(), F.lit("deleted_topic"))
+                        .otherwise(F.lit("stale_incarnation")).alias("reason")))
+    else:
+        w = Window.partitionBy("topic", "partition")
+        rows = (replicas.where(F.col("topic_id").isNotNull()).select(*cols)
+                .withColumn("ids", F.size(F.collect_set("topic_id").over(w))).where(F.col("ids") > 1)
+                .select(*cols, F.lit(None).cast("string").alias("current_topic_id"), F.lit(False).alias("stale"),
+                        F.lit("conflicting_topic_ids").alias("reason")))
+    return [r.asDict() for r in rows.orderBy("topic", "partition", "broker_id").limit(MAX_TOPIC_ID_MISMATCHES).collect()]
 
 
 def _authority(replicas: DataFrame, state: DataFrame) -> DataFrame:

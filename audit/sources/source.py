@@ -131,6 +131,9 @@ class LogDirSource(AuditSource):
             "consumer_offsets_replicas": {str(p): {"broker_id": v["answered_by_broker"], "chosen_as": v["authority"],
                                                    "replicas": v["replica_count"]}
                                           for p, v in sorted(src.offsets_replicas.items())},
+            # replicas whose partition.metadata topic id is not their topic's (logdirs.topic_id_mismatches);
+            # ``stale`` ones are left out of epochs, bounds and REPLICA_DIVERGENCE
+            "topic_id_mismatches": src.topic_id_mismatches,
             "notes": src.inventory.notes,
         }
 

@@ -1,0 +1,298 @@
+"""The audit on a Spark cluster and through Spark Connect, measured in one run (figures, not a test).
+
+    python -m bench.cluster_modes --output /tmp/koa-bench/cluster.json          # about 25 minutes here
+    python -m bench.cluster_modes --quick --output /tmp/koa-bench/cluster-quick.json   # checks the script only
+
+Three measures, one table:
+
+1. **Standalone ÷ local**: ``audit.pipeline.run()`` of the benchmark's N-commit log dir (:mod:`bench.generate`,
+   default 100,000,000 commits) on a standalone master with two workers (one core each, started here from
+   pyspark's own jars, on this machine) against ``local[2]``, alternated ``--pairs`` times, medians of
+   ``run()``'s seconds (:mod:`bench.run_benchmark`'s child: a fresh process each).  On two cores no speed-up is
+   possible; the target is the cluster's overhead: <= 1.3x.
+2. **Memory flat**: on the standalone cluster, the driver's Python and JVM peaks (from the child) and each
+   executor JVM's and its Python workers' peak RSS (sampled here from ``/proc`` every 0.5 s), at ``--n-small``
+   and ``--n-large``: largest ÷ smallest <= 1.5x.
+3. **Connect, warm server**: the small audit of the shared scenario (reports on) by a fresh CLI process with
+   ``--remote`` against a Spark Connect server that has already run one audit (no JVM start to pay), ÷ the bare
+   Spark process of :mod:`bench.small_audit` (a fresh ``local[2]`` session, one ``mapInArrow`` job, one Parquet
+   write), alternated, medians: <= 0.7x.
+
+The cluster's and the server's Python is this interpreter (the project installed): the measures are about where
+Spark runs, not about shipping the environment (``tests/test_spark_standalone.py`` and
+``tests/test_spark_connect.py`` prove the empty-executor paths).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SCENARIO = REPO.parent / "shared" / "data" / "scenarios" / "unclean-election-3brokers" / "brokers"
+TARGETS = {"standalone_ratio": 1.3, "memory_growth": 1.5, "connect_ratio": 0.7}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _spark_env() -> dict:
+    import pyspark
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_REMOTE")}
+    env.update(SPARK_HOME=os.path.dirname(pyspark.__file__), PYSPARK_PYTHON=sys.executable,
+               SPARK_LOCAL_IP="127.0.0.1", SPARK_NO_DAEMONIZE="1")
+    return env
+
+
+def _wait_log(log: Path, text: str, proc, timeout: float = 300) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if text in log.read_text(errors="replace"):
+            return
+        if proc.poll() is not None:
+            break
+        time.sleep(0.5)
+    raise SystemExit(f"{text!r} not in {log} after {timeout} s:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def start_standalone(work: Path, memory: str) -> tuple[str, list]:
+    """A master and two one-core workers on loopback; returns (URL, processes)."""
+    bin_dir = os.path.dirname(sys.executable)
+    env, port, procs = _spark_env(), _free_port(), []
+    mlog = work / "master.log"
+    procs.append(subprocess.Popen([os.path.join(bin_dir, "spark-class"), "org.apache.spark.deploy.master.Master",
+                                   "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(_free_port())],
+                                  stdout=mlog.open("w"), stderr=subprocess.STDOUT, env=env))
+    _wait_log(mlog, "I have been elected leader", procs[0])
+    url = f"spark://127.0.0.1:{port}"
+    for i in (1, 2):
+        wlog = work / f"worker-{i}.log"
+        (work / f"worker-{i}").mkdir(exist_ok=True)
+        procs.append(subprocess.Popen([os.path.join(bin_dir, "spark-class"), "org.apache.spark.deploy.worker.Worker",
+                                       url, "--host", "127.0.0.1", "--cores", "1", "--memory", memory, "--work-dir",
+                                       str(work / f"worker-{i}"), "--webui-port", str(_free_port())],
+                                      stdout=wlog.open("w"), stderr=subprocess.STDOUT, env=env))
+        _wait_log(wlog, "Successfully registered with master", procs[-1])
+    return url, procs
+
+
+def start_connect(work: Path) -> tuple[str, subprocess.Popen]:
+    port = _free_port()
+    log = work / "connect.log"
+    proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "spark-submit"), "--class",
+                             "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]",
+                             "--driver-memory", "2g", "--conf", "spark.ui.enabled=false",
+                             "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+                             "--conf", f"spark.connect.grpc.binding.port={port}", "spark-internal"],
+                            stdout=log.open("w"), stderr=subprocess.STDOUT, env=_spark_env(), cwd=work)
+    _wait_log(log, "Spark Connect server started", proc)
+    return f"sc://127.0.0.1:{port}", proc
+
+
+def stop(procs) -> None:
+    for p in reversed(procs):
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+class ExecutorSampler:
+    """Peak RSS (MiB) of every executor JVM (``CoarseGrainedExecutorBackend``) and of the Python workers
+    (``pyspark.daemon``/``pyspark.worker``) started under the workers' directories, sampled from ``/proc``."""
+
+    def __init__(self, work: Path, interval: float = 0.5):
+        self.work, self.interval = str(work), interval
+        self.jvm: dict[int, float] = {}
+        self.python_sum = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    @staticmethod
+    def _rss_mib(pid: int) -> float:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return 0.0
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            py = 0.0
+            for d in os.listdir("/proc"):
+                if not d.isdigit():
+                    continue
+                try:
+                    cmd = Path(f"/proc/{d}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                except OSError:
+                    continue
+                if "CoarseGrainedExecutorBackend" in cmd:
+                    self.jvm[int(d)] = max(self.jvm.get(int(d), 0.0), self._rss_mib(int(d)))
+                elif "pyspark.daemon" in cmd or "pyspark.worker" in cmd:
+                    try:
+                        cwd = os.readlink(f"/proc/{d}/cwd")
+                    except OSError:
+                        cwd = ""
+                    if cwd.startswith(self.work):
+                        py += self._rss_mib(int(d))
+            self.python_sum = max(self.python_sum, py)
+            self._stop.wait(self.interval)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def result(self) -> dict:
+        return {"executor_jvm_peak_rss_mib": round(max(self.jvm.values(), default=0.0), 1),
+                "executor_python_peak_rss_sum_mib": round(self.python_sum, 1)}
+
+
+def bench_run(n: int, master: str, cache: str, work: Path, sampler_dir: Path | None = None) -> dict:
+    """One :mod:`bench.run_benchmark` measure (its child: a fresh process, reports on) at ``n`` on ``master``."""
+    out = work / f"rb-{n}-{master.split(':')[0].replace('[', '').replace(']', '')}-{time.time_ns()}.json"
+    cmd = [sys.executable, "-m", "bench.run_benchmark", "--n", str(n), "--skip-naive", "--master", master,
+           "--cache", cache, "--output", str(out)]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+
+    def go():
+        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+    if sampler_dir is not None:
+        with ExecutorSampler(sampler_dir) as s:
+            go()
+        extra = s.result()
+    else:
+        go()
+        extra = {}
+    row = json.loads(out.read_text())["rows"][0]
+    return {"n": n, "master": master, "run_seconds": row["run_seconds"], "findings_as_expected":
+            row["findings_as_expected"], "driver_python_peak_rss_mib": row["driver_python_peak_rss_mib"],
+            "jvm_heap_live_at_stage_ends_mib": row["jvm_heap_live_at_stage_ends_mib"], **extra}
+
+
+def timed(cmd: list[str], env: dict | None = None) -> float:
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd[:6])} ... failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return time.perf_counter() - t
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n-small", type=int, default=20_000_000)
+    ap.add_argument("--n-large", type=int, default=100_000_000)
+    ap.add_argument("--pairs", type=int, default=2)
+    ap.add_argument("--worker-memory", default="6g")
+    ap.add_argument("--cache", default=os.environ.get("KOA_BENCH_CACHE", "/tmp/koa-bench"))
+    ap.add_argument("--quick", action="store_true", help="small inputs, one pair: checks the script, not a measure")
+    ap.add_argument("--output", default=None)
+    a = ap.parse_args(argv)
+    if a.quick:
+        a.n_small, a.n_large, a.pairs = 100_000, 400_000, 1
+    work = Path(tempfile.mkdtemp(prefix="koa-cluster-bench-"))
+    started = time.strftime("%Y-%m-%d %H:%M:%S")
+    res: dict = {"started": started, "cpus": os.cpu_count(), "quick": a.quick, "n_small": a.n_small,
+                 "n_large": a.n_large, "pairs": a.pairs}
+    url, procs = start_standalone(work, a.worker_memory)
+    try:
+        print(f"[cluster] standalone {url}; N={a.n_large:,}: local[2] and the cluster alternated", flush=True)
+        runs = {"local": [], "standalone": []}
+        for i in range(a.pairs):
+            for mode, master in (("local", "local[2]"), ("standalone", url)):
+                r = bench_run(a.n_large, master, a.cache, work, work if mode == "standalone" else None)
+                runs[mode].append(r)
+                print(f"[cluster]   {mode:10s} run {i + 1}: run() {r['run_seconds']} s", flush=True)
+        small = bench_run(a.n_small, url, a.cache, work, work)
+        print(f"[cluster]   standalone N={a.n_small:,}: run() {small['run_seconds']} s", flush=True)
+    finally:
+        stop(procs)
+    med = {m: statistics.median(r["run_seconds"] for r in rs) for m, rs in runs.items()}
+    large = max(runs["standalone"], key=lambda r: r["executor_jvm_peak_rss_mib"])
+    res["standalone"] = {"runs": runs, "medians_s": med, "ratio": round(med["standalone"] / med["local"], 2),
+                         "findings_as_expected": all(r["findings_as_expected"] for rs in runs.values() for r in rs)}
+    res["memory"] = {"small": small, "large": large}
+    conn_url, conn = start_connect(work)
+    try:
+        env = dict(os.environ, KOA_CDS="off")
+        cli = [os.path.join(os.path.dirname(sys.executable), "kafka-offset-audit"), "audit", "--remote", conn_url,
+               "--log-dirs", str(SCENARIO), "--quiet"]
+        warm = timed(cli + ["--output", str(work / "connect-warm")], env)
+        print(f"[cluster] Connect {conn_url}: warming run {warm:.2f} s", flush=True)
+        times = {"connect": [], "bare": []}
+        for i in range(a.pairs):
+            times["connect"].append(round(timed(cli + ["--output", str(work / f"connect-{i}")], env), 3))
+            shutil.rmtree(work / f"bare-{i}", ignore_errors=True)
+            times["bare"].append(round(timed([sys.executable, "-m", "bench.small_audit", "--child-bare",
+                                              str(work / f"bare-{i}")], dict(os.environ, PYTHONPATH=str(REPO))), 3))
+            print(f"[cluster]   pair {i + 1}: Connect {times['connect'][-1]} s, bare Spark {times['bare'][-1]} s",
+                  flush=True)
+    finally:
+        stop([conn])
+    cm, bm = statistics.median(times["connect"]), statistics.median(times["bare"])
+    res["connect"] = {"warm_run_s": round(warm, 3), "runs": times, "ratio": round(cm / bm, 2)}
+    res["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    print_table(res)
+    if a.output:
+        Path(a.output).write_text(json.dumps(res, indent=2))
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def _growth(small: dict, large: dict, key: str) -> tuple[str, float]:
+    s, l = small.get(key) or 0.0, large.get(key) or 0.0
+    g = l / s if s else float("inf")
+    return f"{s:.0f} -> {l:.0f} MiB = {g:.2f}x", g
+
+
+def print_table(res: dict) -> None:
+    rows = []
+    st = res["standalone"]
+    med = st["medians_s"]
+    rows.append((f"standalone (2 workers x 1 core) ÷ local[2], N={res['n_large']:,}, run(), {res['pairs']} pairs, "
+                 "medians", f"{med['standalone']:.1f} s ÷ {med['local']:.1f} s = {st['ratio']:.2f}x",
+                 f"<= {TARGETS['standalone_ratio']}x", st["ratio"] <= TARGETS["standalone_ratio"]
+                 and st["findings_as_expected"]))
+    small, large = res["memory"]["small"], res["memory"]["large"]
+    for key, what in (("driver_python_peak_rss_mib", "driver Python peak RSS"),
+                      ("jvm_heap_live_at_stage_ends_mib", "driver JVM heap live at stage ends"),
+                      ("executor_jvm_peak_rss_mib", "executor JVM peak RSS"),
+                      ("executor_python_peak_rss_sum_mib", "executors' Python workers, peak RSS sum")):
+        fig, g = _growth(small, large, key)
+        rows.append((f"{what}, standalone, N={res['n_small']:,} -> {res['n_large']:,}", fig,
+                     f"<= {TARGETS['memory_growth']}x", g <= TARGETS["memory_growth"]))
+    c = res["connect"]
+    rows.append(("shared scenario, reports on: fresh CLI --remote to a warm Connect server ÷ bare Spark process, "
+                 f"{res['pairs']} pairs, medians",
+                 f"{statistics.median(c['runs']['connect']):.2f} s ÷ {statistics.median(c['runs']['bare']):.2f} s = "
+                 f"{c['ratio']:.2f}x", f"<= {TARGETS['connect_ratio']}x", c["ratio"] <= TARGETS["connect_ratio"]))
+    w = [max(len(r[i]) for r in rows) for i in range(3)]
+    print(f"\ncluster modes, one run ({res['started']} -> {res['finished']}, {res['cpus']} CPUs)"
+          + (" -- QUICK: small inputs, not the measures" if res["quick"] else ""))
+    print(f"{'measure':{w[0]}} | {'figure':{w[1]}} | {'target':{w[2]}} | verdict")
+    print(f"{'-' * w[0]}-+-{'-' * w[1]}-+-{'-' * w[2]}-+--------")
+    for m, f, t, ok in rows:
+        print(f"{m:{w[0]}} | {f:{w[1]}} | {t:{w[2]}} | {'PASS' if ok else 'FAIL'}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
