@@ -140,7 +140,8 @@ def build_registry(summary: Mapping[str, Any], rows: list[dict], *, success: boo
         for r in lost:
             key = (str(r["topic"]), str(r["partition"]), str(r["replica_broker"]))
             lost_records.labels(*key, str(r["severity"])).set(int(r["records_at_risk"] or 0))
-            lost_at.labels(*key).set(int(r["divergence_offset"]))
+            if r["divergence_offset"] is not None:
+                lost_at.labels(*key).set(int(r["divergence_offset"]))
 
     findings = summary.get("findings") or {}
     by_sev = gauge("findings_by_severity", "Findings of this run by severity.", ("severity",))
