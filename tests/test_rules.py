@@ -8,7 +8,7 @@ from audit.judge import FINDING_COLUMNS, judge, with_verdicts
 
 COMMITS = ("group_id string, topic string, partition int, committed_offset long, committed_leader_epoch int, "
            "metadata string, commit_timestamp timestamp, value_version short, source_partition int, "
-           "source_offset long, is_latest boolean, broker_id int")
+           "source_offset long, is_latest boolean, broker_id int, topic_id string")
 EPOCHS = "topic string, partition int, broker_id int, leader_epoch int, start_offset long, is_leader boolean"
 BOUNDS = ("topic string, partition int, log_start_offset long, log_end_offset long, high_watermark long, "
           "leader_id int, answered_by_broker int, authority string, history_captured_at timestamp, replica_count int, "
@@ -18,7 +18,8 @@ LATER = datetime(2026, 11, 22, 8, 0, 0)
 
 
 def commit(offset, epoch, n=0, latest=True, group="g", topic="t", partition=0, version=3, ts=T0):
-    return (group, topic, partition, offset, epoch, "", ts, version, 0, n, latest, 1)
+    return (group, topic, partition, offset, epoch, "", ts, version, 0, n, latest, 1,
+            "AAECAwQFBgcICQoLDA0ODw" if version >= 4 else None)
 
 
 def tables(spark, commits, cache=((0, 0), (2, 60), (3, 110)), log_start=0, log_end=120, unclean=0,
