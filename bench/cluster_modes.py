@@ -107,13 +107,8 @@ def start_connect(work: Path) -> tuple[str, subprocess.Popen]:
 
 
 def stop(procs) -> None:
-    for p in reversed(procs):
-        p.terminate()
-    for p in procs:
-        try:
-            p.wait(30)
-        except subprocess.TimeoutExpired:
-            p.kill()
+    from tests.cluster_fixtures import stop_processes
+    stop_processes(procs)
 
 
 class ExecutorSampler:

@@ -62,7 +62,8 @@ def spark_env(python: Path) -> dict:
     return env
 
 
-def _stop(procs):
+def stop_processes(procs):
+    """Terminate ``procs`` (newest first), then kill any still running after 30 s."""
     for p in reversed(procs):
         p.terminate()
     for p in procs:
@@ -104,7 +105,7 @@ def standalone(tmp_path_factory):
             works.append(work)
         yield url, works, empty_py, base
     finally:
-        _stop(procs)
+        stop_processes(procs)
 
 
 #: what stands for the Connect server in the README's blocks
@@ -131,7 +132,7 @@ def connect_server(tmp_path_factory):
                  proc=proc, log=log)
         yield f"sc://127.0.0.1:{port}", log, empty_py
     finally:
-        _stop([proc])
+        stop_processes([proc])
 
 
 @pytest.fixture(scope="session")
