@@ -642,12 +642,13 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
                 small, {row[0]: (row[6], row[5]) for row in rows if row[2] == METADATA_TOPIC})))
         # replicas of another incarnation of their topic are none of its replicas: out of epochs, bounds and
         # REPLICA_DIVERGENCE (kept in the summary)
+        # (all of them, not only the ones the summary lists)
+        mismatches = topic_id_mismatch_rows(replicas, current_ids)
         stale_replicas = topic_id_mismatches(replicas, current_ids)
-        stale_keys = [(s["broker_id"], s["topic"], s["partition"]) for s in stale_replicas if s["stale"]]
-        if stale_keys:
-            stale_df = spark.createDataFrame(stale_keys, "broker_id int, topic string, partition int")
-            replicas = replicas.join(F.broadcast(stale_df), ["broker_id", "topic", "partition"], "left_anti")
-            rep_cache = rep_cache.join(F.broadcast(stale_df), ["broker_id", "topic", "partition"], "left_anti")
+        if any(s["stale"] for s in stale_replicas):
+            stale_df = mismatches.where("stale").select("broker_id", "topic", "partition").localCheckpoint()
+            replicas = replicas.join(stale_df, ["broker_id", "topic", "partition"], "left_anti")
+            rep_cache = rep_cache.join(stale_df, ["broker_id", "topic", "partition"], "left_anti")
 
         # the timelines' queries are planned while the bounds are computed
         bounds, timeline = in_parallel(
@@ -802,17 +803,23 @@ MAX_TOPIC_ID_MISMATCHES = 1000
 
 
 def topic_id_mismatches(replicas: DataFrame, current_ids: DataFrame | None) -> list[dict]:
-    """Replicas whose ``partition.metadata`` topic id is not their topic's (KIP-516 topic ids), at most
-    :data:`MAX_TOPIC_ID_MISMATCHES` of them, as dicts: broker_id, topic, partition, topic_id (the replica's),
-    current_topic_id (null: the topic is deleted), stale (bool), log_end_offset, reason.
+    """The first :data:`MAX_TOPIC_ID_MISMATCHES` rows of :func:`topic_id_mismatch_rows`, as dicts (for the summary)."""
+    rows = topic_id_mismatch_rows(replicas, current_ids)
+    return [r.asDict() for r in rows.orderBy("topic", "partition", "broker_id").limit(MAX_TOPIC_ID_MISMATCHES).collect()]
+
+
+def topic_id_mismatch_rows(replicas: DataFrame, current_ids: DataFrame | None) -> DataFrame:
+    """Replicas whose ``partition.metadata`` topic id is not their topic's (KIP-516 topic ids): broker_id, topic,
+    partition, topic_id (the replica's), log_end_offset, current_topic_id (null: the topic is deleted), stale
+    (bool), reason.
 
     With the KRaft metadata log (``current_ids``: ``sql/topic_ids.sql``), a replica is ``stale`` when its id is
     not the current one of a topic the log names: an earlier incarnation's replica (``stale_incarnation``), or
     a deleted topic's (``deleted_topic``).  A broker that comes back finds such a dir and renames it ``-stray``
     or deletes it (``LogManager``, KAFKA-14616); a backup taken while it was down still holds it.  Without the
     metadata log the current id is unknown: replicas of one partition that disagree on their id are returned
-    with ``stale`` False (``conflicting_topic_ids``) and stay in the audit.  One small job; ``replicas`` needs
-    broker_id, topic, partition, topic_id, log_end_offset."""
+    with ``stale`` False (``conflicting_topic_ids``) and stay in the audit.  ``replicas`` needs broker_id, topic,
+    partition, topic_id, log_end_offset."""
     from pyspark.sql.window import Window
     cols = ["broker_id", "topic", "partition", "topic_id", "log_end_offset"]
     if current_ids is not None:
@@ -829,7 +836,7 @@ def topic_id_mismatches(replicas: DataFrame, current_ids: DataFrame | None) -> l
                 .withColumn("ids", F.size(F.collect_set("topic_id").over(w))).where(F.col("ids") > 1)
                 .select(*cols, F.lit(None).cast("string").alias("current_topic_id"), F.lit(False).alias("stale"),
                         F.lit("conflicting_topic_ids").alias("reason")))
-    return [r.asDict() for r in rows.orderBy("topic", "partition", "broker_id").limit(MAX_TOPIC_ID_MISMATCHES).collect()]
+    return rows
 
 
 def _authority(replicas: DataFrame, state: DataFrame) -> DataFrame:
