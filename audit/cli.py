@@ -84,9 +84,21 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
                    help="the job label of the pushed metrics (default: %(default)s)")
     a.add_argument("--pushgateway-label", metavar="LABEL=VALUE", action="extend", nargs="+", default=[],
                    help="grouping labels of the pushed metrics, e.g. cluster=prod (one or more; repeatable)")
+    a.add_argument("--stale-after", metavar="DURATION", type=duration_seconds, default="24h",
+                   help="a group whose latest commit is older than this at the audit while its partitions grew "
+                        "is STALE in groups/ (e.g. 30m, 6h, 2d, or seconds; default: %(default)s)")
     a.add_argument("--metrics-max-group-partitions", metavar="N", type=int, default=50_000,
                    help="per-group-partition metrics for at most N group-partitions, worst verdict first "
                         "(default: %(default)s; 0: run-level metrics only)")
+
+
+def duration_seconds(text: str) -> int:
+    """``--stale-after``'s value in seconds: a whole number with an optional unit ``s``, ``m``, ``h`` or ``d``
+    (``90``, ``30m``, ``24h``, ``2d``).  Raises :class:`argparse.ArgumentTypeError` naming the accepted forms."""
+    m = re.fullmatch(r"\s*(\d+)\s*([smhd]?)\s*", text or "")
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of seconds, or with a unit: 30m, 6h, 2d")
+    return int(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
 
 
 def add_connect_arguments(a: argparse.ArgumentParser) -> None:
@@ -173,6 +185,8 @@ def run_audit(args, master: str | None, on_session=None) -> int:
                           pushgateway_job=getattr(args, "pushgateway_job", "kafka_offset_audit"),
                           pushgateway_labels=getattr(args, "pushgateway_label", None) or [],
                           metrics_max_group_partitions=getattr(args, "metrics_max_group_partitions", 50_000),
+                          **({"stale_after_seconds": args.stale_after} if getattr(args, "stale_after", None) is not None
+                             else {}),
                           history=getattr(args, "history", None), run_id=getattr(args, "run_id", None),
                           max_concurrency=getattr(args, "max_concurrency", None),
                           source=getattr(args, "source", "kafka-python"))

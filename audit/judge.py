@@ -21,7 +21,6 @@ from importlib import resources
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.window import Window
 
 from .spark import in_parallel, small_settings
 
@@ -91,8 +90,14 @@ def parse_ahead(spark: SparkSession):
         thread = threading.Thread(target=lambda: None, name="koa-parse-ahead", daemon=True)
         thread.start()
         return thread
-    texts = [f.read_text().replace("{judge_all}", "false") for f in sql_dir().iterdir()
-             if f.name.endswith(".sql")]
+    from .groups import PARSE_DEFAULTS
+    texts = []
+    for f in sql_dir().iterdir():
+        if f.name.endswith(".sql"):
+            text = f.read_text().replace("{judge_all}", "false")
+            for placeholder, value in PARSE_DEFAULTS.items():
+                text = text.replace(placeholder, value)
+            texts.append(text)
 
     def work():
         try:
@@ -173,20 +178,45 @@ def judge(spark: SparkSession, commits: DataFrame, epochs: DataFrame, bounds: Da
     return reduce(DataFrame.union, parts)
 
 
-def with_verdicts(commits: DataFrame, findings: DataFrame) -> DataFrame:
-    """The ``committed_offsets`` table: the latest live commit per group-partition with ``verdict``.
+def with_verdicts(commits: DataFrame, findings: DataFrame, bounds: DataFrame | None = None) -> DataFrame:
+    """The ``committed_offsets`` table: the latest live commit per group-partition with ``verdict``, the
+    partition's bounds and the lag.
 
     ``verdict`` is ``OK`` or the name of the most severe finding on that commit (ties broken by
-    the order of :data:`RULES`).  Columns: group_id, topic, partition, committed_offset,
-    committed_leader_epoch, metadata, commit_timestamp, value_version, topic_id, verdict.
+    the order of :data:`RULES`).  ``bounds`` (the judge's view of the same name: one row per topic-partition, from
+    the authoritative replica offline, or the leader's ListOffsets answers live) gives ``log_start_offset``,
+    ``log_end_offset`` and ``high_watermark`` (bigint offsets, null where unknown or without ``bounds``);
+    ``lag`` is ``log_end_offset - committed_offset`` in records, not clamped: negative for a commit past the log
+    end (the finding on the commit says why).  Live, ``log_end_offset`` is what ListOffsets LATEST answers a
+    consumer (the high watermark), as in ``kafka-consumer-groups --describe``.  ``records_at_risk`` is the
+    largest count any finding on the commit gives (null when none counts).
+    Columns: group_id, topic, partition, committed_offset, committed_leader_epoch, metadata, commit_timestamp,
+    value_version, topic_id, verdict, log_start_offset, log_end_offset, high_watermark, lag, records_at_risk.
     """
     latest = commits.where("is_latest")
+    key = ["group_id", "topic", "partition", "committed_offset", "commit_timestamp"]
     sev = F.create_map(*[x for k, v in SEVERITY_RANK.items() for x in (F.lit(k), F.lit(v))])
     order = F.create_map(*[x for i, k in enumerate(RULES) for x in (F.lit(k), F.lit(len(RULES) - i))])
-    keyed = findings.select("group_id", "topic", "partition", "committed_offset", "commit_timestamp", "finding",
-                            (sev[F.col("severity")] * 100 + order[F.col("finding")]).alias("rank"))
-    w = Window.partitionBy("group_id", "topic", "partition", "committed_offset", "commit_timestamp").orderBy(F.col("rank").desc())
-    top = keyed.withColumn("n", F.row_number().over(w)).where("n = 1").drop("n", "rank")
-    return (latest.join(top, ["group_id", "topic", "partition", "committed_offset", "commit_timestamp"], "left")
-            .select("group_id", "topic", "partition", "committed_offset", "committed_leader_epoch", "metadata",
-                    "commit_timestamp", "value_version", "topic_id", F.coalesce("finding", F.lit("OK")).alias("verdict")))
+    keyed = findings.where(F.col("group_id").isNotNull()).select(
+        *key, "finding", (sev[F.col("severity")] * 100 + order[F.col("finding")]).alias("rank"),
+        F.col("records_at_risk").cast("bigint").alias("records_at_risk"))
+    # the most severe finding's name and the largest count of records at risk, in one aggregate
+    top = keyed.groupBy(*key).agg(F.max_by("finding", "rank").alias("finding"),
+                                  F.max("records_at_risk").alias("records_at_risk"))
+    # null-safe on commit_timestamp: a commit without one still takes its findings
+    c, t = latest.alias("c"), top.alias("t")
+    cond = [F.col(f"c.{k}").eqNullSafe(F.col(f"t.{k}")) if k == "commit_timestamp" else F.col(f"c.{k}") == F.col(f"t.{k}")
+            for k in key]
+    out = c.join(t, cond, "left").select("c.*", "t.finding", "t.records_at_risk")
+    if bounds is not None:
+        out = out.join(bounds.select("topic", "partition", "log_start_offset", "log_end_offset", "high_watermark"),
+                       ["topic", "partition"], "left")
+    else:
+        out = out.selectExpr("*", "CAST(NULL AS BIGINT) AS log_start_offset", "CAST(NULL AS BIGINT) AS log_end_offset",
+                             "CAST(NULL AS BIGINT) AS high_watermark")
+    return out.selectExpr(
+        "group_id", "topic", "partition", "committed_offset", "committed_leader_epoch", "metadata",
+        "commit_timestamp", "value_version", "topic_id", "coalesce(finding, 'OK') AS verdict",
+        "CAST(log_start_offset AS BIGINT) AS log_start_offset", "CAST(log_end_offset AS BIGINT) AS log_end_offset",
+        "CAST(high_watermark AS BIGINT) AS high_watermark",
+        "CAST(log_end_offset - committed_offset AS BIGINT) AS lag", "records_at_risk")

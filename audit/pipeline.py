@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 from . import __version__
 from .commits import live_commits, with_transaction_state
 from .formats.offsets import RECORD_TYPE_NAMES
+from .groups import DEFAULT_STALE_AFTER_SECONDS, group_status
 from .judge import SEVERITY_RANK, judge, with_verdicts
 from .owners import group_tables, with_owners
 from .report.outputs import StagedOutput, check_output_parent, check_output_target, console_table
@@ -66,6 +67,7 @@ class AuditConfig(BaseModel):
     pushgateway_job: str = "kafka_offset_audit"
     pushgateway_labels: list[str] = Field(default_factory=list)
     metrics_max_group_partitions: int = Field(default=50_000, ge=0)
+    stale_after_seconds: int = Field(default=DEFAULT_STALE_AFTER_SECONDS, ge=0)
     history: str | None = None
     run_id: str | None = None
     max_concurrency: int | None = Field(default=None, ge=1, le=64)
@@ -280,8 +282,12 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
     (group_state, owners), findings = in_parallel(owner_tables, all_findings)
     # one schema per table whatever the source (audit.tables): what the writers and every reader see
     findings = conform("findings", with_owners(findings, group_state, owners).localCheckpoint())
-    committed = conform("committed_offsets",
-                        with_owners(with_verdicts(commits, findings), group_state, owners).localCheckpoint())
+    committed = conform("committed_offsets", with_owners(with_verdicts(commits, findings, state.bounds), group_state,
+                                                         owners).localCheckpoint())
+    # ages against the audit's own time when it reads a live cluster; log dirs: the newest audited commit
+    as_of = datetime.fromisoformat(started_at) if cfg.bootstrap_servers else None
+    groups = conform("groups", group_status(spark, committed, findings, group_state, as_of,
+                                            cfg.stale_after_seconds)).localCheckpoint()
     failed: list[dict] = []  # stages after the tables that failed: the run goes on, exit status 3
 
     def guarded(name: str, fn, default=None):
@@ -325,7 +331,7 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
         _progress(cfg, f"left alone (another host's or a live run's): {', '.join(leftovers['kept'])}")
     try:
         stage("write")
-        tables = {"findings": findings, "committed_offsets": committed}
+        tables = {"findings": findings, "committed_offsets": committed, "groups": groups}
         if history:
             tables["commits"] = conform("commits", commits.drop("is_latest", "broker_id", "live_count"))
         tables.update(epochs=conform("epochs", state.epochs), bounds=conform("bounds", state.bounds))
@@ -348,8 +354,8 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
         # the reports, the metrics' rows and the console table only read: side by side
         reports, metric_rows, console = in_parallel(
             (lambda: _reports(cfg, spark, out, tables, guarded)) if cfg.reports else (lambda: None),
-            lambda: guarded("metrics", lambda: _metric_rows(cfg, committed, findings, state.bounds), ([], [])),
-            lambda: guarded("console", lambda: console_table(findings, committed, state.bounds),
+            lambda: guarded("metrics", lambda: _metric_rows(cfg, committed, findings, state.bounds, groups), ([], [], [])),
+            lambda: guarded("console", lambda: console_table(findings, committed, state.bounds, groups=groups),
                             "(the console table failed: see summary.json's failed_stages)"))
         if reports is not None:
             summary["reports"] = reports
@@ -397,8 +403,9 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
                                   "previous_run_dir"))
                 _fs.write_small(spark, f"{out.output}/summary.json", json.dumps(marker, indent=2, default=str).encode())
             if registry is not None:
-                rows, lost = metric_rows
-                _fs.write_small(spark, f"{base}/{METRICS_FILENAME}", render(build_registry(summary, rows, lost=lost)))
+                rows, lost, group_metric_rows = metric_rows
+                _fs.write_small(spark, f"{base}/{METRICS_FILENAME}",
+                                render(build_registry(summary, rows, lost=lost, groups=group_metric_rows)))
     return RunResult(code, summary, console)
 
 
@@ -430,23 +437,24 @@ def _exit_code(cfg: AuditConfig, summary: dict) -> int:
     return code
 
 
-def _metric_rows(cfg: AuditConfig, committed, findings, bounds) -> tuple[list, list]:
-    """The per-group-partition and lost-lineage rows of ``metrics.prom`` (each at most
+def _metric_rows(cfg: AuditConfig, committed, findings, bounds, groups) -> tuple[list, list, list]:
+    """The per-group-partition, lost-lineage and per-group rows of ``metrics.prom`` (each at most
     ``--metrics-max-group-partitions``; :mod:`audit.report.metrics`)."""
-    from .report.metrics import group_partition_rows, lost_lineage_rows
+    from .report.metrics import group_partition_rows, group_rows, lost_lineage_rows
     if not cfg.metrics_max_group_partitions:
-        return [], []
+        return [], [], []
     return (group_partition_rows(committed, findings, bounds, cfg.metrics_max_group_partitions),
-            lost_lineage_rows(findings, cfg.metrics_max_group_partitions))
+            lost_lineage_rows(findings, cfg.metrics_max_group_partitions),
+            group_rows(groups, cfg.metrics_max_group_partitions))
 
 
-def _metrics(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, summary: dict, metric_rows: tuple[list, list]):
+def _metrics(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, summary: dict, metric_rows: tuple[list, list, list]):
     """Write ``metrics.prom`` (from :func:`_metric_rows`) into the staged output; returns the registry (pushed
     after the commit)."""
     from .report.metrics import METRICS_FILENAME, build_registry, render
     from .sources import fs
-    rows, lost = metric_rows
-    registry = build_registry(summary, rows, lost=lost)
+    rows, lost, group_metric_rows = metric_rows
+    registry = build_registry(summary, rows, lost=lost, groups=group_metric_rows)
     fs.write_small(spark, out.path(METRICS_FILENAME), render(registry))
     summary["metrics"] = {"file": METRICS_FILENAME, "group_partitions_exported": len(rows),
                           "group_partitions_left_out": max(0, summary["offset_commits"]["group_partitions"] - len(rows)),

@@ -14,12 +14,15 @@
 -- whichever protocol wrote last.
 -- Columns: group_id string, group_state string (Stable, Empty, Dead), group_protocol_type string,
 -- group_protocol string (the classic assignor, e.g. range; null for KIP-848 groups: the assignor runs in the
--- coordinator), group_generation int (classic only), group_state_since timestamp (the record's timestamp).
+-- coordinator), group_generation int (classic only), group_state_since timestamp (the record's timestamp),
+-- group_type string (Kafka's GroupType: classic, consumer), group_members int (the members of the latest
+-- classic generation, or the KIP-848 members whose latest member record is not a tombstone; 0 when Dead).
 WITH classic AS (
   SELECT group_id, source_partition, offset, timestamp,
          CASE WHEN is_tombstone THEN 'Dead' WHEN group_members = 0 THEN 'Empty' ELSE 'Stable' END AS group_state,
          group_protocol_type, group_protocol,
          CASE WHEN is_tombstone THEN NULL ELSE group_generation END AS group_generation,
+         CASE WHEN is_tombstone THEN 0 ELSE group_members END AS group_members,
          row_number() OVER (PARTITION BY group_id ORDER BY source_partition DESC, offset DESC) AS rn
   FROM group_records WHERE record_type = 2
 ),
@@ -38,17 +41,18 @@ live_members AS (
 ),
 latest AS (
   SELECT group_id, source_partition, offset, timestamp, group_state, group_protocol_type, group_protocol,
-         group_generation
+         group_generation, 'classic' AS group_type, group_members
   FROM classic WHERE rn = 1
   UNION ALL
   SELECT m.group_id, m.source_partition, m.offset, m.timestamp,
          CASE WHEN m.is_tombstone THEN 'Dead' WHEN coalesce(l.n, 0) > 0 THEN 'Stable' ELSE 'Empty' END,
-         'consumer', CAST(NULL AS STRING), CAST(NULL AS INT)
+         'consumer', CAST(NULL AS STRING), CAST(NULL AS INT), 'consumer',
+         CASE WHEN m.is_tombstone THEN 0 ELSE CAST(coalesce(l.n, 0) AS INT) END
   FROM cg_meta m LEFT JOIN live_members l ON m.group_id = l.group_id
   WHERE m.rn = 1
 )
 SELECT group_id, group_state, group_protocol_type, group_protocol, group_generation,
-       timestamp_millis(timestamp) AS group_state_since
+       timestamp_millis(timestamp) AS group_state_since, group_type, group_members
 FROM (
   SELECT *, row_number() OVER (PARTITION BY group_id ORDER BY source_partition DESC, offset DESC) AS rn FROM latest
 )

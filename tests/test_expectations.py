@@ -72,7 +72,7 @@ def test_config_rejects_unknown_file_type(tmp_path):
 
 def test_suites_name_every_check():
     suites = build_suites()
-    assert set(suites) == {"findings", "committed_offsets", "commits", "epochs", "bounds", "summary"}
+    assert set(suites) == {"findings", "committed_offsets", "commits", "epochs", "bounds", "groups", "summary"}
     checks = [e.meta["check"] for s in suites.values() for e in s.expectations]
     assert len(checks) == len(set(checks))
     for needed in ("findings.no_failing_severity", "committed_offsets.committed_offset_not_negative",

@@ -74,8 +74,8 @@ def _row(table: str, all_null: bool = False):
     return st.fixed_dictionaries({c.name: ((st.none() | _value(c)) if c.nullable else _value(c)) for c in cols})
 
 
-TABLES = ["findings", "committed_offsets", "commits", "epochs", "bounds", "leader_timeline", "broker_timeline",
-          "finding_changes"]
+TABLES = ["findings", "committed_offsets", "groups", "commits", "epochs", "bounds", "leader_timeline",
+          "broker_timeline", "finding_changes"]
 
 
 def _tables(all_null: bool = False):
@@ -104,7 +104,7 @@ def _consume_all(spark, tmp, rows: dict, base_summary: dict) -> None:
     from audit.report.expectations import run_expectations
     from audit.report.history import append_run, finding_changes
     from audit.report.html import write_html_report
-    from audit.report.metrics import build_registry, group_partition_rows, lost_lineage_rows, render
+    from audit.report.metrics import build_registry, group_partition_rows, group_rows, lost_lineage_rows, render
     from audit.report.outputs import console_table
 
     out = tmp / "out"
@@ -125,9 +125,10 @@ def _consume_all(spark, tmp, rows: dict, base_summary: dict) -> None:
     assert outcome.statistics.get("evaluated_expectations"), outcome.statistics
     gp = group_partition_rows(dfs["committed_offsets"], dfs["findings"], dfs["bounds"], 100)
     lost = lost_lineage_rows(dfs["findings"], 100)
-    text = render(build_registry(summary, gp, lost=lost)).decode()
-    assert "kafka_offset_audit_run_success 1.0" in text
-    assert "FINDINGS" in console_table(dfs["findings"], dfs["committed_offsets"], dfs["bounds"])
+    groups = group_rows(dfs["groups"], 100)
+    text = render(build_registry(summary, gp, lost=lost, groups=groups)).decode()
+    assert "kafka_offset_audit_run_success 1.0" in text and "kafka_offset_audit_group_status{" in text
+    assert "GROUPS" in console_table(dfs["findings"], dfs["committed_offsets"], dfs["bounds"], groups=dfs["groups"])
     hist = tmp / "history"
     for run_id in ("r1", "r2"):
         changes, info = finding_changes(spark, str(hist), run_id, dfs["findings"])

@@ -35,6 +35,11 @@ What the suites check (thresholds from :class:`ExpectationsConfig`):
   broker, epoch).
 * bounds: one row per (topic, partition); 0 <= log start <= high watermark <=
   log end.
+* groups (when present): one row per group, a known status, and consistent
+  with the other tables: its partitions are the group's rows in
+  ``committed_offsets/``, its finding counts its rows in ``findings/``, its worst
+  verdict is one of its partitions' verdicts at the most severe of their
+  severities, and every group of ``committed_offsets/`` has its row.
 * summary (from ``summary.json``): records were read; optionally the skipped
   fraction and corrupt batch count are bounded; its findings total equals the
   number of rows in ``findings/``.
@@ -63,8 +68,9 @@ log = logging.getLogger(__name__)
 
 #: Tables read from the output directory, in validation order.
 PARQUET_ASSETS: Tuple[str, ...] = ("findings", "committed_offsets", "commits", "epochs", "bounds")
-#: Everything that can be validated: the tables plus ``summary`` (summary.json).
-ALL_ASSETS: Tuple[str, ...] = PARQUET_ASSETS + ("summary",)
+#: Everything that can be validated: the tables plus ``groups`` (checked against the tables it sums) and
+#: ``summary`` (summary.json).
+ALL_ASSETS: Tuple[str, ...] = PARQUET_ASSETS + ("groups", "summary")
 #: Tables that must exist; the others are validated only when present.
 REQUIRED_ASSETS: Tuple[str, ...] = ("findings", "committed_offsets", "epochs", "bounds")
 
@@ -84,6 +90,12 @@ COMMITTED_COLUMNS = (
 )
 COMMITS_COLUMNS = COMMITTED_COLUMNS[:-1] + ("source_partition", "source_offset")
 EPOCHS_COLUMNS = ("topic", "partition", "broker_id", "leader_epoch", "start_offset", "is_leader")
+GROUPS_COLUMNS = (
+    "group_id", "group_type", "group_state", "partitions_committed", "total_lag", "max_lag", "worst_verdict",
+    "worst_severity", "worst_topic", "worst_partition", "findings_critical", "findings_error", "findings_warning",
+    "findings_info", "latest_commit_timestamp", "latest_commit_age_seconds", "status",
+)
+GROUP_STATUSES = ("AT_RISK", "STALE", "WARN", "OK")
 BOUNDS_COLUMNS = (
     "topic", "partition", "log_start_offset", "log_end_offset", "high_watermark", "leader_id",
 )
@@ -327,6 +339,22 @@ def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
             ignore_row_if="either_value_is_missing")),
     ])
 
+    # groups: the table against the tables it sums (the check_* columns: :func:`_groups_frame`) ---------
+    suite("groups", [
+        ("columns", columns(GROUPS_COLUMNS)),
+        ("key_unique", E.ExpectColumnValuesToBeUnique(column="group_id")),
+        ("status_known", E.ExpectColumnValuesToBeInSet(column="status", value_set=list(GROUP_STATUSES))),
+        ("partitions_match_committed", E.ExpectColumnPairValuesToBeEqual(
+            column_A="partitions_committed", column_B="check_partitions")),
+        ("findings_match", E.ExpectColumnPairValuesToBeEqual(column_A="findings_total", column_B="check_findings")),
+        ("worst_verdict_is_a_partitions", E.ExpectColumnValuesToBeInSet(column="check_worst_present",
+                                                                        value_set=[1])),
+        ("worst_severity_matches", E.ExpectColumnPairValuesToBeEqual(
+            column_A="worst_severity", column_B="check_worst_severity", ignore_row_if="both_values_are_missing")),
+        ("every_committed_group", E.ExpectColumnPairValuesToBeEqual(
+            column_A="groups_rows", column_B="committed_groups")),
+    ])
+
     # summary ----------------------------------------------------------------------
     s_checks: List[Tuple[str, Any]] = [
         ("records_read", E.ExpectColumnValuesToBeBetween(
@@ -431,6 +459,57 @@ def _table_frame(spark, path: str, cfg: ExpectationsConfig):
     return sdf, None
 
 
+def _groups_frame(spark, tables_dir: str, cfg: ExpectationsConfig):
+    """The ``groups`` table with the figures it must agree with, recomputed from ``committed_offsets/`` and
+    ``findings/`` (one Spark job): ``check_partitions`` (the group's committed rows), ``check_findings`` (its
+    findings rows; ``findings_total`` sums the table's four counts), ``check_worst_present`` (1 when a committed
+    row of the group has the worst verdict at the worst topic-partition, or the verdict ``OK`` with none),
+    ``check_worst_severity`` (the most severe severity of the group's verdicts' findings), ``groups_rows`` and
+    ``committed_groups`` (the tables' numbers of groups).  pandas when at most ``cfg.pandas_max_rows`` groups."""
+    from pyspark.sql import functions as F
+
+    g = spark.read.parquet(f"{tables_dir}/groups")
+    c = spark.read.parquet(f"{tables_dir}/committed_offsets")
+    f = spark.read.parquet(f"{tables_dir}/findings").where(F.col("group_id").isNotNull())
+    rank = F.create_map(*[x for i, sev in enumerate(("info", "warning", "error", "critical"), 1)
+                          for x in (F.lit(sev), F.lit(i))])
+    by_rank = F.create_map(*[x for i, sev in enumerate(("info", "warning", "error", "critical"), 1)
+                             for x in (F.lit(i), F.lit(sev))])
+    key = ["group_id", "topic", "partition", "committed_offset"]
+    verdict_sev = (c.join(f.select(*key, F.col("finding").alias("verdict"), rank[F.col("severity")].alias("r")),
+                          key + ["verdict"], "left")
+                   .groupBy("group_id").agg(F.count(F.lit(1)).alias("rows_joined"), F.max("r").alias("r")))
+    per_committed = c.groupBy("group_id").agg(F.count(F.lit(1)).alias("check_partitions"))
+    per_findings = f.groupBy("group_id").agg(F.count(F.lit(1)).alias("check_findings"))
+    worst = (g.alias("g").join(c.alias("c"), (F.col("g.group_id") == F.col("c.group_id"))
+                               & (F.col("g.worst_verdict") == F.col("c.verdict"))
+                               & (F.col("g.worst_topic").isNull() | ((F.col("g.worst_topic") == F.col("c.topic"))
+                                  & (F.col("g.worst_partition") == F.col("c.partition")))), "left_semi")
+             .select("group_id", F.lit(1).alias("check_worst_present")))
+    counts = g.agg(F.count(F.lit(1)).alias("groups_rows")).crossJoin(
+        c.agg(F.count_distinct("group_id").alias("committed_groups")))
+    out = (g.join(per_committed, "group_id", "left").join(per_findings, "group_id", "left")
+           .join(verdict_sev.select("group_id", by_rank[F.col("r")].alias("check_worst_severity")), "group_id", "left")
+           .join(worst, "group_id", "left").crossJoin(counts)
+           .select(*GROUPS_COLUMNS,
+                   F.coalesce("check_partitions", F.lit(0)).alias("check_partitions"),
+                   (F.col("findings_critical") + F.col("findings_error") + F.col("findings_warning")
+                    + F.col("findings_info")).alias("findings_total"),
+                   F.coalesce("check_findings", F.lit(0)).alias("check_findings"),
+                   F.coalesce("check_worst_present", F.lit(0)).alias("check_worst_present"),
+                   "check_worst_severity",
+                   "groups_rows", "committed_groups"))
+    if cfg.engine == "spark":
+        return out
+    rows = out.count()
+    if rows <= cfg.pandas_max_rows:
+        return _to_pandas(out.toArrow())
+    if cfg.engine == "pandas":
+        raise ValueError(f"groups/ has {rows} rows, above pandas_max_rows={cfg.pandas_max_rows}: "
+                         "raise the limit or use engine 'auto' or 'spark'")
+    return out
+
+
 def _read_inputs(spark, tables_dir: str, wanted: Sequence[str],
                  cfg: Optional[ExpectationsConfig] = None) -> Tuple[Dict[str, Any], List[str]]:
     """Read the wanted tables (local path or Hadoop URI), each as a pandas or Spark DataFrame
@@ -455,6 +534,11 @@ def _read_inputs(spark, tables_dir: str, wanted: Sequence[str],
             frames[name], counted[name] = _table_frame(spark, path, cfg)
         elif name == "findings":
             counted[name] = _local_rows(path)
+    if "groups" in wanted:
+        if fs.exists(spark, f"{tables_dir}/groups"):
+            frames["groups"] = _groups_frame(spark, tables_dir, cfg)
+        else:  # an output written before the table existed
+            skipped.append("groups")
     if "summary" in wanted:
         summary = fs.read_json(spark, f"{tables_dir}/summary.json")
         findings_path = f"{tables_dir}/findings"

@@ -267,6 +267,55 @@ def _verdict_counts(committed_df) -> Dict[str, int]:
 # --------------------------------------------------------------------------- plots
 
 
+GROUP_STATUS_ORDER = ("AT_RISK", "STALE", "WARN", "OK")
+
+
+def _collect_groups(groups_df, max_rows: int) -> Tuple[List[Dict[str, Any]], int]:
+    """The ``groups`` table's rows, worst status first (then most records at risk, most lag), at most
+    ``max_rows`` (a bounded ``take``), and the number of groups."""
+    if groups_df is None:
+        return [], 0
+    from pyspark.sql import functions as F
+    order = F.create_map(*[x for i, st in enumerate(GROUP_STATUS_ORDER) for x in (F.lit(st), F.lit(i))])
+    rows = [r.asDict() for r in groups_df.orderBy(F.coalesce(order[F.col("status")], F.lit(9)),
+                                                  F.col("records_at_risk").desc_nulls_last(),
+                                                  F.col("total_lag").desc_nulls_last(), "group_id").take(max_rows)]
+    return rows, (groups_df.count() if len(rows) >= max_rows else len(rows))
+
+
+def _groups_table(rows: List[Dict[str, Any]], total: int, cap: int) -> str:
+    """The per-group table of the ``Per group`` section (from ``groups/``)."""
+    if not rows:
+        return '<p class="muted">No group has a committed offset.</p>'
+    head = ("<tr><th>group</th><th>status</th><th>type / state</th><th>partitions</th><th>total lag</th>"
+            "<th>max lag</th><th>worst verdict</th><th>findings c/e/w/i</th><th>at risk</th>"
+            "<th>latest commit</th><th>age (s)</th></tr>")
+    body = []
+    for r in rows:
+        status = str(r.get("status"))
+        where_lag = (f' <span class="muted">{_esc(r.get("max_lag_topic"))}-{_esc(r.get("max_lag_partition"))}</span>'
+                     if r.get("max_lag_topic") is not None else "")
+        where_worst = (f' <span class="muted">{_esc(r.get("worst_topic"))}-{_esc(r.get("worst_partition"))}</span>'
+                       if r.get("worst_topic") is not None else "")
+        kind = " / ".join(str(x) for x in (r.get("group_type"), r.get("group_state")) if x is not None) or "-"
+        counts = "/".join(str(r.get(f"findings_{s}") if r.get(f"findings_{s}") is not None else "-")
+                          for s in ("critical", "error", "warning", "info"))
+        body.append(
+            f'<tr class="group-row" data-status="{_esc(status)}"><td>{_esc(r.get("group_id"))}</td>'
+            f'<td class="status-{_esc(status.lower())}">{_esc(status)}</td><td>{_esc(kind)}</td>'
+            f'<td class="num">{_esc(r.get("partitions_committed"))}</td><td class="num">{_esc(r.get("total_lag"))}</td>'
+            f'<td class="num">{_esc(r.get("max_lag"))}{where_lag}</td><td>{_esc(r.get("worst_verdict"))}{where_worst}</td>'
+            f'<td class="num">{_esc(counts)}</td><td class="num">{_esc(r.get("records_at_risk"))}</td>'
+            f'<td>{_esc(_fmt_ts(r.get("latest_commit_timestamp")))}</td>'
+            f'<td class="num">{_esc(r.get("latest_commit_age_seconds"))}</td></tr>')
+    note = (f'<p class="note" id="groups-left-out">{total - len(rows)} more groups are in groups/ '
+            f"(the {cap} worst are listed).</p>" if total > len(rows) else "")
+    return ('<p class="muted">Lag: log end offset minus committed offset, summed over the group\'s partitions '
+            "and not clamped (negative past the log end). Status: AT_RISK (an error or critical finding), STALE "
+            "(no commit for longer than --stale-after while records waited), WARN (a warning), OK.</p>"
+            f'<table class="groups"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>{note}')
+
+
 def _plot_group_chart(group_counts: Dict[str, Dict[str, int]]) -> Optional[str]:
     if not group_counts:
         return None
@@ -570,6 +619,8 @@ h3 { font-size: 1.05rem; margin: 1.4rem 0 .3rem; }
 table { border-collapse: collapse; width: 100%; font-size: .85rem; }
 th, td { border: 1px solid var(--line); padding: .25rem .45rem; vertical-align: top; text-align: left; }
 th { background: #f1f3f5; position: sticky; top: 0; }
+td.status-at_risk { color: #b00020; font-weight: bold; } td.status-stale { color: #a05a00; font-weight: bold; }
+td.status-warn { color: #8a6d00; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 table.kv td:first-child { color: var(--muted); white-space: nowrap; }
 .sev { display: inline-block; padding: 0 .45rem; border-radius: 4px; color: #fff; font-weight: 600; font-size: .78rem; }
@@ -853,6 +904,7 @@ def write_html_report(
     max_epoch_rows: int = 100_000,
     max_skipped_locations: int = 200,
     max_changes: int = 200,
+    max_groups_in_table: int = 500,
     title: str = "Kafka consumer offset audit",
     display_dir: str | None = None,
     tables_dir: str | None = None,
@@ -875,7 +927,11 @@ def write_html_report(
             leader_epoch, start_offset, is_leader``), ``bounds/`` (``topic,
             partition, log_start_offset, log_end_offset, high_watermark,
             leader_id``), ``summary.json`` and
-            ``expectations/validation_result.json``.
+            ``expectations/validation_result.json``; the ``Per group``
+            section lists ``groups/`` (group_id, status, group_type,
+            group_state, partitions_committed, total_lag, max_lag,
+            worst_verdict, findings_*, records_at_risk,
+            latest_commit_timestamp, latest_commit_age_seconds).
         max_findings: most findings listed in the table (most severe first);
             a note says how many were left out.
         max_plots: most topic-partitions plotted (those with the most severe
@@ -883,6 +939,8 @@ def write_html_report(
         max_groups_per_plot: most groups' committed offsets marked per plot
             (groups with a finding first).
         max_groups_in_chart: most groups in the findings-per-group chart.
+        max_groups_in_table: most rows of ``groups/`` listed (worst status
+            first); a note says how many were left out.
         max_epoch_rows: most epoch-cache rows collected for all plots together.
         max_skipped_locations: most ``records_skipped.where`` entries listed.
         max_changes: most rows listed per status (new, resolved, persisted) of
@@ -929,6 +987,7 @@ def write_html_report(
     committed_df = table("committed_offsets")
     epochs_df = table("epochs")
     bounds_df = table("bounds")
+    groups_df = table("groups")
 
     summary = fs.read_json(spark, f"{tables_dir}/summary.json")
     from pyspark.sql import functions as F
@@ -937,11 +996,12 @@ def write_html_report(
 
     findings_df = findings_df.cache()
     try:
-        (rows, total), (group_counts, n_groups), (plot_rows, n_tp), verdicts = in_parallel(
+        (rows, total), (group_counts, n_groups), (plot_rows, n_tp), verdicts, (group_rows, n_group_rows) = in_parallel(
             lambda: _collect_findings(findings_df, max_findings),
             lambda: _collect_group_counts(findings_df, max_groups_in_chart),
             lambda: _collect_plot_partitions(findings_df, max_plots),
-            lambda: _verdict_counts(committed_df))
+            lambda: _verdict_counts(committed_df),
+            lambda: _collect_groups(groups_df, max_groups_in_table))
     finally:
         findings_df.unpersist()
 
@@ -1039,7 +1099,9 @@ def write_html_report(
         _summary_section(summary, verdicts, expectations, output_dir, max_skipped_locations),
         _changes_section((summary or {}).get("history"), change_rows, max_changes),
         _findings_section(rows, total, max_findings),
-        '<section id="groups"><h2>Findings per consumer group</h2>',
+        '<section id="groups"><h2>Per consumer group</h2>',
+        _groups_table(group_rows, n_group_rows, max_groups_in_table),
+        "<h3>Findings per consumer group</h3>",
     ]
     if group_uri:
         body.append(f'<figure class="group-chart"><img class="plot" id="group-chart" '

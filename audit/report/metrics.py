@@ -16,6 +16,13 @@ of them, worst verdict first:
 * ``kafka_offset_audit_verdict`` -- 1, with labels ``verdict`` (``OK`` or the most severe finding's
   name) and ``severity`` (``ok``, ``info``, ``warning``, ``error``, ``critical``).
 
+Per group (label ``group``), at most ``max_group_partitions`` of them, worst status first (the ``groups`` table,
+:mod:`audit.groups`): ``kafka_offset_audit_group_lag_offsets`` and ``kafka_offset_audit_group_max_lag_offsets``
+(the sum and the largest of its partitions' lag, unclamped; absent when no bounds are known),
+``kafka_offset_audit_group_partitions_committed``, ``kafka_offset_audit_group_records_at_risk``,
+``kafka_offset_audit_group_latest_commit_age_seconds`` and ``kafka_offset_audit_group_status`` (1, with labels
+``status``: ``AT_RISK``, ``STALE``, ``WARN`` or ``OK``, and ``worst_verdict``).
+
 Per diverged replica (REPLICA_DIVERGENCE; labels ``topic``, ``partition``, ``broker``, ``severity``), at most
 ``max_group_partitions`` of them, most records first: ``kafka_offset_audit_lost_lineage_records`` -- the records
 only that replica holds, which it will truncate when it fetches again (records), and
@@ -88,6 +95,18 @@ def group_partition_rows(committed: DataFrame, findings: DataFrame, bounds: Data
     return [r.asDict() for r in rows]
 
 
+def group_rows(groups: DataFrame, limit: int) -> list[dict]:
+    """The per-group metric values from the ``groups`` table, worst status first (then most records at risk,
+    most lag), at most ``limit`` rows (a bounded ``take``): dicts with group_id, status, worst_verdict,
+    partitions_committed, total_lag, max_lag, records_at_risk, latest_commit_age_seconds."""
+    order = F.create_map(*[x for i, st in enumerate(("AT_RISK", "STALE", "WARN", "OK")) for x in (F.lit(st), F.lit(i))])
+    rows = (groups.orderBy(F.coalesce(order[F.col("status")], F.lit(9)), F.col("records_at_risk").desc_nulls_last(),
+                           F.col("total_lag").desc_nulls_last(), "group_id")
+            .select("group_id", "status", "worst_verdict", "partitions_committed", "total_lag", "max_lag",
+                    "records_at_risk", "latest_commit_age_seconds").take(limit))
+    return [r.asDict() for r in rows]
+
+
 def lost_lineage_rows(findings: DataFrame, limit: int) -> list[dict]:
     """The REPLICA_DIVERGENCE findings as metric values, most records first, at most ``limit`` (a bounded
     ``take``): dicts with topic, partition, replica_broker, divergence_offset, records_at_risk, severity."""
@@ -101,14 +120,14 @@ def lost_lineage_rows(findings: DataFrame, limit: int) -> list[dict]:
 
 
 def build_registry(summary: Mapping[str, Any], rows: list[dict], *, success: bool = True,
-                   now: float | None = None, lost: list[dict] = ()) -> CollectorRegistry:
+                   now: float | None = None, lost: list[dict] = (), groups: list[dict] = ()) -> CollectorRegistry:
     """A registry holding the run's metrics (see the module docstring).
 
     ``summary``: the run's ``summary.json`` content (``findings.by_name``/``by_severity``,
     ``records_read.total``, ``records_skipped.by_reason``, ``offset_commits``, ``elapsed_seconds``,
     ``exit_status``); the per-finding severity comes from ``findings.by_name_severity`` when given, a list
     of ``{"finding", "severity", "count"}``.  ``rows``: :func:`group_partition_rows`; ``lost``:
-    :func:`lost_lineage_rows`.
+    :func:`lost_lineage_rows`; ``groups``: :func:`group_rows`.
     """
     reg = CollectorRegistry()
     gp = ("group", "topic", "partition")
@@ -131,6 +150,27 @@ def build_registry(summary: Mapping[str, Any], rows: list[dict], *, success: boo
             lag.labels(*key).set(r["lag"])
         risk.labels(*key).set(r["records_at_risk"] or 0)
         verdict.labels(*key, str(r["verdict"]), str(r["severity"])).set(1)
+
+    if groups:
+        g = ("group",)
+        g_lag = gauge("group_lag_offsets", "Sum of the group's partitions' lag (log end offset minus committed "
+                                           "offset, unclamped).", g)
+        g_max = gauge("group_max_lag_offsets", "Largest lag of the group's partitions (unclamped).", g)
+        g_parts = gauge("group_partitions_committed", "Partitions the group has committed offsets for.", g)
+        g_risk = gauge("group_records_at_risk", "Records at risk over the group's findings (0: none).", g)
+        g_age = gauge("group_latest_commit_age_seconds", "Age of the group's latest commit at the audit.", g)
+        g_status = gauge("group_status", "1 per group; labels give its status and worst verdict.",
+                         g + ("status", "worst_verdict"))
+        for r in groups:
+            key = str(r["group_id"])
+            if r["total_lag"] is not None:
+                g_lag.labels(key).set(r["total_lag"])
+                g_max.labels(key).set(r["max_lag"])
+            g_parts.labels(key).set(int(r["partitions_committed"] or 0))
+            g_risk.labels(key).set(int(r["records_at_risk"] or 0))
+            if r["latest_commit_age_seconds"] is not None:
+                g_age.labels(key).set(r["latest_commit_age_seconds"])
+            g_status.labels(key, str(r["status"]), str(r["worst_verdict"])).set(1)
 
     if lost:
         lp = ("topic", "partition", "broker", "severity")

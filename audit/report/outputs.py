@@ -284,10 +284,19 @@ def _fmt(v) -> str:
     return "-" if v is None else str(v)
 
 
-def console_table(findings: DataFrame, committed: DataFrame, bounds: DataFrame, limit: int = CONSOLE_FINDINGS) -> str:
-    """A ``kafka-consumer-groups --describe``-style text table, findings first.
+#: the groups table's statuses, worst first (:mod:`audit.groups`)
+STATUS_ORDER = ["AT_RISK", "STALE", "WARN", "OK"]
 
-    Collects at most ``limit`` findings and ``limit`` commit rows (bounded, sorted by severity).
+
+def console_table(findings: DataFrame, committed: DataFrame, bounds: DataFrame, limit: int = CONSOLE_FINDINGS,
+                  groups: DataFrame | None = None) -> str:
+    """A ``kafka-consumer-groups --describe``-style text table, findings first, then the groups (``groups``: the
+    ``groups`` table, :func:`audit.groups.group_status`; one line per group, worst status first) and the
+    committed offsets.
+
+    Collects at most ``limit`` findings, ``limit`` groups and ``limit`` commit rows (bounded, sorted by severity).
+    ``LAG`` is the table's own: unclamped, negative past the log end (``committed`` without the column: from
+    ``bounds``' log end offset).
     When the inputs carry the owner columns (:data:`audit.owners.OWNER_COLUMNS`), findings show the
     partition's last owner as ``OWNER`` (``client.id`` and host) and the commit rows Kafka's
     ``CONSUMER-ID``, ``HOST`` and ``CLIENT-ID``; ``-`` where the group recorded no member.  A
@@ -319,10 +328,28 @@ def console_table(findings: DataFrame, committed: DataFrame, bounds: DataFrame, 
         out.append(_table(heads, rows))
         if len(frows) > limit:
             out.append(f"... more findings in findings/ (showing {limit})")
-    crow = (committed.join(bounds.select("topic", "partition", "log_end_offset"), ["topic", "partition"], "left")
+    if groups is not None:
+        status = F.create_map(*[x for i, s in enumerate(STATUS_ORDER) for x in (F.lit(s), F.lit(i))])
+        grows = (groups.orderBy(status[F.col("status")], F.col("records_at_risk").desc_nulls_last(),
+                                F.col("total_lag").desc_nulls_last(), "group_id")
+                 .select("group_id", "status", "group_state", "partitions_committed", "total_lag", "max_lag",
+                         "worst_verdict",
+                         F.when(F.col("worst_topic").isNotNull(),
+                                F.concat_ws("-", "worst_topic", F.col("worst_partition").cast("string"))).alias("at"),
+                         "records_at_risk", "latest_commit_age_seconds").take(limit + 1))
+        out.append("")
+        out.append("GROUPS")
+        out.append(_table(["GROUP", "STATUS", "STATE", "PARTITIONS", "TOTAL-LAG", "MAX-LAG", "WORST", "AT",
+                           "AT-RISK", "LAST-COMMIT-AGE-S"], [[_fmt(v) for v in r] for r in grows[:limit]]))
+        if len(grows) > limit:
+            out.append(f"... more in groups/ (showing {limit})")
+    if "lag" not in c_cols:
+        committed = (committed.join(bounds.select("topic", "partition", "log_end_offset"), ["topic", "partition"], "left")
+                     .withColumn("lag", F.col("log_end_offset") - F.col("committed_offset")))
+    crow = (committed
             .orderBy(F.col("verdict") == "OK", "group_id", "topic", "partition")
             .select("group_id", "topic", "partition", "committed_offset", "committed_leader_epoch", "log_end_offset",
-                    (F.col("log_end_offset") - F.col("committed_offset")).alias("lag"), "verdict",
+                    "lag", "verdict",
                     opt(c_cols, "owner_member_id"), opt(c_cols, "owner_client_host"),
                     opt(c_cols, "owner_client_id")).take(limit + 1))
     out.append("")
@@ -341,7 +368,7 @@ def _table(heads: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(heads)] + [line(r) for r in rows])
 
 
-OUTPUT_TABLES = ("findings", "committed_offsets", "commits", "epochs", "bounds", "leader_timeline", "broker_timeline")
+OUTPUT_TABLES = ("findings", "committed_offsets", "groups", "commits", "epochs", "bounds", "leader_timeline", "broker_timeline")
 
 
 def register_tables(spark: SparkSession, output: str, prefix: str) -> list[str]:
