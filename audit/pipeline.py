@@ -312,12 +312,17 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
             summary["history"] = {"dir": cfg.history, "run_id": run_id}
 
             def compare():
+                from .report.history import group_changes
                 changes, hinfo = finding_changes(spark, cfg.history, run_id, findings)
                 changes = conform("finding_changes", changes).localCheckpoint()
-                summary["history"].update(hinfo)
+                gchanges, ginfo = group_changes(spark, cfg.history, run_id, groups, hinfo["previous_run_id"])
+                gchanges = conform("group_changes", gchanges).localCheckpoint()
+                summary["history"].update(hinfo, **ginfo)
                 _progress(cfg, f"history: since run {hinfo['previous_run_id'] or '(none)'}: {hinfo['new']} new, "
-                               f"{hinfo['persisted']} persisted, {hinfo['resolved']} resolved")
-                return changes
+                               f"{hinfo['persisted']} persisted, {hinfo['resolved']} resolved; groups: "
+                               f"{ginfo['groups_changed']} changed status, {ginfo['groups_new']} new, "
+                               f"{ginfo['groups_gone']} gone")
+                return changes, gchanges
             changes = guarded("history", compare)
         return summary, changes
 
@@ -342,9 +347,9 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
         # the summary's aggregates (and the history's comparison) while the tables are written
         (summary, changes), _ = in_parallel(summarize, lambda: out.write_parquet_all(tables))
         summary["output_leftovers"] = leftovers
-        if changes is not None and guarded("history", lambda: out.write_parquet("finding_changes", changes),
-                                           default=False) is not False:
-            tables["finding_changes"] = changes
+        if changes is not None and guarded("history", lambda: out.write_parquet_all(
+                {"finding_changes": changes[0], "group_changes": changes[1]}), default=False) is not False:
+            tables["finding_changes"], tables["group_changes"] = changes
         n_findings = summary["findings"]["total"]
         _progress(cfg, f"judge: {n_findings} findings over {n_latest} group-partitions")
         summary["elapsed_seconds"] = round(time.time() - started, 3)
@@ -362,7 +367,8 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
         if cfg.history and not any(f["stage"] == "history" for f in failed):
             def append():
                 from .report.history import append_run
-                appended = append_run(spark, cfg.history, summary["history"]["run_id"], summary, findings, cfg.output)
+                appended = append_run(spark, cfg.history, summary["history"]["run_id"], summary, findings, cfg.output,
+                                      groups=groups)
                 _progress(cfg, f"history: run {appended['run_id']} appended to {cfg.history}"
                                + (f" (replaced {len(appended['replaced'])} dir(s) of the same run id)"
                                   if appended["replaced"] else ""))

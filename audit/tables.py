@@ -190,6 +190,18 @@ TABLES: dict[str, list[Column]] = {
         _c("records_at_risk", "bigint", "the finding counts no records"),
         _c("detail", "string"),
     ],
+    "group_changes": [
+        _c("change", "string"),
+        _c("group_id", "string"),
+        _c("status", "string", "change gone"),
+        _c("previous_status", "string", "change new"),
+        _c("worst_verdict", "string", "change gone"),
+        _c("previous_worst_verdict", "string", "change new"),
+        _c("total_lag", "bigint", "change gone, or no bounds known"),
+        _c("previous_total_lag", "bigint", "change new, or no bounds known then"),
+        _c("records_at_risk", "bigint", "change gone, or no finding counts records"),
+        _c("previous_records_at_risk", "bigint", "change new, or no finding counted records then"),
+    ],
 }
 
 

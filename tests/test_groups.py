@@ -205,3 +205,24 @@ def test_report_lists_every_group_worst_first(scenario_latest, spark, tmp_path):
     assert statuses[0][0] == "AT_RISK"
     page = open(write_html_report(spark, str(copy), max_groups_in_table=2), encoding="utf-8").read()
     assert page.count('class="group-row"') == 2 and f"{len(groups) - 2} more groups are in groups/" in page
+
+
+def test_group_changes_between_runs(spark, tmp_path):
+    from audit.report.history import append_run, group_changes
+    hist = str(tmp_path / "history")
+    summary = {"started_at": "2026-11-27T01:00:00+00:00", "exit_status": 0,
+               "findings": {"total": 0, "by_severity": {}}, "offset_commits": {"group_partitions": 3},
+               "records_read": {"total": 9}, "records_skipped": {"by_reason": {}}}
+    cols = "group_id string, status string, worst_verdict string, total_lag bigint, records_at_risk bigint"
+    first = spark.createDataFrame([("a", "OK", "OK", 5, None), ("b", "OK", "OK", 0, None),
+                                   ("c", "WARN", "OFFSET_REWIND", 1, 2)], cols)
+    empty_findings = _finding(spark, [])
+    append_run(spark, hist, "r1", summary, empty_findings, "out", groups=first)
+    now = spark.createDataFrame([("a", "AT_RISK", "LOG_TRUNCATION", -3, 8), ("b", "OK", "OK", 7, None),
+                                 ("d", "STALE", "OK", 40, None)], cols)
+    changes, info = group_changes(spark, hist, "r2", now)
+    got = {r.group_id: (r.change, r.status, r.previous_status, r.total_lag, r.previous_total_lag) for r in changes.collect()}
+    assert got == {"a": ("changed", "AT_RISK", "OK", -3, 5), "c": ("gone", None, "WARN", None, 1),
+                   "d": ("new", "STALE", None, 40, None)}
+    assert info == {"groups_new": 1, "groups_gone": 1, "groups_changed": 1}
+    conform("group_changes", changes)

@@ -39,6 +39,14 @@ def test_history_follows_findings_across_runs(audit_dirs, spark, tmp_path):
     page = (out2 / "report.html").read_text()
     assert 'id="changes"' in page and f'id="changes-resolved">{len(want["resolved"])}<' in page
     assert "dev-archiver" in page.split('id="changes"')[1].split("</section>")[0]
+    # the groups' status since run-1: one group came, one went, dev-settlement stayed AT_RISK (not listed)
+    gchanges = {(r["change"], r["group_id"], r["status"], r["previous_status"])
+                for r in pq.read_table(str(out2 / "group_changes")).to_pylist()}
+    assert gchanges == {("new", "dev-inventory-sync", "AT_RISK", None), ("gone", "dev-archiver", None, "AT_RISK")}
+    assert (h["groups_new"], h["groups_gone"], h["groups_changed"]) == (1, 1, 0)
+    assert page.count('class="group-change"') == 2
+    hg = spark.read.parquet(str(hist / "groups"))
+    assert sorted(r["group_id"] for r in hg.where("run_id = 'run-1'").collect()) == ["dev-archiver", "dev-settlement"]
 
     from audit.report.history import _read
     runs = _read(spark, str(hist), "runs")

@@ -8,7 +8,9 @@ to false to keep ``run_id`` and ``run_date`` strings):
   (UTC), output string, exit_status int, findings_total/critical/error/warning/info bigint,
   group_partitions bigint, records_read bigint, records_skipped bigint, summary_json string;
 * ``findings/run_date=YYYY-MM-DD/run_id=ID/attempt=A/`` -- the run's findings table
-  (:data:`audit.judge.FINDING_COLUMNS` and the owner columns) plus run_time.
+  (:data:`audit.judge.FINDING_COLUMNS` and the owner columns) plus run_time;
+* ``groups/run_date=YYYY-MM-DD/run_id=ID/attempt=A/`` -- the run's ``groups`` table (``audit.tables``) plus
+  run_time (runs appended before the table existed have none).
 
 Nothing is renamed, so the same steps hold on a local disk, HDFS and an object store.  Each append is an
 *attempt* (``A``: its UTC start, then a random suffix, so attempts sort by time) written straight into its own
@@ -22,7 +24,8 @@ its run id.  Readers outside this module should read through the ``runs`` table 
 attempts with a null ``attempt``.
 
 :func:`finding_changes` compares this run's findings with the previous run's (the newest run with
-another run id), keyed by (group_id, topic, partition, finding): ``new``, ``persisted`` or ``resolved``.
+another run id), keyed by (group_id, topic, partition, finding): ``new``, ``persisted`` or ``resolved``;
+:func:`group_changes` compares the groups' status the same way.
 """
 from __future__ import annotations
 
@@ -138,6 +141,38 @@ def finding_changes(spark: SparkSession, history: str, run_id: str, findings: Da
     return changes, info
 
 
+GROUP_CHANGE_COLUMNS = ["change", "group_id", "status", "previous_status", "worst_verdict", "previous_worst_verdict",
+                        "total_lag", "previous_total_lag", "records_at_risk", "previous_records_at_risk"]
+
+
+def group_changes(spark: SparkSession, history: str, run_id: str, groups: DataFrame,
+                  previous_run_id: str | None = None) -> tuple[DataFrame, dict]:
+    """This run's ``groups`` table against the previous run's in ``history`` (the newest committed run with another
+    run id, or ``previous_run_id``): one row per group whose status changed (``change``: ``new`` -- not in the
+    previous run's table, ``gone`` -- only there, ``changed`` -- another status), with both runs' status, worst
+    verdict, total lag and records at risk (:data:`GROUP_CHANGE_COLUMNS`).  A previous run appended before
+    ``groups`` was kept compares as empty (every group ``new``).  Returns (changes, info): ``info``
+    ``{"groups_new", "groups_gone", "groups_changed"}`` (an aggregate collect)."""
+    if previous_run_id is None:
+        prev = previous_run(spark, history, run_id)
+        previous_run_id = prev["run_id"] if prev else None
+    old = committed(spark, history, "groups") if previous_run_id is not None else None
+    cols = ["group_id", "status", "worst_verdict", "total_lag", "records_at_risk"]
+    old = (old.where(F.col("run_id") == previous_run_id).select(*cols) if old is not None
+           else groups.select(*cols).limit(0))
+    o = old.select("group_id", *[F.col(c).alias(f"previous_{c}") for c in cols[1:]], F.lit(True).alias("_old"))
+    c = groups.select(*cols, F.lit(True).alias("_cur"))
+    j = c.join(o, "group_id", "full_outer")
+    change = (F.when(F.col("_cur") & F.col("_old"),
+                     F.when(F.col("status") != F.col("previous_status"), F.lit("changed")))
+              .when(F.col("_cur"), F.lit("new")).otherwise(F.lit("gone")))
+    changes = j.select(change.alias("change"), "group_id", "status", "previous_status", "worst_verdict",
+                       "previous_worst_verdict", "total_lag", "previous_total_lag", "records_at_risk",
+                       "previous_records_at_risk").where(F.col("change").isNotNull())
+    counts = {r["change"]: int(r["n"]) for r in changes.groupBy("change").agg(F.count("*").alias("n")).collect()}
+    return changes, {f"groups_{k}": counts.get(k, 0) for k in ("new", "gone", "changed")}
+
+
 def _one_per_key(findings: DataFrame) -> DataFrame:
     """The most severe (then newest) finding per key, with ``_subject``: the group, or for a finding without
     one (REPLICA_DIVERGENCE) its replica's broker, so such rows compare across runs (a null never joins)."""
@@ -197,11 +232,12 @@ def new_attempt() -> str:
 
 
 def append_run(spark: SparkSession, history: str, run_id: str, summary: dict, findings: DataFrame,
-               output: str) -> dict:
+               output: str, groups: DataFrame | None = None) -> dict:
     """Append this run (``summary`` as in summary.json, ``findings`` its findings table) to ``history`` as a new
     attempt, replacing an earlier run with the same ``run_id`` once it is committed (module docstring).  Returns
     ``{"dir", "run_id", "run_date", "attempt", "replaced"}`` (``replaced``: partition dirs of earlier attempts of
-    this run id that were removed, committed or not)."""
+    this run id that were removed, committed or not).  ``groups``: the run's groups table, kept next to the
+    findings."""
     from .outputs import _step
     base = fs.to_uri(history).rstrip("/")
     run_time = datetime.fromisoformat(summary["started_at"]).astimezone(timezone.utc)
@@ -217,13 +253,16 @@ def append_run(spark: SparkSession, history: str, run_id: str, summary: dict, fi
     # the findings first, then the runs row: that row commits the attempt
     (findings.withColumn("run_time", F.lit(run_time.strftime("%Y-%m-%d %H:%M:%S.%f")).cast("timestamp"))
      .drop("run_id", "run_date", "attempt").write.mode("overwrite").parquet(f"{base}/findings/{leaf}"))
+    if groups is not None:
+        (groups.withColumn("run_time", F.lit(run_time.strftime("%Y-%m-%d %H:%M:%S.%f")).cast("timestamp"))
+         .drop("run_id", "run_date", "attempt").write.mode("overwrite").parquet(f"{base}/groups/{leaf}"))
     _step("history-findings")
     # an aware datetime is converted as UTC whatever the machine's zone; the literal above is read in the
     # session time zone, UTC (audit.spark.build_session)
     spark.createDataFrame(row, RUNS_SCHEMA).drop("run_id").write.mode("overwrite").parquet(f"{base}/runs/{leaf}")
     _step("history-marker")
     replaced = []
-    for name in ("runs", "findings"):  # the marker's table first: an attempt left with findings only is never read
+    for name in ("runs", "findings", "groups"):  # the marker's table first: an attempt left with findings only is never read
         for date_dir in fs.children(spark, f"{base}/{name}") or []:
             if not date_dir.startswith("run_date="):
                 continue

@@ -794,8 +794,10 @@ def _summary_section(summary: Optional[Dict[str, Any]], verdicts: Dict[str, int]
     return "".join(parts)
 
 
-def _changes_section(info: Optional[Dict[str, Any]], rows: List[Dict[str, Any]], cap: int) -> str:
-    """'Since the previous run': counts of new / persisted / resolved findings and up to ``cap`` rows of each."""
+def _changes_section(info: Optional[Dict[str, Any]], rows: List[Dict[str, Any]], cap: int,
+                     group_rows: Sequence[Dict[str, Any]] = ()) -> str:
+    """'Since the previous run': counts of new / persisted / resolved findings and up to ``cap`` rows of each,
+    then the groups whose status changed (``group_rows``: ``group_changes/``, at most ``cap``)."""
     if not info:
         return ""
     parts = ['<section id="changes"><h2>Since the previous run</h2>']
@@ -830,6 +832,23 @@ def _changes_section(info: Optional[Dict[str, Any]], rows: List[Dict[str, Any]],
         if int(info.get(status) or 0) > len(these):
             parts.append(f'<p class="note">{int(info[status]) - len(these)} more {status} findings are in '
                          f"finding_changes/ (cap {cap}).</p>")
+    n_group_changes = sum(int(info.get(f"groups_{k}") or 0) for k in ("changed", "new", "gone"))
+    if group_rows:
+        parts.append(f"<h3>Groups whose status changed ({n_group_changes})</h3>")
+        parts.append('<div class="table-wrap"><table class="group-changes"><thead><tr><th>change</th><th>group</th>'
+                     "<th>status</th><th>previously</th><th>worst verdict</th><th>total lag</th></tr></thead><tbody>")
+        for r in group_rows:
+            parts.append(
+                f'<tr class="group-change" data-change="{_esc(r.get("change"))}"><td>{_esc(r.get("change"))}</td>'
+                f'<td>{_esc(r.get("group_id"))}</td><td>{_esc(r.get("status") or "-")}</td>'
+                f'<td>{_esc(r.get("previous_status") or "-")}</td>'
+                f'<td>{_esc(r.get("worst_verdict") or r.get("previous_worst_verdict"))}</td>'
+                f'<td class="num">{_esc(r.get("previous_total_lag"))} &rarr; {_esc(r.get("total_lag"))}</td></tr>')
+        parts.append("</tbody></table></div>")
+        if n_group_changes > len(group_rows):
+            parts.append(f'<p class="note">{n_group_changes - len(group_rows)} more in group_changes/ (cap {cap}).</p>')
+    elif prev:
+        parts.append('<p class="muted">No group changed status.</p>')
     parts.append("</section>")
     return "".join(parts)
 
@@ -1010,6 +1029,7 @@ def write_html_report(
         keys, StructType([StructField("topic", StringType()), StructField("partition", IntegerType())])
     )
     changes_df = table("finding_changes")
+    group_changes_df = table("group_changes")
     broker_df = table("broker_timeline")
 
     def changes() -> List[Dict[str, Any]]:
@@ -1021,7 +1041,13 @@ def write_html_report(
                         .limit(max_changes).collect()]
         return out
 
-    epoch_rows, bound_rows, commit_rows, change_rows, broker_rows = in_parallel(
+    def group_change_rows() -> List[Dict[str, Any]]:
+        if group_changes_df is None:
+            return []
+        order = F.create_map(F.lit("changed"), F.lit(0), F.lit("new"), F.lit(1), F.lit("gone"), F.lit(2))
+        return [r.asDict() for r in group_changes_df.orderBy(order[F.col("change")], "group_id").limit(max_changes).collect()]
+
+    epoch_rows, bound_rows, commit_rows, change_rows, broker_rows, gchange_rows = in_parallel(
         lambda: _collect_for_partitions(spark, epochs_df, keys_df, max_epoch_rows) if keys else [],
         lambda: _collect_for_partitions(spark, bounds_df, keys_df, len(keys) * 4 + 1) if keys else [],
         lambda: _collect_commits_for_partitions(committed_df, keys_df, max_groups_per_plot) if keys else [],
@@ -1029,7 +1055,8 @@ def write_html_report(
         # the newest broker events only (a long-lived cluster fences and unfences on every restart)
         lambda: ([r.asDict() for r in broker_df.where("changed_at IS NOT NULL")
                   .orderBy(F.col("changed_at").desc()).limit(max_epoch_rows).collect()]
-                 if broker_df is not None and keys else []))
+                 if broker_df is not None and keys else []),
+        group_change_rows)
 
     epochs_by_tp: Dict[Tuple[str, int], List[Dict[str, Any]]] = defaultdict(list)
     for e in epoch_rows:
@@ -1097,7 +1124,7 @@ def write_html_report(
         + '<a href="#findings">Findings</a>'
         '<a href="#groups">Per group</a><a href="#partitions">Partitions</a></nav>',
         _summary_section(summary, verdicts, expectations, output_dir, max_skipped_locations),
-        _changes_section((summary or {}).get("history"), change_rows, max_changes),
+        _changes_section((summary or {}).get("history"), change_rows, max_changes, gchange_rows),
         _findings_section(rows, total, max_findings),
         '<section id="groups"><h2>Per consumer group</h2>',
         _groups_table(group_rows, n_group_rows, max_groups_in_table),
