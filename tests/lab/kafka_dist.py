@@ -78,6 +78,35 @@ def classpath(version: str) -> Path:
     return target
 
 
+TOOLS_POM = LAB / "tools-pom.xml"
+
+
+def tools_classpath(version: str) -> Path:
+    """The directory of jars of Kafka ``version``'s command-line tools (``kafka-tools``: ``kafka-consumer-groups``
+    is ``org.apache.kafka.tools.consumer.group.ConsumerGroupCommand``), resolved by Maven from
+    ``tests/lab/tools-pom.xml`` into the cache on first use.  Raises ``RuntimeError`` with Maven's output when the
+    version does not resolve."""
+    target = CACHE / f"kafka-tools-{version}"
+    done = target / ".complete"
+    if done.exists():
+        return target
+    with _locked(CACHE / f".kafka-tools-{version}.lock"):
+        if done.exists():
+            return target
+        tmp = CACHE / f".kafka-tools-{version}.partial"
+        shutil.rmtree(tmp, ignore_errors=True)
+        cmd = [os.environ.get("MVN", "mvn"), "-q", "-B", "-f", str(TOOLS_POM), "dependency:copy-dependencies",
+               f"-Dkafka.version={version}", f"-DoutputDirectory={tmp}"]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0 or not any(tmp.glob("kafka-tools-*.jar")):
+            raise RuntimeError(f"Maven could not resolve Kafka {version}'s tools: {' '.join(cmd)}\n"
+                               f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+        shutil.rmtree(target, ignore_errors=True)
+        tmp.rename(target)
+        done.write_text(version)
+    return target
+
+
 def java() -> str:
     return os.environ.get("JAVA", "java")
 
