@@ -110,25 +110,25 @@ def runs(s3, prefix: str) -> list[str]:
 
 def test_audit_of_s3_log_dirs_into_s3_equals_the_local_run(s3, scenario_latest):
     """Reports on, ``--history`` in the bucket too: the marker names the run, whose tables, summary and reports
-    are all there; the findings equal the local run's; a second run becomes the committed one and keeps the
-    first as the previous."""
+    are all there; the findings equal the local run's; the history holds the run.  (A run after a committed one,
+    and the marker's ``previous_run_dir``: the kill test below.)"""
     output = f"s3a://{BUCKET}/out-equal"
-    committed = []
-    for i in range(2):
-        proc = subprocess.run(audit_cmd(s3, output, "--history", f"s3a://{BUCKET}/history-equal", "--quiet"),
-                              env=run_env(s3), capture_output=True, text=True, timeout=900)
-        assert proc.returncode == 1, _out(proc)  # the scenario's critical findings
-        marker = read_json(s3, f"{BUCKET}/out-equal/summary.json")
-        assert marker["failed_stages"] == [] and marker["run_dir"].startswith(f"{output}/runs/")
-        assert marker["previous_run_dir"] == (committed[-1] if committed else None)
-        committed.append(marker["run_dir"])
-        key = marker["run_dir"].partition("://")[2]
-        for name in ("summary.json", "report.html", "metrics.prom", "expectations/validation_result.json"):
-            assert s3["fs"].get_file_info(f"{key}/{name}").size > 0, name
-        assert findings(s3, marker["run_dir"]) == local_findings(scenario_latest[1])
-    assert runs(s3, f"{BUCKET}/out-equal") == sorted(r.rsplit("/", 1)[1] for r in committed)
-    hist = read_json(s3, f"{BUCKET}/out-equal/summary.json")["history"]
-    assert hist["previous_run_id"] is not None and hist["new"] == 0 and hist["resolved"] == 0
+    proc = subprocess.run(audit_cmd(s3, output, "--history", f"s3a://{BUCKET}/history-equal", "--quiet"),
+                          env=run_env(s3), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 1, _out(proc)  # the scenario's critical findings
+    marker = read_json(s3, f"{BUCKET}/out-equal/summary.json")
+    assert marker["failed_stages"] == [] and marker["run_dir"].startswith(f"{output}/runs/")
+    assert marker["previous_run_dir"] is None
+    key = marker["run_dir"].partition("://")[2]
+    for name in ("summary.json", "report.html", "metrics.prom", "expectations/validation_result.json"):
+        assert s3["fs"].get_file_info(f"{key}/{name}").size > 0, name
+    assert findings(s3, marker["run_dir"]) == local_findings(scenario_latest[1])
+    assert runs(s3, f"{BUCKET}/out-equal") == [marker["run_dir"].rsplit("/", 1)[1]]
+    hist = marker["history"]
+    assert hist["previous_run_id"] is None and hist["new"] == marker["findings"]["total"]
+    from pyarrow import fs as pafs
+    appended = s3["fs"].get_file_info(pafs.FileSelector(f"{BUCKET}/history-equal/runs", recursive=True))
+    assert any(f.path.endswith(".parquet") for f in appended)
 
 
 def test_runs_killed_in_their_writes_and_around_the_marker_leave_one_committed_run(s3):
