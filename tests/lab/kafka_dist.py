@@ -52,30 +52,37 @@ def _locked(path: Path):
     return fh
 
 
-def classpath(version: str) -> Path:
-    """The directory of jars for ``version``, resolved by Maven into the cache on first use.
-
-    Raises ``RuntimeError`` with Maven's output when the version does not resolve.
-    """
-    target = CACHE / f"kafka-{version}"
+def _resolved(name: str, pom: Path, version: str, expect: str, extra: list[str] = ()) -> Path:
+    """``CACHE/<name>``: the dependencies of ``pom`` at ``-Dkafka.version=version``, copied there by Maven the first
+    time (under a lock, through a partial directory renamed when complete).  ``expect``: a jar glob that must be
+    among them.  Raises ``RuntimeError`` with Maven's output when they do not resolve."""
+    target = CACHE / name
     done = target / ".complete"
     if done.exists():
         return target
-    with _locked(CACHE / f".kafka-{version}.lock"):
+    with _locked(CACHE / f".{name}.lock"):
         if done.exists():
             return target
-        tmp = CACHE / f".kafka-{version}.partial"
+        tmp = CACHE / f".{name}.partial"
         shutil.rmtree(tmp, ignore_errors=True)
-        cmd = [os.environ.get("MVN", "mvn"), "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
-               f"-Dkafka.version={version}", f"-DoutputDirectory={tmp}", *_logging_backend(version)]
+        cmd = [os.environ.get("MVN", "mvn"), "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
+               f"-Dkafka.version={version}", f"-DoutputDirectory={tmp}", *extra]
         proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0 or not any(tmp.glob("kafka_2.13-*.jar")):
-            raise RuntimeError(f"Maven could not resolve Kafka {version}: {' '.join(cmd)}\n"
+        if proc.returncode != 0 or not any(tmp.glob(expect)):
+            raise RuntimeError(f"Maven could not resolve {name}: {' '.join(cmd)}\n"
                                f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
         shutil.rmtree(target, ignore_errors=True)
         tmp.rename(target)
         done.write_text(version)
     return target
+
+
+def classpath(version: str) -> Path:
+    """The directory of jars for ``version``, resolved by Maven into the cache on first use.
+
+    Raises ``RuntimeError`` with Maven's output when the version does not resolve.
+    """
+    return _resolved(f"kafka-{version}", POM, version, "kafka_2.13-*.jar", _logging_backend(version))
 
 
 TOOLS_POM = LAB / "tools-pom.xml"
@@ -86,25 +93,7 @@ def tools_classpath(version: str) -> Path:
     is ``org.apache.kafka.tools.consumer.group.ConsumerGroupCommand``), resolved by Maven from
     ``tests/lab/tools-pom.xml`` into the cache on first use.  Raises ``RuntimeError`` with Maven's output when the
     version does not resolve."""
-    target = CACHE / f"kafka-tools-{version}"
-    done = target / ".complete"
-    if done.exists():
-        return target
-    with _locked(CACHE / f".kafka-tools-{version}.lock"):
-        if done.exists():
-            return target
-        tmp = CACHE / f".kafka-tools-{version}.partial"
-        shutil.rmtree(tmp, ignore_errors=True)
-        cmd = [os.environ.get("MVN", "mvn"), "-q", "-B", "-f", str(TOOLS_POM), "dependency:copy-dependencies",
-               f"-Dkafka.version={version}", f"-DoutputDirectory={tmp}"]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0 or not any(tmp.glob("kafka-tools-*.jar")):
-            raise RuntimeError(f"Maven could not resolve Kafka {version}'s tools: {' '.join(cmd)}\n"
-                               f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
-        shutil.rmtree(target, ignore_errors=True)
-        tmp.rename(target)
-        done.write_text(version)
-    return target
+    return _resolved(f"kafka-tools-{version}", TOOLS_POM, version, "kafka-tools-*.jar")
 
 
 def java() -> str:
