@@ -31,6 +31,8 @@ import os
 from typing import Any, Callable, Dict, List, Optional
 
 from pyspark.sql import SparkSession
+
+from audit.groups import group_status
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -88,7 +90,15 @@ _COMMIT_FIELDS = [
 ]
 
 COMMITTED_OFFSETS_SCHEMA = StructType(
-    _COMMIT_FIELDS + [StructField("verdict", StringType(), False)]
+    _COMMIT_FIELDS
+    + [
+        StructField("verdict", StringType(), False),
+        StructField("log_start_offset", LongType(), True),
+        StructField("log_end_offset", LongType(), True),
+        StructField("high_watermark", LongType(), True),
+        StructField("lag", LongType(), True),
+        StructField("records_at_risk", LongType(), True),
+    ]
 )
 
 COMMITS_SCHEMA = StructType(
@@ -362,6 +372,7 @@ def _committed(latest: List[tuple], findings: List[Row]) -> List[Row]:
     rows = []
     for g, t, p, off, ep, when, vv, meta in latest:
         f = worst.get((g, t, p))
+        start, end, hw, _ = _BOUNDS.get((t, p), (None, None, None, None))
         rows.append(
             {
                 "group_id": g,
@@ -373,6 +384,11 @@ def _committed(latest: List[tuple], findings: List[Row]) -> List[Row]:
                 "commit_timestamp": _ts(when),
                 "value_version": vv,
                 "verdict": f["finding"] if f else "OK",
+                "log_start_offset": start,
+                "log_end_offset": end,
+                "high_watermark": hw,
+                "lag": None if end is None else end - off,
+                "records_at_risk": f.get("records_at_risk") if f else None,
             }
         )
     return rows
@@ -504,6 +520,11 @@ def write_output(
         data = [tuple(r.get(f.name) for f in schema.fields) for r in rows]
         df = spark.createDataFrame(data, schema=schema)
         df.coalesce(1).write.mode("overwrite").parquet(os.path.join(out_dir, name))
+    if "groups" not in tables and {"committed_offsets", "findings"} <= set(tables):
+        # every audit writes groups/: derive it the way the pipeline does, from the tables just written
+        groups = group_status(spark, spark.read.parquet(os.path.join(out_dir, "committed_offsets")),
+                              spark.read.parquet(os.path.join(out_dir, "findings")), None)
+        groups.coalesce(1).write.mode("overwrite").parquet(os.path.join(out_dir, "groups"))
     with open(os.path.join(out_dir, "summary.json"), "w", encoding="utf-8") as fh:
         json.dump(summary if summary is not None else summary_for(tables), fh, indent=2)
     return out_dir

@@ -107,7 +107,7 @@ def test_clean_output_passes(report_spark, tmp_path):
     assert stats["evaluated_expectations"] > 20
     assert stats["unsuccessful_expectations"] == 0
     assert set(stats["by_asset"]) == {"findings", "committed_offsets", "commits", "epochs",
-                                      "bounds", "summary"}
+                                      "bounds", "groups", "summary"}
 
     doc = json.load(open(outcome.result_path))
     assert doc["success"] is True

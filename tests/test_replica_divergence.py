@@ -15,7 +15,7 @@ def run(spark, leader_cache, leader_leo, replicas, commits=(), timeline=None):
     epochs = [("t", 0, 1, e, s, True) for e, s in leader_cache]
     epochs += [("t", 0, b, e, s, False) for b, cache, _, _ in replicas for e, s in cache]
     reps = [(1, "t", 0, leader_leo, leader_leo, None)] + [(b, "t", 0, leo, hw, None) for b, _, leo, hw in replicas]
-    c = spark.createDataFrame([(g, "t", 0, o, e, "", T0, 3, 0, i, True, 1) for i, (g, o, e) in enumerate(commits)],
+    c = spark.createDataFrame([(g, "t", 0, o, e, "", T0, 3, 0, i, True, 1, None) for i, (g, o, e) in enumerate(commits)],
                               COMMITS)
     b = spark.createDataFrame([("t", 0, 0, leader_leo, leader_leo, 1, 1, "test", T0, 1 + len(replicas), True, 0, None)],
                               BOUNDS)

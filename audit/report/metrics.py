@@ -165,6 +165,7 @@ def build_registry(summary: Mapping[str, Any], rows: list[dict], *, success: boo
             key = str(r["group_id"])
             if r["total_lag"] is not None:
                 g_lag.labels(key).set(r["total_lag"])
+            if r["max_lag"] is not None:
                 g_max.labels(key).set(r["max_lag"])
             g_parts.labels(key).set(int(r["partitions_committed"] or 0))
             g_risk.labels(key).set(int(r["records_at_risk"] or 0))
