@@ -13,6 +13,48 @@ os.environ.setdefault("KOA_CDS", "off")
 from .cluster_fixtures import connect_server, lab_live, packed_env, standalone  # noqa: E402,F401 - session fixtures
 from .paths import SCENARIO  # noqa: E402
 
+# Scheduling under pytest-xdist (the README's `-n 2 --dist loadfile`).  Each worker is its own pytest session,
+# so a session fixture is built by every worker whose files use it.  The files sharing the costly session
+# fixtures (a standalone Spark cluster, a Spark Connect server, the packed environment, the lab_live Kafka
+# cluster) form one unit, run by one worker that starts each of them once.  Units start longest first (rough
+# order of their durations), so that the two workers finish together rather than one waiting on a long file.
+SHARED_CLUSTER_FILES = ("test_airflow_dag.py", "test_object_store.py", "test_readme_commands.py",
+                        "test_spark_standalone.py", "test_spark_connect.py", "test_lab_lag.py")
+SHARED_CLUSTER_UNIT = "tests/[shared clusters]"
+LONGEST_FIRST = (SHARED_CLUSTER_UNIT, "test_lab_differential.py", "test_commit_kills.py",
+                 "test_fault_injection.py", "test_lab_connector.py", "test_lab_rebootstrap.py",
+                 "test_class_data_archive.py", "test_bad_input.py", "test_lab_replica_divergence.py",
+                 "test_hostile_defects.py", "test_null_shapes.py", "test_browser_offline.py", "test_lab_secured.py",
+                 "test_lab_owners.py")
+
+
+def _unit(nodeid: str) -> str:
+    path = nodeid.split("::", 1)[0]
+    return SHARED_CLUSTER_UNIT if os.path.basename(path) in SHARED_CLUSTER_FILES else path
+
+
+def pytest_collection_modifyitems(config, items):
+    """Longest units first (a stable sort: within a unit, and among the others, collection order holds)."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+
+    def key(item):
+        unit = _unit(item.nodeid)
+        return rank.get(unit, rank.get(os.path.basename(unit), len(rank)))
+    items.sort(key=key)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` with the shared-cluster files as one unit (see above)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedClusterScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit(nodeid)
+    return SharedClusterScheduling(config, log)
+
 
 @pytest.fixture(scope="session")
 def spark():

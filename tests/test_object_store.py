@@ -108,45 +108,35 @@ def runs(s3, prefix: str) -> list[str]:
         return []
 
 
-def test_audit_of_s3_log_dirs_into_s3_equals_the_local_run(s3, scenario_latest):
-    """Reports on, ``--history`` in the bucket too: the marker names the run, whose tables, summary and reports
-    are all there; the findings equal the local run's; the history holds the run.  (A run after a committed one,
-    and the marker's ``previous_run_dir``: the kill test below.)"""
-    output = f"s3a://{BUCKET}/out-equal"
-    proc = subprocess.run(audit_cmd(s3, output, "--history", f"s3a://{BUCKET}/history-equal", "--quiet"),
-                          env=run_env(s3), capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 1, _out(proc)  # the scenario's critical findings
-    marker = read_json(s3, f"{BUCKET}/out-equal/summary.json")
-    assert marker["failed_stages"] == [] and marker["run_dir"].startswith(f"{output}/runs/")
-    assert marker["previous_run_dir"] is None
-    key = marker["run_dir"].partition("://")[2]
-    for name in ("summary.json", "report.html", "metrics.prom", "expectations/validation_result.json"):
-        assert s3["fs"].get_file_info(f"{key}/{name}").size > 0, name
-    assert findings(s3, marker["run_dir"]) == local_findings(scenario_latest[1])
-    assert runs(s3, f"{BUCKET}/out-equal") == [marker["run_dir"].rsplit("/", 1)[1]]
-    hist = marker["history"]
-    assert hist["previous_run_id"] is None and hist["new"] == marker["findings"]["total"]
-    from pyarrow import fs as pafs
-    appended = s3["fs"].get_file_info(pafs.FileSelector(f"{BUCKET}/history-equal/runs", recursive=True))
-    assert any(f.path.endswith(".parquet") for f in appended)
-
-
-def test_runs_killed_in_their_writes_and_around_the_marker_leave_one_committed_run(s3):
-    """SIGKILL while the tables are being written, then right before and right after the marker: the marker
+def test_audit_into_s3_equals_the_local_run_and_killed_runs_leave_one_committed_run(s3, scenario_latest):
+    """The first run: ``s3a://`` log dirs, reports on, ``--history`` in the bucket too: the marker names the run,
+    whose tables, summary and reports are all there; the findings equal the local run's; the history holds the run.
+    Then SIGKILL while the tables are being written, then right before and right after the marker: the marker
     always names a complete run (the previous one until the new marker is written); the next run removes the
     killed runs' directories and the runs before the previous one."""
     prefix = f"{BUCKET}/out-kill"
     output = f"s3a://{prefix}"
-    first = subprocess.run(audit_cmd(s3, output, "--quiet"), env=run_env(s3), capture_output=True, text=True,
-                           timeout=900)
-    assert first.returncode == 1, _out(first)
+    first = subprocess.run(audit_cmd(s3, output, "--history", f"s3a://{BUCKET}/history", "--quiet"),
+                           env=run_env(s3), capture_output=True, text=True, timeout=900)
+    assert first.returncode == 1, _out(first)  # the scenario's critical findings
     m0 = read_json(s3, f"{prefix}/summary.json")
+    assert m0["failed_stages"] == [] and m0["run_dir"].startswith(f"{output}/runs/")
+    assert m0["previous_run_dir"] is None
+    key = m0["run_dir"].partition("://")[2]
+    for name in ("summary.json", "report.html", "metrics.prom", "expectations/validation_result.json"):
+        assert s3["fs"].get_file_info(f"{key}/{name}").size > 0, name
     want = findings(s3, m0["run_dir"])
+    assert want == local_findings(scenario_latest[1])
+    assert runs(s3, prefix) == [m0["run_dir"].rsplit("/", 1)[1]]
+    hist = m0["history"]
+    assert hist["previous_run_id"] is None and hist["new"] == m0["findings"]["total"]
+    from pyarrow import fs as pafs
+    appended = s3["fs"].get_file_info(pafs.FileSelector(f"{BUCKET}/history/runs", recursive=True))
+    assert any(f.path.endswith(".parquet") for f in appended)
 
     # killed in the middle of writing its tables
     proc = subprocess.Popen(audit_cmd(s3, output, "--quiet", "--skip-reports"), env=run_env(s3), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    from pyarrow import fs as pafs
 
     def writing():
         for name in runs(s3, prefix):
