@@ -11,11 +11,14 @@ from typing import NoReturn
 
 from pydantic import ValidationError
 
+from . import __version__
+
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 def build_parser(prog: str = "kafka-offset-audit") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description="Audit Kafka consumer offsets against the log's leader-epoch history.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     a = sub.add_parser("audit", help="audit broker log dirs")
     add_audit_arguments(a)

@@ -228,3 +228,38 @@ def conform(name: str, df):
     present = set(have)
     return df.selectExpr(*[f"CAST(`{c.name}` AS {c.type}) AS `{c.name}`" if c.name in present
                            else f"CAST(NULL AS {c.type}) AS `{c.name}`" for c in TABLES[name]])
+
+
+#: one line per table for the generated column reference (``docs/columns.md``)
+TABLE_SUMMARY = {
+    "findings": "one row per finding (a group's committed offset, or a replica for REPLICA_DIVERGENCE)",
+    "committed_offsets": "the latest live commit per group-partition, with its verdict, bounds and lag",
+    "groups": "one row per group with committed offsets: lag, worst verdict and status",
+    "commits": "every live commit with its `__consumer_offsets` position (`--mode history`)",
+    "epochs": "every replica's leader-epoch cache entries",
+    "bounds": "log start and end offsets, high watermark and leader per partition",
+    "leader_timeline": "every partition state change of the KRaft metadata log (when it is among the inputs)",
+    "broker_timeline": "every broker registration, fencing and shutdown event of the KRaft metadata log",
+    "finding_changes": "this run's findings against the previous run's (`--history`)",
+    "group_changes": "the groups whose status changed since the previous run (`--history`)",
+}
+
+
+def markdown() -> str:
+    """The column reference page (``docs/columns.md``): every table of :data:`TABLES`, every column with its Spark
+    type and when it is null.  ``python -m audit.tables > docs/columns.md`` writes it; a test keeps it current."""
+    lines = ["# Output columns", "",
+             "Generated from `audit/tables.py` (`python -m audit.tables > docs/columns.md`); what each table is for,",
+             "and how the output directory is committed, is in [the output contract](outputs.md). Both sources write",
+             "every column; a column the source cannot know is null, and *null when* says when.", ""]
+    for name, cols in TABLES.items():
+        lines += [f"## `{name}/`", "", TABLE_SUMMARY[name][0].upper() + TABLE_SUMMARY[name][1:] + ".", "",
+                  "| column | type | null when |", "|---|---|---|"]
+        lines += [f"| `{c.name}` | `{c.type}` | {c.null_when.replace('|', '/') if c.nullable else 'never'} |"
+                  for c in cols]
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")

@@ -10,7 +10,7 @@ Three measures, one table:
    pyspark's own jars, on this machine) against ``local[2]``, alternated ``--pairs`` times, medians of
    ``run()``'s seconds (:mod:`bench.run_benchmark`'s child: a fresh process each).  On two cores no speed-up is
    possible; the target is the cluster's overhead: <= 1.3x.  A third run in each round gives the executors
-   :data:`SMALL_NODE_EXECUTOR_OPTIONS` (the README's advice for nodes of one or two cores).
+   :data:`SMALL_NODE_EXECUTOR_OPTIONS` (the advice of docs/spark-cluster.md for nodes of one or two cores).
 2. **Memory flat**: on the standalone cluster, the driver's Python and JVM peaks (from the child) and each
    executor JVM's and its Python workers' peak RSS (sampled here from ``/proc`` every 0.5 s), at ``--n-small``
    and ``--n-large``: largest ÷ smallest <= 1.5x.
@@ -41,7 +41,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SCENARIO = REPO.parent / "shared" / "data" / "scenarios" / "unclean-election-3brokers" / "brokers"
 TARGETS = {"standalone_ratio": 1.3, "memory_growth": 1.5, "connect_ratio": 0.7}
-#: what the README's "Run on a Spark cluster" gives for executors on nodes of one or two cores: one JIT compiler
+#: what docs/spark-cluster.md ("Run on a Spark cluster") gives for executors on nodes of one or two cores: one JIT compiler
 #: thread, C1 only, the serial collector (the JVM sizes its JIT and GC threads by the node's cores, not the
 #: executor's, and on a 2-core node they take the cores from the tasks)
 SMALL_NODE_EXECUTOR_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 -XX:+UseSerialGC"
@@ -279,7 +279,7 @@ def print_table(res: dict) -> None:
                  "medians", f"{med['standalone']:.1f} s ÷ {med['local']:.1f} s = {st['ratio']:.2f}x",
                  f"<= {TARGETS['standalone_ratio']}x", st["ratio"] <= TARGETS["standalone_ratio"]
                  and st["findings_as_expected"]))
-    rows.append(("the same, executors with the README's small-node options (spark.executor.extraJavaOptions="
+    rows.append(("the same, executors with the small-node options of docs/spark-cluster.md (spark.executor.extraJavaOptions="
                  f"{SMALL_NODE_EXECUTOR_OPTIONS})",
                  f"{med['standalone_small_node']:.1f} s ÷ {med['local']:.1f} s = {st['ratio_small_node']:.2f}x",
                  f"<= {TARGETS['standalone_ratio']}x", st["ratio_small_node"] <= TARGETS["standalone_ratio"]

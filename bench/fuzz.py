@@ -1,4 +1,4 @@
-"""Coverage-guided fuzzing of every byte-level decoder (issue 15), with atheris (libFuzzer for Python).
+"""Coverage-guided fuzzing of every byte-level decoder, with atheris (libFuzzer for Python).
 
 Usage::
 
@@ -283,10 +283,10 @@ def _commit() -> str:
 
 def render_md(results: list[Result], meta: dict) -> str:
     """The Markdown report of a run: how it was run, the per-harness table with a total row, whether the
-    issue's target was reached, and every finding with its input file."""
+    target was reached, and every finding with its input file."""
     tot = Result("**total**", seconds=sum(r.seconds for r in results), inputs=sum(r.inputs for r in results))
     lines = [
-        "# Fuzzing the byte-level decoders (issue 15)",
+        "# Fuzzing the byte-level decoders",
         "",
         f"Command: `{meta['command']}`",
         "",

@@ -1,4 +1,4 @@
-"""Fuzz harnesses for every byte-level decoder of kafka-offset-audit (issue 15).
+"""Fuzz harnesses for every byte-level decoder of kafka-offset-audit.
 
 Each harness is a function ``harness(data: bytes) -> None`` that feeds ``data`` to the project's real
 decoder the way the audit feeds it, and checks the decoder's documented contract.  A harness raises

@@ -1,8 +1,8 @@
 """The README's runnable command blocks, run as a user runs them: a copy of this checkout, a fresh virtual
 environment, ``pip install .`` (a regular install, not ``-e``), the CLI's defaults (reports on).
 
-Each block marked ``<!-- runnable: NAME -->`` in README.md is taken from the README itself, so the README and
-what is tested cannot drift apart; only the placeholders a reader replaces are replaced here: the log dirs
+Each block marked ``<!-- runnable: NAME -->`` in README.md or a page of ``docs/`` is taken from there, so the
+documentation and what is tested cannot drift apart; only the placeholders a reader replaces are replaced here: the log dirs
 ``/copies/...`` by the shared scenario's brokers, the bootstrap servers ``kafka-1:9092,...`` by a real lab
 cluster's, restarted (a rolling restart, no write after it: each partition's current leader epoch holds no
 record, the shape a live audit with reports on once crashed on) on each Kafka version of the lab.
@@ -28,8 +28,14 @@ INSTALL_TIMEOUT = 1500
 
 
 def readme_blocks() -> dict[str, str]:
-    text = (REPO / "README.md").read_text()
-    return {m["name"]: m["body"].replace("\\\n", " ").strip() for m in RUNNABLE.finditer(text)}
+    """The runnable blocks of README.md and of the documentation pages (``docs/*.md``) by name.  A name marked in
+    more than one place (the README repeats a page's command) must have the same command everywhere."""
+    blocks: dict[str, str] = {}
+    for page in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        for m in RUNNABLE.finditer(page.read_text()):
+            body = m["body"].replace("\\\n", " ").strip()
+            assert blocks.setdefault(m["name"], body) == body, f"{page.name}: block {m['name']} differs from its twin"
+    return blocks
 
 
 def _user_env() -> dict:

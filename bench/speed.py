@@ -1,7 +1,7 @@
-"""Issue 11's four speed measures in one run, printed as one table.
+"""The four speed measures in one run, printed as one table.
 
-    python -m bench.issue11 --out /tmp/koa-bench/issue11            # about 20 minutes on a 2-core machine
-    python -m bench.issue11 --from-dir /tmp/koa-bench/issue11       # print the table of a saved run again
+    python -m bench.speed --out /tmp/koa-bench/speed            # about 20 minutes on a 2-core machine
+    python -m bench.speed --from-dir /tmp/koa-bench/speed       # print the table of a saved run again
 
 One after the other (only one Spark at a time), each a script of its own writing its figures as JSON into
 ``--out``:
@@ -19,7 +19,7 @@ One after the other (only one Spark at a time), each a script of its own writing
    ``lc-cluster-2.json``: the median ``local-cluster`` run() ÷ the median ``local[2]`` run().
 
 ``--quick`` runs every step with small inputs (1 pair; 10k, 200k and 400k commits) to check the script itself: its
-figures are not the issue's measures, and the table says so.
+figures are not the measures' own inputs, and the table says so.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-#: issue 11's targets
+#: the speed targets
 SMALL_TARGETS = {"reports": 1.5, "skip_reports": 1.2}
 MARGINAL_TARGET, NAIVE_TARGET = 2_000_000, 6.0
 FLAT_MAX_GROWTH, LOCAL_CLUSTER_TARGET = 1.5, 1.25
@@ -126,10 +126,10 @@ def render(results: dict) -> str:
     w = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(hdr)]
     lines = [" | ".join(h.ljust(w[i]) for i, h in enumerate(hdr)), "-+-".join("-" * x for x in w)]
     lines += [" | ".join(c.ljust(w[i]) for i, c in enumerate(r)) for r in rows]
-    head = (f"issue 11, one run ({results['meta']['started']} -> {results['meta']['finished']}, "
+    head = (f"speed measures, one run ({results['meta']['started']} -> {results['meta']['finished']}, "
             f"{results['meta']['cpus']} CPUs)")
     if results["meta"].get("quick"):
-        head += ": --quick, small inputs only; NOT the issue's measures"
+        head += ": --quick, small inputs only; NOT the measures' inputs"
     return "\n".join([head, *lines, "", "every measured target met" if ok else "some target NOT met"])
 
 
@@ -142,8 +142,8 @@ def _load(out: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="issue 11's four speed measures in one run, one table")
-    ap.add_argument("--out", default="/tmp/koa-bench/issue11", help="directory for each step's JSON and the table")
+    ap = argparse.ArgumentParser(description="the four speed measures in one run, one table")
+    ap.add_argument("--out", default="/tmp/koa-bench/speed", help="directory for each step's JSON and the table")
     ap.add_argument("--pairs", type=int, default=2, help="alternated pairs of the small-audit ratios (default 2)")
     ap.add_argument("--no-lab", action="store_true", help="leave measure 4 out (it needs mvn and Kafka's jars)")
     ap.add_argument("--quick", action="store_true", help="small inputs, to check this script (not the measures)")
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             "pairs": a.pairs, "steps": []}
     for name, args in steps(a.pairs, not a.no_lab, a.quick):
         cmd = [sys.executable, "-m", *args, "--output", str(out / name)]
-        print(f"[issue11] {' '.join(cmd[2:])}", flush=True)
+        print(f"[speed] {' '.join(cmd[2:])}", flush=True)
         t = time.time()
         subprocess.run(cmd, check=True)
         meta["steps"].append({"command": " ".join(["python", *cmd[1:]]), "seconds": round(time.time() - t, 1)})

@@ -1,5 +1,5 @@
-"""bench.issue11's one table: each verdict follows from the saved figures of its steps."""
-from bench.issue11 import render, table
+"""bench.speed's one table: each verdict follows from the saved figures of its steps."""
+from bench.speed import render, table
 
 
 def _results(heap_100m=700.0, lc_seconds=35.0):
