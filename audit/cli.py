@@ -176,7 +176,6 @@ def run_audit(args, master: str | None, on_session=None) -> int:
     ``on_session(spark)``: called once the session is built, before the audit (spark-submit ships the package
     there); its errors are internal errors (exit status 3) like Spark's own."""
     from .pipeline import AuditConfig, run
-    from .sources.fs import InputError
     try:
         cfg = AuditConfig(log_dirs=args.log_dirs, bootstrap_servers=getattr(args, "bootstrap_servers", None),
                           client_config=getattr(args, "client_config", None), groups=getattr(args, "groups", None),

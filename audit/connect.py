@@ -66,8 +66,8 @@ def check_shared_output(spark, output: str) -> None:
 def check_kafka_connector(spark) -> None:
     """Spark's Kafka connector must be on the server's class path (``--source kafka-connector``)."""
     try:
-        (spark.read.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:9")
-         .option("subscribe", "__consumer_offsets").load().schema)
+        _ = (spark.read.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:9")
+             .option("subscribe", "__consumer_offsets").load().schema)  # resolving the schema looks the source up
     except Exception as exc:  # noqa: BLE001 - DATA_SOURCE_NOT_FOUND
         from .sources.cluster import connector_package
         raise ConnectError(

@@ -1419,7 +1419,7 @@ def _group_values() -> list[tuple[str, bytes]]:
 
 def _metadata_values() -> list[tuple[str, bytes]]:
     out, seen = [], set()
-    for k, v, attrs in _real_records("metadata", 5000):
+    for _k, v, attrs in _real_records("metadata", 5000):
         if v is None or attrs & 0x20:
             continue
         sig = v[:3]

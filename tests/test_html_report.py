@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import os
 import re
-import shutil
 import subprocess
 from html.parser import HTMLParser
 from typing import Dict, List, Optional, Tuple

@@ -39,7 +39,7 @@ def grown(request, tmp_path_factory):
         with LabClient(version, cluster.bootstrap, log=work / "labclient.log") as lab:
             lab.call("create_topic", topic=TOPIC, partitions=2, rf=1)
             for p, n in BEFORE.items():
-                for chunk in range(4):  # several batches, some large enough for index entries
+                for _chunk in range(4):  # several batches, some large enough for index entries
                     lab.call("produce", topic=TOPIC, partition=p, count=n // 4, acks="all", value_size=1500)
                     time.sleep(0.02)
 
@@ -53,7 +53,7 @@ def grown(request, tmp_path_factory):
             lab.call("create_partitions", topic=TOPIC, total=3)
             time.sleep(0.05)
             for p, n in {0: 15, 1: 12, 2: 9}.items():
-                for chunk in range(3):
+                for _chunk in range(3):
                     lab.call("produce", topic=TOPIC, partition=p, count=n // 3, acks="all", value_size=300)
                     time.sleep(0.02)
             commit("lagging", {2: 4})

@@ -2,7 +2,6 @@
 fake read_committed consumer (broker-1's real segments), OffsetsForLeaderEpoch and ListOffsets
 answers recorded from the real cluster (ground_truth.json). Must agree with the Java consumer."""
 import json
-import sys
 from types import SimpleNamespace
 
 import pytest

@@ -112,8 +112,12 @@ def test_the_summary_decode_checks_as_much_as_the_full_one():
     assert len(keys) > 100
     buf, ks, kl, vs, vl = bytearray(), [], [], [], []
     for k, v in zip(keys, values):
-        ks.append(len(buf)); kl.append(len(k)); buf += k
-        vs.append(len(buf)); vl.append(-1 if v is None else len(v)); buf += v or b""
+        ks.append(len(buf))
+        kl.append(len(k))
+        buf += k
+        vs.append(len(buf))
+        vl.append(-1 if v is None else len(v))
+        buf += v or b""
     data = np.frombuffer(bytes(buf), dtype=np.uint8)
     args = (data, np.array(ks), np.array(kl), np.array(vs), np.array(vl))
     full, summary = decode_offsets_numeric(*args), decode_offsets_numeric(*args, values=False)

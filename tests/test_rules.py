@@ -143,7 +143,6 @@ def test_epoch_known_only_to_the_metadata_log_ends_at_the_log_end(spark):
 def test_epoch_claimed_before_the_cluster_had_it_is_unknown(spark):
     """KRaft timeline: epoch 5 began at LATER; a commit with epoch 5 written at T0 claimed it early
     (Kafka's consumer, resuming then, stalled); a commit written after LATER is fine."""
-    from pyspark.sql import functions as F
     timeline = _timeline((3, T0.replace(hour=6), 1, False), (5, LATER, 1, False))
     c, e, b = tables(spark, [commit(115, 5, ts=T0)], metadata_epoch=5)
     rows = judge(spark, c, e, b.withColumn("epoch_timeline", timeline), rules=["UNKNOWN_LEADER_EPOCH", "LOG_TRUNCATION"]).collect()
