@@ -161,7 +161,8 @@ def hadoop_aws_package() -> str:
 
     from pyspark.find_spark_home import _find_spark_home
     jars = glob.glob(os.path.join(_find_spark_home(), "jars", "hadoop-client-api-*.jar"))
-    version = re.search(r"hadoop-client-api-(.+)\.jar$", jars[0]).group(1) if jars else "3.5.0"
+    found = re.search(r"hadoop-client-api-(.+)\.jar$", jars[0]) if jars else None
+    version = found.group(1) if found else "3.5.0"
     return f"org.apache.hadoop:hadoop-aws:{version}"
 
 
@@ -213,12 +214,12 @@ def run_audit(args, master: str | None, on_session=None) -> int:
             _push_failure(cfg, started, EXIT_USAGE)
         return EXIT_USAGE
     try:
-        packages = []
+        packages: list[str] | None = []
         if cfg.source == "kafka-connector":
             from .sources.cluster import connector_package
-            packages.append(connector_package())
+            packages.append(connector_package())  # type: ignore[union-attr]
         if any(str(p).startswith(("s3a://", "s3n://")) for p in [*cfg.log_dirs, cfg.output, cfg.history or ""]):
-            packages.append(hadoop_aws_package())  # Hadoop's S3A filesystem, matched to pyspark's Hadoop client
+            packages.append(hadoop_aws_package())  # type: ignore[union-attr]  # Hadoop's S3A filesystem, matched to pyspark's Hadoop client
         packages = packages or None
         prewarm = _prewarm(cfg.reports)
         class_data = None

@@ -45,7 +45,10 @@ def executor_requirements() -> list[str]:
     for req in reqs:
         if ";" in req:  # extras (test, fuzz)
             continue
-        name = re.match(r"[A-Za-z0-9._-]+", req).group(0)
+        match = re.match(r"[A-Za-z0-9._-]+", req)
+        if match is None:
+            continue
+        name = match.group(0)
         if name.lower() in DRIVER_ONLY:
             continue
         try:

@@ -10,7 +10,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pyspark.sql import SparkSession
@@ -559,7 +559,10 @@ def _summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
         lambda: skipped.orderBy("file", "position").take(MAX_WHERE),
         lambda: findings.groupBy("finding", "severity").count().orderBy("finding", "severity").collect(),
         lambda: cache_disagreements(epochs).orderBy("topic", "partition", "leader_epoch").take(MAX_WHERE))
-    by_type, kinds, txn, by_reason = {}, {}, {}, {}
+    by_type: dict[str, Any] = {}
+    kinds: dict[str, Any] = {}
+    txn: dict[str, Any] = {}
+    by_reason: dict[str, Any] = {}
     # kind 'count' rows stand for records a latest-mode summary folded away (all non-transactional)
     folded = 0
     for r in by_kind:
@@ -588,7 +591,8 @@ def _summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
               "record_type": r["record_type"]}
              for r in where_rows]
     sev = {s: 0 for s in SEVERITY_RANK}
-    names, name_sev = {}, []
+    names: dict[str, Any] = {}
+    name_sev: list = []
     for r in finding_counts:
         sev[r["severity"]] += r["count"]
         names[r["finding"]] = names.get(r["finding"], 0) + r["count"]

@@ -173,8 +173,8 @@ class ClassDataArchive:
             return
         import json
         jvm = spark.sparkContext._jvm
-        info = {"pid": int(jvm.ProcessHandle.current().pid()),
-                "class_path": str(jvm.System.getProperty("java.class.path"))}
+        info = {"pid": int(jvm.ProcessHandle.current().pid()),  # type: ignore[union-attr]
+                "class_path": str(jvm.System.getProperty("java.class.path"))}  # type: ignore[union-attr]
         tmp = f"{self.dump_path}.json.tmp"
         with open(tmp, "w") as f:
             json.dump(info, f)

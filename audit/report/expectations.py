@@ -171,7 +171,7 @@ def _spark_connect_guard() -> None:
         return
     from pyspark.testing.utils import should_test_connect
     if not should_test_connect:
-        sys.modules["pyspark.sql.connect"] = None  # import of it (and its submodules) raises ModuleNotFoundError
+        sys.modules["pyspark.sql.connect"] = None  # type: ignore[assignment]  # import of it (and its submodules) raises ModuleNotFoundError
 
 
 def _defer_scipy_stats() -> None:
@@ -768,7 +768,7 @@ def _write_outcome(
                 )
             )
     evaluated = totals["evaluated_expectations"]
-    statistics = dict(totals)
+    statistics: Dict[str, Any] = dict(totals)
     statistics["success_percent"] = (
         100.0 * totals["successful_expectations"] / evaluated if evaluated else 100.0
     )

@@ -67,7 +67,7 @@ def _read(spark: SparkSession, history: str, table: str) -> DataFrame | None:
     try:
         df = spark.read.option("basePath", base).parquet(base)
     finally:
-        spark.conf.set(key, before)
+        spark.conf.set(key, before or "true")
     return df if "attempt" in df.columns else df.withColumn("attempt", F.lit(None).cast("string"))
 
 
@@ -158,7 +158,7 @@ def group_changes(spark: SparkSession, history: str, run_id: str, groups: DataFr
         previous_run_id = prev["run_id"] if prev else None
     old = committed(spark, history, "groups") if previous_run_id is not None else None
     cols = ["group_id", "status", "worst_verdict", "total_lag", "records_at_risk"]
-    old = (old.where(F.col("run_id") == previous_run_id).select(*cols) if old is not None
+    old = (old.where(F.col("run_id") == previous_run_id).select(*cols) if old is not None  # type: ignore[arg-type]
            else groups.select(*cols).limit(0))
     o = old.select("group_id", *[F.col(c).alias(f"previous_{c}") for c in cols[1:]], F.lit(True).alias("_old"))
     c = groups.select(*cols, F.lit(True).alias("_cur"))

@@ -132,7 +132,7 @@ def _severity_rank_expr(col_name: str = "severity"):
     for rank, sev in enumerate(SEVERITY_ORDER):
         cond = F.col(col_name) == F.lit(sev)
         expr = F.when(cond, F.lit(rank)) if expr is None else expr.when(cond, F.lit(rank))
-    return expr.otherwise(F.lit(len(SEVERITY_ORDER)))
+    return expr.otherwise(F.lit(len(SEVERITY_ORDER)))  # type: ignore[union-attr]  # SEVERITY_ORDER is not empty
 
 
 def _read_parquet(spark, tables_dir: str, name: str):
@@ -461,11 +461,12 @@ def _plot_partition(
     x_lo = min(xs_all or [0])
     x_span = x_end - x_lo
     for c in commits:
-        off = c.get("committed_offset")
-        if off is None:
+        raw_off = c.get("committed_offset")
+        if raw_off is None:
             continue
-        ep = c.get("committed_leader_epoch")
-        ep = -1 if ep is None else int(ep)
+        off = int(raw_off)
+        raw_ep = c.get("committed_leader_epoch")
+        ep = -1 if raw_ep is None else int(raw_ep)
         y_values.append(ep)
         verdict = str(c.get("verdict") or "OK")
         color = _verdict_color(verdict)

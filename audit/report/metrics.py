@@ -44,7 +44,7 @@ import re
 import time
 import urllib.error
 import urllib.request
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest, push_to_gateway, pushadd_to_gateway
 from pyspark.sql import DataFrame
@@ -120,7 +120,8 @@ def lost_lineage_rows(findings: DataFrame, limit: int) -> list[dict]:
 
 
 def build_registry(summary: Mapping[str, Any], rows: list[dict], *, success: bool = True,
-                   now: float | None = None, lost: list[dict] = (), groups: list[dict] = ()) -> CollectorRegistry:
+                   now: float | None = None, lost: Sequence[dict] = (),
+                   groups: Sequence[dict] = ()) -> CollectorRegistry:
     """A registry holding the run's metrics (see the module docstring).
 
     ``summary``: the run's ``summary.json`` content (``findings.by_name``/``by_severity``,
@@ -162,16 +163,16 @@ def build_registry(summary: Mapping[str, Any], rows: list[dict], *, success: boo
         g_status = gauge("group_status", "1 per group; labels give its status and worst verdict.",
                          g + ("status", "worst_verdict"))
         for r in groups:
-            key = str(r["group_id"])
+            gid = str(r["group_id"])
             if r["total_lag"] is not None:
-                g_lag.labels(key).set(r["total_lag"])
+                g_lag.labels(gid).set(r["total_lag"])
             if r["max_lag"] is not None:
-                g_max.labels(key).set(r["max_lag"])
-            g_parts.labels(key).set(int(r["partitions_committed"] or 0))
-            g_risk.labels(key).set(int(r["records_at_risk"] or 0))
+                g_max.labels(gid).set(r["max_lag"])
+            g_parts.labels(gid).set(int(r["partitions_committed"] or 0))
+            g_risk.labels(gid).set(int(r["records_at_risk"] or 0))
             if r["latest_commit_age_seconds"] is not None:
-                g_age.labels(key).set(r["latest_commit_age_seconds"])
-            g_status.labels(key, str(r["status"]), str(r["worst_verdict"])).set(1)
+                g_age.labels(gid).set(r["latest_commit_age_seconds"])
+            g_status.labels(gid, str(r["status"]), str(r["worst_verdict"])).set(1)
 
     if lost:
         lp = ("topic", "partition", "broker", "severity")
@@ -208,7 +209,7 @@ def build_registry(summary: Mapping[str, Any], rows: list[dict], *, success: boo
 
 
 def _run_gauges(reg: CollectorRegistry, elapsed: float | None, success: bool, exit_status: int | None,
-                now: float | None, failed_stages: list[str] = ()) -> None:
+                now: float | None, failed_stages: Sequence[str] = ()) -> None:
     Gauge(f"{PREFIX}_run_duration_seconds", "Wall time of the audit run.", registry=reg).set(float(elapsed or 0))
     Gauge(f"{PREFIX}_run_success", "1: the audit completed and wrote its output; 0: it failed.",
           registry=reg).set(1 if success else 0)

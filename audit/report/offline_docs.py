@@ -97,7 +97,7 @@ def _rewrite(html: str, rel: str) -> tuple[str, int, int]:
     counts = [0, 0]
 
     def sub(m: re.Match) -> str:
-        tag, url = m.group(1).lower(), _URL.search(m.group(0)).group(1)
+        tag, url = m.group(1).lower(), _URL.search(m.group(0)).group(1)  # type: ignore[union-attr]  # _TAG holds _URL
         if tag == "img":
             if "great-expectations" in url and "logo" in url:
                 counts[0] += 1

@@ -730,7 +730,7 @@ class OffsetCollector:
                 self._missing_topics.pop(name, None)
                 topic_errors.pop(name, None)
                 tid = getattr(t, "topic_id", None)
-                if tid is not None and getattr(tid, "int", 0):  # Metadata v10+; the zero Uuid means none
+                if tid is not None and getattr(tid, "int", None):  # Metadata v10+; the zero Uuid means none
                     self.topic_ids[name] = base64.urlsafe_b64encode(tid.bytes).rstrip(b"=").decode()
                 for p in t.partitions:
                     tp = (name, p.partition_index)

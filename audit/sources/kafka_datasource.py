@@ -293,7 +293,7 @@ class KafkaOffsetsTopicReader(DataSourceReader):
 
     # -- reading
 
-    def read(self, partition: OffsetsTopicTask | OffsetsTopicPartition) -> Iterator[tuple]:
+    def read(self, partition: OffsetsTopicTask | OffsetsTopicPartition) -> Iterator[tuple]:  # type: ignore[override]
         """Yield ``(source_partition, source_offset, timestamp_ms, key, value)``
         for every committed record with ``start_offset <= offset < end_offset``
         of each range of ``partition``, all read with one consumer (a partition

@@ -130,10 +130,10 @@ def discover(spark: SparkSession, roots: list[str]) -> Inventory:
         meta = [f for f in files if f.uri == uri + "/meta.properties"]
         if meta:
             props = parse_meta_properties(read_small(spark, meta[0].uri).decode("utf-8", "replace"))
-        bid = broker_id_of(props)
-        known = bid is not None
+        found_id = broker_id_of(props)
+        known = found_id is not None
+        bid = found_id if found_id is not None else synthetic
         if not known:
-            bid = synthetic
             synthetic -= 1
             notes.append(f"{uri}: no node.id/broker.id in meta.properties; using broker id {bid}")
         ld = LogDir(uri, bid, known, files)
@@ -949,8 +949,8 @@ def recover_from_replicas(spark: SparkSession, raw: DataFrame, src: LogDirSource
                  .join(segdf, (F.col("source_partition") == F.col("sp")) & (F.col("offset") >= F.col("base"))
                        & (F.col("offset") < F.col("next_base"))))
     by_file = mine.where(F.col("kind") == "issue").join(segdf, F.col("source_file") == F.col("seg_file"))
-    cols = ["source_partition", "seg_file", "base", "next_base", "position", "offset", "kind",
-            good.alias("good"), bad_row.alias("bad")]
+    cols: list = ["source_partition", "seg_file", "base", "next_base", "position", "offset", "kind",
+                  good.alias("good"), bad_row.alias("bad")]
     keyed = by_offset.select(*cols).unionByName(by_file.select(*cols))
     order = Window.partitionBy("source_partition", "seg_file").orderBy(
         "position", F.col("offset").asc_nulls_first())
