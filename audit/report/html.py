@@ -7,19 +7,22 @@ the small table filter script are inline).
 
 Sections:
 
-1. Run summary (``summary.json``: inputs, records read/skipped, where corrupt
-   data was skipped, findings by name and severity, elapsed time), verdict
-   counts of ``committed_offsets/`` and, when present, the Great Expectations
-   outcome (``expectations/validation_result.json``, link to ``data_docs/``).
-2. Findings, most severe first, each with its ``detail`` text (what is
+1. What to do: how many groups will lose, skip or replay records (the ``groups`` table's ``AT_RISK``) and
+   on which topics, then the first actions of the most severe findings (their ``detail``'s ``Action:``).
+2. Since the previous run (with ``--history``).
+3. Findings, most severe first, each with its ``detail`` text (what is
    wrong, the risk, the action); capped at ``max_findings`` rows with a note,
    in pages of ``FINDINGS_PAGE_SIZE`` with a severity and text filter.
-3. A chart of findings per consumer group, stacked by severity.
-4. For every topic-partition with a finding (capped at ``max_plots``, the
+4. Per consumer group: the ``groups`` table, and a chart of findings per group stacked by severity.
+5. For every topic-partition with a finding (capped at ``max_plots``, the
    most records at risk first, then the most severe; a note counts the rest): its leader-epoch history per replica as steps (x: offset,
    y: leader epoch), the log start/end offsets, the divergence points of
    ``LOG_TRUNCATION`` findings, and every group's committed offset marked at
    (offset, committed epoch).
+6. Run summary (``summary.json``: records read/skipped, where corrupt data was skipped, findings by name and
+   severity, elapsed time), verdict counts of ``committed_offsets/``, the Great Expectations outcome
+   (``expectations/validation_result.json``, link to ``data_docs/``), and the inputs as tables in a collapsed
+   section.
 
 Only bounded data is collected from Spark: at most ``max_findings``
 findings, the per-group counts of at most ``max_groups_in_chart`` groups, and
@@ -281,6 +284,72 @@ def _collect_groups(groups_df, max_rows: int) -> Tuple[List[Dict[str, Any]], int
                                                   F.col("records_at_risk").desc_nulls_last(),
                                                   F.col("total_lag").desc_nulls_last(), "group_id").take(max_rows)]
     return rows, (groups_df.count() if len(rows) >= max_rows else len(rows))
+
+
+def _status_counts(groups_df, group_rows: List[Dict[str, Any]], n_groups: int) -> Dict[str, Tuple[int, int]]:
+    """``{status: (groups, records at risk)}`` over the whole ``groups`` table: from the rows already taken when
+    they are all of it, else one aggregate (at most one row per status)."""
+    if groups_df is None:
+        return {}
+    if len(group_rows) >= n_groups:
+        out: Dict[str, Tuple[int, int]] = {}
+        for r in group_rows:
+            n, risk = out.get(str(r.get("status")), (0, 0))
+            out[str(r.get("status"))] = (n + 1, risk + int(r.get("records_at_risk") or 0))
+        return out
+    from pyspark.sql import functions as F
+    return {str(r["status"]): (int(r["n"]), int(r["risk"] or 0)) for r in groups_df.groupBy("status").agg(
+        F.count(F.lit(1)).alias("n"), F.sum("records_at_risk").alias("risk")).collect()}
+
+
+def _action(detail: Any) -> str:
+    """The ``Action:`` part of a finding's ``detail`` (what to do), or the whole detail when it has none."""
+    text = str(detail or "")
+    return text.split(" Action: ", 1)[1] if " Action: " in text else text
+
+
+def _todo_section(statuses: Dict[str, Tuple[int, int]], rows: List[Dict[str, Any]], total: int,
+                  max_actions: int = 5) -> str:
+    """'What to do', the report's first screen: how many groups will lose, skip or replay records and on which
+    topics, then the first actions, most severe first (each finding's ``Action:``)."""
+    parts = ['<section id="todo"><h2>What to do</h2>']
+    at_risk, risk_records = statuses.get("AT_RISK", (0, 0))
+    look = sum(statuses.get(s, (0, 0))[0] for s in ("WARN", "STALE"))
+    ok = statuses.get("OK", (0, 0))[0]
+    urgent = [r for r in rows if r.get("severity") in ("critical", "error")]
+    if not urgent and not at_risk:
+        parts.append('<p class="verdict ok">No consumer group is at risk: every committed offset checked resumes '
+                     "where its group expects." + (f" {look} group(s) need a look (warnings or stale commits)."
+                                                   if look else "") + "</p>")
+    else:
+        topics = sorted({str(r.get("topic")) for r in urgent})
+        more = " (among others)" if total > len(rows) else ""
+        parts.append(
+            f'<p class="verdict bad"><b>{at_risk} consumer group(s)</b> will lose, skip or replay records when they '
+            f"resume ({risk_records} records at risk)" + (f", on {_esc(', '.join(topics[:12]))}"
+                                                          + (" ..." if len(topics) > 12 else "") + more
+                                                          if topics else "")
+            + f". {look} more need a look (warnings or stale commits); {ok} are OK.</p>")
+        seen = set()
+        items = []
+        for r in urgent:
+            who = (r.get("group_id") if r.get("group_id") is not None
+                   else f"broker {r.get('replica_broker')}'s replica of")
+            where = f"{_esc(who)} {_esc(r.get('topic'))}-{_esc(r.get('partition'))}"
+            act = _action(r.get("detail"))
+            if (r.get("finding"), act) in seen:
+                continue
+            seen.add((r.get("finding"), act))
+            items.append(f'<li><b>{_esc(r.get("severity"))}</b> <code>{_esc(r.get("finding"))}</code> {where}: '
+                         f"{_esc(act)}</li>")
+            if len(items) >= max_actions:
+                break
+        parts.append("<h3>First actions</h3><ol>" + "".join(items) + "</ol>")
+        parts.append('<p class="muted">Every finding, with what it risks and its action, is under '
+                     '<a href="#findings">Findings</a>; each group\'s status under <a href="#groups">Per consumer '
+                     "group</a>.</p>")
+    parts.append("</section>")
+    return "".join(parts)
 
 
 def _groups_table(rows: List[Dict[str, Any]], total: int, cap: int) -> str:
@@ -614,6 +683,8 @@ h3 { font-size: 1.05rem; margin: 1.4rem 0 .3rem; }
 .muted { color: var(--muted); }
 .note { background: #fff3bf; border-left: 4px solid #f08c00; padding: .4rem .8rem; margin: .6rem 0; }
 .ok { color: #2b8a3e; font-weight: 600; } .bad { color: #b3001b; font-weight: 600; }
+p.verdict { font-size: 1.15em; border-left: 4px solid currentColor; padding: 0.4em 0.8em; }
+#inputs table table { font-size: 0.9em; }
 .cards { display: flex; flex-wrap: wrap; gap: .8rem; }
 .card { border: 1px solid var(--line); border-radius: 6px; padding: .5rem .9rem; min-width: 12rem; }
 .card h4 { margin: 0 0 .3rem; font-size: .9rem; color: var(--muted); font-weight: 600; }
@@ -704,6 +775,27 @@ _SCRIPT = """
 """
 
 
+def _value_html(value: Any) -> str:
+    """A summary value as HTML: a list of records or a mapping of records as a table, a mapping as key/value
+    rows, anything else as text."""
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        cols = list(dict.fromkeys(k for v in value for k in v))
+        head = "".join(f"<th>{_esc(c)}</th>" for c in cols)
+        body = "".join("<tr>" + "".join(f"<td>{_esc(v.get(c))}</td>" for c in cols) + "</tr>" for v in value[:500])
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+        cols = list(dict.fromkeys(k for v in value.values() for k in v))
+        head = "<th></th>" + "".join(f"<th>{_esc(c)}</th>" for c in cols)
+        body = "".join(f"<tr><td>{_esc(k)}</td>" + "".join(f"<td>{_esc(v.get(c))}</td>" for c in cols) + "</tr>"
+                       for k, v in list(value.items())[:500])
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    if isinstance(value, dict):
+        return _kv_table((str(k), v) for k, v in value.items())
+    if isinstance(value, list):
+        return _esc(", ".join(str(v) for v in value)) if value else '<span class="muted">none</span>'
+    return _esc(value)
+
+
 def _kv_table(items: Iterable[Tuple[str, Any]]) -> str:
     rows = "".join(
         f"<tr><td>{_esc(k)}</td><td>{_esc(v)}</td></tr>" for k, v in items
@@ -733,14 +825,9 @@ def _summary_section(summary: Optional[Dict[str, Any]], verdicts: Dict[str, int]
         summary = {}
     inputs = summary.get("inputs") or {}
     elapsed = summary.get("elapsed_seconds")
+    if isinstance(elapsed, (int, float)):
+        parts.append(f'<p class="muted">The audit took {float(elapsed):.2f} s.</p>')
     parts.append('<div class="cards">')
-    parts.append(
-        '<div class="card"><h4>Inputs</h4>'
-        + _kv_table([(k, json.dumps(v) if isinstance(v, (dict, list)) else v)
-                     for k, v in (inputs.items() if isinstance(inputs, dict) else [])])
-        + (f'<p>elapsed: {float(elapsed):.2f} s</p>' if isinstance(elapsed, (int, float)) else "")
-        + "</div>"
-    )
     read = summary.get("records_read") or {}
     skipped = summary.get("records_skipped") or {}
     found = summary.get("findings") or {}
@@ -791,6 +878,10 @@ def _summary_section(summary: Optional[Dict[str, Any]], verdicts: Dict[str, int]
             text = text[:20000] + "\n..."
         parts.append("<details><summary>Other summary fields</summary>"
                      f"<pre>{_esc(text)}</pre></details>")
+    if isinstance(inputs, dict) and inputs:
+        parts.append('<details id="inputs"><summary>What the audit read (inputs)</summary><table class="kv">'
+                     + "".join(f"<tr><td>{_esc(k)}</td><td>{_value_html(v)}</td></tr>" for k, v in inputs.items())
+                     + "</table></details>")
     parts.append("</section>")
     return "".join(parts)
 
@@ -1025,6 +1116,7 @@ def write_html_report(
     finally:
         findings_df.unpersist()
 
+    statuses = _status_counts(groups_df, group_rows, n_group_rows)
     keys = [(r["topic"], int(r["partition"])) for r in plot_rows]
     keys_df = spark.createDataFrame(
         keys, StructType([StructField("topic", StringType()), StructField("partition", IntegerType())])
@@ -1120,11 +1212,11 @@ def write_html_report(
     body: List[str] = [
         f"<h1>{_esc(title)}</h1>",
         f'<p class="muted">Output directory <code>{_esc(display_dir or output_dir)}</code>; report generated {generated}.</p>',
-        '<nav><a href="#summary">Summary</a>'
+        '<nav><a href="#todo">What to do</a>'
         + ('<a href="#changes">Since the previous run</a>' if (summary or {}).get("history") else "")
         + '<a href="#findings">Findings</a>'
-        '<a href="#groups">Per group</a><a href="#partitions">Partitions</a></nav>',
-        _summary_section(summary, verdicts, expectations, output_dir, max_skipped_locations),
+        '<a href="#groups">Per group</a><a href="#partitions">Partitions</a><a href="#summary">Run summary</a></nav>',
+        _todo_section(statuses, rows, total),
         _changes_section((summary or {}).get("history"), change_rows, max_changes, gchange_rows),
         _findings_section(rows, total, max_findings),
         '<section id="groups"><h2>Per consumer group</h2>',
@@ -1157,6 +1249,7 @@ def write_html_report(
     else:
         body.append('<p class="muted">No partition has a finding.</p>')
     body.append("</section>")
+    body.append(_summary_section(summary, verdicts, expectations, output_dir, max_skipped_locations))
 
     page = (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
