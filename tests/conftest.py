@@ -14,14 +14,19 @@ from .cluster_fixtures import connect_server, lab_live, packed_env, standalone  
 from .paths import SCENARIO  # noqa: E402
 
 # Scheduling under pytest-xdist (the README's `-n 2 --dist loadfile`).  Each worker is its own pytest session,
-# so a session fixture is built by every worker whose files use it.  The files sharing the costly session
-# fixtures (a standalone Spark cluster, a Spark Connect server, the packed environment, the lab_live Kafka
-# cluster) form one unit, run by one worker that starts each of them once.  Units start longest first (rough
-# order of their durations), so that the two workers finish together rather than one waiting on a long file.
-SHARED_CLUSTER_FILES = ("test_airflow_dag.py", "test_object_store.py", "test_readme_commands.py",
-                        "test_spark_standalone.py", "test_spark_connect.py", "test_lab_lag.py")
-SHARED_CLUSTER_UNIT = "tests/[shared clusters]"
-LONGEST_FIRST = (SHARED_CLUSTER_UNIT, "test_lab_differential.py", "test_commit_kills.py",
+# so a session fixture is built by every worker whose files use it.  The files sharing a costly session fixture
+# form one unit, run by one worker that builds it once: the Spark clusters (a standalone cluster, a Spark Connect
+# server, the packed environment) and the lab_live Kafka cluster (which the Spark cluster files' live audits also
+# use, so it is started on both workers).  Units start longest first (a rough order of their durations), so that
+# the two workers finish together rather than one waiting on a long file at the end; xdist's own reordering (by
+# number of tests, which puts the few long lab tests last) is turned off.
+SHARED_UNITS = {
+    "tests/[spark clusters]": ("test_airflow_dag.py", "test_readme_commands.py", "test_spark_standalone.py",
+                               "test_spark_connect.py"),
+    "tests/[lab_live]": ("test_object_store.py", "test_lab_lag.py", "test_cluster_integration.py"),
+}
+_UNIT_OF = {f: unit for unit, files in SHARED_UNITS.items() for f in files}
+LONGEST_FIRST = ("tests/[spark clusters]", "tests/[lab_live]", "test_lab_differential.py", "test_commit_kills.py",
                  "test_fault_injection.py", "test_lab_connector.py", "test_lab_rebootstrap.py",
                  "test_class_data_archive.py", "test_bad_input.py", "test_lab_replica_divergence.py",
                  "test_hostile_defects.py", "test_null_shapes.py", "test_browser_offline.py", "test_lab_secured.py",
@@ -30,7 +35,7 @@ LONGEST_FIRST = (SHARED_CLUSTER_UNIT, "test_lab_differential.py", "test_commit_k
 
 def _unit(nodeid: str) -> str:
     path = nodeid.split("::", 1)[0]
-    return SHARED_CLUSTER_UNIT if os.path.basename(path) in SHARED_CLUSTER_FILES else path
+    return _UNIT_OF.get(os.path.basename(path), path)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -45,15 +50,16 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """``--dist loadfile`` with the shared-cluster files as one unit (see above)."""
+    """``--dist loadfile`` with the shared-fixture units above, in collection order."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
+    config.option.loadscopereorder = False
 
-    class SharedClusterScheduling(LoadFileScheduling):
+    class SharedFixtureScheduling(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return _unit(nodeid)
-    return SharedClusterScheduling(config, log)
+    return SharedFixtureScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
