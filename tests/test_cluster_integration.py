@@ -68,7 +68,7 @@ def test_data_source_reads_the_offsets_topic(spark, bootstrap):
         options["client.properties"] = PROPERTIES
     planner = reader_from_options(options)
     assert isinstance(planner, KafkaOffsetsTopicReader)
-    plan = {p.partition: p for p in planner.partitions()}
+    plan = {r.partition: r for task in planner.partitions() for r in task.ranges}
     register(spark)
     reader = spark.read.format("kafka_offsets_topic")
     for k, v in options.items():
