@@ -214,13 +214,13 @@ def run_audit(args, master: str | None, on_session=None) -> int:
             _push_failure(cfg, started, EXIT_USAGE)
         return EXIT_USAGE
     try:
-        packages: list[str] | None = []
+        wanted: list[str] = []
         if cfg.source == "kafka-connector":
             from .sources.cluster import connector_package
-            packages.append(connector_package())  # type: ignore[union-attr]
+            wanted.append(connector_package())
         if any(str(p).startswith(("s3a://", "s3n://")) for p in [*cfg.log_dirs, cfg.output, cfg.history or ""]):
-            packages.append(hadoop_aws_package())  # type: ignore[union-attr]  # Hadoop's S3A filesystem, matched to pyspark's Hadoop client
-        packages = packages or None
+            wanted.append(hadoop_aws_package())  # Hadoop's S3A filesystem, matched to pyspark's Hadoop client
+        packages = wanted or None
         prewarm = _prewarm(cfg.reports)
         class_data = None
         try:
