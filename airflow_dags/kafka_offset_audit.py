@@ -27,6 +27,7 @@ the README); per-run inputs are the DAG params (trigger with a conf to override 
 This module imports neither pyspark nor the ``audit`` package at parse time; ``check_expectations``
 imports them when it runs, so the Airflow workers need the environment ``scripts/airflow_env.sh`` builds.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -189,26 +190,36 @@ class AuditSparkSubmitOperator(SparkSubmitOperator):
         if _arg_value(self.application_args, "--log-dirs") in (None, "--output"):
             raise AirflowFailException(
                 "params.log_dirs is empty: trigger the DAG with a conf naming the broker log dirs, "
-                "or set KOA_AIRFLOW_LOG_DIRS (os.pathsep-separated) where the DAG is parsed")
+                "or set KOA_AIRFLOW_LOG_DIRS (os.pathsep-separated) where the DAG is parsed"
+            )
         submitted_at = dt.datetime.now(dt.timezone.utc)
         connect_conn_id = params.get("spark_connect_conn_id")
         exit_status = 0
         if connect_conn_id:
             exit_status = self._run_connect(connect_conn_id)
             if exit_status:
-                self._judge_exit(exit_status, output, submitted_at,
-                                 RuntimeError(f"kafka-offset-audit audit --remote exited with status {exit_status}"))
+                self._judge_exit(
+                    exit_status,
+                    output,
+                    submitted_at,
+                    RuntimeError(f"kafka-offset-audit audit --remote exited with status {exit_status}"),
+                )
         else:
-            self.log.info("submitting %s with %s on connection %r", self.application, self.application_args,
-                          self._conn_id)
+            self.log.info(
+                "submitting %s with %s on connection %r", self.application, self.application_args, self._conn_id
+            )
             try:
                 super().execute(context)
             except Exception as exc:
                 proc = getattr(self._hook, "_submit_sp", None) if self._hook is not None else None
                 exit_status = getattr(proc, "returncode", None)
                 self._judge_exit(exit_status, output, submitted_at, exc)
-        return {"output": output, "exit_status": exit_status, "submitted_at": submitted_at.isoformat(),
-                "application_args": self.application_args}
+        return {
+            "output": output,
+            "exit_status": exit_status,
+            "submitted_at": submitted_at.isoformat(),
+            "application_args": self.application_args,
+        }
 
     def _run_connect(self, connect_conn_id: str) -> int:
         """Run the audit through the Spark Connect server of Airflow connection ``connect_conn_id`` (type
@@ -218,21 +229,26 @@ class AuditSparkSubmitOperator(SparkSubmitOperator):
         import subprocess
 
         from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
         url = SparkConnectHook(connect_conn_id).get_connection_url()
         cmd = [self.connect_python, "-m", "audit.cli", "audit", "--remote", url]
         if self.connect_env:
             cmd += ["--python-env", self.connect_env]
         cmd += list(self.application_args)
-        self.log.info("running the audit through Spark Connect (connection %r): %s", connect_conn_id,
-                      [c if not c.startswith("sc://") else url.split(";", 1)[0] for c in cmd])
+        self.log.info(
+            "running the audit through Spark Connect (connection %r): %s",
+            connect_conn_id,
+            [c if not c.startswith("sc://") else url.split(";", 1)[0] for c in cmd],
+        )
         env = {k: v for k, v in os.environ.items() if k != "SPARK_REMOTE"}
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         for line in proc.stdout:
             self.log.info("%s", line.rstrip())
         return proc.wait()
 
-    def _judge_exit(self, exit_status: int | None, output: str | None, submitted_at: dt.datetime,
-                    exc: BaseException) -> None:
+    def _judge_exit(
+        self, exit_status: int | None, output: str | None, submitted_at: dt.datetime, exc: BaseException
+    ) -> None:
         """Raise for an exit status that fails this task; return for 1 with a fresh summary.json (findings:
         ``check_expectations`` judges them)."""
         if exit_status == EXIT_USAGE:
@@ -242,17 +258,22 @@ class AuditSparkSubmitOperator(SparkSubmitOperator):
             ) from exc
         if exit_status == EXIT_INTERNAL:
             from airflow.sdk.exceptions import AirflowException
+
             stages = _failed_stages(output, submitted_at)
             raise AirflowException(
                 "the audit exited with status 3, an internal error (not findings): "
-                + (f"failed stage(s) {stages}; the judged tables and summary.json are in {output}" if stages
-                   else "it failed before writing its output (its message is in the log above)")
+                + (
+                    f"failed stage(s) {stages}; the judged tables and summary.json are in {output}"
+                    if stages
+                    else "it failed before writing its output (its message is in the log above)"
+                )
             ) from exc
         if exit_status != EXIT_FINDINGS or not _summary_is_fresh(output, submitted_at):
             raise exc
         self.log.warning(
             "the audit exited with status 1 (findings at --fail-on or a failed "
-            "expectation suite); check_expectations reports them and fails the run")
+            "expectation suite); check_expectations reports them and fails the run"
+        )
 
 
 # ----------------------------------------------------------------------------------- checks
@@ -274,8 +295,11 @@ def _failed_expectations(validation: dict) -> list[str]:
             cfg = r.get("expectation_config") or {}
             kwargs = cfg.get("kwargs") or {}
             check = (cfg.get("meta") or {}).get("check") or f"{asset}.{cfg.get('type')}"
-            target = kwargs.get("column") or ",".join(
-                str(kwargs[k]) for k in ("column_A", "column_B") if kwargs.get(k)) or "table"
+            target = (
+                kwargs.get("column")
+                or ",".join(str(kwargs[k]) for k in ("column_A", "column_B") if kwargs.get(k))
+                or "table"
+            )
             result = r.get("result") or {}
             bits = []
             if "observed_value" in result:
@@ -283,8 +307,10 @@ def _failed_expectations(validation: dict) -> list[str]:
             if result.get("unexpected_count") is not None:
                 bits.append(f"{result['unexpected_count']} unexpected of {result.get('element_count')}")
             if result.get("partial_unexpected_counts"):
-                bits.append("values " + ", ".join(
-                    f"{c.get('value')!r}x{c.get('count')}" for c in result["partial_unexpected_counts"][:5]))
+                bits.append(
+                    "values "
+                    + ", ".join(f"{c.get('value')!r}x{c.get('count')}" for c in result["partial_unexpected_counts"][:5])
+                )
             exc = r.get("exception_info") or {}
             if exc.get("raised_exception"):
                 bits.append(f"exception: {exc.get('exception_message')}")
@@ -299,7 +325,8 @@ def _run_checkpoint(output_dir: str, fail_on: str, expectations_config: str | No
     from audit.spark import build_session
 
     cfg = load_expectations_config(expectations_config).model_copy(
-        update={"fail_on_severities": _failing_severities(fail_on)})
+        update={"fail_on_severities": _failing_severities(fail_on)}
+    )
     spark = build_session(os.environ.get("KOA_AIRFLOW_CHECK_MASTER", "local[1]"))
     try:
         run_expectations(spark, output_dir, cfg)
@@ -325,8 +352,18 @@ def _top_findings(output_dir: str, failing: Sequence[str], limit: int = MAX_LOGG
     top: list[dict] = []
     total = 0
     dataset = ds.dataset(os.path.join(output_dir, "findings"), format="parquet")
-    wanted = ["severity", "finding", "group_id", "topic", "partition", "committed_offset",
-              "committed_leader_epoch", "divergence_offset", "records_at_risk", "detail"]
+    wanted = [
+        "severity",
+        "finding",
+        "group_id",
+        "topic",
+        "partition",
+        "committed_offset",
+        "committed_leader_epoch",
+        "divergence_offset",
+        "records_at_risk",
+        "detail",
+    ]
     columns = [c for c in wanted if c in dataset.schema.names]  # older outputs lack some
     for batch in dataset.to_batches(columns=columns, filter=ds.field("severity").isin(list(failing))):
         rows = batch.to_pylist()
@@ -344,9 +381,11 @@ def _gated_findings(output_dir: str, failing: Sequence[str]) -> list[str]:
         top, total = _top_findings(output_dir, failing)
     except Exception as exc:  # the summary counts still say enough
         return [f"(could not read findings/: {exc})"]
-    lines = [f"{r['severity']} {r['finding']} group={r['group_id'] or '-'} {r['topic']}[{r['partition']}] "
-             f"committed={r['committed_offset']} epoch={r['committed_leader_epoch']}: {r['detail']}"
-             for r in top]
+    lines = [
+        f"{r['severity']} {r['finding']} group={r['group_id'] or '-'} {r['topic']}[{r['partition']}] "
+        f"committed={r['committed_offset']} epoch={r['committed_leader_epoch']}: {r['detail']}"
+        for r in top
+    ]
     if total > MAX_LOGGED_FINDINGS:
         lines.append(f"... and {total - MAX_LOGGED_FINDINGS} more in {output_dir}/findings/")
     return lines
@@ -363,7 +402,8 @@ def evaluate_output(output: str, fail_on: str = "critical", expectations_config:
     if output_dir is None:
         raise AirflowFailException(
             f"check_expectations reads the audit output from this worker, but {output!r} is not a local "
-            "path: give an output directory the workers can read (a local or mounted path)")
+            "path: give an output directory the workers can read (a local or mounted path)"
+        )
     summary_path = os.path.join(output_dir, "summary.json")
     if not os.path.isfile(summary_path):
         raise AirflowFailException(f"no audit output: {summary_path} does not exist (see the audit_offsets log)")
@@ -393,7 +433,8 @@ def evaluate_output(output: str, fail_on: str = "critical", expectations_config:
     commits = summary.get("offset_commits") or {}
     lines = [
         f"kafka-offset-audit {'PASSED' if passed else 'FAILED'}: {output} (fail_on={fail_on})",
-        "findings by severity: " + " ".join(f"{s}={by_sev[s]}" for s in SEVERITIES)
+        "findings by severity: "
+        + " ".join(f"{s}={by_sev[s]}" for s in SEVERITIES)
         + f" (total {findings.get('total', sum(by_sev.values()))})",
         "findings by name: " + (", ".join(f"{k}={v}" for k, v in sorted(by_name.items())) or "none"),
         f"records read: {records.get('total')}; records skipped: {skipped}; "
@@ -406,15 +447,21 @@ def evaluate_output(output: str, fail_on: str = "critical", expectations_config:
         lines.append("failed checks: " + ", ".join(failed_checks))
         lines.extend("  - " + line for line in _failed_expectations(validation))
     if gated:
-        lines.append("findings at or above " + fail_on + ": "
-                     + ", ".join(f"{s}={n}" for s, n in gated.items()))
+        lines.append("findings at or above " + fail_on + ": " + ", ".join(f"{s}={n}" for s, n in gated.items()))
         lines.extend("  - " + line for line in _gated_findings(output_dir, failing))
     for name, rel in (("report", "report.html"), ("data docs", os.path.join("data_docs", "index.html"))):
         if os.path.isfile(os.path.join(output_dir, rel)):
             lines.append(f"{name}: {os.path.join(output_dir, rel)}")
-    return {"passed": passed, "report": "\n".join(lines), "findings_by_severity": by_sev,
-            "findings_by_name": by_name, "failed_checks": failed_checks, "suite_success": suite_success,
-            "gated_findings": gated, "output": output}
+    return {
+        "passed": passed,
+        "report": "\n".join(lines),
+        "findings_by_severity": by_sev,
+        "findings_by_name": by_name,
+        "failed_checks": failed_checks,
+        "suite_success": suite_success,
+        "gated_findings": gated,
+        "output": output,
+    }
 
 
 # ----------------------------------------------------------------------------------- alerts
@@ -429,8 +476,15 @@ def _split_detail(detail: str | None) -> tuple[str, str]:
     return (head.strip(), action.strip()) if sep else (text.strip(), "")
 
 
-def build_alert(output: str | None, fail_on: str, *, dag_id: str = DAG_ID, run_id: str | None = None,
-                task_id: str | None = None, error: str | None = None) -> dict:
+def build_alert(
+    output: str | None,
+    fail_on: str,
+    *,
+    dag_id: str = DAG_ID,
+    run_id: str | None = None,
+    task_id: str | None = None,
+    error: str | None = None,
+) -> dict:
     """The alert for a failed audit run: ``{"subject", "text", "html", "findings"}``.
 
     When ``output`` holds this run's results, it lists the findings at or above ``fail_on`` (most
@@ -452,8 +506,10 @@ def build_alert(output: str | None, fail_on: str, *, dag_id: str = DAG_ID, run_i
     where = f"{dag_id} run {run_id}" if run_id else dag_id
     if summary is None or task_id == "audit_offsets":
         subject = f"kafka-offset-audit FAILED to run: {where}"
-        text = (f"The audit task {task_id or '?'} of {where} failed before judging the offsets, so nothing "
-                f"is known about them from this run.\nError: {error or 'see the task log'}\nOutput: {output}")
+        text = (
+            f"The audit task {task_id or '?'} of {where} failed before judging the offsets, so nothing "
+            f"is known about them from this run.\nError: {error or 'see the task log'}\nOutput: {output}"
+        )
         return {"subject": subject, "text": text, "html": f"<pre>{_html.escape(text)}</pre>", "findings": 0}
     by_sev = {k: int(v) for k, v in ((summary.get("findings") or {}).get("by_severity") or {}).items()}
     try:
@@ -477,9 +533,13 @@ def build_alert(output: str | None, fail_on: str, *, dag_id: str = DAG_ID, run_i
     for r in rows:
         what, action = _split_detail(r.get("detail"))
         items.append((r, what, action))
-        lines += ["", f"[{r['severity']}] {r['finding']}: group {r['group_id'] or '-'}, {r['topic']}-{r['partition']}, "
-                      f"committed offset {r['committed_offset']} (epoch {r['committed_leader_epoch']})",
-                  f"  {what}", f"  Action: {action or 'see the report'}"]
+        lines += [
+            "",
+            f"[{r['severity']}] {r['finding']}: group {r['group_id'] or '-'}, {r['topic']}-{r['partition']}, "
+            f"committed offset {r['committed_offset']} (epoch {r['committed_leader_epoch']})",
+            f"  {what}",
+            f"  Action: {action or 'see the report'}",
+        ]
     if total > len(rows):
         lines += ["", f"... and {total - len(rows)} more in {output}/findings/"]
     report = os.path.join(out_dir, "report.html")
@@ -489,13 +549,20 @@ def build_alert(output: str | None, fail_on: str, *, dag_id: str = DAG_ID, run_i
     html_rows = "".join(
         f"<tr><td><b>{e(r['severity'])}</b></td><td>{e(r['finding'])}</td><td>{e(str(r['group_id'] or '-'))}</td>"
         f"<td>{e(str(r['topic']))}-{r['partition']}</td><td>{r['committed_offset']} (epoch {r['committed_leader_epoch']})</td>"
-        f"<td>{e(what)}</td><td>{e(action)}</td></tr>" for r, what, action in items)
-    html = (f"<h3>{e(subject)}</h3><p>{'<br>'.join(e(x) for x in lines[:3 + bool(error) + bool(failed)])}</p>"
-            + ("<table border=\"1\" cellpadding=\"4\"><tr><th>severity</th><th>finding</th><th>group</th>"
-               "<th>partition</th><th>committed</th><th>what is wrong</th><th>action</th></tr>" + html_rows + "</table>"
-               if items else "")
-            + (f"<p>... and {total - len(rows)} more in {e(str(output))}/findings/</p>" if total > len(rows) else "")
-            + (f"<p>Report: {e(report)}</p>" if os.path.isfile(report) else ""))
+        f"<td>{e(what)}</td><td>{e(action)}</td></tr>"
+        for r, what, action in items
+    )
+    html = (
+        f"<h3>{e(subject)}</h3><p>{'<br>'.join(e(x) for x in lines[: 3 + bool(error) + bool(failed)])}</p>"
+        + (
+            '<table border="1" cellpadding="4"><tr><th>severity</th><th>finding</th><th>group</th>'
+            "<th>partition</th><th>committed</th><th>what is wrong</th><th>action</th></tr>" + html_rows + "</table>"
+            if items
+            else ""
+        )
+        + (f"<p>... and {total - len(rows)} more in {e(str(output))}/findings/</p>" if total > len(rows) else "")
+        + (f"<p>Report: {e(report)}</p>" if os.path.isfile(report) else "")
+    )
     return {"subject": subject, "text": "\n".join(lines), "html": html, "findings": len(rows)}
 
 
@@ -510,9 +577,15 @@ class AuditAlertNotifier(BaseNotifier):
 
     template_fields = ()
 
-    def __init__(self, *, email_to: Sequence[str] = (), from_email: str | None = None,
-                 smtp_conn_id: str = "smtp_default", slack_conn_id: str | None = None,
-                 slack_channel: str | None = None):
+    def __init__(
+        self,
+        *,
+        email_to: Sequence[str] = (),
+        from_email: str | None = None,
+        smtp_conn_id: str = "smtp_default",
+        slack_conn_id: str | None = None,
+        slack_channel: str | None = None,
+    ):
         super().__init__()
         self.email_to = list(email_to)
         self.from_email = from_email
@@ -525,14 +598,25 @@ class AuditAlertNotifier(BaseNotifier):
         ti = context.get("ti") or context.get("task_instance")
         dag = context.get("dag")
         exc = context.get("exception")
-        alert = build_alert(params.get("output"), params.get("fail_on", "critical"),
-                            dag_id=getattr(dag, "dag_id", DAG_ID), run_id=context.get("run_id"),
-                            task_id=getattr(ti, "task_id", None), error=str(exc) if exc else None)
+        alert = build_alert(
+            params.get("output"),
+            params.get("fail_on", "critical"),
+            dag_id=getattr(dag, "dag_id", DAG_ID),
+            run_id=context.get("run_id"),
+            task_id=getattr(ti, "task_id", None),
+            error=str(exc) if exc else None,
+        )
         sent = []
         if self.email_to:
             from airflow.providers.smtp.notifications.smtp import SmtpNotifier
-            SmtpNotifier(to=self.email_to, from_email=self.from_email, subject=alert["subject"],
-                         html_content=alert["html"], smtp_conn_id=self.smtp_conn_id).notify(context)
+
+            SmtpNotifier(
+                to=self.email_to,
+                from_email=self.from_email,
+                subject=alert["subject"],
+                html_content=alert["html"],
+                smtp_conn_id=self.smtp_conn_id,
+            ).notify(context)
             sent.append(f"email to {', '.join(self.email_to)}")
         if self.slack_conn_id:
             try:
@@ -540,18 +624,33 @@ class AuditAlertNotifier(BaseNotifier):
             except ImportError:
                 log.warning("KOA_AIRFLOW_SLACK_CONN_ID is set but apache-airflow-providers-slack is not installed")
             else:
-                SlackNotifier(slack_conn_id=self.slack_conn_id, text=alert["text"][:3000],
-                              channel=self.slack_channel or "#general").notify(context)
+                SlackNotifier(
+                    slack_conn_id=self.slack_conn_id,
+                    text=alert["text"][:3000],
+                    channel=self.slack_channel or "#general",
+                ).notify(context)
                 sent.append(f"Slack {self.slack_channel or '#general'}")
         log.info("kafka-offset-audit alert %r sent: %s", alert["subject"], "; ".join(sent) or "no target configured")
 
 
-def _alert_callbacks(email_to: Sequence[str], from_email: str | None, smtp_conn_id: str,
-                     slack_conn_id: str | None, slack_channel: str | None) -> list:
+def _alert_callbacks(
+    email_to: Sequence[str],
+    from_email: str | None,
+    smtp_conn_id: str,
+    slack_conn_id: str | None,
+    slack_channel: str | None,
+) -> list:
     if not email_to and not slack_conn_id:
         return []
-    return [AuditAlertNotifier(email_to=email_to, from_email=from_email, smtp_conn_id=smtp_conn_id,
-                               slack_conn_id=slack_conn_id, slack_channel=slack_channel)]
+    return [
+        AuditAlertNotifier(
+            email_to=email_to,
+            from_email=from_email,
+            smtp_conn_id=smtp_conn_id,
+            slack_conn_id=slack_conn_id,
+            slack_channel=slack_channel,
+        )
+    ]
 
 
 # ----------------------------------------------------------------------------------- the DAG
@@ -563,8 +662,10 @@ def _python_settings(driver_python: str, executor_env: str | None) -> dict:
     driver (PySpark's packaging guide, client mode)."""
     if not executor_env:
         return {"env_vars": {"PYSPARK_PYTHON": driver_python}}
-    return {"archives": f"{executor_env}#env",
-            "env_vars": {"PYSPARK_PYTHON": "./env/bin/python", "PYSPARK_DRIVER_PYTHON": driver_python}}
+    return {
+        "archives": f"{executor_env}#env",
+        "env_vars": {"PYSPARK_PYTHON": "./env/bin/python", "PYSPARK_DRIVER_PYTHON": driver_python},
+    }
 
 
 def build_dag(
@@ -612,29 +713,53 @@ def build_dag(
     server's Python workers' environment (``--python-env``).
     """
     params = {
-        "log_dirs": Param(list(log_dirs), type="array", items={"type": "string"},
-                          description="broker log dirs (or folders holding several); local paths or Hadoop URIs"),
-        "output": Param(output, type="string", minLength=1,
-                        description="output directory, replaced atomically by every run; "
-                                    "check_expectations must be able to read it"),
+        "log_dirs": Param(
+            list(log_dirs),
+            type="array",
+            items={"type": "string"},
+            description="broker log dirs (or folders holding several); local paths or Hadoop URIs",
+        ),
+        "output": Param(
+            output,
+            type="string",
+            minLength=1,
+            description="output directory, replaced atomically by every run; "
+            "check_expectations must be able to read it",
+        ),
         "mode": Param(mode, enum=["latest", "history"], description="latest commit per group-partition, or all"),
-        "fail_on": Param(fail_on, enum=list(FAIL_ON_CHOICES),
-                         description="fail the run when a finding of this severity or worse exists"),
-        "spark_conn_id": Param(spark_conn_id, type="string", minLength=1,
-                               description="Airflow connection of the Spark master"),
-        "expectations_config": Param(expectations_config, type=["null", "string"],
-                                     description="JSON/YAML thresholds for the expectation suite"),
-        "pushgateway": Param(pushgateway, type=["null", "string"],
-                             description="Prometheus Pushgateway URL to push the run's metrics to"),
-        "pushgateway_labels": Param(list(pushgateway_labels), type="array", items={"type": "string"},
-                                    description="grouping labels of the pushed metrics, LABEL=VALUE"),
-        "history": Param(history, type=["null", "string"],
-                         description="history directory the run's findings and summary are appended to"),
-        "spark_connect_conn_id": Param(spark_connect_conn_id, type=["null", "string"],
-                                       description="Airflow connection (type spark_connect) of a Spark Connect "
-                                                   "server: when set, the audit runs through it (kafka-offset-audit "
-                                                   "audit --remote, executor_env as --python-env) instead of "
-                                                   "spark-submit"),
+        "fail_on": Param(
+            fail_on,
+            enum=list(FAIL_ON_CHOICES),
+            description="fail the run when a finding of this severity or worse exists",
+        ),
+        "spark_conn_id": Param(
+            spark_conn_id, type="string", minLength=1, description="Airflow connection of the Spark master"
+        ),
+        "expectations_config": Param(
+            expectations_config, type=["null", "string"], description="JSON/YAML thresholds for the expectation suite"
+        ),
+        "pushgateway": Param(
+            pushgateway, type=["null", "string"], description="Prometheus Pushgateway URL to push the run's metrics to"
+        ),
+        "pushgateway_labels": Param(
+            list(pushgateway_labels),
+            type="array",
+            items={"type": "string"},
+            description="grouping labels of the pushed metrics, LABEL=VALUE",
+        ),
+        "history": Param(
+            history,
+            type=["null", "string"],
+            description="history directory the run's findings and summary are appended to",
+        ),
+        "spark_connect_conn_id": Param(
+            spark_connect_conn_id,
+            type=["null", "string"],
+            description="Airflow connection (type spark_connect) of a Spark Connect "
+            "server: when set, the audit runs through it (kafka-offset-audit "
+            "audit --remote, executor_env as --python-env) instead of "
+            "spark-submit",
+        ),
     }
     callbacks = _alert_callbacks(alert_email, alert_from, smtp_conn_id, slack_conn_id, slack_channel)
     with DAG(
@@ -661,10 +786,14 @@ def build_dag(
             connect_python=pyspark_python or _env("KOA_AIRFLOW_PYSPARK_PYTHON", sys.executable),
             connect_env=executor_env,
             application_args=[
-                "--log-dirs", "{{ params.log_dirs }}",
-                "--output", "{{ params.output }}",
-                "--mode", "{{ params.mode }}",
-                "--fail-on", "{{ params.fail_on }}",
+                "--log-dirs",
+                "{{ params.log_dirs }}",
+                "--output",
+                "{{ params.output }}",
+                "--mode",
+                "{{ params.mode }}",
+                "--fail-on",
+                "{{ params.fail_on }}",
                 "{{ ['--expectations-config', params.expectations_config] if params.expectations_config else [] }}",
                 "{{ ['--pushgateway', params.pushgateway] if params.pushgateway else [] }}",
                 "{{ ['--pushgateway-label'] + params.pushgateway_labels if params.pushgateway and params.pushgateway_labels else [] }}",
@@ -674,20 +803,27 @@ def build_dag(
             on_failure_callback=callbacks or None,
         )
 
-        @task(task_id="check_expectations", retries=0, execution_timeout=check_timeout,
-              on_failure_callback=callbacks or None)
+        @task(
+            task_id="check_expectations",
+            retries=0,
+            execution_timeout=check_timeout,
+            on_failure_callback=callbacks or None,
+        )
         def check_expectations(submit_result: dict, params: dict | None = None) -> dict:
             """Fail the run, with the findings' summary in the log, when the audit does not pass."""
             params = params or {}
-            outcome = evaluate_output(submit_result["output"], params.get("fail_on", fail_on),
-                                      params.get("expectations_config"))
+            outcome = evaluate_output(
+                submit_result["output"], params.get("fail_on", fail_on), params.get("expectations_config")
+            )
             if not outcome["passed"]:
                 log.error("%s", outcome["report"])
                 headline = outcome["report"].splitlines()
                 reasons = []
                 if outcome["gated_findings"]:
-                    reasons.append("findings at or above fail_on: " + ", ".join(
-                        f"{s}={n}" for s, n in outcome["gated_findings"].items()))
+                    reasons.append(
+                        "findings at or above fail_on: "
+                        + ", ".join(f"{s}={n}" for s, n in outcome["gated_findings"].items())
+                    )
                 if not outcome["suite_success"]:
                     reasons.append("failed checks: " + (", ".join(outcome["failed_checks"]) or "see the log"))
                 raise AirflowFailException(f"{headline[0]}; {'; '.join(reasons)} (the summary is logged above)")

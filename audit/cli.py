@@ -1,4 +1,5 @@
 """Console script ``kafka-offset-audit``: ``audit`` and ``demo`` with an embedded local Spark."""
+
 from __future__ import annotations
 
 import argparse
@@ -17,7 +18,9 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 def build_parser(prog: str = "kafka-offset-audit") -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=prog, description="Audit Kafka consumer offsets against the log's leader-epoch history.")
+    p = argparse.ArgumentParser(
+        prog=prog, description="Audit Kafka consumer offsets against the log's leader-epoch history."
+    )
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     a = sub.add_parser("audit", help="audit broker log dirs")
@@ -27,17 +30,27 @@ def build_parser(prog: str = "kafka-offset-audit") -> argparse.ArgumentParser:
     d.add_argument("--master", default=None, help="Spark master (default: local[*])")
     add_connect_arguments(d)
     d.add_argument("--mode", choices=["latest", "history"], default="latest")
-    d.add_argument("--fail-on", choices=["critical", "error", "warning", "never"], default="never",
-                   help="demo default: never (the scenario has findings on purpose)")
+    d.add_argument(
+        "--fail-on",
+        choices=["critical", "error", "warning", "never"],
+        default="never",
+        help="demo default: never (the scenario has findings on purpose)",
+    )
     d.add_argument("--verbose", action="store_true")
     d.add_argument("--skip-reports", action="store_true")
-    sub.add_parser("spark-app", help="print the path of the spark-submit application of this install",
-                   description="Print the path of the installed spark-submit application (audit/submit.py), "
-                               "e.g. spark-submit \"$(kafka-offset-audit spark-app)\" --log-dirs ... --output ...")
-    k = sub.add_parser("package", help="pack the Python environment a Spark cluster's executors need",
-                       description="Build a virtual environment with the dependencies the executors need (pinned to "
-                                   "the versions installed here) and pack it with venv-pack, for spark-submit "
-                                   "--archives FILE#env with PYSPARK_PYTHON=./env/bin/python.")
+    sub.add_parser(
+        "spark-app",
+        help="print the path of the spark-submit application of this install",
+        description="Print the path of the installed spark-submit application (audit/submit.py), "
+        'e.g. spark-submit "$(kafka-offset-audit spark-app)" --log-dirs ... --output ...',
+    )
+    k = sub.add_parser(
+        "package",
+        help="pack the Python environment a Spark cluster's executors need",
+        description="Build a virtual environment with the dependencies the executors need (pinned to "
+        "the versions installed here) and pack it with venv-pack, for spark-submit "
+        "--archives FILE#env with PYSPARK_PYTHON=./env/bin/python.",
+    )
     k.add_argument("--output", default="kafka-offset-audit-env.tar.gz", help="archive to write (default: %(default)s)")
     return p
 
@@ -48,51 +61,122 @@ def spark_app() -> str:
 
 
 def add_audit_arguments(a: argparse.ArgumentParser) -> None:
-    a.add_argument("--log-dirs", nargs="+", default=[], metavar="DIR",
-                   help="broker log dirs (local paths or Hadoop URIs), or folders holding several")
-    a.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]", default=None,
-                   help="audit a running cluster instead (read-only)")
-    a.add_argument("--client-config", metavar="FILE", default=None,
-                   help="Kafka client properties for --bootstrap-servers (security.protocol, sasl.*, ssl.*)")
+    a.add_argument(
+        "--log-dirs",
+        nargs="+",
+        default=[],
+        metavar="DIR",
+        help="broker log dirs (local paths or Hadoop URIs), or folders holding several",
+    )
+    a.add_argument(
+        "--bootstrap-servers",
+        metavar="HOST:PORT[,...]",
+        default=None,
+        help="audit a running cluster instead (read-only)",
+    )
+    a.add_argument(
+        "--client-config",
+        metavar="FILE",
+        default=None,
+        help="Kafka client properties for --bootstrap-servers (security.protocol, sasl.*, ssl.*)",
+    )
     a.add_argument("--groups", metavar="REGEX", default=None, help="only groups whose id matches")
     a.add_argument("--topics", metavar="REGEX", default=None, help="only topics whose name matches")
     a.add_argument("--output", required=True, metavar="DIR", help="output directory (replaced atomically)")
-    a.add_argument("--mode", choices=["latest", "history"], default="latest",
-                   help="latest: each group-partition's latest live commit (default); history: every live commit")
-    a.add_argument("--fail-on", choices=["critical", "error", "warning", "never"], default="error",
-                   help="exit 1 when a finding of this severity or worse exists (default: error)")
+    a.add_argument(
+        "--mode",
+        choices=["latest", "history"],
+        default="latest",
+        help="latest: each group-partition's latest live commit (default); history: every live commit",
+    )
+    a.add_argument(
+        "--fail-on",
+        choices=["critical", "error", "warning", "never"],
+        default="error",
+        help="exit 1 when a finding of this severity or worse exists (default: error)",
+    )
     a.add_argument("--master", default=None, help="Spark master (default: local[*], or what spark-submit set)")
     add_connect_arguments(a)
     a.add_argument("--verbose", action="store_true", help="Spark's own logging at WARN/INFO")
     a.add_argument("--quiet", action="store_true", help="no progress lines or console table")
-    a.add_argument("--skip-reports", action="store_true",
-                   help="do not run the Great Expectations checkpoint or write report.html")
-    a.add_argument("--table-prefix", metavar="PREFIX", default=None,
-                   help="also register the outputs as tables PREFIXfindings, ... in the Spark catalog")
-    a.add_argument("--expectations-config", metavar="FILE", default=None,
-                   help="JSON/YAML thresholds for the expectation suite (see audit/report/expectations_config.py)")
-    a.add_argument("--source", choices=["kafka-python", "kafka-connector"], default="kafka-python",
-                   help="live mode: read __consumer_offsets with kafka-python (default) or Spark's own Kafka connector "
-                        "(spark-sql-kafka-0-10; the CLI adds it to spark.jars.packages, spark-submit needs --packages)")
-    a.add_argument("--max-concurrency", metavar="N", type=int, default=None,
-                   help="live mode: OffsetsForLeaderEpoch/ListOffsets requests in flight at once (default 4)")
-    a.add_argument("--history", metavar="DIR", default=None,
-                   help="append this run's findings and summary to a history table (Parquet, by run date and run id); "
-                        "report.html then shows what is new, persisted and resolved since the previous run")
-    a.add_argument("--run-id", metavar="ID", default=None,
-                   help="this run's id in --history (default: its start time); a rerun with the same id replaces it")
-    a.add_argument("--pushgateway", metavar="URL", default=None,
-                   help="also push the run's metrics (as in OUTPUT/metrics.prom) to this Prometheus Pushgateway")
-    a.add_argument("--pushgateway-job", metavar="NAME", default="kafka_offset_audit",
-                   help="the job label of the pushed metrics (default: %(default)s)")
-    a.add_argument("--pushgateway-label", metavar="LABEL=VALUE", action="extend", nargs="+", default=[],
-                   help="grouping labels of the pushed metrics, e.g. cluster=prod (one or more; repeatable)")
-    a.add_argument("--stale-after", metavar="DURATION", type=duration_seconds, default="24h",
-                   help="a group whose latest commit is older than this at the audit while its partitions grew "
-                        "is STALE in groups/ (e.g. 30m, 6h, 2d, or seconds; default: %(default)s)")
-    a.add_argument("--metrics-max-group-partitions", metavar="N", type=int, default=50_000,
-                   help="per-group-partition metrics for at most N group-partitions, worst verdict first "
-                        "(default: %(default)s; 0: run-level metrics only)")
+    a.add_argument(
+        "--skip-reports", action="store_true", help="do not run the Great Expectations checkpoint or write report.html"
+    )
+    a.add_argument(
+        "--table-prefix",
+        metavar="PREFIX",
+        default=None,
+        help="also register the outputs as tables PREFIXfindings, ... in the Spark catalog",
+    )
+    a.add_argument(
+        "--expectations-config",
+        metavar="FILE",
+        default=None,
+        help="JSON/YAML thresholds for the expectation suite (see audit/report/expectations_config.py)",
+    )
+    a.add_argument(
+        "--source",
+        choices=["kafka-python", "kafka-connector"],
+        default="kafka-python",
+        help="live mode: read __consumer_offsets with kafka-python (default) or Spark's own Kafka connector "
+        "(spark-sql-kafka-0-10; the CLI adds it to spark.jars.packages, spark-submit needs --packages)",
+    )
+    a.add_argument(
+        "--max-concurrency",
+        metavar="N",
+        type=int,
+        default=None,
+        help="live mode: OffsetsForLeaderEpoch/ListOffsets requests in flight at once (default 4)",
+    )
+    a.add_argument(
+        "--history",
+        metavar="DIR",
+        default=None,
+        help="append this run's findings and summary to a history table (Parquet, by run date and run id); "
+        "report.html then shows what is new, persisted and resolved since the previous run",
+    )
+    a.add_argument(
+        "--run-id",
+        metavar="ID",
+        default=None,
+        help="this run's id in --history (default: its start time); a rerun with the same id replaces it",
+    )
+    a.add_argument(
+        "--pushgateway",
+        metavar="URL",
+        default=None,
+        help="also push the run's metrics (as in OUTPUT/metrics.prom) to this Prometheus Pushgateway",
+    )
+    a.add_argument(
+        "--pushgateway-job",
+        metavar="NAME",
+        default="kafka_offset_audit",
+        help="the job label of the pushed metrics (default: %(default)s)",
+    )
+    a.add_argument(
+        "--pushgateway-label",
+        metavar="LABEL=VALUE",
+        action="extend",
+        nargs="+",
+        default=[],
+        help="grouping labels of the pushed metrics, e.g. cluster=prod (one or more; repeatable)",
+    )
+    a.add_argument(
+        "--stale-after",
+        metavar="DURATION",
+        type=duration_seconds,
+        default="24h",
+        help="a group whose latest commit is older than this at the audit while its partitions grew "
+        "is STALE in groups/ (e.g. 30m, 6h, 2d, or seconds; default: %(default)s)",
+    )
+    a.add_argument(
+        "--metrics-max-group-partitions",
+        metavar="N",
+        type=int,
+        default=50_000,
+        help="per-group-partition metrics for at most N group-partitions, worst verdict first "
+        "(default: %(default)s; 0: run-level metrics only)",
+    )
 
 
 def duration_seconds(text: str) -> int:
@@ -105,38 +189,56 @@ def duration_seconds(text: str) -> int:
 
 
 def add_connect_arguments(a: argparse.ArgumentParser) -> None:
-    a.add_argument("--conf", metavar="KEY=VALUE", action="append", default=[],
-                   help="a Spark setting for this run, e.g. spark.hadoop.fs.s3a.endpoint=http://minio:9000 "
-                        "(repeatable; over --remote only the session's runtime settings)")
-    a.add_argument("--remote", metavar="sc://HOST:PORT", default=None,
-                   help="run through this Spark Connect server instead of a local Spark (default: $SPARK_REMOTE, "
-                        "as pyspark takes it); no JVM starts here")
-    a.add_argument("--python-env", metavar="ARCHIVE", default=None,
-                   help="with --remote: a packed environment (kafka-offset-audit package) for the server's Python "
-                        "workers, shipped as a Spark Connect artifact; without it their Python must have the "
-                        "audit's dependencies")
+    a.add_argument(
+        "--conf",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="a Spark setting for this run, e.g. spark.hadoop.fs.s3a.endpoint=http://minio:9000 "
+        "(repeatable; over --remote only the session's runtime settings)",
+    )
+    a.add_argument(
+        "--remote",
+        metavar="sc://HOST:PORT",
+        default=None,
+        help="run through this Spark Connect server instead of a local Spark (default: $SPARK_REMOTE, "
+        "as pyspark takes it); no JVM starts here",
+    )
+    a.add_argument(
+        "--python-env",
+        metavar="ARCHIVE",
+        default=None,
+        help="with --remote: a packed environment (kafka-offset-audit package) for the server's Python "
+        "workers, shipped as a Spark Connect artifact; without it their Python must have the "
+        "audit's dependencies",
+    )
 
 
 def connect_target(args) -> str | None:
     """The Spark Connect URL to use: ``--remote``, else ``$SPARK_REMOTE`` (not under spark-submit); None for a
     classic session.  Raises :class:`audit.spark.ConnectError` for arguments that contradict each other."""
     from .spark import ConnectError
+
     remote = getattr(args, "remote", None)
     env = os.environ.get("SPARK_REMOTE") if "PYSPARK_GATEWAY_PORT" not in os.environ else None
     master = getattr(args, "master", None)
     if remote and master:
         raise ConnectError("--remote and --master exclude each other: a Spark Connect server has its own master")
     if master and env:
-        raise ConnectError(f"--master {master} is given while SPARK_REMOTE={env} is set: unset SPARK_REMOTE for a "
-                           "classic session, or drop --master to use that Spark Connect server")
+        raise ConnectError(
+            f"--master {master} is given while SPARK_REMOTE={env} is set: unset SPARK_REMOTE for a "
+            "classic session, or drop --master to use that Spark Connect server"
+        )
     remote = remote or env or None
     if remote and not remote.startswith("sc://"):
         raise ConnectError(f"--remote {remote!r}: a Spark Connect URL starts with sc:// (sc://HOST:PORT)")
     python_env = getattr(args, "python_env", None)
     if python_env:
         if not remote:
-            raise ConnectError("--python-env is for a Spark Connect server (--remote); spark-submit ships an "
-                               "environment with --archives FILE#env")
+            raise ConnectError(
+                "--python-env is for a Spark Connect server (--remote); spark-submit ships an "
+                "environment with --archives FILE#env"
+            )
         if not os.path.isfile(python_env):
             raise ConnectError(f"--python-env {python_env!r} is not a file: build it with kafka-offset-audit package")
     return remote
@@ -146,6 +248,7 @@ def spark_conf(items: list[str]) -> dict[str, str]:
     """``--conf KEY=VALUE`` items as a dict.  Raises :class:`audit.spark.ConnectError` (exit 2) for an item
     without ``=`` or a key that is not a Spark setting."""
     from .spark import ConnectError
+
     out = {}
     for item in items:
         key, eq, value = item.partition("=")
@@ -160,6 +263,7 @@ def hadoop_aws_package() -> str:
     import glob
 
     from pyspark.find_spark_home import _find_spark_home
+
     jars = glob.glob(os.path.join(_find_spark_home(), "jars", "hadoop-client-api-*.jar"))
     found = re.search(r"hadoop-client-api-(.+)\.jar$", jars[0]) if jars else None
     version = found.group(1) if found else "3.5.0"
@@ -177,22 +281,31 @@ def run_audit(args, master: str | None, on_session=None) -> int:
     ``on_session(spark)``: called once the session is built, before the audit (spark-submit ships the package
     there); its errors are internal errors (exit status 3) like Spark's own."""
     from .pipeline import AuditConfig, run
+
     try:
-        cfg = AuditConfig(log_dirs=args.log_dirs, bootstrap_servers=getattr(args, "bootstrap_servers", None),
-                          client_config=getattr(args, "client_config", None), groups=getattr(args, "groups", None),
-                          topics=getattr(args, "topics", None), output=args.output, mode=args.mode, fail_on=args.fail_on,
-                          quiet=getattr(args, "quiet", False), reports=not getattr(args, "skip_reports", False),
-                          expectations_config=getattr(args, "expectations_config", None),
-                          table_prefix=getattr(args, "table_prefix", None),
-                          pushgateway=getattr(args, "pushgateway", None),
-                          pushgateway_job=getattr(args, "pushgateway_job", "kafka_offset_audit"),
-                          pushgateway_labels=getattr(args, "pushgateway_label", None) or [],
-                          metrics_max_group_partitions=getattr(args, "metrics_max_group_partitions", 50_000),
-                          **({"stale_after_seconds": args.stale_after} if getattr(args, "stale_after", None) is not None
-                             else {}),
-                          history=getattr(args, "history", None), run_id=getattr(args, "run_id", None),
-                          max_concurrency=getattr(args, "max_concurrency", None),
-                          source=getattr(args, "source", "kafka-python"))
+        cfg = AuditConfig(
+            log_dirs=args.log_dirs,
+            bootstrap_servers=getattr(args, "bootstrap_servers", None),
+            client_config=getattr(args, "client_config", None),
+            groups=getattr(args, "groups", None),
+            topics=getattr(args, "topics", None),
+            output=args.output,
+            mode=args.mode,
+            fail_on=args.fail_on,
+            quiet=getattr(args, "quiet", False),
+            reports=not getattr(args, "skip_reports", False),
+            expectations_config=getattr(args, "expectations_config", None),
+            table_prefix=getattr(args, "table_prefix", None),
+            pushgateway=getattr(args, "pushgateway", None),
+            pushgateway_job=getattr(args, "pushgateway_job", "kafka_offset_audit"),
+            pushgateway_labels=getattr(args, "pushgateway_label", None) or [],
+            metrics_max_group_partitions=getattr(args, "metrics_max_group_partitions", 50_000),
+            **({"stale_after_seconds": args.stale_after} if getattr(args, "stale_after", None) is not None else {}),
+            history=getattr(args, "history", None),
+            run_id=getattr(args, "run_id", None),
+            max_concurrency=getattr(args, "max_concurrency", None),
+            source=getattr(args, "source", "kafka-python"),
+        )
     except ValidationError as exc:
         print(f"kafka-offset-audit: error: {exc.errors()[0]['msg'].removeprefix('Value error, ')}", file=sys.stderr)
         return EXIT_USAGE
@@ -202,6 +315,7 @@ def run_audit(args, master: str | None, on_session=None) -> int:
     from .pipeline import usage_errors as usage_error_types
     from .report.metrics import MetricsError
     from .spark import ClassDataArchive, ConnectError, build_remote_session, build_session
+
     usage_errors = usage_error_types() + (ConnectError,)  # messages name what to fix, redacted
     started = time.time()
     try:
@@ -217,6 +331,7 @@ def run_audit(args, master: str | None, on_session=None) -> int:
         wanted: list[str] = []
         if cfg.source == "kafka-connector":
             from .sources.cluster import connector_package
+
             wanted.append(connector_package())
         if any(str(p).startswith(("s3a://", "s3n://")) for p in [*cfg.log_dirs, cfg.output, cfg.history or ""]):
             wanted.append(hadoop_aws_package())  # Hadoop's S3A filesystem, matched to pyspark's Hadoop client
@@ -228,13 +343,19 @@ def run_audit(args, master: str | None, on_session=None) -> int:
                 spark = build_remote_session(remote, conf=extra_conf)
             else:
                 class_data = ClassDataArchive.for_this_install(packages)
-                spark = build_session(master, verbose=getattr(args, "verbose", False),
-                                      quick_start=cfg.mode == "latest", packages=packages, class_data=class_data,
-                                      conf=extra_conf)
+                spark = build_session(
+                    master,
+                    verbose=getattr(args, "verbose", False),
+                    quick_start=cfg.mode == "latest",
+                    packages=packages,
+                    class_data=class_data,
+                    conf=extra_conf,
+                )
         finally:
             prewarm.join()
         if remote:
             from .connect import prepare
+
             prepare(spark, cfg, python_env=getattr(args, "python_env", None))
         if on_session is not None:
             on_session(spark)
@@ -245,15 +366,20 @@ def run_audit(args, master: str | None, on_session=None) -> int:
         return EXIT_USAGE
     except Exception as exc:  # noqa: BLE001 - an internal error: one line (the traceback with --verbose), exit 3
         from .pipeline import AuditInternalError
+
         stage = exc.stage if isinstance(exc, AuditInternalError) else "spark"
         cause = exc.cause if isinstance(exc, AuditInternalError) else exc
         verbose = getattr(args, "verbose", False)
         if verbose:
             import traceback
+
             traceback.print_exception(type(cause), cause, cause.__traceback__, file=sys.stderr)
-        print(f"kafka-offset-audit: internal error in stage {stage!r}: {_one_line(cause)}; nothing was written "
-              f"(the previous output in {cfg.output}, if any, is untouched)"
-              + ("" if verbose else "; --verbose shows the traceback"), file=sys.stderr)
+        print(
+            f"kafka-offset-audit: internal error in stage {stage!r}: {_one_line(cause)}; nothing was written "
+            f"(the previous output in {cfg.output}, if any, is untouched)"
+            + ("" if verbose else "; --verbose shows the traceback"),
+            file=sys.stderr,
+        )
         _push_failure(cfg, started, EXIT_INTERNAL, stage)
         return EXIT_INTERNAL
     except BaseException:
@@ -261,18 +387,25 @@ def run_audit(args, master: str | None, on_session=None) -> int:
         raise
     if result.exit_code == EXIT_INTERNAL:
         stages = ", ".join(f"{f['stage']} ({f['error']})" for f in result.summary.get("failed_stages") or [])
-        print(f"kafka-offset-audit: internal error in stage(s) {_one_line(stages)}; the judged tables and "
-              f"summary.json are in {cfg.output} (its failed_stages has each traceback)", file=sys.stderr)
+        print(
+            f"kafka-offset-audit: internal error in stage(s) {_one_line(stages)}; the judged tables and "
+            f"summary.json are in {cfg.output} (its failed_stages has each traceback)",
+            file=sys.stderr,
+        )
     if not cfg.quiet:
         print()
         print(result.console)
         s = result.summary
         print()
-        print(f"findings: {json.dumps(s['findings']['by_severity'])}; records skipped: "
-              f"{sum(s['records_skipped']['by_reason'].values())}; output: {cfg.output}; exit status {result.exit_code}")
+        print(
+            f"findings: {json.dumps(s['findings']['by_severity'])}; records skipped: "
+            f"{sum(s['records_skipped']['by_reason'].values())}; output: {cfg.output}; exit status {result.exit_code}"
+        )
     if class_data is not None and class_data.dump_path is not None and not cfg.quiet:
-        print(f"(first run here: the Spark JVM now writes a class-data archive for faster starts, {class_data.directory};"
-              " KOA_CDS=off turns it off)")
+        print(
+            f"(first run here: the Spark JVM now writes a class-data archive for faster starts, {class_data.directory};"
+            " KOA_CDS=off turns it off)"
+        )
     return result.exit_code
 
 
@@ -307,13 +440,16 @@ def _prewarm(reports: bool) -> _Prewarm:
     def work():
         try:
             import pyspark.testing.utils  # noqa: F401
+
             if reports:
                 from .report.expectations import _gx
+
                 _gx()
                 import matplotlib.backends.backend_svg  # noqa: F401
                 import matplotlib.figure  # noqa: F401
         except Exception:  # noqa: BLE001 - reported where the audit imports them
             pass
+
     interval = sys.getswitchinterval()
     sys.setswitchinterval(min(interval, PREWARM_SWITCH_INTERVAL))
     thread = threading.Thread(target=work, name="koa-prewarm-reports", daemon=True)
@@ -345,9 +481,16 @@ def _push_failure(cfg, started: float, exit_status: int | None, stage: str | Non
     import time
 
     from .report.metrics import MetricsError, failure_registry, parse_grouping, push
+
     try:
-        push(cfg.pushgateway, failure_registry(time.time() - started, exit_status, stage), job=cfg.pushgateway_job,
-             grouping=parse_grouping(cfg.pushgateway_labels), replace=False, timeout=10)
+        push(
+            cfg.pushgateway,
+            failure_registry(time.time() - started, exit_status, stage),
+            job=cfg.pushgateway_job,
+            grouping=parse_grouping(cfg.pushgateway_labels),
+            replace=False,
+            timeout=10,
+        )
     except MetricsError as exc:
         print(f"kafka-offset-audit: could not record the failure: {exc}", file=sys.stderr)
 
@@ -359,6 +502,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     if args.command == "package":
         from .package import PackageError, build_executor_env
+
         try:
             path = build_executor_env(args.output)
         except PackageError as exc:
@@ -386,6 +530,7 @@ def exit_now(code: int) -> NoReturn:
     """
     import atexit
     import threading
+
     shutdown = getattr(threading, "_shutdown", None)
     if shutdown is not None:
         # what the interpreter does first on exit: the threading atexit hooks (they tell idle

@@ -10,6 +10,7 @@ Applies what a ``read_committed`` reader and the group coordinator's loader
   keeps the offsets, and a classic group converted to a KIP-848 consumer group leaves exactly that;
 * records that failed to decode are not commits (the pipeline's summary counts them).
 """
+
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
@@ -29,28 +30,40 @@ def with_transaction_state(raw: DataFrame, all_rows: bool = False) -> DataFrame:
     for the other kinds: control, issue, count).
     """
     recs = raw.where(F.col("kind") == "record")
-    markers = (raw.where(F.col("kind") == "control")
-               .select(F.col("source_partition").alias("m_sp"), F.col("producer_id").alias("m_pid"),
-                       F.col("offset").alias("m_offset"), F.col("control_type").alias("m_type")))
+    markers = raw.where(F.col("kind") == "control").select(
+        F.col("source_partition").alias("m_sp"),
+        F.col("producer_id").alias("m_pid"),
+        F.col("offset").alias("m_offset"),
+        F.col("control_type").alias("m_type"),
+    )
     txn = recs.where(F.col("is_transactional")).select("source_partition", "producer_id", "offset")
-    outcome = (txn.join(markers, (txn.source_partition == markers.m_sp) & (txn.producer_id == markers.m_pid)
-                        & (markers.m_offset > txn["offset"]), "left")
-               .groupBy("source_partition", "offset")
-               .agg(F.min_by("m_type", "m_offset").alias("txn_outcome")))
+    outcome = (
+        txn.join(
+            markers,
+            (txn.source_partition == markers.m_sp)
+            & (txn.producer_id == markers.m_pid)
+            & (markers.m_offset > txn["offset"]),
+            "left",
+        )
+        .groupBy("source_partition", "offset")
+        .agg(F.min_by("m_type", "m_offset").alias("txn_outcome"))
+    )
     # only transactional records need the marker join; the rest pass straight through
-    txn_recs = (recs.where(F.col("is_transactional"))
-                .join(outcome, ["source_partition", "offset"], "left"))
+    txn_recs = recs.where(F.col("is_transactional")).join(outcome, ["source_partition", "offset"], "left")
     plain = recs.where(~F.col("is_transactional")).withColumn("txn_outcome", F.lit(None).cast("short"))
     recs = plain.unionByName(txn_recs)
     if all_rows:
-        recs = recs.unionByName(raw.where(F.col("kind") != "record").withColumn("txn_outcome", F.lit(None).cast("short")))
+        recs = recs.unionByName(
+            raw.where(F.col("kind") != "record").withColumn("txn_outcome", F.lit(None).cast("short"))
+        )
     return recs.withColumn(
         "txn_state",
         F.when(F.col("kind") != "record", F.lit(None).cast("string"))
         .when(~F.col("is_transactional"), F.lit("none"))
         .when(F.col("txn_outcome") == 1, F.lit("committed"))
         .when(F.col("txn_outcome") == 0, F.lit("aborted"))
-        .otherwise(F.lit("pending"))).drop("txn_outcome")
+        .otherwise(F.lit("pending")),
+    ).drop("txn_outcome")
 
 
 def _as_commits(df: DataFrame) -> DataFrame:
@@ -90,26 +103,33 @@ def live_commits(records: DataFrame, latest_only: bool = False) -> DataFrame:
     One shuffle: rows are distributed by ``group_id``, which clusters every per-key window
     (group_id, topic, partition).
     """
-    ok = records.where(F.col("txn_state").isin("none", "committed") & F.col("decode_error").isNull()
-                       & F.col("record_type").isin(0, 1))
+    ok = records.where(
+        F.col("txn_state").isin("none", "committed") & F.col("decode_error").isNull() & F.col("record_type").isin(0, 1)
+    )
     order = F.struct("source_partition", "offset")
     by_key = Window.partitionBy(*KEY)
     # A GroupMetadata tombstone alone deletes no commit: deleting a group (deleteGroups, expiry) also
     # tombstones each of its offsets, and converting a classic group to a KIP-848 consumer group writes
     # the group tombstone while its offsets stay valid (GroupMetadataManager.convertToConsumerGroup).
     # The coordinator loading the log does the same: offsets outlive a group tombstone.
-    live = (ok.repartition("group_id")
-            .where(F.col("record_type").isin(0, 1))
-            .withColumn("key_deleted_at", F.max(F.when(F.col("is_tombstone"), order)).over(by_key))
-            .where(~F.col("is_tombstone") & (F.col("key_deleted_at").isNull() | (order > F.col("key_deleted_at")))))
+    live = (
+        ok.repartition("group_id")
+        .where(F.col("record_type").isin(0, 1))
+        .withColumn("key_deleted_at", F.max(F.when(F.col("is_tombstone"), order)).over(by_key))
+        .where(~F.col("is_tombstone") & (F.col("key_deleted_at").isNull() | (order > F.col("key_deleted_at"))))
+    )
     if not latest_only:
         commits = live.withColumn("is_latest", order == F.max(order).over(by_key)).withColumn("live_count", F.lit(1))
         return _as_commits(commits)
     newest = Window.partitionBy(*KEY).orderBy(order.desc())
-    live = (live.withColumn("rn", F.row_number().over(newest))
-            .withColumn("n_live", F.sum("live_count").over(by_key)))
-    highest_epoch = Window.partitionBy(*KEY).orderBy((F.col("rn") == 1).asc(), F.col("leader_epoch").desc(), order.desc())
+    live = live.withColumn("rn", F.row_number().over(newest)).withColumn("n_live", F.sum("live_count").over(by_key))
+    highest_epoch = Window.partitionBy(*KEY).orderBy(
+        (F.col("rn") == 1).asc(), F.col("leader_epoch").desc(), order.desc()
+    )
     live = live.withColumn("ref_rn", F.row_number().over(highest_epoch))
     keep = live.where((F.col("rn") <= 2) | ((F.col("ref_rn") == 1) & (F.col("rn") > 1)))
-    return _as_commits(keep.withColumn("is_latest", F.col("rn") == 1)
-                       .withColumn("live_count", F.when(F.col("rn") == 1, F.col("n_live")).otherwise(F.lit(0))))
+    return _as_commits(
+        keep.withColumn("is_latest", F.col("rn") == 1).withColumn(
+            "live_count", F.when(F.col("rn") == 1, F.col("n_live")).otherwise(F.lit(0))
+        )
+    )

@@ -6,6 +6,7 @@ shipped as a ``pyfile`` artifact and, when given, a packed environment (``kafka-
 "Python Package Management" guide does it for Spark Connect (``SparkSession.addArtifacts``).  Paths are checked
 up front so that a server that cannot do what the run asks fails with exit status 2, not halfway through.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,6 +25,7 @@ def prepare(spark, cfg, python_env: str | None = None) -> None:
     for a local ``--output`` (no shared filesystem), or lacks Spark's Kafka connector for ``--source
     kafka-connector``."""
     from .package import package_zip
+
     spark.addArtifacts(package_zip(), pyfile=True)
     if python_env:
         spark.addArtifacts(f"{os.path.abspath(python_env)}#{ENV_NAME}", archive=True)
@@ -37,6 +39,7 @@ def check_shared_output(spark, output: str) -> None:
     """For a local ``output``: a probe file this client writes beside it must be readable by the server (its
     tables are written there by the server, its summary and reports by this client)."""
     from .sources import fs
+
     uri = fs.to_uri(output).rstrip("/")
     if not fs.is_local(uri):
         return
@@ -55,7 +58,8 @@ def check_shared_output(spark, output: str) -> None:
         if [r[0] for r in seen] != [len(b"kafka-offset-audit")]:
             raise ConnectError(
                 f"the Spark Connect server does not see {anc} of this machine: with --remote, --output (and "
-                "--log-dirs, --history) must be on storage both reach, a filesystem they share or s3a://")
+                "--log-dirs, --history) must be on storage both reach, a filesystem they share or s3a://"
+            )
     finally:
         try:
             os.remove(probe)
@@ -66,10 +70,17 @@ def check_shared_output(spark, output: str) -> None:
 def check_kafka_connector(spark) -> None:
     """Spark's Kafka connector must be on the server's class path (``--source kafka-connector``)."""
     try:
-        _ = (spark.read.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:9")
-             .option("subscribe", "__consumer_offsets").load().schema)  # resolving the schema looks the source up
+        _ = (
+            spark.read.format("kafka")
+            .option("kafka.bootstrap.servers", "127.0.0.1:9")
+            .option("subscribe", "__consumer_offsets")
+            .load()
+            .schema
+        )  # resolving the schema looks the source up
     except Exception as exc:  # noqa: BLE001 - DATA_SOURCE_NOT_FOUND
         from .sources.cluster import connector_package
+
         raise ConnectError(
             f"--source kafka-connector: the Spark Connect server has no Kafka connector ({str(exc).splitlines()[0][:200]}); "
-            f"start it with --packages {connector_package()}, or use --source kafka-python") from None
+            f"start it with --packages {connector_package()}, or use --source kafka-python"
+        ) from None

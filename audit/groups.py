@@ -6,6 +6,7 @@ per-group lag sums, in the audit's terms: ``AT_RISK`` (an error or critical find
 is older than ``stale_after_seconds`` at the audit while the group's partitions grew past it), ``WARN`` (a warning
 finding), ``OK``.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -17,17 +18,21 @@ from .judge import RULES, load_sql
 #: ``--stale-after`` default: a day without a commit while records wait
 DEFAULT_STALE_AFTER_SECONDS = 24 * 3600
 #: the placeholders of ``sql/groups.sql`` as :func:`audit.judge.parse_ahead` fills them to parse it early
-PARSE_DEFAULTS = {"{as_of}": "CAST(NULL AS TIMESTAMP)", "{stale_after_seconds}": "0",
-                  "{rule_order}": "array('OK')"}
+PARSE_DEFAULTS = {"{as_of}": "CAST(NULL AS TIMESTAMP)", "{stale_after_seconds}": "0", "{rule_order}": "array('OK')"}
 
 
 def _rule_order() -> str:
     return "array(" + ", ".join(f"'{name}'" for name in RULES) + ")"
 
 
-def group_status(spark: SparkSession, committed: DataFrame, findings: DataFrame, group_info: DataFrame | None,
-                 as_of: datetime | None = None,
-                 stale_after_seconds: int = DEFAULT_STALE_AFTER_SECONDS) -> DataFrame:
+def group_status(
+    spark: SparkSession,
+    committed: DataFrame,
+    findings: DataFrame,
+    group_info: DataFrame | None,
+    as_of: datetime | None = None,
+    stale_after_seconds: int = DEFAULT_STALE_AFTER_SECONDS,
+) -> DataFrame:
     """The ``groups`` table (columns and types: ``audit.tables.TABLES['groups']``) from the
     ``committed_offsets`` table (:func:`audit.judge.with_verdicts`: verdict, lag, records_at_risk), the
     ``findings`` table and ``group_info`` (``sql/group_state.sql``: group_id, group_type, group_state,
@@ -42,8 +47,11 @@ def group_status(spark: SparkSession, committed: DataFrame, findings: DataFrame,
     if stale_after_seconds < 0:
         raise ValueError(f"stale_after_seconds must be 0 or more, not {stale_after_seconds}")
     if group_info is None:
-        group_info = spark.createDataFrame([], "group_id string, group_type string, group_state string, "
-                                               "group_protocol_type string, group_protocol string, group_members int")
+        group_info = spark.createDataFrame(
+            [],
+            "group_id string, group_type string, group_state string, "
+            "group_protocol_type string, group_protocol string, group_members int",
+        )
     committed.createOrReplaceTempView("group_committed")
     findings.createOrReplaceTempView("group_findings")
     group_info.createOrReplaceTempView("group_info")
@@ -52,7 +60,10 @@ def group_status(spark: SparkSession, committed: DataFrame, findings: DataFrame,
     else:
         as_of_utc = as_of.astimezone(timezone.utc) if as_of.tzinfo else as_of.replace(tzinfo=timezone.utc)
         as_of_sql = f"TIMESTAMP '{as_of_utc.strftime('%Y-%m-%d %H:%M:%S.%f')}+00:00'"
-    text = (load_sql("groups").replace("{as_of}", as_of_sql)
-            .replace("{stale_after_seconds}", str(int(stale_after_seconds)))
-            .replace("{rule_order}", _rule_order()))
+    text = (
+        load_sql("groups")
+        .replace("{as_of}", as_of_sql)
+        .replace("{stale_after_seconds}", str(int(stale_after_seconds)))
+        .replace("{rule_order}", _rule_order())
+    )
     return spark.sql(text)

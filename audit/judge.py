@@ -14,6 +14,7 @@ Input views (the contract between sources and judge, see DESIGN.md):
 
 Each rule is a separately loadable, separately tested query returning :data:`FINDING_COLUMNS`.
 """
+
 from __future__ import annotations
 
 from functools import reduce
@@ -41,19 +42,52 @@ TIMELINE_TYPE = "array<struct<epoch:int, started_at:timestamp, leader:int, uncle
 SEVERITY_RANK = {"critical": 4, "error": 3, "warning": 2, "info": 1}
 
 FINDING_COLUMNS = [
-    "group_id", "topic", "partition", "finding", "severity", "committed_offset", "committed_leader_epoch",
-    "commit_timestamp", "divergence_offset", "records_at_risk", "epoch_end_offset", "log_start_offset",
-    "log_end_offset", "previous_offset", "previous_leader_epoch", "answered_by_broker", "detail",
-    "cause", "cause_leader_epoch", "cause_leader", "cause_time", "replica_broker", "groups_consumed",
-    "offset_at_expansion", "expansion_partition",
+    "group_id",
+    "topic",
+    "partition",
+    "finding",
+    "severity",
+    "committed_offset",
+    "committed_leader_epoch",
+    "commit_timestamp",
+    "divergence_offset",
+    "records_at_risk",
+    "epoch_end_offset",
+    "log_start_offset",
+    "log_end_offset",
+    "previous_offset",
+    "previous_leader_epoch",
+    "answered_by_broker",
+    "detail",
+    "cause",
+    "cause_leader_epoch",
+    "cause_leader",
+    "cause_time",
+    "replica_broker",
+    "groups_consumed",
+    "offset_at_expansion",
+    "expansion_partition",
 ]
 FINDING_TYPES = {
-    "cause": "string", "cause_leader_epoch": "int", "cause_leader": "int", "cause_time": "timestamp",
-    "partition": "int", "committed_offset": "bigint", "committed_leader_epoch": "int",
-    "divergence_offset": "bigint", "records_at_risk": "bigint", "epoch_end_offset": "bigint",
-    "log_start_offset": "bigint", "log_end_offset": "bigint", "previous_offset": "bigint",
-    "previous_leader_epoch": "int", "answered_by_broker": "int", "replica_broker": "int",
-    "groups_consumed": "array<string>", "offset_at_expansion": "bigint", "expansion_partition": "int",
+    "cause": "string",
+    "cause_leader_epoch": "int",
+    "cause_leader": "int",
+    "cause_time": "timestamp",
+    "partition": "int",
+    "committed_offset": "bigint",
+    "committed_leader_epoch": "int",
+    "divergence_offset": "bigint",
+    "records_at_risk": "bigint",
+    "epoch_end_offset": "bigint",
+    "log_start_offset": "bigint",
+    "log_end_offset": "bigint",
+    "previous_offset": "bigint",
+    "previous_leader_epoch": "int",
+    "answered_by_broker": "int",
+    "replica_broker": "int",
+    "groups_consumed": "array<string>",
+    "offset_at_expansion": "bigint",
+    "expansion_partition": "int",
 }
 
 
@@ -65,6 +99,7 @@ def sql_dir():
         return resources.files("audit.sql")
     except ModuleNotFoundError:
         from pathlib import Path
+
         beside = Path(__file__).resolve().parent.parent / "sql"
         if not (beside / "finding_log_truncation.sql").is_file():
             raise
@@ -86,11 +121,13 @@ def parse_ahead(spark: SparkSession):
     import threading
 
     from .spark import is_connect
+
     if is_connect(spark):  # the parser is the Connect server's
         thread = threading.Thread(target=lambda: None, name="koa-parse-ahead", daemon=True)
         thread.start()
         return thread
     from .groups import PARSE_DEFAULTS
+
     texts = []
     for f in sql_dir().iterdir():
         if f.name.endswith(".sql"):
@@ -106,13 +143,20 @@ def parse_ahead(spark: SparkSession):
                 parser.parsePlan(text)
         except Exception:  # noqa: BLE001 - best effort, see above
             pass
+
     thread = threading.Thread(target=work, name="koa-parse-ahead", daemon=True)
     thread.start()
     return thread
 
 
-def register_context(spark: SparkSession, commits: DataFrame, epochs: DataFrame, bounds: DataFrame,
-                     epoch_end_offsets: DataFrame | None = None, history: bool = False) -> DataFrame:
+def register_context(
+    spark: SparkSession,
+    commits: DataFrame,
+    epochs: DataFrame,
+    bounds: DataFrame,
+    epoch_end_offsets: DataFrame | None = None,
+    history: bool = False,
+) -> DataFrame:
     """Register the input views and ``commit_context``; return the context DataFrame.
 
     ``history``: judge every live commit (``--mode history``) instead of only the latest one.
@@ -120,8 +164,7 @@ def register_context(spark: SparkSession, commits: DataFrame, epochs: DataFrame,
     if "metadata_leader_epoch" not in bounds.columns:  # live clusters and inline tables have no metadata log
         bounds = bounds.withColumn("metadata_leader_epoch", F.lit(None).cast("int"))
     if "epoch_timeline" not in bounds.columns:
-        bounds = bounds.withColumn("epoch_timeline",
-                                   F.lit(None).cast(TIMELINE_TYPE))
+        bounds = bounds.withColumn("epoch_timeline", F.lit(None).cast(TIMELINE_TYPE))
     commits.createOrReplaceTempView("commits")
     epochs.createOrReplaceTempView("epochs")
     bounds.createOrReplaceTempView("bounds")
@@ -143,14 +186,27 @@ def run_rule(spark: SparkSession, finding: str) -> DataFrame:
     # columns a rule does not fill (``cause*`` belong to LOG_TRUNCATION) are null.  One projection of SQL
     # expressions: built from Column objects it took some 290 py4j calls per rule (a call per function, cast,
     # alias and list element, and two per ``df.columns``, which PySpark does not cache)
-    return df.selectExpr(*[f"CAST({f'`{c}`' if c in have else 'NULL'} AS {FINDING_TYPES[c]}) AS `{c}`"
-                           if c in FINDING_TYPES else f"`{c}`" for c in FINDING_COLUMNS])
+    return df.selectExpr(
+        *[
+            f"CAST({f'`{c}`' if c in have else 'NULL'} AS {FINDING_TYPES[c]}) AS `{c}`"
+            if c in FINDING_TYPES
+            else f"`{c}`"
+            for c in FINDING_COLUMNS
+        ]
+    )
 
 
-def judge(spark: SparkSession, commits: DataFrame, epochs: DataFrame, bounds: DataFrame,
-          epoch_end_offsets: DataFrame | None = None, history: bool = False,
-          rules: list[str] | None = None, replicas: DataFrame | None = None,
-          expansion_offsets: DataFrame | None = None) -> DataFrame:
+def judge(
+    spark: SparkSession,
+    commits: DataFrame,
+    epochs: DataFrame,
+    bounds: DataFrame,
+    epoch_end_offsets: DataFrame | None = None,
+    history: bool = False,
+    rules: list[str] | None = None,
+    replicas: DataFrame | None = None,
+    expansion_offsets: DataFrame | None = None,
+) -> DataFrame:
     """All findings (union of every rule), columns :data:`FINDING_COLUMNS`.
 
     Rules of :data:`OPTIONAL_INPUTS` run only with their view:
@@ -198,25 +254,49 @@ def with_verdicts(commits: DataFrame, findings: DataFrame, bounds: DataFrame | N
     sev = F.create_map(*[x for k, v in SEVERITY_RANK.items() for x in (F.lit(k), F.lit(v))])
     order = F.create_map(*[x for i, k in enumerate(RULES) for x in (F.lit(k), F.lit(len(RULES) - i))])
     keyed = findings.where(F.col("group_id").isNotNull()).select(
-        *key, "finding", (sev[F.col("severity")] * 100 + order[F.col("finding")]).alias("rank"),
-        F.col("records_at_risk").cast("bigint").alias("records_at_risk"))
+        *key,
+        "finding",
+        (sev[F.col("severity")] * 100 + order[F.col("finding")]).alias("rank"),
+        F.col("records_at_risk").cast("bigint").alias("records_at_risk"),
+    )
     # the most severe finding's name and the largest count of records at risk, in one aggregate
-    top = keyed.groupBy(*key).agg(F.max_by("finding", "rank").alias("finding"),
-                                  F.max("records_at_risk").alias("records_at_risk"))
+    top = keyed.groupBy(*key).agg(
+        F.max_by("finding", "rank").alias("finding"), F.max("records_at_risk").alias("records_at_risk")
+    )
     # null-safe on commit_timestamp: a commit without one still takes its findings
     c, t = latest.alias("c"), top.alias("t")
-    cond = [F.col(f"c.{k}").eqNullSafe(F.col(f"t.{k}")) if k == "commit_timestamp" else F.col(f"c.{k}") == F.col(f"t.{k}")
-            for k in key]
+    cond = [
+        F.col(f"c.{k}").eqNullSafe(F.col(f"t.{k}")) if k == "commit_timestamp" else F.col(f"c.{k}") == F.col(f"t.{k}")
+        for k in key
+    ]
     out = c.join(t, cond, "left").select("c.*", "t.finding", "t.records_at_risk")
     if bounds is not None:
-        out = out.join(bounds.select("topic", "partition", "log_start_offset", "log_end_offset", "high_watermark"),
-                       ["topic", "partition"], "left")
+        out = out.join(
+            bounds.select("topic", "partition", "log_start_offset", "log_end_offset", "high_watermark"),
+            ["topic", "partition"],
+            "left",
+        )
     else:
-        out = out.selectExpr("*", "CAST(NULL AS BIGINT) AS log_start_offset", "CAST(NULL AS BIGINT) AS log_end_offset",
-                             "CAST(NULL AS BIGINT) AS high_watermark")
+        out = out.selectExpr(
+            "*",
+            "CAST(NULL AS BIGINT) AS log_start_offset",
+            "CAST(NULL AS BIGINT) AS log_end_offset",
+            "CAST(NULL AS BIGINT) AS high_watermark",
+        )
     return out.selectExpr(
-        "group_id", "topic", "partition", "committed_offset", "committed_leader_epoch", "metadata",
-        "commit_timestamp", "value_version", "topic_id", "coalesce(finding, 'OK') AS verdict",
-        "CAST(log_start_offset AS BIGINT) AS log_start_offset", "CAST(log_end_offset AS BIGINT) AS log_end_offset",
+        "group_id",
+        "topic",
+        "partition",
+        "committed_offset",
+        "committed_leader_epoch",
+        "metadata",
+        "commit_timestamp",
+        "value_version",
+        "topic_id",
+        "coalesce(finding, 'OK') AS verdict",
+        "CAST(log_start_offset AS BIGINT) AS log_start_offset",
+        "CAST(log_end_offset AS BIGINT) AS log_end_offset",
         "CAST(high_watermark AS BIGINT) AS high_watermark",
-        "CAST(log_end_offset - committed_offset AS BIGINT) AS lag", "records_at_risk")
+        "CAST(log_end_offset - committed_offset AS BIGINT) AS lag",
+        "records_at_risk",
+    )

@@ -10,6 +10,7 @@ KIP-848 consumer groups (``group.protocol=consumer``) write per member a ``Consu
 (client.id, host) and a ``ConsumerGroupCurrentMemberAssignmentValue`` (partitions by topic id), named through
 the KRaft metadata log's topic ids when it is among the inputs.
 """
+
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
@@ -21,9 +22,17 @@ from .judge import load_sql
 #: ConsumerGroupCurrentMemberAssignment (8)
 GROUP_RECORD_TYPES = (2, 3, 5, 8)
 #: columns :func:`with_owners` adds, in order, with their types
-OWNER_TYPES = {"group_state": "string", "group_protocol_type": "string", "group_protocol": "string",
-               "owner_member_id": "string", "owner_group_instance_id": "string", "owner_client_id": "string",
-               "owner_client_host": "string", "owner_generation": "int", "owner_assigned_at": "timestamp"}
+OWNER_TYPES = {
+    "group_state": "string",
+    "group_protocol_type": "string",
+    "group_protocol": "string",
+    "owner_member_id": "string",
+    "owner_group_instance_id": "string",
+    "owner_client_id": "string",
+    "owner_client_host": "string",
+    "owner_generation": "int",
+    "owner_assigned_at": "timestamp",
+}
 OWNER_COLUMNS = list(OWNER_TYPES)
 
 
@@ -34,16 +43,29 @@ def group_records(records: DataFrame) -> DataFrame:
     with too many to hold, ``owners_over_limit``, keeps its state) and not in an aborted or pending
     transaction.  Columns: group_id, source_partition, offset, timestamp (ms),
     is_tombstone, group_generation, group_protocol_type, group_protocol, group_members, group_owners."""
-    return (records
-            .where(F.col("record_type").isin(*GROUP_RECORD_TYPES) & F.col("txn_state").isin("none", "committed")
-                   & (F.col("decode_error").isNull()
-                      | F.col("decode_error").isin("malformed_assignment", "owners_over_limit")))
-            .select("record_type", "group_id", "member_id", "source_partition", "offset", "timestamp", "is_tombstone",
-                    "group_generation", "group_protocol_type", "group_protocol", "group_members", "group_owners"))
+    return records.where(
+        F.col("record_type").isin(*GROUP_RECORD_TYPES)
+        & F.col("txn_state").isin("none", "committed")
+        & (F.col("decode_error").isNull() | F.col("decode_error").isin("malformed_assignment", "owners_over_limit"))
+    ).select(
+        "record_type",
+        "group_id",
+        "member_id",
+        "source_partition",
+        "offset",
+        "timestamp",
+        "is_tombstone",
+        "group_generation",
+        "group_protocol_type",
+        "group_protocol",
+        "group_members",
+        "group_owners",
+    )
 
 
-def group_tables(spark: SparkSession, records: DataFrame,
-                 topic_names: DataFrame | None = None) -> tuple[DataFrame, DataFrame]:
+def group_tables(
+    spark: SparkSession, records: DataFrame, topic_names: DataFrame | None = None
+) -> tuple[DataFrame, DataFrame]:
     """``(group_state, partition_owners)`` from ``records`` (see :func:`group_records`): the outputs of
     ``sql/group_state.sql`` (one row per group) and ``sql/partition_owners.sql`` (one row per assigned
     group-partition).  ``topic_names`` (topic_id string, topic string; e.g. from ``leader_timeline``) names
@@ -66,5 +88,6 @@ def with_owners(df: DataFrame, group_state: DataFrame, owners: DataFrame) -> Dat
     ow = owners.select("group_id", "topic", "partition", *[c for c in OWNER_COLUMNS if c.startswith("owner_")])
     out = df.join(gs, "group_id", "left").join(ow, ["group_id", "topic", "partition"], "left")
     # SQL expressions: one py4j call per column instead of three or four
-    return out.selectExpr(*[f"`{c}`" for c in df.columns],
-                          *[f"CAST(`{c}` AS {OWNER_TYPES[c]}) AS `{c}`" for c in OWNER_COLUMNS])
+    return out.selectExpr(
+        *[f"`{c}`" for c in df.columns], *[f"CAST(`{c}` AS {OWNER_TYPES[c]}) AS `{c}`" for c in OWNER_COLUMNS]
+    )

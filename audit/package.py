@@ -12,6 +12,7 @@ the ``audit`` package itself is shipped by the application (:func:`audit.submit.
 ``bin/python`` links to this machine's base interpreter (``venv-pack``'s way): the executors need the same Python
 at the same path, as PySpark's guide says; otherwise use conda-pack.
 """
+
 from __future__ import annotations
 
 import importlib.metadata as md
@@ -25,8 +26,15 @@ import tempfile
 DIST = "kafka-offset-audit"
 #: dependencies the executors do not need: Spark ships pyspark (and py4j) to its Python workers; the rest is
 #: the driver's (reports, metrics)
-DRIVER_ONLY = {"pyspark", "great-expectations", "matplotlib", "prometheus-client", "xstatic-jquery",
-               "xstatic-bootstrap", "xstatic-font-awesome"}
+DRIVER_ONLY = {
+    "pyspark",
+    "great-expectations",
+    "matplotlib",
+    "prometheus-client",
+    "xstatic-jquery",
+    "xstatic-bootstrap",
+    "xstatic-font-awesome",
+}
 
 
 class PackageError(RuntimeError):
@@ -63,6 +71,7 @@ def build_executor_env(output: str, python: str | None = None, quiet: bool = Tru
     with ``venv-pack``; returns ``output``'s absolute path.  Uses ``pip`` (PyPI, or the index pip is set up
     for) in a temporary directory.  Raises :class:`PackageError` naming the step that failed."""
     import venv_pack
+
     output = os.path.abspath(output)
     if not output.endswith((".tar.gz", ".tgz")):
         raise PackageError(f"--output {output}: give a .tar.gz path (spark-submit --archives env.tar.gz#env)")
@@ -98,14 +107,16 @@ def package_zip() -> str:
 
     import audit
     from audit.judge import sql_dir
+
     pkg_dir = os.path.dirname(os.path.abspath(audit.__file__))
     tmp = tempfile.mkdtemp(prefix="koa-pyfiles-")
     atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     stage = os.path.join(tmp, "stage")
     shutil.copytree(pkg_dir, os.path.join(stage, "audit"), ignore=shutil.ignore_patterns("demo_data", "__pycache__"))
     if not os.path.isdir(os.path.join(stage, "audit", "sql")):  # a checkout: sql/ is beside audit/
-        shutil.copytree(str(sql_dir()), os.path.join(stage, "audit", "sql"),
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            str(sql_dir()), os.path.join(stage, "audit", "sql"), ignore=shutil.ignore_patterns("__pycache__")
+        )
     archive = shutil.make_archive(os.path.join(tmp, "audit_pkg"), "zip", stage)
     shutil.rmtree(stage)
     return archive

@@ -1,4 +1,5 @@
 """run(config, spark): sources -> commits -> judge -> outputs.  No rules of its own."""
+
 from __future__ import annotations
 
 import json
@@ -28,11 +29,36 @@ from .sources.source import open_source
 from .spark import in_parallel
 
 #: the decoded columns the commit and summary stages read (file names stay in ``raw`` for issues)
-RECORD_COLUMNS = ["source_partition", "kind", "offset", "timestamp", "is_transactional", "producer_id", "control_type",
-                  "record_type", "group_id", "topic", "partition", "is_tombstone", "value_version",
-                  "committed_offset", "leader_epoch", "metadata", "commit_timestamp", "topic_id", "decode_error", "broker_id", "record_count", "live_count",
-                  "group_generation", "group_protocol_type", "group_protocol", "group_members", "group_owners",
-                  "member_id"]
+RECORD_COLUMNS = [
+    "source_partition",
+    "kind",
+    "offset",
+    "timestamp",
+    "is_transactional",
+    "producer_id",
+    "control_type",
+    "record_type",
+    "group_id",
+    "topic",
+    "partition",
+    "is_tombstone",
+    "value_version",
+    "committed_offset",
+    "leader_epoch",
+    "metadata",
+    "commit_timestamp",
+    "topic_id",
+    "decode_error",
+    "broker_id",
+    "record_count",
+    "live_count",
+    "group_generation",
+    "group_protocol_type",
+    "group_protocol",
+    "group_members",
+    "group_owners",
+    "member_id",
+]
 FAIL_ON = {"critical": 4, "error": 3, "warning": 2, "never": 99}
 #: exit status of a run whose stage failed (an internal error; :class:`AuditInternalError`); the CLI's others: 0 clean,
 #: 1 findings or a failed suite, 2 usage, input or cluster (:func:`usage_errors`)
@@ -76,7 +102,9 @@ class AuditConfig(BaseModel):
     @model_validator(mode="after")
     def _one_source(self):
         if bool(self.log_dirs) == bool(self.bootstrap_servers):
-            raise ValueError("give either --log-dirs DIR [DIR ...] or --bootstrap-servers HOST:PORT, not both or neither")
+            raise ValueError(
+                "give either --log-dirs DIR [DIR ...] or --bootstrap-servers HOST:PORT, not both or neither"
+            )
         if self.source == "kafka-connector" and not self.bootstrap_servers:
             raise ValueError("--source kafka-connector reads a live cluster: give --bootstrap-servers")
         for name in ("groups", "topics"):
@@ -87,6 +115,7 @@ class AuditConfig(BaseModel):
                 except re.error as exc:
                     raise ValueError(f"--{name} is not a valid regular expression: {exc}") from exc
         from .report.metrics import MetricsError, parse_grouping
+
         try:
             parse_grouping(self.pushgateway_labels)
         except MetricsError as exc:
@@ -96,8 +125,10 @@ class AuditConfig(BaseModel):
         if self.history is not None:
             h, o = self.history.rstrip("/"), self.output.rstrip("/")
             if not h.strip() or h == o or h.startswith(o + "/") or o.startswith(h + "/"):
-                raise ValueError(f"--history {self.history!r} must be a directory apart from --output (the output "
-                                 "is replaced on every run; the history accumulates)")
+                raise ValueError(
+                    f"--history {self.history!r} must be a directory apart from --output (the output "
+                    "is replaced on every run; the history accumulates)"
+                )
         if not re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", self.pushgateway_job):
             raise ValueError(f"--pushgateway-job {self.pushgateway_job!r}: use letters, digits and _")
         return self
@@ -146,12 +177,14 @@ def usage_errors() -> tuple[type[BaseException], ...]:
     from .sources.client_config import ClientConfigError
     from .sources.collector import CollectorError
     from .sources.fs import InputError
+
     return InputError, CollectorError, ClientConfigError, MetricsError
 
 
 def _failure(stage: str, exc: BaseException) -> dict:
     """A failed stage as ``summary.json`` records it: stage, error (type and message) and the traceback's tail."""
     import traceback
+
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return {"stage": stage, "error": f"{type(exc).__name__}: {exc}", "traceback": tb[-MAX_TRACEBACK:]}
 
@@ -185,22 +218,26 @@ def preflight(cfg: AuditConfig, spark: SparkSession | None = None, *, cluster: b
     if cfg.expectations_config and cfg.reports:
         from .report.expectations_config import load_expectations_config
         from .sources.fs import InputError
+
         try:
             load_expectations_config(cfg.expectations_config)
         except (OSError, ValueError) as exc:
             raise InputError(f"--expectations-config {cfg.expectations_config}: {exc}") from None
     if cfg.pushgateway:
         from .report.metrics import check_pushgateway
+
         check_pushgateway(cfg.pushgateway)
     if cfg.bootstrap_servers and cluster:
         from .sources.client_config import load_client_config
         from .sources.collector import check_bootstrap
+
         client = load_client_config(cfg.client_config) if cfg.client_config else None
         check_bootstrap(client, bootstrap_servers=cfg.bootstrap_servers)
 
 
-def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect=None,
-        checked: bool = False) -> RunResult:
+def run(
+    cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect=None, checked: bool = False
+) -> RunResult:
     """Audit log dirs (or a live cluster) and write the output contract under ``cfg.output``.
 
     ``consumer_factory``/``collect`` replace kafka-python in the live source (tests).
@@ -231,9 +268,11 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
     stage = _Stage()
     try:
         stage("read")
-        src = open_source(spark, cfg, lambda msg: _progress(cfg, msg), consumer_factory=consumer_factory,
-                          collect=collect)
+        src = open_source(
+            spark, cfg, lambda msg: _progress(cfg, msg), consumer_factory=consumer_factory, collect=collect
+        )
         from .spark import tuned_for_input
+
         with tuned_for_input(spark, src.input_bytes()) as tuning:
             return _audit(cfg, spark, src, started, started_at, tuning, stage)
     except usage_errors():
@@ -244,11 +283,13 @@ def run(cfg: AuditConfig, spark: SparkSession, *, consumer_factory=None, collect
         raise AuditInternalError(stage.name, exc) from exc
 
 
-def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_at: str, tuning,
-           stage: _Stage) -> RunResult:
+def _audit(
+    cfg: AuditConfig, spark: SparkSession, src, started: float, started_at: str, tuning, stage: _Stage
+) -> RunResult:
     """The audit after the checks: read ``src``, judge, write the outputs (see :func:`run`)."""
     from .judge import parse_ahead
     from .tables import conform
+
     parse_ahead(spark)
     stage("decode")
     raw1 = src.read_offsets()
@@ -256,8 +297,9 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
     raw = with_transaction_state(raw1, all_rows=True)
     records = raw.where(F.col("kind") == "record").select(*RECORD_COLUMNS, "txn_state")
     commits = _filter(live_commits(records, latest_only=cfg.mode == "latest"), cfg).localCheckpoint()
-    n_live, n_latest, n_rows = commits.agg(F.sum("live_count"), F.count(F.when(F.col("is_latest"), 1)),
-                                           F.count(F.lit(1))).first()
+    n_live, n_latest, n_rows = commits.agg(
+        F.sum("live_count"), F.count(F.when(F.col("is_latest"), 1)), F.count(F.lit(1))
+    ).first()
     n_live, n_latest = int(n_live or 0), int(n_latest or 0)
     tuning.decide(int(n_rows))  # what the rest of the audit handles is known only now
     _progress(cfg, f"decode: {n_live} live commits of {n_latest} group-partitions")
@@ -268,26 +310,37 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
 
     # whose consumer is it: the groups' state and each partition's last owner (classic GroupMetadataValue)
     timeline = state.leader_timeline
-    names = (timeline.select("topic_id", "topic") if timeline is not None else state.topic_names)
+    names = timeline.select("topic_id", "topic") if timeline is not None else state.topic_names
 
     def owner_tables():
         group_state, owners = group_tables(spark, records, names)
         return group_state.localCheckpoint(), owners.localCheckpoint()
 
     def all_findings():
-        return judge(spark, commits, state.epochs, state.bounds, epoch_end_offsets=state.epoch_end_offsets,
-                     history=history, replicas=state.replicas, expansion_offsets=state.expansion_offsets).localCheckpoint()
+        return judge(
+            spark,
+            commits,
+            state.epochs,
+            state.bounds,
+            epoch_end_offsets=state.epoch_end_offsets,
+            history=history,
+            replicas=state.replicas,
+            expansion_offsets=state.expansion_offsets,
+        ).localCheckpoint()
 
     # independent: the owners and the judge overlap (their temp views have different names)
     (group_state, owners), findings = in_parallel(owner_tables, all_findings)
     # one schema per table whatever the source (audit.tables): what the writers and every reader see
     findings = conform("findings", with_owners(findings, group_state, owners).localCheckpoint())
-    committed = conform("committed_offsets", with_owners(with_verdicts(commits, findings, state.bounds), group_state,
-                                                         owners).localCheckpoint())
+    committed = conform(
+        "committed_offsets",
+        with_owners(with_verdicts(commits, findings, state.bounds), group_state, owners).localCheckpoint(),
+    )
     # ages against the audit's own time when it reads a live cluster; log dirs: the newest audited commit
     as_of = datetime.fromisoformat(started_at) if cfg.bootstrap_servers else None
-    groups = conform("groups", group_status(spark, committed, findings, group_state, as_of,
-                                            cfg.stale_after_seconds)).localCheckpoint()
+    groups = conform(
+        "groups", group_status(spark, committed, findings, group_state, as_of, cfg.stale_after_seconds)
+    ).localCheckpoint()
     failed: list[dict] = []  # stages after the tables that failed: the run goes on, exit status 3
 
     def guarded(name: str, fn, default=None):
@@ -297,8 +350,12 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
             return fn()
         except Exception as exc:  # noqa: BLE001 - recorded, reported, exit status 3
             failed.append(_failure(name, exc))
-            print(f"kafka-offset-audit: stage {name!r} failed: {type(exc).__name__}: {exc} "
-                  "(the judged tables are still written)", file=sys.stderr, flush=True)
+            print(
+                f"kafka-offset-audit: stage {name!r} failed: {type(exc).__name__}: {exc} "
+                "(the judged tables are still written)",
+                file=sys.stderr,
+                flush=True,
+            )
             return default
 
     def summarize():
@@ -308,30 +365,40 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
         changes = None
         if cfg.history:
             from .report.history import default_run_id, finding_changes
+
             run_id = cfg.run_id or default_run_id(started_at)
             summary["history"] = {"dir": cfg.history, "run_id": run_id}
 
             def compare():
                 from .report.history import group_changes
+
                 changes, hinfo = finding_changes(spark, cfg.history, run_id, findings)
                 changes = conform("finding_changes", changes).localCheckpoint()
                 gchanges, ginfo = group_changes(spark, cfg.history, run_id, groups, hinfo["previous_run_id"])
                 gchanges = conform("group_changes", gchanges).localCheckpoint()
                 summary["history"].update(hinfo, **ginfo)
-                _progress(cfg, f"history: since run {hinfo['previous_run_id'] or '(none)'}: {hinfo['new']} new, "
-                               f"{hinfo['persisted']} persisted, {hinfo['resolved']} resolved; groups: "
-                               f"{ginfo['groups_changed']} changed status, {ginfo['groups_new']} new, "
-                               f"{ginfo['groups_gone']} gone")
+                _progress(
+                    cfg,
+                    f"history: since run {hinfo['previous_run_id'] or '(none)'}: {hinfo['new']} new, "
+                    f"{hinfo['persisted']} persisted, {hinfo['resolved']} resolved; groups: "
+                    f"{ginfo['groups_changed']} changed status, {ginfo['groups_new']} new, "
+                    f"{ginfo['groups_gone']} gone",
+                )
                 return changes, gchanges
+
             changes = guarded("history", compare)
         return summary, changes
 
     out = StagedOutput(spark, cfg.output)
     leftovers = out.clean_leftovers()
     if leftovers["removed"]:
-        _progress(cfg, f"removed {len(leftovers['removed'])} staging dir(s) of killed runs: {', '.join(leftovers['removed'])}")
+        _progress(
+            cfg, f"removed {len(leftovers['removed'])} staging dir(s) of killed runs: {', '.join(leftovers['removed'])}"
+        )
     if leftovers.get("restored"):
-        _progress(cfg, f"restored the previous output from a run killed in its commit: {', '.join(leftovers['restored'])}")
+        _progress(
+            cfg, f"restored the previous output from a run killed in its commit: {', '.join(leftovers['restored'])}"
+        )
     if leftovers["kept"]:
         _progress(cfg, f"left alone (another host's or a live run's): {', '.join(leftovers['kept'])}")
     try:
@@ -347,8 +414,15 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
         # the summary's aggregates (and the history's comparison) while the tables are written
         (summary, changes), _ = in_parallel(summarize, lambda: out.write_parquet_all(tables))
         summary["output_leftovers"] = leftovers
-        if changes is not None and guarded("history", lambda: out.write_parquet_all(
-                {"finding_changes": changes[0], "group_changes": changes[1]}), default=False) is not False:
+        if (
+            changes is not None
+            and guarded(
+                "history",
+                lambda: out.write_parquet_all({"finding_changes": changes[0], "group_changes": changes[1]}),
+                default=False,
+            )
+            is not False
+        ):
             tables["finding_changes"], tables["group_changes"] = changes
         n_findings = summary["findings"]["total"]
         _progress(cfg, f"judge: {n_findings} findings over {n_latest} group-partitions")
@@ -359,19 +433,35 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
         # the reports, the metrics' rows and the console table only read: side by side
         reports, metric_rows, console = in_parallel(
             (lambda: _reports(cfg, spark, out, tables, guarded)) if cfg.reports else (lambda: None),
-            lambda: guarded("metrics", lambda: _metric_rows(cfg, committed, findings, state.bounds, groups), ([], [], [])),
-            lambda: guarded("console", lambda: console_table(findings, committed, state.bounds, groups=groups),
-                            "(the console table failed: see summary.json's failed_stages)"))
+            lambda: guarded(
+                "metrics", lambda: _metric_rows(cfg, committed, findings, state.bounds, groups), ([], [], [])
+            ),
+            lambda: guarded(
+                "console",
+                lambda: console_table(findings, committed, state.bounds, groups=groups),
+                "(the console table failed: see summary.json's failed_stages)",
+            ),
+        )
         if reports is not None:
             summary["reports"] = reports
         if cfg.history and not any(f["stage"] == "history" for f in failed):
+
             def append():
                 from .report.history import append_run
-                appended = append_run(spark, cfg.history, summary["history"]["run_id"], summary, findings, cfg.output,
-                                      groups=groups)
-                _progress(cfg, f"history: run {appended['run_id']} appended to {cfg.history}"
-                               + (f" (replaced {len(appended['replaced'])} dir(s) of the same run id)"
-                                  if appended["replaced"] else ""))
+
+                appended = append_run(
+                    spark, cfg.history, summary["history"]["run_id"], summary, findings, cfg.output, groups=groups
+                )
+                _progress(
+                    cfg,
+                    f"history: run {appended['run_id']} appended to {cfg.history}"
+                    + (
+                        f" (replaced {len(appended['replaced'])} dir(s) of the same run id)"
+                        if appended["replaced"]
+                        else ""
+                    ),
+                )
+
             guarded("history", append)
         code = EXIT_INTERNAL if failed else _exit_code(cfg, summary)
         summary["exit_status"] = code
@@ -388,30 +478,40 @@ def _audit(cfg: AuditConfig, spark: SparkSession, src, started: float, started_a
     _progress(cfg, f"write: {cfg.output} ({n_findings} findings)")
     if cfg.pushgateway and registry is not None:
         from .report.metrics import parse_grouping, push
+
         push(cfg.pushgateway, registry, job=cfg.pushgateway_job, grouping=parse_grouping(cfg.pushgateway_labels))
         _progress(cfg, f"metrics: pushed to {cfg.pushgateway} (job {cfg.pushgateway_job})")
     if cfg.table_prefix:
+
         def register():
             from .report.outputs import register_tables
+
             names = register_tables(spark, out.committed, cfg.table_prefix)
             _progress(cfg, f"tables: {', '.join(names)}")
+
         n_failed = len(failed)
         guarded("tables", register)
         if len(failed) > n_failed:  # the output is committed: its summary.json and metrics.prom say so now
             code = summary["exit_status"] = EXIT_INTERNAL
             from .report.metrics import METRICS_FILENAME, build_registry, render
             from .sources import fs as _fs
+
             base = out.committed
             _fs.write_small(spark, f"{base}/summary.json", json.dumps(summary, indent=2, default=str).encode())
             if out.object_store:  # the marker too, naming the same run
-                marker = dict(summary, run_dir=out.committed,
-                              previous_run_dir=(_fs.read_json(spark, f"{out.output}/summary.json") or {}).get(
-                                  "previous_run_dir"))
+                marker = dict(
+                    summary,
+                    run_dir=out.committed,
+                    previous_run_dir=(_fs.read_json(spark, f"{out.output}/summary.json") or {}).get("previous_run_dir"),
+                )
                 _fs.write_small(spark, f"{out.output}/summary.json", json.dumps(marker, indent=2, default=str).encode())
             if registry is not None:
                 rows, lost, group_metric_rows = metric_rows
-                _fs.write_small(spark, f"{base}/{METRICS_FILENAME}",
-                                render(build_registry(summary, rows, lost=lost, groups=group_metric_rows)))
+                _fs.write_small(
+                    spark,
+                    f"{base}/{METRICS_FILENAME}",
+                    render(build_registry(summary, rows, lost=lost, groups=group_metric_rows)),
+                )
     return RunResult(code, summary, console)
 
 
@@ -423,14 +523,18 @@ def _rules_not_run(cfg: AuditConfig, state) -> dict:
         out["REPLICA_DIVERGENCE"] = "a live cluster: no replica's files are read"
     if state.expansion_offsets is None:
         out["PARTITION_EXPANSION_ORDER"] = (
-            "needs every commit: run with --mode history" if cfg.mode != "history" else
-            "needs the KRaft metadata log: audit log dirs that include the controller's" if state.leader_timeline is None else
-            "no audited group committed past offset 0 on a partition added by an expansion")
+            "needs every commit: run with --mode history"
+            if cfg.mode != "history"
+            else "needs the KRaft metadata log: audit log dirs that include the controller's"
+            if state.leader_timeline is None
+            else "no audited group committed past offset 0 on a partition added by an expansion"
+        )
     else:
         unread = state.expansion_offsets.where(F.col("issue").isNotNull()).groupBy("issue").count().collect()
         if unread:
-            out["PARTITION_EXPANSION_ORDER (partly)"] = "; ".join(f"{r['count']} old partition(s): {r['issue']}"
-                                                                  for r in unread)
+            out["PARTITION_EXPANSION_ORDER (partly)"] = "; ".join(
+                f"{r['count']} old partition(s): {r['issue']}" for r in unread
+            )
     return out
 
 
@@ -447,29 +551,40 @@ def _metric_rows(cfg: AuditConfig, committed, findings, bounds, groups) -> tuple
     """The per-group-partition, lost-lineage and per-group rows of ``metrics.prom`` (each at most
     ``--metrics-max-group-partitions``; :mod:`audit.report.metrics`)."""
     from .report.metrics import group_partition_rows, group_rows, lost_lineage_rows
+
     if not cfg.metrics_max_group_partitions:
         return [], [], []
-    return (group_partition_rows(committed, findings, bounds, cfg.metrics_max_group_partitions),
-            lost_lineage_rows(findings, cfg.metrics_max_group_partitions),
-            group_rows(groups, cfg.metrics_max_group_partitions))
+    return (
+        group_partition_rows(committed, findings, bounds, cfg.metrics_max_group_partitions),
+        lost_lineage_rows(findings, cfg.metrics_max_group_partitions),
+        group_rows(groups, cfg.metrics_max_group_partitions),
+    )
 
 
-def _metrics(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, summary: dict, metric_rows: tuple[list, list, list]):
+def _metrics(
+    cfg: AuditConfig, spark: SparkSession, out: StagedOutput, summary: dict, metric_rows: tuple[list, list, list]
+):
     """Write ``metrics.prom`` (from :func:`_metric_rows`) into the staged output; returns the registry (pushed
     after the commit)."""
     from .report.metrics import METRICS_FILENAME, build_registry, render
     from .sources import fs
+
     rows, lost, group_metric_rows = metric_rows
     registry = build_registry(summary, rows, lost=lost, groups=group_metric_rows)
     fs.write_small(spark, out.path(METRICS_FILENAME), render(registry))
-    summary["metrics"] = {"file": METRICS_FILENAME, "group_partitions_exported": len(rows),
-                          "group_partitions_left_out": max(0, summary["offset_commits"]["group_partitions"] - len(rows)),
-                          "pushgateway": cfg.pushgateway, "job": cfg.pushgateway_job if cfg.pushgateway else None}
+    summary["metrics"] = {
+        "file": METRICS_FILENAME,
+        "group_partitions_exported": len(rows),
+        "group_partitions_left_out": max(0, summary["offset_commits"]["group_partitions"] - len(rows)),
+        "pushgateway": cfg.pushgateway,
+        "job": cfg.pushgateway_job if cfg.pushgateway else None,
+    }
     return registry
 
 
-def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, tables: dict | None = None,
-             guarded=None) -> dict:
+def _reports(
+    cfg: AuditConfig, spark: SparkSession, out: StagedOutput, tables: dict | None = None, guarded=None
+) -> dict:
     """Great Expectations checkpoint (+ Data Docs) and report.html over the staged outputs.
 
     ``tables``: the staged tables still in memory (name -> DataFrame, the rows written): report.html's queries
@@ -488,9 +603,12 @@ def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, tables: d
     from .report.expectations_config import load_expectations_config
     from .report.html import REPORT_FILENAME, write_html_report
     from .sources import fs
+
     if guarded is None:
+
         def guarded(_stage, fn, default=None):
             return fn()
+
     remote = not fs.is_local(out.staging)
     local = tempfile.mkdtemp(prefix="koa-reports-") if remote else fs.local_path(out.staging)
     tables_dir = out.staging if remote else None
@@ -503,6 +621,7 @@ def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, tables: d
         from concurrent.futures import ThreadPoolExecutor
 
         from .spark import inheriting
+
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="koa-expectations") as pool:
             suite = pool.submit(inheriting(run_expectations), spark, local, ecfg, tables_dir=tables_dir)
 
@@ -511,14 +630,27 @@ def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, tables: d
                     suite.result()
                 except Exception:  # noqa: BLE001 - the suite's own stage records it below
                     pass
-            html = guarded("html_report", lambda: write_html_report(
-                spark, local, display_dir=out.committed, tables_dir=tables_dir, wait_for=wait_for_suite, tables=tables),
-                failed)
+
+            html = guarded(
+                "html_report",
+                lambda: write_html_report(
+                    spark,
+                    local,
+                    display_dir=out.committed,
+                    tables_dir=tables_dir,
+                    wait_for=wait_for_suite,
+                    tables=tables,
+                ),
+                failed,
+            )
             outcome = guarded("expectations", suite.result, failed)
         if outcome is not failed:
-            _progress(cfg, f"expectations: {'passed' if outcome.success else 'FAILED'} "
-                           f"({outcome.statistics.get('successful_expectations')}/"
-                           f"{outcome.statistics.get('evaluated_expectations')})")
+            _progress(
+                cfg,
+                f"expectations: {'passed' if outcome.success else 'FAILED'} "
+                f"({outcome.statistics.get('successful_expectations')}/"
+                f"{outcome.statistics.get('evaluated_expectations')})",
+            )
         if remote:
             for name in ("expectations", "data_docs", REPORT_FILENAME):
                 if os.path.exists(os.path.join(local, name)):
@@ -527,10 +659,17 @@ def _reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, tables: d
         if remote:
             shutil.rmtree(local, ignore_errors=True)
     return {
-        "expectations": ({"error": "the expectation suite failed: see failed_stages"} if outcome is failed else
-                         {"success": bool(outcome.success), "failed": list(outcome.failed_checks),
-                          "statistics": {k: v for k, v in outcome.statistics.items() if k != "by_asset"},
-                          "result": "expectations/validation_result.json", "data_docs": "data_docs/index.html"}),
+        "expectations": (
+            {"error": "the expectation suite failed: see failed_stages"}
+            if outcome is failed
+            else {
+                "success": bool(outcome.success),
+                "failed": list(outcome.failed_checks),
+                "statistics": {k: v for k, v in outcome.statistics.items() if k != "by_asset"},
+                "result": "expectations/validation_result.json",
+                "data_docs": "data_docs/index.html",
+            }
+        ),
         "html_report": "report.html" if html not in (None, failed) else None,
     }
 
@@ -543,22 +682,39 @@ def _summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
     """summary.json content; every collect here is an aggregate bounded by names (record types and versions
     beyond the known ones counted together: :data:`OTHER_KIND`) or a ``take`` of at most :data:`MAX_WHERE`."""
     skipped = raw.where((F.col("kind") == "issue") | F.col("decode_error").isNotNull()).select(
-        F.col("source_file").alias("file"), "position", F.col("decode_error").alias("reason"), "detail",
-        F.col("records_affected"), "record_type")
+        F.col("source_file").alias("file"),
+        "position",
+        F.col("decode_error").alias("reason"),
+        "detail",
+        F.col("records_affected"),
+        "record_type",
+    )
     skipped = skipped.unionByName(src.read_issues.withColumn("record_type", F.lit(None).cast("short")))
     # independent aggregates, side by side
-    record_type = (F.when(F.col("record_type").isin(-1, *RECORD_TYPE_NAMES), F.col("record_type"))
-                   .when(F.col("record_type").isNotNull(), F.lit(OTHER_KIND)).alias("record_type"))
-    value_version = (F.when(F.col("value_version").between(-1, MAX_COUNTED_VERSION), F.col("value_version"))
-                     .when(F.col("value_version").isNotNull(), F.lit(OTHER_KIND)).alias("value_version"))
+    record_type = (
+        F.when(F.col("record_type").isin(-1, *RECORD_TYPE_NAMES), F.col("record_type"))
+        .when(F.col("record_type").isNotNull(), F.lit(OTHER_KIND))
+        .alias("record_type")
+    )
+    value_version = (
+        F.when(F.col("value_version").between(-1, MAX_COUNTED_VERSION), F.col("value_version"))
+        .when(F.col("value_version").isNotNull(), F.lit(OTHER_KIND))
+        .alias("value_version")
+    )
     by_kind, issue_counts, where_rows, finding_counts, disagree = in_parallel(
-        lambda: raw.groupBy("kind", record_type, value_version, "is_tombstone", "txn_state", "decode_error")
-        .agg(F.sum(F.when(F.col("kind") == "issue", 1).otherwise(F.col("record_count"))).alias("n"),
-             F.count("*").alias("rows")).collect(),
+        lambda: (
+            raw.groupBy("kind", record_type, value_version, "is_tombstone", "txn_state", "decode_error")
+            .agg(
+                F.sum(F.when(F.col("kind") == "issue", 1).otherwise(F.col("record_count"))).alias("n"),
+                F.count("*").alias("rows"),
+            )
+            .collect()
+        ),
         lambda: src.read_issues.groupBy("reason").agg(F.count("*").alias("n")).collect(),
         lambda: skipped.orderBy("file", "position").take(MAX_WHERE),
         lambda: findings.groupBy("finding", "severity").count().orderBy("finding", "severity").collect(),
-        lambda: cache_disagreements(epochs).orderBy("topic", "partition", "leader_epoch").take(MAX_WHERE))
+        lambda: cache_disagreements(epochs).orderBy("topic", "partition", "leader_epoch").take(MAX_WHERE),
+    )
     by_type: dict[str, Any] = {}
     kinds: dict[str, Any] = {}
     txn: dict[str, Any] = {}
@@ -572,8 +728,9 @@ def _summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
             by_reason[r["decode_error"]] = by_reason.get(r["decode_error"], 0) + int(r["rows"])
         if kind != "record":
             continue
-        name = RECORD_TYPE_NAMES.get(r["record_type"], "other record types" if r["record_type"] == OTHER_KIND
-                                     else f"type_{r['record_type']}")
+        name = RECORD_TYPE_NAMES.get(
+            r["record_type"], "other record types" if r["record_type"] == OTHER_KIND else f"type_{r['record_type']}"
+        )
         version = "(other)" if r["value_version"] == OTHER_KIND else r["value_version"]
         key = f"{name} tombstone" if r["is_tombstone"] else f"{name} v{version}"
         by_type[key] = by_type.get(key, 0) + n
@@ -587,9 +744,16 @@ def _summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
 
     for r in issue_counts:
         by_reason[r["reason"]] = by_reason.get(r["reason"], 0) + int(r["n"])
-    where = [{"file": r["file"], "position": r["position"], "reason": r["reason"], "detail": r["detail"],
-              "record_type": r["record_type"]}
-             for r in where_rows]
+    where = [
+        {
+            "file": r["file"],
+            "position": r["position"],
+            "reason": r["reason"],
+            "detail": r["detail"],
+            "record_type": r["record_type"],
+        }
+        for r in where_rows
+    ]
     sev = {s: 0 for s in SEVERITY_RANK}
     names: dict[str, Any] = {}
     name_sev: list = []
@@ -599,7 +763,9 @@ def _summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
         name_sev.append({"finding": r["finding"], "severity": r["severity"], "count": int(r["count"])})
     n_live, n_latest = live_counts
     return {
-        "tool": "kafka-offset-audit", "version": __version__, "started_at": started_at,
+        "tool": "kafka-offset-audit",
+        "version": __version__,
+        "started_at": started_at,
         "inputs": _inputs(cfg, src),
         "records_read": {
             "total": int(sum(kinds.values())) - int(kinds.get("issue", 0)),
@@ -607,16 +773,31 @@ def _summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
             "by_record_type": by_type,
         },
         "offset_commits": {
-            "decoded": int(sum(txn.values())), "transactional_aborted": int(txn.get("aborted", 0)),
+            "decoded": int(sum(txn.values())),
+            "transactional_aborted": int(txn.get("aborted", 0)),
             "transactional_pending": int(txn.get("pending", 0)),
-            "deleted_by_tombstone": int(decoded_commits - n_live), "live": int(n_live),
+            "deleted_by_tombstone": int(decoded_commits - n_live),
+            "live": int(n_live),
             "group_partitions": int(n_latest),
         },
-        "records_skipped": {"by_reason": by_reason, "where": where,
-                            "where_truncated": sum(by_reason.values()) > MAX_WHERE},
-        "findings": {"total": int(sum(sev.values())), "by_name": names, "by_severity": sev,
-                     "by_name_severity": name_sev},
+        "records_skipped": {
+            "by_reason": by_reason,
+            "where": where,
+            "where_truncated": sum(by_reason.values()) > MAX_WHERE,
+        },
+        "findings": {
+            "total": int(sum(sev.values())),
+            "by_name": names,
+            "by_severity": sev,
+            "by_name_severity": name_sev,
+        },
         "epoch_cache_disagreements": [
-            {"topic": r["topic"], "partition": r["partition"], "leader_epoch": r["leader_epoch"],
-             "start_offset_by_broker": dict(r["start_offset_by_broker"])} for r in disagree],
+            {
+                "topic": r["topic"],
+                "partition": r["partition"],
+                "leader_epoch": r["leader_epoch"],
+                "start_offset_by_broker": dict(r["start_offset_by_broker"]),
+            }
+            for r in disagree
+        ],
     }

@@ -1,4 +1,5 @@
 """SparkSession for the embedded (local) mode and for spark-submit."""
+
 from __future__ import annotations
 
 import contextlib
@@ -53,6 +54,7 @@ def _size_mib(size: str) -> int | None:
     """MiB of a Spark memory size (``spark.driver.memory``: ``2g``, ``1536m``, ``1024`` = MiB); None when it
     does not parse."""
     import re
+
     m = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)b?\s*", size.lower())
     if not m:
         return None
@@ -74,8 +76,9 @@ def heap_java_options(driver_memory: str) -> str:
     return f"-Xms{mib // 2}m {METASPACE_JAVA_OPTION}"
 
 
-def driver_java_options(master: str, quick_start: bool, launching: bool,
-                        driver_memory: str | None = None) -> str | None:
+def driver_java_options(
+    master: str, quick_start: bool, launching: bool, driver_memory: str | None = None
+) -> str | None:
     """``spark.driver.extraJavaOptions`` to set, or None: only when this process starts the driver JVM (on this
     machine: ``local*``, or client mode to a cluster's master, whose driver plans and schedules here);
     ``KOA_DRIVER_JAVA_OPTIONS`` (even empty) wins over :func:`quick_start_java_options` (plus
@@ -85,15 +88,18 @@ def driver_java_options(master: str, quick_start: bool, launching: bool,
         return None
     default = ""
     if quick_start:
-        default = " ".join(o for o in (quick_start_java_options(),
-                                       heap_java_options(driver_memory) if driver_memory else "") if o)
+        default = " ".join(
+            o for o in (quick_start_java_options(), heap_java_options(driver_memory) if driver_memory else "") if o
+        )
     opts = os.environ.get("KOA_DRIVER_JAVA_OPTIONS", default)
     return opts.strip() or None
 
 
 #: a dump whose JVM has not ended after this long (seconds) is given up and removed
 STALE_DUMP_SECONDS = 3600
-_CDS_LOG = "-Xlog:cds*=off"  # the JVM's CDS warnings (a class it cannot archive, a mismatched archive) stay off the console
+_CDS_LOG = (
+    "-Xlog:cds*=off"  # the JVM's CDS warnings (a class it cannot archive, a mismatched archive) stay off the console
+)
 
 
 class ClassDataArchive:
@@ -122,15 +128,23 @@ class ClassDataArchive:
         """The archive for the JVM spark-submit would start (``$JAVA_HOME/bin/java``, else ``java`` on the
         PATH, as Spark's ``spark-class`` picks it) and pyspark's jars; None when turned off, under spark-submit,
         when no JDK is found, or when the cache directory cannot be created or written."""
-        if os.environ.get("KOA_CDS", "on").lower() in ("off", "0", "false", "no") or "PYSPARK_GATEWAY_PORT" in os.environ:
+        if (
+            os.environ.get("KOA_CDS", "on").lower() in ("off", "0", "false", "no")
+            or "PYSPARK_GATEWAY_PORT" in os.environ
+        ):
             return None  # turned off, or under spark-submit (its JVM runs already)
-        java = (os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME")
-                else shutil.which("java"))
+        java = (
+            os.path.join(os.environ["JAVA_HOME"], "bin", "java")
+            if os.environ.get("JAVA_HOME")
+            else shutil.which("java")
+        )
         if not java or not os.path.exists(java):
             return None
         java_home = os.path.dirname(os.path.dirname(os.path.realpath(java)))
         h = hashlib.sha256()
-        for f in [os.path.join(java_home, "release")] + glob.glob(os.path.join(java_home, "lib", "server", "libjvm.so")):
+        for f in [os.path.join(java_home, "release")] + glob.glob(
+            os.path.join(java_home, "lib", "server", "libjvm.so")
+        ):
             try:
                 st = os.stat(f)
                 h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}\n".encode())
@@ -138,12 +152,16 @@ class ClassDataArchive:
                 pass
         import pyspark
         from pyspark.find_spark_home import _find_spark_home
+
         h.update(f"pyspark {pyspark.__version__}\n".encode())
         for jar in sorted(glob.glob(os.path.join(_find_spark_home(), "jars", "*.jar"))):
             h.update(f"{os.path.basename(jar)}:{os.path.getsize(jar)}\n".encode())
         h.update(",".join(packages or []).encode())
         cache = os.environ.get("KOA_CDS_DIR") or os.path.join(
-            os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "kafka-offset-audit", "cds")
+            os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+            "kafka-offset-audit",
+            "cds",
+        )
         try:
             os.makedirs(cache, exist_ok=True)
         except OSError:
@@ -172,9 +190,12 @@ class ClassDataArchive:
         if self.dump_path is None:
             return
         import json
+
         jvm = spark.sparkContext._jvm
-        info = {"pid": int(jvm.ProcessHandle.current().pid()),  # type: ignore[union-attr]
-                "class_path": str(jvm.System.getProperty("java.class.path"))}  # type: ignore[union-attr]
+        info = {
+            "pid": int(jvm.ProcessHandle.current().pid()),  # type: ignore[union-attr]
+            "class_path": str(jvm.System.getProperty("java.class.path")),  # type: ignore[union-attr]
+        }
         tmp = f"{self.dump_path}.json.tmp"
         with open(tmp, "w") as f:
             json.dump(info, f)
@@ -188,6 +209,7 @@ class ClassDataArchive:
         import tempfile
 
         from .report.outputs import pid_alive
+
         busy = None
         for orphan in glob.glob(f"{self.path[:-4]}.dumping-*.jsa"):  # a run that failed before recording its JVM
             try:
@@ -210,11 +232,26 @@ class ClassDataArchive:
             if not self.ready() and os.path.isfile(dump) and os.path.getsize(dump) > 0:
                 with tempfile.TemporaryDirectory(prefix="koa-cds-check-") as tmp:
                     try:
-                        good = subprocess.run(
-                            [self.java, "-Xshare:on", f"-XX:SharedArchiveFile={dump}", "-XX:+VerifySharedSpaces",
-                             "-XX:-CreateCoredumpOnCrash", f"-XX:ErrorFile={tmp}/hs_err.log", "-cp", info["class_path"],
-                             "-version"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp,
-                            timeout=60).returncode == 0
+                        good = (
+                            subprocess.run(
+                                [
+                                    self.java,
+                                    "-Xshare:on",
+                                    f"-XX:SharedArchiveFile={dump}",
+                                    "-XX:+VerifySharedSpaces",
+                                    "-XX:-CreateCoredumpOnCrash",
+                                    f"-XX:ErrorFile={tmp}/hs_err.log",
+                                    "-cp",
+                                    info["class_path"],
+                                    "-version",
+                                ],
+                                stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL,
+                                cwd=tmp,
+                                timeout=60,
+                            ).returncode
+                            == 0
+                        )
                     except (OSError, subprocess.SubprocessError, KeyError):
                         good = False
             try:
@@ -269,15 +306,22 @@ def _user_set(key: str, launching: bool) -> bool:
     if launching:
         return key in os.environ.get("PYSPARK_SUBMIT_ARGS", "")
     from pyspark import SparkConf
+
     try:
         return SparkConf().contains(key)
     except Exception:  # noqa: BLE001 - no JVM to ask: leave the setting alone
         return True
 
 
-def build_session(master: str | None = None, app_name: str = "kafka-offset-audit", verbose: bool = False,
-                  quick_start: bool = False, packages: list[str] | None = None,
-                  class_data: ClassDataArchive | None = None, conf: dict[str, str] | None = None) -> SparkSession:
+def build_session(
+    master: str | None = None,
+    app_name: str = "kafka-offset-audit",
+    verbose: bool = False,
+    quick_start: bool = False,
+    packages: list[str] | None = None,
+    class_data: ClassDataArchive | None = None,
+    conf: dict[str, str] | None = None,
+) -> SparkSession:
     """Create (or reuse) a SparkSession.
 
     ``master`` None keeps what spark-submit set, else ``local[*]``.  Python workers use this
@@ -310,6 +354,7 @@ def build_session(master: str | None = None, app_name: str = "kafka-offset-audit
         # local-cluster's executors are JVMs of this machine, started cold like the driver
         builder = builder.config("spark.executor.extraJavaOptions", executor_opts)
     from pyspark import SparkContext
+
     if class_data is not None and launching and SparkContext._gateway is None and the_master.startswith("local"):
         java_opts = " ".join(o for o in (java_opts, class_data.java_options()) if o)  # the driver's classes only
     if java_opts:
@@ -318,18 +363,19 @@ def build_session(master: str | None = None, app_name: str = "kafka-offset-audit
         builder = builder.config("spark.jars.packages", ",".join(packages))
     if not _user_set(DATAFRAME_DEBUGGING_CONF, launching):
         builder = builder.config(DATAFRAME_DEBUGGING_CONF, "false")
-    builder = (builder
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.memory", driver_memory)
-               .config("spark.sql.execution.arrow.maxRecordsPerBatch", "8")
-               .config("spark.sql.shuffle.partitions", os.environ.get("KOA_SHUFFLE_PARTITIONS", "8"))
-               .config("spark.sql.session.timeZone", "UTC")
-               # inputs are explicit file lists: stat them on the driver rather than in a listing job
-               .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "100000")
-               .config("spark.sql.files.openCostInBytes", str(1 << 20))
-               .config("spark.sql.adaptive.coalescePartitions.initialPartitionNum", "8")
-               .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"]))
+    builder = (
+        builder.config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", driver_memory)
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "8")
+        .config("spark.sql.shuffle.partitions", os.environ.get("KOA_SHUFFLE_PARTITIONS", "8"))
+        .config("spark.sql.session.timeZone", "UTC")
+        # inputs are explicit file lists: stat them on the driver rather than in a listing job
+        .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "100000")
+        .config("spark.sql.files.openCostInBytes", str(1 << 20))
+        .config("spark.sql.adaptive.coalescePartitions.initialPartitionNum", "8")
+        .config("spark.executorEnv.PYSPARK_PYTHON", os.environ["PYSPARK_PYTHON"])
+    )
     for k, v in (conf or {}).items():
         builder = builder.config(k, v)
     with _worker_site(launching and SparkContext._gateway is None and the_master.startswith("local")):
@@ -343,12 +389,14 @@ def build_session(master: str | None = None, app_name: str = "kafka-offset-audit
 
 #: the settings :func:`build_session` gives a session it starts, that a Spark Connect session may set too (Spark
 #: SQL's runtime settings; the driver's memory, UI and JVM options are the Connect server's)
-CONNECT_SESSION_CONF = {"spark.sql.execution.arrow.maxRecordsPerBatch": "8",
-                        "spark.sql.session.timeZone": "UTC",
-                        "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
-                        "spark.sql.files.openCostInBytes": str(1 << 20),
-                        "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "8",
-                        DATAFRAME_DEBUGGING_CONF: "false"}
+CONNECT_SESSION_CONF = {
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "8",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+    "spark.sql.files.openCostInBytes": str(1 << 20),
+    "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "8",
+    DATAFRAME_DEBUGGING_CONF: "false",
+}
 
 
 class ConnectError(Exception):
@@ -360,8 +408,9 @@ def is_connect(spark) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
-def build_remote_session(remote: str, app_name: str = "kafka-offset-audit",
-                         conf: dict[str, str] | None = None) -> SparkSession:
+def build_remote_session(
+    remote: str, app_name: str = "kafka-offset-audit", conf: dict[str, str] | None = None
+) -> SparkSession:
     """A Spark Connect session on ``remote`` (``sc://HOST:PORT[/;param=value...]``, as ``pyspark`` takes it);
     no JVM starts in this process.  Sets :data:`CONNECT_SESSION_CONF` (``spark.sql.shuffle.partitions`` from
     ``KOA_SHUFFLE_PARTITIONS``, default 8) on the session; a setting the server refuses stays the server's.
@@ -374,13 +423,16 @@ def build_remote_session(remote: str, app_name: str = "kafka-offset-audit",
         import grpc  # noqa: F401
         import grpc_status  # noqa: F401
     except ImportError as exc:
-        raise ConnectError(f"--remote needs the Spark Connect client libraries ({exc}): "
-                           "pip install 'kafka-offset-audit[connect]' (or pyspark-client)") from None
+        raise ConnectError(
+            f"--remote needs the Spark Connect client libraries ({exc}): "
+            "pip install 'kafka-offset-audit[connect]' (or pyspark-client)"
+        ) from None
     _reachable(remote)
     try:
         spark = SparkSession.builder.remote(remote).appName(app_name).getOrCreate()
-        defaults = dict(CONNECT_SESSION_CONF,
-                        **{"spark.sql.shuffle.partitions": os.environ.get("KOA_SHUFFLE_PARTITIONS", "8")})
+        defaults = dict(
+            CONNECT_SESSION_CONF, **{"spark.sql.shuffle.partitions": os.environ.get("KOA_SHUFFLE_PARTITIONS", "8")}
+        )
         for k, v in defaults.items():
             try:
                 spark.conf.set(k, v)
@@ -390,14 +442,18 @@ def build_remote_session(remote: str, app_name: str = "kafka-offset-audit",
             try:
                 spark.conf.set(k, v)
             except Exception as exc:  # noqa: BLE001 - CANNOT_MODIFY_CONFIG: the server's (static) setting
-                raise ConnectError(f"--conf {k}: the Spark Connect server does not let a session set it "
-                                   f"({str(exc).splitlines()[0][:200]}); set it where the server starts") from None
+                raise ConnectError(
+                    f"--conf {k}: the Spark Connect server does not let a session set it "
+                    f"({str(exc).splitlines()[0][:200]}); set it where the server starts"
+                ) from None
     except ConnectError:
         raise
     except Exception as exc:  # noqa: BLE001 - grpc's errors: no server, refused, bad URL
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConnectError(f"no Spark Connect server answers at {remote} ({first[:300]}): start one "
-                           "(sbin/start-connect-server.sh) or fix --remote / SPARK_REMOTE") from None
+        raise ConnectError(
+            f"no Spark Connect server answers at {remote} ({first[:300]}): start one "
+            "(sbin/start-connect-server.sh) or fix --remote / SPARK_REMOTE"
+        ) from None
     return spark
 
 
@@ -406,6 +462,7 @@ def _reachable(remote: str, timeout: float = 10.0) -> None:
     15002): the Connect client would retry for minutes before giving up."""
     import socket
     from urllib.parse import urlparse
+
     u = urlparse(remote.split(";", 1)[0].replace("sc://", "http://", 1))
     host, port = u.hostname, u.port or 15002
     if not host:
@@ -413,8 +470,10 @@ def _reachable(remote: str, timeout: float = 10.0) -> None:
     try:
         socket.create_connection((host, port), timeout=timeout).close()
     except OSError as exc:
-        raise ConnectError(f"no Spark Connect server answers at {remote.split(';', 1)[0]} ({exc}): start one "
-                           "(sbin/start-connect-server.sh) or fix --remote / SPARK_REMOTE") from None
+        raise ConnectError(
+            f"no Spark Connect server answers at {remote.split(';', 1)[0]} ({exc}): start one "
+            "(sbin/start-connect-server.sh) or fix --remote / SPARK_REMOTE"
+        ) from None
 
 
 def default_parallelism(spark) -> int:
@@ -426,6 +485,7 @@ def default_parallelism(spark) -> int:
     cached = getattr(spark, "_koa_parallelism", None)
     if cached is None:
         from pyspark.sql import functions as F
+
         cached = int(spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p")).agg(F.max("p")).first()[0]) + 1
         spark._koa_parallelism = cached
     return cached
@@ -452,10 +512,14 @@ SMALL_INPUT_BYTES = int(os.environ.get("KOA_SMALL_INPUT_BYTES", 32 << 20))
 #: then infers no extra not-null and equality filters from each operator's constraints, work that grows with a
 #: plan's size (the judge's union of eight rules) and saves nothing on a few thousand rows (shared scenario,
 #: alternated pairs: about 0.1-0.3 s).  Results do not change: only the optimized and physical plans do.
-SMALL_INPUT_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1",
-                    "spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-                    "spark.sql.constraintPropagation.enabled": "false",
-                    "spark.koa.smallInput": "true"}  # the last one only marks the state (small_settings)
+SMALL_INPUT_CONF = {
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.shuffle.partitions": "1",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    "spark.sql.constraintPropagation.enabled": "false",
+    "spark.koa.smallInput": "true",
+}  # the last one only marks the state (small_settings)
 
 
 #: the same for a source that cannot tell its size before reading (a live cluster): a commits table
@@ -564,6 +628,7 @@ def in_parallel(*fns):
     the caller's Spark local properties (job group, scheduler pool: ``pyspark.inheritable_thread_target``), so a
     caller's cancellation or pool covers these jobs too."""
     from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=len(fns), thread_name_prefix="koa") as pool:
         futures = [pool.submit(inheriting(fn)) for fn in fns]
     return [f.result() for f in futures]
@@ -574,6 +639,7 @@ def inheriting(fn):
     (``pyspark.inheritable_thread_target`` given the active or default session); ``fn`` itself without one."""
     from pyspark import inheritable_thread_target
     from pyspark.errors import PySparkRuntimeError
+
     try:
         session = SparkSession.active()  # the thread's, or the default one (a thread of in_parallel has none)
     except PySparkRuntimeError:

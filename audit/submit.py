@@ -10,6 +10,7 @@ This file is inside the installed package, so a wheel install has it (``kafka-of
 its path); ``jobs/audit_offsets.py`` of a checkout runs the same :func:`main` with the checkout's package.
 Run as a script, it imports only absolute ``audit.*`` names.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,6 +23,7 @@ def ship_package(spark) -> str:
     returns the zip's path.  The zip lives in a temporary directory removed when this process exits (the driver
     serves it to executors until the application ends)."""
     from audit.package import package_zip
+
     archive = package_zip()
     spark.sparkContext.addPyFile(archive)
     return archive
@@ -30,12 +32,15 @@ def ship_package(spark) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` (``kafka-offset-audit audit``'s arguments), start Spark, ship the package, audit."""
     from audit.cli import add_audit_arguments, run_audit
+
     parser = argparse.ArgumentParser(prog="spark-submit <kafka-offset-audit spark-app>")
     add_audit_arguments(parser)
     args = parser.parse_args(argv)
     if args.remote or args.python_env:
-        parser.error("--remote and --python-env are for kafka-offset-audit audit (a Spark Connect client); under "
-                     "spark-submit the cluster runs the application: ship the environment with --archives")
+        parser.error(
+            "--remote and --python-env are for kafka-offset-audit audit (a Spark Connect client); under "
+            "spark-submit the cluster runs the application: ship the environment with --archives"
+        )
     return run_audit(args, args.master, on_session=ship_package)
 
 

@@ -9,6 +9,7 @@ every reader must handle that.  ``tests/test_null_shapes.py`` runs every output 
 nulls wherever this contract allows them, and checks that real runs of both sources keep the non-null
 columns non-null.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,8 +58,12 @@ _COMMIT = [
     _c("metadata", "string", "the commit carried no metadata string"),
     _c("commit_timestamp", "timestamp", "the record carried no commit timestamp"),
     _c("value_version", "smallint"),
-    _c("topic_id", "string", "the value carries no topic id (OffsetCommitValue before v4, or a v4 value from a broker "
-                             "before 4.1, which leaves the tagged topicId out)"),
+    _c(
+        "topic_id",
+        "string",
+        "the value carries no topic id (OffsetCommitValue before v4, or a v4 value from a broker "
+        "before 4.1, which leaves the tagged topicId out)",
+    ),
 ]
 
 TABLES: dict[str, list[Column]] = {
@@ -98,12 +103,20 @@ TABLES: dict[str, list[Column]] = {
     ],
     "groups": [
         _c("group_id", "string"),
-        _c("group_type", "string", "the group wrote no group record (commits made by Admin or a standalone "
-                                   "consumer, or the group's records were removed)"),
+        _c(
+            "group_type",
+            "string",
+            "the group wrote no group record (commits made by Admin or a standalone "
+            "consumer, or the group's records were removed)",
+        ),
         _c("group_state", "string", "as group_type"),
         _c("group_protocol_type", "string", "as group_type"),
-        _c("group_protocol", "string", "as group_type, or no member chose a protocol, or a consumer group "
-                                       "(KIP-848: the assignor runs in the coordinator)"),
+        _c(
+            "group_protocol",
+            "string",
+            "as group_type, or no member chose a protocol, or a consumer group "
+            "(KIP-848: the assignor runs in the coordinator)",
+        ),
         _c("group_members", "int", "as group_type"),
         _c("partitions_committed", "bigint"),
         _c("partitions_unknown", "bigint"),
@@ -135,8 +148,12 @@ TABLES: dict[str, list[Column]] = {
         _c("partition", "int"),
         _c("broker_id", "int", "a live cluster's partition without a leader"),
         _c("leader_epoch", "int"),
-        _c("start_offset", "bigint", "a live cluster: the leader's current epoch, whose start offset "
-                                     "OffsetsForLeaderEpoch does not give (always null there)"),
+        _c(
+            "start_offset",
+            "bigint",
+            "a live cluster: the leader's current epoch, whose start offset "
+            "OffsetsForLeaderEpoch does not give (always null there)",
+        ),
         _c("is_leader", "boolean"),
     ],
     "bounds": [
@@ -154,8 +171,11 @@ TABLES: dict[str, list[Column]] = {
         _c("unclean_elections", "int", "a live cluster"),
         _c("last_unclean_election", "timestamp", "no unclean election is known"),
         _c("metadata_leader_epoch", "int", "no KRaft metadata log was read (a live cluster, or no controller's dir)"),
-        _c("epoch_timeline", "array<struct<epoch:int,started_at:timestamp,leader:int,unclean:boolean>>",
-           "as metadata_leader_epoch"),
+        _c(
+            "epoch_timeline",
+            "array<struct<epoch:int,started_at:timestamp,leader:int,unclean:boolean>>",
+            "as metadata_leader_epoch",
+        ),
     ],
     "leader_timeline": [
         _c("topic", "string", "the topic's TopicRecord is not in the metadata log read"),
@@ -213,6 +233,7 @@ def ddl(name: str) -> str:
 def struct(name: str):
     """The table's schema as a :class:`pyspark.sql.types.StructType`, nullability as in :data:`TABLES`."""
     from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+
     return StructType([StructField(c.name, _parse_datatype_string(c.type), c.nullable) for c in TABLES[name]])
 
 
@@ -226,8 +247,14 @@ def conform(name: str, df):
     if extra:
         raise ValueError(f"{name}: columns {extra} are not in audit.tables.TABLES[{name!r}]")
     present = set(have)
-    return df.selectExpr(*[f"CAST(`{c.name}` AS {c.type}) AS `{c.name}`" if c.name in present
-                           else f"CAST(NULL AS {c.type}) AS `{c.name}`" for c in TABLES[name]])
+    return df.selectExpr(
+        *[
+            f"CAST(`{c.name}` AS {c.type}) AS `{c.name}`"
+            if c.name in present
+            else f"CAST(NULL AS {c.type}) AS `{c.name}`"
+            for c in TABLES[name]
+        ]
+    )
 
 
 #: one line per table for the generated column reference (``docs/columns.md``)
@@ -248,15 +275,26 @@ TABLE_SUMMARY = {
 def markdown() -> str:
     """The column reference page (``docs/columns.md``): every table of :data:`TABLES`, every column with its Spark
     type and when it is null.  ``python -m audit.tables > docs/columns.md`` writes it; a test keeps it current."""
-    lines = ["# Output columns", "",
-             "Generated from `audit/tables.py` (`python -m audit.tables > docs/columns.md`); what each table is for,",
-             "and how the output directory is committed, is in [the output contract](outputs.md). Both sources write",
-             "every column; a column the source cannot know is null, and *null when* says when.", ""]
+    lines = [
+        "# Output columns",
+        "",
+        "Generated from `audit/tables.py` (`python -m audit.tables > docs/columns.md`); what each table is for,",
+        "and how the output directory is committed, is in [the output contract](outputs.md). Both sources write",
+        "every column; a column the source cannot know is null, and *null when* says when.",
+        "",
+    ]
     for name, cols in TABLES.items():
-        lines += [f"## `{name}/`", "", TABLE_SUMMARY[name][0].upper() + TABLE_SUMMARY[name][1:] + ".", "",
-                  "| column | type | null when |", "|---|---|---|"]
-        lines += [f"| `{c.name}` | `{c.type}` | {c.null_when.replace('|', '/') if c.nullable else 'never'} |"
-                  for c in cols]
+        lines += [
+            f"## `{name}/`",
+            "",
+            TABLE_SUMMARY[name][0].upper() + TABLE_SUMMARY[name][1:] + ".",
+            "",
+            "| column | type | null when |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| `{c.name}` | `{c.type}` | {c.null_when.replace('|', '/') if c.nullable else 'never'} |" for c in cols
+        ]
         lines.append("")
     return "\n".join(lines)
 

@@ -23,6 +23,7 @@ The cluster's and the server's Python is this interpreter (the project installed
 Spark runs, not about shipping the environment (``tests/test_spark_standalone.py`` and
 ``tests/test_spark_connect.py`` prove the empty-executor paths).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,9 +56,14 @@ def _free_port() -> int:
 
 def _spark_env() -> dict:
     import pyspark
+
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_REMOTE")}
-    env.update(SPARK_HOME=os.path.dirname(pyspark.__file__), PYSPARK_PYTHON=sys.executable,
-               SPARK_LOCAL_IP="127.0.0.1", SPARK_NO_DAEMONIZE="1")
+    env.update(
+        SPARK_HOME=os.path.dirname(pyspark.__file__),
+        PYSPARK_PYTHON=sys.executable,
+        SPARK_LOCAL_IP="127.0.0.1",
+        SPARK_NO_DAEMONIZE="1",
+    )
     return env
 
 
@@ -77,18 +83,50 @@ def start_standalone(work: Path, memory: str) -> tuple[str, list]:
     bin_dir = os.path.dirname(sys.executable)
     env, port, procs = _spark_env(), _free_port(), []
     mlog = work / "master.log"
-    procs.append(subprocess.Popen([os.path.join(bin_dir, "spark-class"), "org.apache.spark.deploy.master.Master",
-                                   "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(_free_port())],
-                                  stdout=mlog.open("w"), stderr=subprocess.STDOUT, env=env))
+    procs.append(
+        subprocess.Popen(
+            [
+                os.path.join(bin_dir, "spark-class"),
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(_free_port()),
+            ],
+            stdout=mlog.open("w"),
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    )
     _wait_log(mlog, "I have been elected leader", procs[0])
     url = f"spark://127.0.0.1:{port}"
     for i in (1, 2):
         wlog = work / f"worker-{i}.log"
         (work / f"worker-{i}").mkdir(exist_ok=True)
-        procs.append(subprocess.Popen([os.path.join(bin_dir, "spark-class"), "org.apache.spark.deploy.worker.Worker",
-                                       url, "--host", "127.0.0.1", "--cores", "1", "--memory", memory, "--work-dir",
-                                       str(work / f"worker-{i}"), "--webui-port", str(_free_port())],
-                                      stdout=wlog.open("w"), stderr=subprocess.STDOUT, env=env))
+        procs.append(
+            subprocess.Popen(
+                [
+                    os.path.join(bin_dir, "spark-class"),
+                    "org.apache.spark.deploy.worker.Worker",
+                    url,
+                    "--host",
+                    "127.0.0.1",
+                    "--cores",
+                    "1",
+                    "--memory",
+                    memory,
+                    "--work-dir",
+                    str(work / f"worker-{i}"),
+                    "--webui-port",
+                    str(_free_port()),
+                ],
+                stdout=wlog.open("w"),
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+        )
         _wait_log(wlog, "Successfully registered with master", procs[-1])
     return url, procs
 
@@ -96,18 +134,35 @@ def start_standalone(work: Path, memory: str) -> tuple[str, list]:
 def start_connect(work: Path) -> tuple[str, subprocess.Popen]:
     port = _free_port()
     log = work / "connect.log"
-    proc = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "spark-submit"), "--class",
-                             "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]",
-                             "--driver-memory", "2g", "--conf", "spark.ui.enabled=false",
-                             "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-                             "--conf", f"spark.connect.grpc.binding.port={port}", "spark-internal"],
-                            stdout=log.open("w"), stderr=subprocess.STDOUT, env=_spark_env(), cwd=work)
+    proc = subprocess.Popen(
+        [
+            os.path.join(os.path.dirname(sys.executable), "spark-submit"),
+            "--class",
+            "org.apache.spark.sql.connect.service.SparkConnectServer",
+            "--master",
+            "local[2]",
+            "--driver-memory",
+            "2g",
+            "--conf",
+            "spark.ui.enabled=false",
+            "--conf",
+            "spark.connect.grpc.binding.address=127.0.0.1",
+            "--conf",
+            f"spark.connect.grpc.binding.port={port}",
+            "spark-internal",
+        ],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        env=_spark_env(),
+        cwd=work,
+    )
     _wait_log(log, "Spark Connect server started", proc)
     return f"sc://127.0.0.1:{port}", proc
 
 
 def stop(procs) -> None:
     from tests.cluster_fixtures import stop_processes
+
     stop_processes(procs)
 
 
@@ -163,24 +218,45 @@ class ExecutorSampler:
         self._thread.join()
 
     def result(self) -> dict:
-        return {"executor_jvm_peak_rss_mib": round(max(self.jvm.values(), default=0.0), 1),
-                "executor_python_peak_rss_sum_mib": round(self.python_sum, 1)}
+        return {
+            "executor_jvm_peak_rss_mib": round(max(self.jvm.values(), default=0.0), 1),
+            "executor_python_peak_rss_sum_mib": round(self.python_sum, 1),
+        }
 
 
-def bench_run(n: int, master: str, cache: str, work: Path, sampler_dir: Path | None = None,
-              executor_java_options: str | None = None) -> dict:
+def bench_run(
+    n: int,
+    master: str,
+    cache: str,
+    work: Path,
+    sampler_dir: Path | None = None,
+    executor_java_options: str | None = None,
+) -> dict:
     """One :mod:`bench.run_benchmark` measure (its child: a fresh process, reports on) at ``n`` on ``master``;
     ``executor_java_options``: ``spark.executor.extraJavaOptions`` for it (through ``PYSPARK_SUBMIT_ARGS``, as
     ``--conf`` on the CLI gives it)."""
     out = work / f"rb-{n}-{master.split(':')[0].replace('[', '').replace(']', '')}-{time.time_ns()}.json"
-    cmd = [sys.executable, "-m", "bench.run_benchmark", "--n", str(n), "--skip-naive", "--master", master,
-           "--cache", cache, "--output", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench.run_benchmark",
+        "--n",
+        str(n),
+        "--skip-naive",
+        "--master",
+        master,
+        "--cache",
+        cache,
+        "--output",
+        str(out),
+    ]
     env = dict(os.environ, PYTHONPATH=str(REPO))
     if executor_java_options:
         env["PYSPARK_SUBMIT_ARGS"] = f'--conf "spark.executor.extraJavaOptions={executor_java_options}" pyspark-shell'
 
     def go():
         subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+
     if sampler_dir is not None:
         with ExecutorSampler(sampler_dir) as s:
             go()
@@ -189,9 +265,15 @@ def bench_run(n: int, master: str, cache: str, work: Path, sampler_dir: Path | N
         go()
         extra = {}
     row = json.loads(out.read_text())["rows"][0]
-    return {"n": n, "master": master, "run_seconds": row["run_seconds"], "findings_as_expected":
-            row["findings_as_expected"], "driver_python_peak_rss_mib": row["driver_python_peak_rss_mib"],
-            "jvm_heap_live_at_stage_ends_mib": row["jvm_heap_live_at_stage_ends_mib"], **extra}
+    return {
+        "n": n,
+        "master": master,
+        "run_seconds": row["run_seconds"],
+        "findings_as_expected": row["findings_as_expected"],
+        "driver_python_peak_rss_mib": row["driver_python_peak_rss_mib"],
+        "jvm_heap_live_at_stage_ends_mib": row["jvm_heap_live_at_stage_ends_mib"],
+        **extra,
+    }
 
 
 def timed(cmd: list[str], env: dict | None = None) -> float:
@@ -216,15 +298,24 @@ def main(argv: list[str] | None = None) -> int:
         a.n_small, a.n_large, a.pairs = 100_000, 400_000, 1
     work = Path(tempfile.mkdtemp(prefix="koa-cluster-bench-"))
     started = time.strftime("%Y-%m-%d %H:%M:%S")
-    res: dict = {"started": started, "cpus": os.cpu_count(), "quick": a.quick, "n_small": a.n_small,
-                 "n_large": a.n_large, "pairs": a.pairs}
+    res: dict = {
+        "started": started,
+        "cpus": os.cpu_count(),
+        "quick": a.quick,
+        "n_small": a.n_small,
+        "n_large": a.n_large,
+        "pairs": a.pairs,
+    }
     url, procs = start_standalone(work, a.worker_memory)
     try:
         print(f"[cluster] standalone {url}; N={a.n_large:,}: local[2] and the cluster alternated", flush=True)
         runs = {"local": [], "standalone": [], "standalone_small_node": []}
         for i in range(a.pairs):
-            for mode, master, opts in (("local", "local[2]", None), ("standalone", url, None),
-                                       ("standalone_small_node", url, SMALL_NODE_EXECUTOR_OPTIONS)):
+            for mode, master, opts in (
+                ("local", "local[2]", None),
+                ("standalone", url, None),
+                ("standalone_small_node", url, SMALL_NODE_EXECUTOR_OPTIONS),
+            ):
                 r = bench_run(a.n_large, master, a.cache, work, work if mode == "standalone" else None, opts)
                 runs[mode].append(r)
                 print(f"[cluster]   {mode:21s} run {i + 1}: run() {r['run_seconds']} s", flush=True)
@@ -234,25 +325,45 @@ def main(argv: list[str] | None = None) -> int:
         stop(procs)
     med = {m: statistics.median(r["run_seconds"] for r in rs) for m, rs in runs.items()}
     large = max(runs["standalone"], key=lambda r: r["executor_jvm_peak_rss_mib"])
-    res["standalone"] = {"runs": runs, "medians_s": med, "ratio": round(med["standalone"] / med["local"], 2),
-                         "ratio_small_node": round(med["standalone_small_node"] / med["local"], 2),
-                         "findings_as_expected": all(r["findings_as_expected"] for rs in runs.values() for r in rs)}
+    res["standalone"] = {
+        "runs": runs,
+        "medians_s": med,
+        "ratio": round(med["standalone"] / med["local"], 2),
+        "ratio_small_node": round(med["standalone_small_node"] / med["local"], 2),
+        "findings_as_expected": all(r["findings_as_expected"] for rs in runs.values() for r in rs),
+    }
     res["memory"] = {"small": small, "large": large}
     conn_url, conn = start_connect(work)
     try:
         env = dict(os.environ, KOA_CDS="off")
-        cli = [os.path.join(os.path.dirname(sys.executable), "kafka-offset-audit"), "audit", "--remote", conn_url,
-               "--log-dirs", str(SCENARIO), "--quiet"]
+        cli = [
+            os.path.join(os.path.dirname(sys.executable), "kafka-offset-audit"),
+            "audit",
+            "--remote",
+            conn_url,
+            "--log-dirs",
+            str(SCENARIO),
+            "--quiet",
+        ]
         warm = timed(cli + ["--output", str(work / "connect-warm")], env)
         print(f"[cluster] Connect {conn_url}: warming run {warm:.2f} s", flush=True)
         times = {"connect": [], "bare": []}
         for i in range(a.pairs):
             times["connect"].append(round(timed(cli + ["--output", str(work / f"connect-{i}")], env), 3))
             shutil.rmtree(work / f"bare-{i}", ignore_errors=True)
-            times["bare"].append(round(timed([sys.executable, "-m", "bench.small_audit", "--child-bare",
-                                              str(work / f"bare-{i}")], dict(os.environ, PYTHONPATH=str(REPO))), 3))
-            print(f"[cluster]   pair {i + 1}: Connect {times['connect'][-1]} s, bare Spark {times['bare'][-1]} s",
-                  flush=True)
+            times["bare"].append(
+                round(
+                    timed(
+                        [sys.executable, "-m", "bench.small_audit", "--child-bare", str(work / f"bare-{i}")],
+                        dict(os.environ, PYTHONPATH=str(REPO)),
+                    ),
+                    3,
+                )
+            )
+            print(
+                f"[cluster]   pair {i + 1}: Connect {times['connect'][-1]} s, bare Spark {times['bare'][-1]} s",
+                flush=True,
+            )
     finally:
         stop([conn])
     cm, bm = statistics.median(times["connect"]), statistics.median(times["bare"])
@@ -275,31 +386,55 @@ def print_table(res: dict) -> None:
     rows = []
     st = res["standalone"]
     med = st["medians_s"]
-    rows.append((f"standalone (2 workers x 1 core) ÷ local[2], N={res['n_large']:,}, run(), {res['pairs']} pairs, "
-                 "medians", f"{med['standalone']:.1f} s ÷ {med['local']:.1f} s = {st['ratio']:.2f}x",
-                 f"<= {TARGETS['standalone_ratio']}x", st["ratio"] <= TARGETS["standalone_ratio"]
-                 and st["findings_as_expected"]))
-    rows.append(("the same, executors with the small-node options of docs/spark-cluster.md (spark.executor.extraJavaOptions="
-                 f"{SMALL_NODE_EXECUTOR_OPTIONS})",
-                 f"{med['standalone_small_node']:.1f} s ÷ {med['local']:.1f} s = {st['ratio_small_node']:.2f}x",
-                 f"<= {TARGETS['standalone_ratio']}x", st["ratio_small_node"] <= TARGETS["standalone_ratio"]
-                 and st["findings_as_expected"]))
+    rows.append(
+        (
+            f"standalone (2 workers x 1 core) ÷ local[2], N={res['n_large']:,}, run(), {res['pairs']} pairs, medians",
+            f"{med['standalone']:.1f} s ÷ {med['local']:.1f} s = {st['ratio']:.2f}x",
+            f"<= {TARGETS['standalone_ratio']}x",
+            st["ratio"] <= TARGETS["standalone_ratio"] and st["findings_as_expected"],
+        )
+    )
+    rows.append(
+        (
+            "the same, executors with the small-node options of docs/spark-cluster.md (spark.executor.extraJavaOptions="
+            f"{SMALL_NODE_EXECUTOR_OPTIONS})",
+            f"{med['standalone_small_node']:.1f} s ÷ {med['local']:.1f} s = {st['ratio_small_node']:.2f}x",
+            f"<= {TARGETS['standalone_ratio']}x",
+            st["ratio_small_node"] <= TARGETS["standalone_ratio"] and st["findings_as_expected"],
+        )
+    )
     small, large = res["memory"]["small"], res["memory"]["large"]
-    for key, what in (("driver_python_peak_rss_mib", "driver Python peak RSS"),
-                      ("jvm_heap_live_at_stage_ends_mib", "driver JVM heap live at stage ends"),
-                      ("executor_jvm_peak_rss_mib", "executor JVM peak RSS"),
-                      ("executor_python_peak_rss_sum_mib", "executors' Python workers, peak RSS sum")):
+    for key, what in (
+        ("driver_python_peak_rss_mib", "driver Python peak RSS"),
+        ("jvm_heap_live_at_stage_ends_mib", "driver JVM heap live at stage ends"),
+        ("executor_jvm_peak_rss_mib", "executor JVM peak RSS"),
+        ("executor_python_peak_rss_sum_mib", "executors' Python workers, peak RSS sum"),
+    ):
         fig, g = _growth(small, large, key)
-        rows.append((f"{what}, standalone, N={res['n_small']:,} -> {res['n_large']:,}", fig,
-                     f"<= {TARGETS['memory_growth']}x", g <= TARGETS["memory_growth"]))
+        rows.append(
+            (
+                f"{what}, standalone, N={res['n_small']:,} -> {res['n_large']:,}",
+                fig,
+                f"<= {TARGETS['memory_growth']}x",
+                g <= TARGETS["memory_growth"],
+            )
+        )
     c = res["connect"]
-    rows.append(("shared scenario, reports on: fresh CLI --remote to a warm Connect server ÷ bare Spark process, "
-                 f"{res['pairs']} pairs, medians",
-                 f"{statistics.median(c['runs']['connect']):.2f} s ÷ {statistics.median(c['runs']['bare']):.2f} s = "
-                 f"{c['ratio']:.2f}x", f"<= {TARGETS['connect_ratio']}x", c["ratio"] <= TARGETS["connect_ratio"]))
+    rows.append(
+        (
+            "shared scenario, reports on: fresh CLI --remote to a warm Connect server ÷ bare Spark process, "
+            f"{res['pairs']} pairs, medians",
+            f"{statistics.median(c['runs']['connect']):.2f} s ÷ {statistics.median(c['runs']['bare']):.2f} s = "
+            f"{c['ratio']:.2f}x",
+            f"<= {TARGETS['connect_ratio']}x",
+            c["ratio"] <= TARGETS["connect_ratio"],
+        )
+    )
     w = [max(len(r[i]) for r in rows) for i in range(3)]
-    print(f"\ncluster modes, one run ({res['started']} -> {res['finished']}, {res['cpus']} CPUs)"
-          + (" -- QUICK: small inputs, not the measures" if res["quick"] else ""))
+    print(
+        f"\ncluster modes, one run ({res['started']} -> {res['finished']}, {res['cpus']} CPUs)"
+        + (" -- QUICK: small inputs, not the measures" if res["quick"] else "")
+    )
     print(f"{'measure':{w[0]}} | {'figure':{w[1]}} | {'target':{w[2]}} | verdict")
     print(f"{'-' * w[0]}-+-{'-' * w[1]}-+-{'-' * w[2]}-+--------")
     for m, f, t, ok in rows:

@@ -71,6 +71,7 @@ class Fault:
 
 # ------------------------------------------------------------------------------------------------ helpers
 
+
 def java_hash_partition(group: str, partitions: int) -> int:
     """``__consumer_offsets`` partition of a group: ``Utils.abs(groupId.hashCode) % partitions``
     (``GroupCoordinator.partitionFor``), with Java's UTF-16 ``String.hashCode``."""
@@ -87,6 +88,7 @@ def _segment(d: Path) -> Path:
 
 def _batches(seg: Path):
     from audit.formats.record_batch import scan_batches
+
     return scan_batches(seg.read_bytes())
 
 
@@ -107,11 +109,13 @@ def _rel(root: Path, p: Path) -> str:
 
 def _recrc(buf: bytearray, pos: int) -> None:
     from crc32c import crc32c
+
     length = struct.unpack_from(">i", buf, pos + 8)[0]
-    buf[pos + 17:pos + 21] = struct.pack(">I", crc32c(bytes(buf[pos + 21:pos + 12 + length])))
+    buf[pos + 17 : pos + 21] = struct.pack(">I", crc32c(bytes(buf[pos + 21 : pos + 12 + length])))
 
 
 # ------------------------------------------------------------------------------------------------ the faults
+
 
 def _cut_last_batch(root: Path, d: Path) -> Damage:
     """Cut the partition dir's newest segment 30 bytes into its last batch (a copy or a disk that stopped there)."""
@@ -119,8 +123,9 @@ def _cut_last_batch(root: Path, d: Path) -> Damage:
     last = int(_batches(seg).position[-1])
     with open(seg, "r+b") as fh:
         fh.truncate(last + 30)
-    return Damage({_tp(d)}, [("partial_batch", _rel(root, seg), last),
-                             ("log_end_below_high_watermark", _rel(root, seg), None)])
+    return Damage(
+        {_tp(d)}, [("partial_batch", _rel(root, seg), last), ("log_end_below_high_watermark", _rel(root, seg), None)]
+    )
 
 
 def truncated_offsets_segment(root: Path) -> Damage:
@@ -143,6 +148,7 @@ def flipped_header_byte(root: Path) -> Damage:
 
 def flipped_record_byte_crc_recomputed(root: Path) -> Damage:
     from audit.formats.record_batch import extract_records, scan_batches
+
     d = _busiest_offsets_partition(root)
     seg = _segment(d)
     buf = bytearray(seg.read_bytes())
@@ -150,7 +156,7 @@ def flipped_record_byte_crc_recomputed(root: Path) -> Damage:
     recs = extract_records(bytes(buf), scan)
     i = 0  # the segment's first record: make its key's schema version 0x7fff, then fix the batch CRC
     ks, b = int(recs.key_start[i]), int(recs.batch[i])
-    buf[ks:ks + 2] = b"\x7f\xff"
+    buf[ks : ks + 2] = b"\x7f\xff"
     _recrc(buf, int(scan.position[b]))
     seg.write_bytes(bytes(buf))
     return Damage({_tp(d)}, [("unknown_record_type", _rel(root, seg), int(scan.position[b]))], recovered=True)
@@ -221,19 +227,24 @@ def broker_missing(root: Path) -> Damage:
 def broker_twice(root: Path) -> Damage:
     twin = root.parent / "broker-1-copy"
     shutil.copytree(root / "broker-1", twin)
-    return Damage(set(), notes=["overlaps another --log-dirs root", "more than one log dir"],
-                  log_dirs=[root, root / "broker-1", twin])
+    return Damage(
+        set(),
+        notes=["overlaps another --log-dirs root", "more than one log dir"],
+        log_dirs=[root, root / "broker-1", twin],
+    )
 
 
 def half_written_output(root: Path) -> Damage:
     def setup(out: Path) -> None:
         # what a run killed mid-write leaves: its staging dir (named for its host and a process now gone)
         from audit.report.outputs import _HOST
+
         dead = subprocess.Popen([sys.executable, "-c", "pass"])
         dead.wait()
         staging = out.parent / f"{out.name}.staging-{_HOST}-{dead.pid}-0123456789ab"
         (staging / "findings").mkdir(parents=True)
         (staging / "findings/part-00000.parquet").write_bytes(b"PAR1 cut short")
+
     return Damage(set(), output_setup=setup, no_leftovers=True)
 
 
@@ -241,6 +252,7 @@ def foreign_output(root: Path) -> Damage:
     def setup(out: Path) -> None:
         out.mkdir(parents=True)
         (out / "notes.txt").write_text("not an audit output")
+
     return Damage(set(), exit=2, output_setup=setup, stderr="not a kafka-offset-audit output")
 
 
@@ -253,14 +265,26 @@ def killed_mid_write(root: Path) -> Damage:
 
 
 FAULTS: list[Fault] = [
-    Fault("truncated-offsets-segment", "`__consumer_offsets` segment of the leader cut mid-batch", truncated_offsets_segment),
+    Fault(
+        "truncated-offsets-segment",
+        "`__consumer_offsets` segment of the leader cut mid-batch",
+        truncated_offsets_segment,
+    ),
     Fault("truncated-user-segment", "user partition segment of the leader cut mid-batch", truncated_user_segment),
     Fault("flipped-header-byte", "a byte of a batch header flipped (CRC-32C no longer matches)", flipped_header_byte),
-    Fault("flipped-record-byte", "a record's key version set to 0x7fff, batch CRC recomputed", flipped_record_byte_crc_recomputed),
+    Fault(
+        "flipped-record-byte",
+        "a record's key version set to 0x7fff, batch CRC recomputed",
+        flipped_record_byte_crc_recomputed,
+    ),
     Fault("empty-log", "`__consumer_offsets` segment of the leader emptied (0 bytes)", empty_offsets_log),
     Fault("random-log", "`__consumer_offsets` segment replaced by random bytes", random_offsets_log),
     Fault("deleted-epoch-checkpoint", "leader's `leader-epoch-checkpoint` deleted", deleted_epoch_checkpoint),
-    Fault("garbled-epoch-checkpoint", "leader's `leader-epoch-checkpoint` replaced by random bytes", garbled_epoch_checkpoint),
+    Fault(
+        "garbled-epoch-checkpoint",
+        "leader's `leader-epoch-checkpoint` replaced by random bytes",
+        garbled_epoch_checkpoint,
+    ),
     Fault("missing-meta-properties", "a broker's `meta.properties` deleted", missing_meta_properties),
     Fault("symlink-loop", "symlink loops inside a log dir", symlink_loop),
     Fault("zero-byte-index", "a segment's `.index` emptied", zero_byte_index),
@@ -270,11 +294,14 @@ FAULTS: list[Fault] = [
     Fault("half-written-output", "a killed run's staging dir left beside the output", half_written_output),
     Fault("foreign-output", "`--output` is a directory that is not an audit output", foreign_output),
     Fault("missing-log-dir", "one `--log-dirs` path does not exist", missing_log_dir),
-    Fault("killed-mid-write", "a run SIGKILLed while writing its output, then rerun", killed_mid_write, killed_run=True),
+    Fault(
+        "killed-mid-write", "a run SIGKILLed while writing its output, then rerun", killed_mid_write, killed_run=True
+    ),
 ]
 
 
 # ------------------------------------------------------------------------------------------------ running
+
 
 def copy_scenario(dst: Path) -> Path:
     """A writable copy of the shared scenario's ``brokers/`` at ``dst``."""
@@ -288,17 +315,43 @@ def copy_scenario(dst: Path) -> Path:
 def cli_audit(log_dirs: list[Path], out: Path) -> tuple[int, str]:
     """The real CLI in this process (it reuses the active SparkSession): (exit status, stderr)."""
     from audit.cli import main
+
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = main(["audit", "--log-dirs", *map(str, log_dirs), "--output", str(out), "--fail-on", "never",
-                     "--skip-reports", "--quiet"])
+        code = main(
+            [
+                "audit",
+                "--log-dirs",
+                *map(str, log_dirs),
+                "--output",
+                str(out),
+                "--fail-on",
+                "never",
+                "--skip-reports",
+                "--quiet",
+            ]
+        )
     return code, err.getvalue()
 
 
 def _kill_while_writing(log_dirs: list[Path], out: Path, timeout: float = 600) -> bool:
     """Run the CLI in a subprocess and SIGKILL its process group once its staging output appears."""
-    cmd = [sys.executable, "-m", "audit.cli", "audit", "--log-dirs", *map(str, log_dirs), "--output", str(out),
-           "--fail-on", "never", "--skip-reports", "--quiet", "--master", "local[1]"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "audit.cli",
+        "audit",
+        "--log-dirs",
+        *map(str, log_dirs),
+        "--output",
+        str(out),
+        "--fail-on",
+        "never",
+        "--skip-reports",
+        "--quiet",
+        "--master",
+        "local[1]",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline, killed = time.time() + timeout, False
     try:
@@ -319,6 +372,7 @@ def tables(out: Path) -> dict[str, dict]:
     """``{table: {(group_id, topic, partition): sorted rows}}`` of findings and committed_offsets, without the
     columns naming which replica answered."""
     import pyarrow.parquet as pq
+
     res = {}
     for t in ("findings", "committed_offsets"):
         tab = pq.read_table(out / t)
@@ -355,11 +409,22 @@ def run_fault(fault: Fault, work: Path, clean: dict, offsets_partitions: int) ->
     killed = _kill_while_writing(dirs, out) if fault.killed_run else None
     t0 = time.time()
     code, err = cli_audit(dirs, out)
+
     def rel(text: str) -> str:  # paths in messages relative to the fault's work dir
         return text.replace("file:", "").replace(str(work) + "/", "")
-    row = {"fault": fault.name, "what": fault.what, "exit": code, "expected_exit": dmg.exit,
-           "seconds": round(time.time() - t0, 1), "stderr": rel(err.strip().splitlines()[-1]) if err.strip() else "",
-           "reported": [], "missing": [], "changed_touched": None, "changed_untouched": None}
+
+    row = {
+        "fault": fault.name,
+        "what": fault.what,
+        "exit": code,
+        "expected_exit": dmg.exit,
+        "seconds": round(time.time() - t0, 1),
+        "stderr": rel(err.strip().splitlines()[-1]) if err.strip() else "",
+        "reported": [],
+        "missing": [],
+        "changed_touched": None,
+        "changed_untouched": None,
+    }
     if killed is not None:
         row["killed_while_writing"] = killed
     problems = []
@@ -370,12 +435,22 @@ def run_fault(fault: Fault, work: Path, clean: dict, offsets_partitions: int) ->
     if code == 0:
         summary = json.loads((out / "summary.json").read_text())
         base = str(root.parent)
-        where = [{"reason": w["reason"], "file": (w["file"] or "").replace("file:", "").replace(base + "/", ""),
-                  "position": w["position"]} for w in summary["records_skipped"]["where"]]
+        where = [
+            {
+                "reason": w["reason"],
+                "file": (w["file"] or "").replace("file:", "").replace(base + "/", ""),
+                "position": w["position"],
+            }
+            for w in summary["records_skipped"]["where"]
+        ]
         row["reported"] = where
         for reason, suffix, pos in dmg.expect:
-            if not any((reason is None or w["reason"] == reason) and w["file"].endswith(suffix)
-                       and (pos is None or w["position"] == pos) for w in where):
+            if not any(
+                (reason is None or w["reason"] == reason)
+                and w["file"].endswith(suffix)
+                and (pos is None or w["position"] == pos)
+                for w in where
+            ):
                 row["missing"].append([reason, suffix, pos])
         notes = " ".join(summary["inputs"].get("notes", []))
         row["notes"] = [rel(n) for n in summary["inputs"].get("notes", [])]
@@ -386,20 +461,28 @@ def run_fault(fault: Fault, work: Path, clean: dict, offsets_partitions: int) ->
         diff = changed_keys(clean, got)
 
         def touched(k):
-            return dmg.touched == ALL or (k[1], k[2]) in dmg.touched or \
-                (OFFSETS, java_hash_partition(k[0], offsets_partitions)) in dmg.touched
+            return (
+                dmg.touched == ALL
+                or (k[1], k[2]) in dmg.touched
+                or (OFFSETS, java_hash_partition(k[0], offsets_partitions)) in dmg.touched
+            )
+
         row["changed_touched"] = sum(1 for k in diff if touched(k))
         row["changed_untouched"] = sorted(list(k) for k in diff if not touched(k))
         if row["changed_untouched"]:
             problems.append(f"untouched group-partitions changed: {row['changed_untouched']}")
         row["records_recovered"] = summary.get("records_recovered", {}).get("total", 0)
         if dmg.recovered and (row["changed_touched"] or not row["records_recovered"]):
-            problems.append(f"expected recovery from another replica: {row['records_recovered']} records recovered, "
-                            f"{row['changed_touched']} touched group-partitions changed")
+            problems.append(
+                f"expected recovery from another replica: {row['records_recovered']} records recovered, "
+                f"{row['changed_touched']} touched group-partitions changed"
+            )
         row["staging_left"] = sorted(p.name for p in out.parent.glob(f"{out.name}.staging-*"))
         row["staging_removed"] = summary.get("output_leftovers", {}).get("removed", [])
         if dmg.no_leftovers and (row["staging_left"] or not row["staging_removed"]):
-            problems.append(f"staging dirs of killed runs: left {row['staging_left']}, removed {row['staging_removed']}")
+            problems.append(
+                f"staging dirs of killed runs: left {row['staging_left']}, removed {row['staging_removed']}"
+            )
     row["problems"] = problems
     row["ok"] = not problems
     return row
@@ -416,11 +499,15 @@ def clean_run(work: Path) -> tuple[dict, int]:
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["| fault | exit | reported in summary.json (reason @ file:byte) | group-partitions changed: touched / untouched | ok |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| fault | exit | reported in summary.json (reason @ file:byte) | group-partitions changed: touched / untouched | ok |",
+        "|---|---|---|---|---|",
+    ]
     for r in rows:
-        rep = "; ".join(f"`{w['reason']}` @ {w['file']}:{w['position'] if w['position'] is not None else '-'}"
-                        for w in r["reported"][:3]) or ("—" if r["exit"] == 0 else f"stderr: {r['stderr']}")
+        rep = "; ".join(
+            f"`{w['reason']}` @ {w['file']}:{w['position'] if w['position'] is not None else '-'}"
+            for w in r["reported"][:3]
+        ) or ("—" if r["exit"] == 0 else f"stderr: {r['stderr']}")
         if r.get("notes"):
             rep += "; notes: " + "; ".join(n[:110] for n in r["notes"][:2])
         if r.get("records_recovered"):
@@ -430,7 +517,9 @@ def markdown(rows: list[dict]) -> str:
         if r.get("staging_left"):
             rep += f"; left {', '.join(r['staging_left'])}"
         changed = "—" if r["changed_touched"] is None else f"{r['changed_touched']} / {len(r['changed_untouched'])}"
-        lines.append(f"| **{r['fault']}**: {r['what']} | {r['exit']} | {rep} | {changed} | {'yes' if r['ok'] else 'NO'} |")
+        lines.append(
+            f"| **{r['fault']}**: {r['what']} | {r['exit']} | {rep} | {changed} | {'yes' if r['ok'] else 'NO'} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -444,6 +533,7 @@ def main(argv: list[str] | None = None) -> int:
     import tempfile
 
     from audit.spark import build_session
+
     chosen = [f for f in FAULTS if not args.faults or f.name in args.faults.split(",")]
     work = Path(args.workdir or tempfile.mkdtemp(prefix="koa-faults-"))
     spark = build_session(args.master)
@@ -460,7 +550,8 @@ def main(argv: list[str] | None = None) -> int:
     md = markdown(rows)
     Path(args.out + ".md").write_text(
         "# Fault-injection table\n\nProduced by `python -m bench.faults` on a copy of the shared scenario "
-        "(exit statuses with `--fail-on never`).\n\n" + md)
+        "(exit statuses with `--fail-on never`).\n\n" + md
+    )
     Path(args.out + ".json").write_text(json.dumps(rows, indent=1, default=str))
     print(md)
     return 0 if all(r["ok"] for r in rows) else 1

@@ -21,6 +21,7 @@ printed and written to ``OUT.md`` and ``OUT.json``: per harness the inputs tried
 coverage figures (``cov``: instrumented edges, ``ft``: features), crashes, hangs, memory blow-ups and
 peak RSS, plus a total row.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,19 +49,21 @@ _BLOWUP_MARK = "KOA_MEMORY_BLOWUP"
 
 # =========================================================================== child: one libFuzzer process
 
+
 class MemoryBlowup(Exception):
     """An input made the harness process's peak RSS pass the RSS just before it by more than 256 MiB."""
 
 
 def _rss_mb() -> float:
     with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def child(name: str, work: Path, seconds: int, extra: list[str]) -> None:
     """Fuzz harness ``name`` in this process until libFuzzer stops (time up or a finding)."""
     import atheris
     from atheris.import_hook import HookManager
+
     # comparison (dataflow) tracing off by default: atheris's _trace_cmp leaks about 9 KiB an input on the
     # numpy comparisons of the offsets decoders (RSS +230 MiB in 25,000 inputs, none without it), which
     # would end every long run in a false memory blow-up; KOA_FUZZ_DATAFLOW=1 turns it on
@@ -74,6 +77,7 @@ def child(name: str, work: Path, seconds: int, extra: list[str]) -> None:
         import audit.formats.segments  # noqa: F401
         import audit.sources.logdirs  # noqa: F401
     from bench import fuzz_harnesses as fh
+
     h = fh.HARNESSES[name]
     corpus = work / "corpus"
     # warm up (lazy imports, codec libraries) so the baseline RSS is the harness's steady state
@@ -94,7 +98,7 @@ def child(name: str, work: Path, seconds: int, extra: list[str]) -> None:
         # vfork+exec, so a big parent would hide this process's own peak
         text = os.pread(status, 8192, 0)
         i = text.index(b"VmHWM:")
-        return int(text[i + 6:text.index(b"kB", i)])
+        return int(text[i + 6 : text.index(b"kB", i)])
 
     peak = [hwm_kb()]
     print(f"KOA_BASELINE_RSS_MB {baseline:.1f} limit {limit_mb}", flush=True)
@@ -108,31 +112,47 @@ def child(name: str, work: Path, seconds: int, extra: list[str]) -> None:
         if now > peak[0]:
             peak[0] = now
             if now - before_kb > blowup_kb:
-                raise MemoryBlowup(f"{_BLOWUP_MARK}: peak RSS {now // 1024} MiB, {(now - before_kb) // 1024} MiB "
-                                   f"above the {before_kb // 1024} MiB before this input of {len(data)} bytes")
+                raise MemoryBlowup(
+                    f"{_BLOWUP_MARK}: peak RSS {now // 1024} MiB, {(now - before_kb) // 1024} MiB "
+                    f"above the {before_kb // 1024} MiB before this input of {len(data)} bytes"
+                )
 
     mutate = None
     if h.mutate is not None:
+
         def mutate(data: bytes, max_size: int, seed: int) -> bytes:
             try:
                 return h.mutate(data, max_size, seed, atheris.Mutate)[:max_size]
             except Exception:  # a mutator bug must not end the run: fall back to libFuzzer's mutation
                 return atheris.Mutate(data, max_size)
+
     # libFuzzer's own RSS check (once a second, on the whole process) is the backstop for a blow-up
     # inside C code, where test_one never regains control: start-up + 256 MiB + 128 MiB of slack for
     # the corpus and allocator retention over a long run
-    args = [sys.argv[0], str(corpus), f"-timeout={TIMEOUT_S}", f"-rss_limit_mb={limit_mb + 128}",
-            f"-malloc_limit_mb={BLOWUP_MB}", f"-max_len={MAX_LEN}", f"-max_total_time={seconds}",
-            f"-artifact_prefix={work / 'findings'}/", "-print_final_stats=1", "-reload=0", "-len_control=100", *extra]
+    args = [
+        sys.argv[0],
+        str(corpus),
+        f"-timeout={TIMEOUT_S}",
+        f"-rss_limit_mb={limit_mb + 128}",
+        f"-malloc_limit_mb={BLOWUP_MB}",
+        f"-max_len={MAX_LEN}",
+        f"-max_total_time={seconds}",
+        f"-artifact_prefix={work / 'findings'}/",
+        "-print_final_stats=1",
+        "-reload=0",
+        "-len_control=100",
+        *extra,
+    ]
     atheris.Setup(args, test_one, custom_mutator=mutate)
     atheris.Fuzz()
 
 
 # =========================================================================== parent
 
+
 @dataclass
 class Finding:
-    kind: str          # crash | hang | blowup
+    kind: str  # crash | hang | blowup
     artifact: str
     signature: str
     session: int
@@ -177,6 +197,7 @@ def seed_corpus(name: str, corpus: Path) -> int:
     """Fill ``corpus`` with the harness's seeds: built from the real samples, the committed seeds and
     the regression inputs.  Returns how many files were written."""
     from bench import fuzz_harnesses as fh
+
     corpus.mkdir(parents=True, exist_ok=True)
     items = list(fh.build_seeds(name))
     for root in (fh.SEED_DIR, fh.REGRESSION_DIR):
@@ -206,8 +227,9 @@ def _signature(kind: str, text: str) -> str:
     return head + where
 
 
-def run_harness(name: str, seconds: int, work_root: Path, fresh: bool, max_sessions: int,
-                log_lock: threading.Lock) -> Result:
+def run_harness(
+    name: str, seconds: int, work_root: Path, fresh: bool, max_sessions: int, log_lock: threading.Lock
+) -> Result:
     """Fuzz one harness for ``seconds`` (restarting after each finding), return its figures."""
     work = work_root / name
     if fresh and work.exists():
@@ -226,11 +248,17 @@ def run_harness(name: str, seconds: int, work_root: Path, fresh: bool, max_sessi
         before = set((work / "findings").iterdir())
         t0 = time.monotonic()
         with open(log, "w") as out:
-            proc = subprocess.run([sys.executable, "-m", "bench.fuzz", "--child", name, "--work", str(work),
-                                   "--seconds", str(int(left))], cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+            proc = subprocess.run(
+                [sys.executable, "-m", "bench.fuzz", "--child", name, "--work", str(work), "--seconds", str(int(left))],
+                cwd=REPO,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
         elapsed = time.monotonic() - t0
         text = log.read_text(errors="replace")
-        stats = {k: int(v) for k, v in _STAT.findall("\n".join(ln for ln in text.splitlines() if ln.startswith("stat::")))}
+        stats = {
+            k: int(v) for k, v in _STAT.findall("\n".join(ln for ln in text.splitlines() if ln.startswith("stat::")))
+        }
         statuses = [m for m in (_STATUS.match(ln) for ln in text.splitlines()) if m]
         inputs = stats.get("number_of_executed_units") or (int(statuses[-1].group(1)) if statuses else 0)
         fuzz_elapsed = elapsed
@@ -250,13 +278,21 @@ def run_harness(name: str, seconds: int, work_root: Path, fresh: bool, max_sessi
         res.peak_rss_mb = max([res.peak_rss_mb, stats.get("peak_rss_mb", 0), *rss])
         new = sorted(set((work / "findings").iterdir()) - before)
         if proc.returncode != 0 or new:
-            kind = ("blowup" if _BLOWUP_MARK in text or "out-of-memory" in text or "malloc limit" in text
-                    else "hang" if "libFuzzer: timeout" in text else "crash")
+            kind = (
+                "blowup"
+                if _BLOWUP_MARK in text or "out-of-memory" in text or "malloc limit" in text
+                else "hang"
+                if "libFuzzer: timeout" in text
+                else "crash"
+            )
             for a in new or [Path("(no artifact)")]:
                 if kind == "blowup" and a.name.startswith("crash-"):
-                    a = a.rename(a.with_name("oom-" + a.name[len("crash-"):]))
-                res.findings.append(Finding(kind, str(a.relative_to(REPO)) if a.is_absolute() else str(a),
-                                            _signature(kind, text), session))
+                    a = a.rename(a.with_name("oom-" + a.name[len("crash-") :]))
+                res.findings.append(
+                    Finding(
+                        kind, str(a.relative_to(REPO)) if a.is_absolute() else str(a), _signature(kind, text), session
+                    )
+                )
             with log_lock:
                 print(f"  {name}: {kind} in session {session}: {res.findings[-1].signature}", flush=True)
             continue
@@ -272,10 +308,16 @@ def _commit() -> str:
     """The audited code's git commit (``+dirty`` when the work tree has changes), or ``unknown``."""
     root = Path(__file__).resolve().parents[1]
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
-                              text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "audit", "bench"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "audit", "bench"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+dirty" if dirty else "")
@@ -301,18 +343,27 @@ def render_md(results: list[Result], meta: dict) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
-        lines.append(f"| {r.harness} | {_fmt(r.inputs)} | {_fmt(r.rate)} | {r.cov} | {r.ft} | {r.corpus} | {r.crashes} "
-                     f"| {r.hangs} | {r.blowups} | {r.peak_rss_mb} ({r.baseline_rss_mb:.0f}) |")
-    lines.append(f"| **total** | **{_fmt(tot.inputs)}** | {_fmt(tot.rate)} | {sum(r.cov for r in results)} "
-                 f"| {sum(r.ft for r in results)} | {sum(r.corpus for r in results)} "
-                 f"| **{sum(r.crashes for r in results)}** | **{sum(r.hangs for r in results)}** "
-                 f"| **{sum(r.blowups for r in results)}** | {max([r.peak_rss_mb for r in results] or [0])} |")
+        lines.append(
+            f"| {r.harness} | {_fmt(r.inputs)} | {_fmt(r.rate)} | {r.cov} | {r.ft} | {r.corpus} | {r.crashes} "
+            f"| {r.hangs} | {r.blowups} | {r.peak_rss_mb} ({r.baseline_rss_mb:.0f}) |"
+        )
+    lines.append(
+        f"| **total** | **{_fmt(tot.inputs)}** | {_fmt(tot.rate)} | {sum(r.cov for r in results)} "
+        f"| {sum(r.ft for r in results)} | {sum(r.corpus for r in results)} "
+        f"| **{sum(r.crashes for r in results)}** | **{sum(r.hangs for r in results)}** "
+        f"| **{sum(r.blowups for r in results)}** | {max([r.peak_rss_mb for r in results] or [0])} |"
+    )
     lines.append("")
     target = 10_000_000
     ok = tot.inputs >= target and not any(r.findings for r in results)
-    lines.append(f"Target: >= {target:,} inputs in total with 0 crashes, 0 hangs, 0 blow-ups: "
-                 + ("**reached**." if ok else f"**not reached** ({_fmt(tot.inputs)} inputs, "
-                                               f"{sum(len(r.findings) for r in results)} findings)."))
+    lines.append(
+        f"Target: >= {target:,} inputs in total with 0 crashes, 0 hangs, 0 blow-ups: "
+        + (
+            "**reached**."
+            if ok
+            else f"**not reached** ({_fmt(tot.inputs)} inputs, {sum(len(r.findings) for r in results)} findings)."
+        )
+    )
     findings = [(r.harness, f) for r in results for f in r.findings]
     if findings:
         lines += ["", "## Findings", "", "| harness | kind | signature | input |", "|---|---|---|---|"]
@@ -341,6 +392,7 @@ def main(argv: list[str] | None = None) -> int:
         child(args.child, Path(args.work), args.seconds, extra)
         return 0
     from bench import fuzz_harnesses as fh
+
     if args.list:
         for name, h in fh.HARNESSES.items():
             print(f"{name:26s} {h.doc}")
@@ -354,40 +406,62 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown harness(es) {unknown}; see --list")
     import atheris  # noqa: F401  (fail early when the fuzz extra is not installed)
-    meta = {"command": "python -m bench.fuzz " + " ".join(sys.argv[1:] if argv is None else argv),
-            "started": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": f"{os.cpu_count()} cores, {platform.machine()}",
-            "python": platform.python_version(), "atheris": _version("atheris"), "jobs": args.jobs,
-            "seconds": args.seconds, "commit": _commit()}
+
+    meta = {
+        "command": "python -m bench.fuzz " + " ".join(sys.argv[1:] if argv is None else argv),
+        "started": time.strftime("%Y-%m-%d %H:%M %Z"),
+        "machine": f"{os.cpu_count()} cores, {platform.machine()}",
+        "python": platform.python_version(),
+        "atheris": _version("atheris"),
+        "jobs": args.jobs,
+        "seconds": args.seconds,
+        "commit": _commit(),
+    }
     lock = threading.Lock()
     print(f"fuzzing {len(names)} harness(es), {args.seconds} s each, {args.jobs} at a time", flush=True)
     t0 = time.monotonic()
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = [pool.submit(run_harness, n, args.seconds, Path(args.work), args.fresh, args.max_sessions, lock)
-                   for n in names]
+        futures = [
+            pool.submit(run_harness, n, args.seconds, Path(args.work), args.fresh, args.max_sessions, lock)
+            for n in names
+        ]
         results = []
         for f in futures:
             r = f.result()
             results.append(r)
             with lock:
-                print(f"{r.harness:26s} {r.inputs:>12,} inputs {r.rate:>9,.0f}/s cov {r.cov:>5} ft {r.ft:>6} "
-                      f"crashes {r.crashes} hangs {r.hangs} blow-ups {r.blowups} peak {r.peak_rss_mb} MiB", flush=True)
+                print(
+                    f"{r.harness:26s} {r.inputs:>12,} inputs {r.rate:>9,.0f}/s cov {r.cov:>5} ft {r.ft:>6} "
+                    f"crashes {r.crashes} hangs {r.hangs} blow-ups {r.blowups} peak {r.peak_rss_mb} MiB",
+                    flush=True,
+                )
     meta["wall_seconds"] = round(time.monotonic() - t0, 1)
     md = render_md(results, meta)
     print(md)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     Path(str(out) + ".md").write_text(md)
-    doc = {"meta": meta, "harnesses": [dict(asdict(r), crashes=r.crashes, hangs=r.hangs, blowups=r.blowups,
-                                            inputs_per_second=round(r.rate, 1)) for r in results],
-           "total": {"inputs": sum(r.inputs for r in results), "crashes": sum(r.crashes for r in results),
-                     "hangs": sum(r.hangs for r in results), "blowups": sum(r.blowups for r in results),
-                     "seconds": round(sum(r.seconds for r in results), 1)}}
+    doc = {
+        "meta": meta,
+        "harnesses": [
+            dict(asdict(r), crashes=r.crashes, hangs=r.hangs, blowups=r.blowups, inputs_per_second=round(r.rate, 1))
+            for r in results
+        ],
+        "total": {
+            "inputs": sum(r.inputs for r in results),
+            "crashes": sum(r.crashes for r in results),
+            "hangs": sum(r.hangs for r in results),
+            "blowups": sum(r.blowups for r in results),
+            "seconds": round(sum(r.seconds for r in results), 1),
+        },
+    }
     Path(str(out) + ".json").write_text(json.dumps(doc, indent=2) + "\n")
     return 0 if not any(r.findings for r in results) else 1
 
 
 def _version(dist: str) -> str:
     from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version(dist)
     except PackageNotFoundError:
@@ -402,6 +476,7 @@ def write_committed_seeds() -> int:
     """Write a few small seeds per harness under ``tests/data/fuzz-seeds/<harness>/`` (so the regression
     test replays real-shaped input without the shared data); returns the bytes written."""
     from bench import fuzz_harnesses as fh
+
     total = 0
     for name in fh.HARNESSES:
         d = fh.SEED_DIR / name
@@ -411,8 +486,11 @@ def write_committed_seeds() -> int:
         seeds = fh.build_seeds(name)
         small = [(n, b) for n, b in seeds if len(b) <= SEED_BYTES]
         if len(small) < SEED_FILES:  # trim larger segments to their leading batches
-            small += [(n, fh._trim(b, SEED_BYTES)) for n, b in seeds if len(b) > SEED_BYTES
-                      and name not in ("tail_scan_index",)]
+            small += [
+                (n, fh._trim(b, SEED_BYTES))
+                for n, b in seeds
+                if len(b) > SEED_BYTES and name not in ("tail_scan_index",)
+            ]
         small = fh._dedup(small)
         step = max(len(small) / SEED_FILES, 1)  # spread over the sources, not the first few of one
         picked = [small[int(i * step)] for i in range(min(SEED_FILES, len(small)))]

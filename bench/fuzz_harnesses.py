@@ -20,6 +20,7 @@ length and count fields to extremes (0, -1, 2^31-1, 2^63-1, 5- and 10-byte varin
 Nothing here needs atheris: the regression test (``tests/test_fuzz_regressions.py``) replays saved
 inputs through these functions directly.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -36,14 +37,34 @@ from typing import Callable
 import pyarrow as pa
 from crc32c import crc32c
 
-from audit.formats.checkpoints import (CheckpointError, broker_id_of, parse_leader_epoch_checkpoint,
-                                       parse_meta_properties, parse_offset_checkpoint)
+from audit.formats.checkpoints import (
+    CheckpointError,
+    broker_id_of,
+    parse_leader_epoch_checkpoint,
+    parse_meta_properties,
+    parse_offset_checkpoint,
+)
 from audit.formats.metadata_log import METADATA_ROW_FIELDS, MetadataDecodeError, decode_metadata_value
-from audit.formats.offsets import (decode_consumer_assignment, decode_consumer_group_assignment_value,
-                                   decode_consumer_group_member_value, decode_group_metadata_value, decode_member_key)
-from audit.formats.record_batch import (BATCH_HEADER_SIZE, INT64_MAX, LOG_OVERHEAD, BatchScan, RecordTable,
-                                        control_types, decompress, extract_records, index_start,
-                                        scan_batches, scan_tail)
+from audit.formats.offsets import (
+    decode_consumer_assignment,
+    decode_consumer_group_assignment_value,
+    decode_consumer_group_member_value,
+    decode_group_metadata_value,
+    decode_member_key,
+)
+from audit.formats.record_batch import (
+    BATCH_HEADER_SIZE,
+    INT64_MAX,
+    LOG_OVERHEAD,
+    BatchScan,
+    RecordTable,
+    control_types,
+    decompress,
+    extract_records,
+    index_start,
+    scan_batches,
+    scan_tail,
+)
 from audit.formats.segments import OWNERS_TYPE, RAW_SCHEMA, decode_offsets_rows, decode_offsets_segment
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,9 +81,21 @@ METADATA_PATH = "/fuzz/broker-1/__cluster_metadata-0/00000000000000000000.log"
 INDEX_SEGMENT = "real/kraft-4.x/kafka-logs/__consumer_offsets-15/00000000000000000000"
 
 _V2_HEADER = struct.Struct(">qiibIhiqqqhii")
-_V2_FIELDS = ("base_offset", "batch_length", "partition_leader_epoch", "magic", "crc", "attributes",
-              "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id", "producer_epoch",
-              "base_sequence", "record_count")
+_V2_FIELDS = (
+    "base_offset",
+    "batch_length",
+    "partition_leader_epoch",
+    "magic",
+    "crc",
+    "attributes",
+    "last_offset_delta",
+    "base_timestamp",
+    "max_timestamp",
+    "producer_id",
+    "producer_epoch",
+    "base_sequence",
+    "record_count",
+)
 _V2_FMT = "qiibIhiqqqhii"
 
 
@@ -77,12 +110,24 @@ def _check(cond: bool, what: str) -> None:
 
 # =========================================================================== harnesses
 
+
 def _check_scan(scan: BatchScan, data: bytes, start: int = 0) -> None:
     n = len(data)
     k = len(scan.position)
-    for name in ("base_offset", "batch_length", "partition_leader_epoch", "attributes", "last_offset_delta",
-                 "base_timestamp", "max_timestamp", "producer_id", "producer_epoch", "record_count", "crc_ok",
-                 "magic"):
+    for name in (
+        "base_offset",
+        "batch_length",
+        "partition_leader_epoch",
+        "attributes",
+        "last_offset_delta",
+        "base_timestamp",
+        "max_timestamp",
+        "producer_id",
+        "producer_epoch",
+        "record_count",
+        "crc_ok",
+        "magic",
+    ):
         _check(len(getattr(scan, name)) == k, f"BatchScan.{name} has {len(getattr(scan, name))} rows, not {k}")
     pos = scan.position.tolist()
     _check(all(start <= p < n for p in pos), "a batch position outside the bytes read")
@@ -124,8 +169,10 @@ def record_batches(data: bytes) -> None:
 def _small_files(path: str, data: bytes) -> pa.Table:
     """``audit.sources.logdirs._read_small_files`` on one file, fed as Spark's ``binaryFile`` feeds it."""
     from audit.sources.logdirs import SMALL_SCHEMA, _read_small_files
-    rb = pa.RecordBatch.from_pydict({"path": [path], "content": [data]},
-                                    schema=pa.schema([("path", pa.string()), ("content", pa.binary())]))
+
+    rb = pa.RecordBatch.from_pydict(
+        {"path": [path], "content": [data]}, schema=pa.schema([("path", pa.string()), ("content", pa.binary())])
+    )
     out = list(_read_small_files(iter([rb])))
     table = pa.Table.from_batches(out, schema=SMALL_SCHEMA)
     issues = table.filter(pa.compute.is_valid(table.column("issue_reason"))).to_pylist()
@@ -145,8 +192,10 @@ def tail_scan(data: bytes) -> None:
     _check(bool(tails) and set(tails) == {scan.end_offset}, f"tail rows say {set(tails)}, scan_tail {scan.end_offset}")
     for row in table.to_pylist():
         if row["issue_reason"] is not None:
-            _check(row["issue_position"] is not None and 0 <= row["issue_position"] <= len(data),
-                   "a tail issue row without a byte position inside the file")
+            _check(
+                row["issue_position"] is not None and 0 <= row["issue_position"] <= len(data),
+                "a tail issue row without a byte position inside the file",
+            )
 
 
 def split_index_container(data: bytes) -> tuple[bytes, int, bytes]:
@@ -156,7 +205,7 @@ def split_index_container(data: bytes) -> tuple[bytes, int, bytes]:
         return b"", 0, data
     ilen, base = struct.unpack_from(">IQ", data, 0)
     ilen = min(ilen, len(data) - 12)
-    return data[12:12 + ilen], base, data[12 + ilen:]
+    return data[12 : 12 + ilen], base, data[12 + ilen :]
 
 
 def join_index_container(index: bytes, base: int, segment: bytes) -> bytes:
@@ -203,8 +252,10 @@ def _check_raw(batches: list, data: bytes, path: str) -> pa.Table:
     issues = table.filter(pa.compute.equal(table.column("kind"), "issue"))
     for row in issues.select(["source_file", "position", "decode_error"]).to_pylist():
         _check(row["source_file"] == path, "an issue row without its file")
-        _check(row["position"] is not None and 0 <= row["position"] <= len(data),
-               f"issue {row['decode_error']} without a byte position inside the file: {row['position']}")
+        _check(
+            row["position"] is not None and 0 <= row["position"] <= len(data),
+            f"issue {row['decode_error']} without a byte position inside the file: {row['position']}",
+        )
         _check(bool(row["decode_error"]), "an issue row without a reason")
     return table
 
@@ -220,9 +271,11 @@ def offsets_segment_latest(data: bytes) -> None:
     """The same with ``reduce_latest=True``: the ``--mode latest`` reducer of ``latest.py``
     (``summarise_latest``, ``group_equal_bytes``) on the decoded records.  Every record the reducer
     folds away must still be counted: records read equal history mode's.  Documented exceptions: none."""
+
     def records_read(t: pa.Table) -> int:
         rows = t.filter(pa.compute.not_equal(t.column("kind"), "issue"))
         return int(pa.compute.sum(rows.column("record_count")).as_py() or 0)
+
     a = records_read(_check_raw(decode_offsets_segment(data, SEGMENT_PATH, 0, reduce_latest=True), data, SEGMENT_PATH))
     b = records_read(pa.Table.from_batches(decode_offsets_segment(data, SEGMENT_PATH, 0), schema=RAW_SCHEMA))
     _check(a == b, f"latest mode counts {a} records read, history mode {b}")
@@ -242,20 +295,40 @@ def join_codec_container(container: int, count: int, payload: bytes) -> bytes:
     return bytes([container]) + struct.pack(">i", _wrap(count, 32)) + payload
 
 
-def v2_batch(payload: bytes, count: int, codec: int, base_offset: int = 0, last_delta: int | None = None,
-             attributes: int | None = None, epoch: int = 0) -> bytes:
+def v2_batch(
+    payload: bytes,
+    count: int,
+    codec: int,
+    base_offset: int = 0,
+    last_delta: int | None = None,
+    attributes: int | None = None,
+    epoch: int = 0,
+) -> bytes:
     """One CRC-valid v2 batch around ``payload`` (its records block as stored)."""
     if last_delta is None:
         last_delta = max(min(count, 1 << 31) - 1, 0)
     attrs = codec if attributes is None else attributes
-    body = struct.pack(">hiqqqhii", _wrap(attrs, 16), _wrap(last_delta, 32), 1_700_000_000_000, 1_700_000_000_000,
-                       -1, -1, -1, _wrap(count, 32)) + payload
+    body = (
+        struct.pack(
+            ">hiqqqhii",
+            _wrap(attrs, 16),
+            _wrap(last_delta, 32),
+            1_700_000_000_000,
+            1_700_000_000_000,
+            -1,
+            -1,
+            -1,
+            _wrap(count, 32),
+        )
+        + payload
+    )
     head = struct.pack(">qiib", _wrap(base_offset, 64), len(body) + 9, _wrap(epoch, 32), 2)
     return head + struct.pack(">I", crc32c(body)) + body
 
 
-def legacy_message(magic: int, attrs: int, offset: int, key: bytes | None, value: bytes | None,
-                   timestamp: int = 1_600_000_000_000) -> bytes:
+def legacy_message(
+    magic: int, attrs: int, offset: int, key: bytes | None, value: bytes | None, timestamp: int = 1_600_000_000_000
+) -> bytes:
     """One CRC-valid legacy message (``LegacyRecord``), with its offset and size prefix."""
     body = bytes([magic, attrs & 0xFF]) + (struct.pack(">q", timestamp) if magic == 1 else b"")
     for b in (key, value):
@@ -278,11 +351,14 @@ def _codec(codec: int) -> Callable[[bytes], None]:
     def harness(data: bytes) -> None:
         seg = codec_segment(codec, data)
         _check_raw(decode_offsets_segment(seg, SEGMENT_PATH, 0), seg, SEGMENT_PATH)
+
     harness.__name__ = f"codec_{_CODEC_NAMES[codec]}"
-    harness.__doc__ = (f"A {_CODEC_NAMES[codec]} records block (v2 batch or legacy wrapper, "
-                       f":func:`split_codec_container`) decoded in full by ``decode_offsets_segment``: "
-                       f"bounded decompression, then record framing and key/value decoding.  "
-                       f"Documented exceptions: none.")
+    harness.__doc__ = (
+        f"A {_CODEC_NAMES[codec]} records block (v2 batch or legacy wrapper, "
+        f":func:`split_codec_container`) decoded in full by ``decode_offsets_segment``: "
+        f"bounded decompression, then record framing and key/value decoding.  "
+        f"Documented exceptions: none."
+    )
     return harness
 
 
@@ -305,7 +381,7 @@ def split_kv_records(data: bytes) -> list[tuple[bytes | None, bytes | None]]:
             if ln < 0:
                 parts.append(None)
             else:
-                parts.append(data[pos:pos + ln])
+                parts.append(data[pos : pos + ln])
                 pos += ln
         out.append((parts[0], parts[1]))
     return out
@@ -320,8 +396,15 @@ def join_kv_records(records: list[tuple[bytes | None, bytes | None]]) -> bytes:
     return bytes(out)
 
 
-_KV_SCHEMA = pa.schema([("source_partition", pa.int32()), ("source_offset", pa.int64()),
-                        ("timestamp", pa.int64()), ("key", pa.binary()), ("value", pa.binary())])
+_KV_SCHEMA = pa.schema(
+    [
+        ("source_partition", pa.int32()),
+        ("source_offset", pa.int64()),
+        ("timestamp", pa.int64()),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+    ]
+)
 
 
 def offsets_records(data: bytes) -> None:
@@ -331,9 +414,16 @@ def offsets_records(data: bytes) -> None:
     out as :func:`split_kv_records` says.  Documented exceptions: none."""
     recs = split_kv_records(data)
     n = len(recs)
-    rb = pa.RecordBatch.from_pydict({"source_partition": [0] * n, "source_offset": list(range(n)),
-                                     "timestamp": [0] * n, "key": [k for k, _ in recs],
-                                     "value": [v for _, v in recs]}, schema=_KV_SCHEMA)
+    rb = pa.RecordBatch.from_pydict(
+        {
+            "source_partition": [0] * n,
+            "source_offset": list(range(n)),
+            "timestamp": [0] * n,
+            "key": [k for k, _ in recs],
+            "value": [v for _, v in recs],
+        },
+        schema=_KV_SCHEMA,
+    )
     out = decode_offsets_rows(rb)
     _check(out.schema.equals(RAW_SCHEMA) and out.num_rows == n, "decode_offsets_rows lost rows")
 
@@ -358,9 +448,18 @@ def group_metadata_value(data: bytes) -> None:
     _check(-(1 << 31) <= g["generation"] < 1 << 31, "generation outside int32")
     _check(g["members"] >= 0, "negative member count")
     _check(g["members"] == len(g["member_list"]), "member count differs from the members decoded")
-    owners = [{"member_id": m["member_id"], "group_instance_id": m["group_instance_id"], "client_id": m["client_id"],
-               "client_host": m["client_host"], "topic": t, "partitions": p.tolist()}
-              for m in g["member_list"] for t, p in (m["assignment"] or ())]
+    owners = [
+        {
+            "member_id": m["member_id"],
+            "group_instance_id": m["group_instance_id"],
+            "client_id": m["client_id"],
+            "client_host": m["client_host"],
+            "topic": t,
+            "partitions": p.tolist(),
+        }
+        for m in g["member_list"]
+        for t, p in (m["assignment"] or ())
+    ]
     _check(all(len(o["partitions"]) > 0 for o in owners), "an owner entry without partitions")
     try:
         pa.array([owners], OWNERS_TYPE)
@@ -391,14 +490,22 @@ def metadata_segment(data: bytes) -> None:
     Spark feeds it (``binaryFile`` content): batches, records and every metadata record value.
     Documented exceptions: none."""
     from audit.sources.logdirs import _decode_metadata_files, _metadata_schema
-    rb = pa.RecordBatch.from_pydict({"path": [METADATA_PATH], "content": [data]},
-                                    schema=pa.schema([("path", pa.string()), ("content", pa.binary())]))
+
+    rb = pa.RecordBatch.from_pydict(
+        {"path": [METADATA_PATH], "content": [data]},
+        schema=pa.schema([("path", pa.string()), ("content", pa.binary())]),
+    )
     table = pa.Table.from_batches(list(_decode_metadata_files(iter([rb]))), schema=_metadata_schema())
-    for row in table.filter(pa.compute.is_valid(table.column("issue_reason"))).select(
-            ["source_file", "issue_position"]).to_pylist():
+    for row in (
+        table.filter(pa.compute.is_valid(table.column("issue_reason")))
+        .select(["source_file", "issue_position"])
+        .to_pylist()
+    ):
         _check(row["source_file"] == METADATA_PATH, "a metadata issue row without its file")
-        _check(row["issue_position"] is not None and 0 <= row["issue_position"] <= len(data),
-               "a metadata issue row without a byte position inside the file")
+        _check(
+            row["issue_position"] is not None and 0 <= row["issue_position"] <= len(data),
+            "a metadata issue row without a byte position inside the file",
+        )
 
 
 def leader_epoch_checkpoint(data: bytes) -> None:
@@ -440,6 +547,7 @@ def meta_properties(data: bytes) -> None:
 
 
 # =========================================================================== value helpers
+
 
 def _wrap(v: int, bits: int) -> int:
     """``v`` as a signed ``bits``-bit integer (two's complement wrap)."""
@@ -491,8 +599,19 @@ EXTREMES = {
     8: [0, 1, -1, 127, -128, 2, 0x7F, 0x80],
     16: [0, 1, -1, 2, 3, 4, 5, 0x7FFF, -0x8000, 0x7FFE, 255, 256],
     32: [0, 1, -1, 2, 7, 0x7FFFFFFF, -0x80000000, 0x7FFFFFFE, 0xFFFF, 0x10000, 1 << 20, 1 << 24, 1000000],
-    64: [0, 1, -1, (1 << 63) - 1, -(1 << 63), (1 << 63) - 2, (1 << 32), (1 << 31) - 1, (1 << 31),
-         -(1 << 31) - 1, 1 << 62],
+    64: [
+        0,
+        1,
+        -1,
+        (1 << 63) - 1,
+        -(1 << 63),
+        (1 << 63) - 2,
+        (1 << 32),
+        (1 << 31) - 1,
+        (1 << 31),
+        -(1 << 31) - 1,
+        1 << 62,
+    ],
 }
 
 
@@ -540,7 +659,7 @@ def poke(rng: random.Random, b: bytes, start: int = 0) -> bytes:
     else:
         enc = extreme_varint(rng)
     if rng.random() < 0.6:
-        return b[:pos] + enc + b[pos + len(enc):]
+        return b[:pos] + enc + b[pos + len(enc) :]
     return b[:pos] + enc + b[pos:]
 
 
@@ -567,6 +686,7 @@ ByteMutate = Callable[[bytes, int], bytes]
 
 # =========================================================================== segment model
 
+
 def split_chain(buf: bytes) -> tuple[list[bytearray], bytes]:
     """Split a segment into its entries (v2 batches or legacy messages, each with its 12-byte offset
     and length prefix) as far as the length fields allow, and the bytes after the last one."""
@@ -576,7 +696,7 @@ def split_chain(buf: bytes) -> tuple[list[bytearray], bytes]:
         length = struct.unpack_from(">i", buf, pos + 8)[0]
         if length < 5 or pos + LOG_OVERHEAD + length > n:
             break
-        entries.append(bytearray(buf[pos:pos + LOG_OVERHEAD + length]))
+        entries.append(bytearray(buf[pos : pos + LOG_OVERHEAD + length]))
         pos += LOG_OVERHEAD + length
     return entries, bytes(buf[pos:])
 
@@ -604,6 +724,7 @@ def _decompress_for_mutation(codec: int, payload: bytes, legacy_magic: int | Non
     try:
         if legacy_magic == 0 and codec == 3:
             from kafka.codec import lz4_decode_old_kafka
+
             return lz4_decode_old_kafka(payload) if len(payload) < (1 << 20) else None
         return decompress(codec, payload, _MUTATE_PLAIN_CAP)
     except Exception:
@@ -614,11 +735,13 @@ def compress(codec: int, plain: bytes, rng: random.Random | None = None, legacy_
     """Compress a records block as a producer would: gzip, snappy (xerial-framed as the Java client
     writes it, or raw), lz4 (frame; Kafka 0.8's broken framing for magic 0), zstd."""
     from kafka import codec as kc
+
     if codec == 1:
         return gzip.compress(plain, compresslevel=rng.choice((1, 6, 9)) if rng else 6)
     if codec == 2:
         if rng is not None and rng.random() < 0.3:
             import snappy
+
             return snappy.compress(plain)
         return kc.snappy_encode(plain)
     if codec == 3:
@@ -629,6 +752,7 @@ def compress(codec: int, plain: bytes, rng: random.Random | None = None, legacy_
 
 
 # ---- v2 records
+
 
 def split_records(plain: bytes) -> tuple[list[bytes], bytes]:
     """The record bodies of an uncompressed v2 records block (each without its length varint) and
@@ -641,7 +765,7 @@ def split_records(plain: bytes) -> tuple[list[bytes], bytes]:
         ln, p = r
         if ln < 0 or p + ln > n:
             break
-        out.append(plain[p:p + ln])
+        out.append(plain[p : p + ln])
         pos = p + ln
     return out, plain[pos:]
 
@@ -676,7 +800,7 @@ def parse_record(body: bytes) -> list | None:
         else:
             if pos + ln > len(body):
                 return None
-            fields.append(body[pos:pos + ln])
+            fields.append(body[pos : pos + ln])
             pos += ln
     fields.append(body[pos:])
     return fields
@@ -705,8 +829,13 @@ def mutate_offsets_key(rng: random.Random, key: bytes | None) -> bytes | None:
     partition at an extreme, a truncated or extended tail."""
     if key is None or len(key) < 2 or rng.random() < 0.05:
         group = rng.choice((b"g", b"", b"payments-\xff", b"x" * rng.choice((1, 200, 1500))))
-        return (struct.pack(">hh", rng.choice((0, 1, 2, 3)), len(group)) + group + struct.pack(">h", 1) + b"t"
-                + struct.pack(">i", rng.randrange(-2, 50)))
+        return (
+            struct.pack(">hh", rng.choice((0, 1, 2, 3)), len(group))
+            + group
+            + struct.pack(">h", 1)
+            + b"t"
+            + struct.pack(">i", rng.randrange(-2, 50))
+        )
     op = rng.randrange(7)
     if op == 0:
         return struct.pack(">h", rng.choice(_RECORD_TYPES)) + key[2:]
@@ -715,11 +844,11 @@ def mutate_offsets_key(rng: random.Random, key: bytes | None) -> bytes | None:
         if op == 1 or glen < 0 or 4 + glen + 2 > len(key):
             return key[:2] + struct.pack(">h", extreme(rng, 16)) + key[4:]
         t = 4 + glen
-        return key[:t] + struct.pack(">h", extreme(rng, 16)) + key[t + 2:]
+        return key[:t] + struct.pack(">h", extreme(rng, 16)) + key[t + 2 :]
     if op == 3 and len(key) >= 4:
         return key[:-4] + struct.pack(">i", extreme(rng, 32))
     if op == 4:
-        return key[:rng.randrange(len(key) + 1)]
+        return key[: rng.randrange(len(key) + 1)]
     if op == 5:
         return key + bytes(rng.randrange(256) for _ in range(rng.randrange(1, 8)))
     return poke(rng, key)
@@ -759,9 +888,9 @@ def mutate_offsets_value(rng: random.Random, value: bytes | None) -> bytes | Non
             r2 = read_uvarint(value, at, 5)
             end = r2[1] if r2 else at + 1
             return value[:at] + extreme_varint(rng) + value[end:]
-        return value[:at] + struct.pack(">h", extreme(rng, 16)) + value[at + 2:]
+        return value[:at] + struct.pack(">h", extreme(rng, 16)) + value[at + 2 :]
     if op == 4:
-        return value[:rng.randrange(len(value) + 1)]
+        return value[: rng.randrange(len(value) + 1)]
     if op == 5:
         return value + bytes(rng.randrange(256) for _ in range(rng.randrange(1, 16)))
     return poke(rng, value, 2)
@@ -780,11 +909,11 @@ def mutate_metadata_value(rng: random.Random, value: bytes | None) -> bytes | No
     ve = read_uvarint(value, ak[1], 5) if ak else None
     op = rng.randrange(6)
     if ve is not None and op == 0:
-        return uvarint(rng.choice((1, 1, 1, 0, 2, 127, 128))) + value[fr[1]:]
+        return uvarint(rng.choice((1, 1, 1, 0, 2, 127, 128))) + value[fr[1] :]
     if ve is not None and op == 1:
-        return value[:fr[1]] + uvarint(rng.choice(_META_KEYS)) + value[ak[1]:]
+        return value[: fr[1]] + uvarint(rng.choice(_META_KEYS)) + value[ak[1] :]
     if ve is not None and op == 2:
-        return value[:ak[1]] + uvarint(rng.choice((0, 1, 2, 3, 4, 5, 0x7FFF, 0x8000))) + value[ve[1]:]
+        return value[: ak[1]] + uvarint(rng.choice((0, 1, 2, 3, 4, 5, 0x7FFF, 0x8000))) + value[ve[1] :]
     if op == 3:
         start = ve[1] if ve else 0
         pos = rng.randrange(start, len(value) + 1)
@@ -792,7 +921,7 @@ def mutate_metadata_value(rng: random.Random, value: bytes | None) -> bytes | No
         end = r[1] if r else pos
         return value[:pos] + extreme_varint(rng) + value[end:]
     if op == 4:
-        return value[:rng.randrange(len(value) + 1)]
+        return value[: rng.randrange(len(value) + 1)]
     return poke(rng, value, ve[1] if ve else 0)
 
 
@@ -815,6 +944,7 @@ def metadata_kv_mutator(rng, key, value):
 
 # =========================================================================== segment mutator
 
+
 def _bomb(codec: int, kind: str, size: int, legacy_magic: int | None = None) -> tuple[bytes, int]:
     """(compressed block, record count) of a records block of ``size`` bytes that compresses well:
     zeros, or the smallest valid record (or legacy message) repeated.  Built once per process, and
@@ -836,15 +966,18 @@ def _bomb(codec: int, kind: str, size: int, legacy_magic: int | None = None) -> 
     def pieces():  # the same 1 MiB piece again and again: never the whole block in memory
         for i in range(0, reps, piece_reps):
             yield piece if reps - i >= piece_reps else unit * (reps - i)
+
     if codec == 1:
         z = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
         block = b"".join(z.compress(p) for p in pieces()) + z.flush()
     elif codec == 3 and legacy_magic != 0:
         import lz4.frame
+
         c = lz4.frame.LZ4FrameCompressor()
         block = c.begin() + b"".join(c.compress(p) for p in pieces()) + c.flush()
     elif codec == 4:
         import zstandard
+
         c = zstandard.ZstdCompressor().compressobj()
         block = b"".join(c.compress(p) for p in pieces()) + c.flush()
     else:  # snappy (bounded to a few MiB by the callers) and magic-0 lz4: whole
@@ -856,8 +989,9 @@ def _bomb(codec: int, kind: str, size: int, legacy_magic: int | None = None) -> 
 _BOMBS: dict = {}
 
 
-def _mutate_records(rng: random.Random, plain: bytes, kv: KVMutate, byte_mutate: ByteMutate,
-                    max_size: int) -> tuple[bytes, int | None]:
+def _mutate_records(
+    rng: random.Random, plain: bytes, kv: KVMutate, byte_mutate: ByteMutate, max_size: int
+) -> tuple[bytes, int | None]:
     """Edit an uncompressed v2 records block; returns it and its new record count (None: unknown)."""
     bodies, tail = split_records(plain)
     op = rng.randrange(10)
@@ -880,15 +1014,15 @@ def _mutate_records(rng: random.Random, plain: bytes, kv: KVMutate, byte_mutate:
             f[5] = extreme_varint(rng) + f[5][1:]
         bodies[i] = build_record(f)
     elif op == 5:  # a length varint (record, key or value) at an extreme: framing must catch it
-        raw = join_records(bodies[:i]) + extreme_varint(rng) + bodies[i] + join_records(bodies[i + 1:], tail)
+        raw = join_records(bodies[:i]) + extreme_varint(rng) + bodies[i] + join_records(bodies[i + 1 :], tail)
         return raw, len(bodies)
     elif op == 6 and f is not None:  # key/value length lies, bytes stay
         key_len_pos = 1 + len(zigzag(f[1], 64)) + len(zigzag(f[2], 32))
         b = bodies[i]
-        bodies[i] = b[:key_len_pos] + extreme_varint(rng) + b[key_len_pos + 1:]
+        bodies[i] = b[:key_len_pos] + extreme_varint(rng) + b[key_len_pos + 1 :]
     elif op == 7:  # many copies of a record (a batch of many records)
         k = rng.choice((2, 10, 100, 1000, max(1, max_size // max(len(bodies[i]) + 1, 1))))
-        bodies[i:i + 1] = [bodies[i]] * k
+        bodies[i : i + 1] = [bodies[i]] * k
     elif op == 8 and len(bodies) > 1:
         del bodies[i]
     else:
@@ -907,7 +1041,9 @@ def _mutate_v2(rng: random.Random, e: bytearray, kv: KVMutate, byte_mutate: Byte
         bits = {"q": 64, "i": 32, "b": 8, "h": 16, "I": 32}[_V2_FMT[j]]
         v = extreme(rng, bits)
         if j == 5 and rng.random() < 0.7:  # attributes: codec, timestamp type, transactional, control
-            v = rng.choice((0, 1, 2, 3, 4, 5, 6, 7, 0x08, 0x10, 0x20, 0x30, 0x40, 0x7FFF)) | (hdr[5] & ~7 if rng.random() < 0.5 else 0)
+            v = rng.choice((0, 1, 2, 3, 4, 5, 6, 7, 0x08, 0x10, 0x20, 0x30, 0x40, 0x7FFF)) | (
+                hdr[5] & ~7 if rng.random() < 0.5 else 0
+            )
         if j == 3:
             v = rng.choice((0, 1, 3, 0x7F, -1, -128))
         hdr[j] = v
@@ -968,13 +1104,14 @@ def _legacy_fields(e: bytearray):
         else:
             if pos + ln > len(e):
                 return magic, attrs, ts, None, None, False
-            out.append(bytes(e[pos:pos + ln]))
+            out.append(bytes(e[pos : pos + ln]))
             pos += ln
     return magic, attrs, ts, out[0], out[1], pos == len(e)
 
 
-def _mutate_legacy(rng: random.Random, e: bytearray, kv: KVMutate, byte_mutate: ByteMutate, max_size: int,
-                   depth: int = 0) -> bytearray:
+def _mutate_legacy(
+    rng: random.Random, e: bytearray, kv: KVMutate, byte_mutate: ByteMutate, max_size: int, depth: int = 0
+) -> bytearray:
     offset = struct.unpack_from(">q", e, 0)[0]
     magic, attrs, ts, key, value, ok = _legacy_fields(e)
     op = rng.randrange(8)
@@ -995,8 +1132,12 @@ def _mutate_legacy(rng: random.Random, e: bytearray, kv: KVMutate, byte_mutate: 
     if codec in (1, 2, 3) and value is not None and depth == 0:
         if op == 2 and rng.random() < 0.3:  # a wrapper inflating to many tiny messages
             big = codec != 2 and not (codec == 3 and magic == 0)
-            block, _count = _bomb(codec, rng.choice(("tiny", "zeros")),
-                                  rng.choice((1 << 20, 16 << 20, 80 << 20)) if big else 8 << 20, magic)
+            block, _count = _bomb(
+                codec,
+                rng.choice(("tiny", "zeros")),
+                rng.choice((1 << 20, 16 << 20, 80 << 20)) if big else 8 << 20,
+                magic,
+            )
             return bytearray(legacy_message(magic, attrs, offset, key, block, ts))
         if op in (2, 3, 4, 5):
             inner = _decompress_for_mutation(codec, value, magic)
@@ -1011,15 +1152,22 @@ def _mutate_legacy(rng: random.Random, e: bytearray, kv: KVMutate, byte_mutate: 
         at = 18 + (8 if magic == 1 else 0)
         if rng.random() < 0.5 and key is not None:
             at += 4 + len(key)
-        b[at:at + 4] = struct.pack(">i", extreme(rng, 32))
+        b[at : at + 4] = struct.pack(">i", extreme(rng, 32))
         return fix_entry(b)
     else:
         value = byte_mutate(value or b"", len(value or b"") + 16)
     return bytearray(legacy_message(magic, attrs, offset, key, value, ts))
 
 
-def mutate_chain(rng: random.Random, buf: bytes, kv: KVMutate, byte_mutate: ByteMutate, max_size: int,
-                 depth: int = 0, other: bytes | None = None) -> bytes:
+def mutate_chain(
+    rng: random.Random,
+    buf: bytes,
+    kv: KVMutate,
+    byte_mutate: ByteMutate,
+    max_size: int,
+    depth: int = 0,
+    other: bytes | None = None,
+) -> bytes:
     """One structure-aware edit of a segment (a chain of v2 batches and/or legacy messages), at most
     ``max_size`` bytes: bytes of one entry with its CRC (and length) recomputed, a header field, record
     or key/value at an extreme (:func:`_mutate_v2`, :func:`_mutate_legacy`; ``kv`` edits keys and values;
@@ -1059,7 +1207,7 @@ def mutate_chain(rng: random.Random, buf: bytes, kv: KVMutate, byte_mutate: Byte
             entries.insert(rng.randrange(len(entries) + 1), rng.choice(o))
     elif r < 0.97:  # cut the segment short, or end it with preallocated zeros
         out = b"".join(entries) + tail
-        return out[:rng.randrange(len(out) + 1)] if rng.random() < 0.6 else out + bytes(rng.choice((1, 17, 64, 4096)))
+        return out[: rng.randrange(len(out) + 1)] if rng.random() < 0.6 else out + bytes(rng.choice((1, 17, 64, 4096)))
     else:
         tail = byte_mutate(tail, len(tail) + 64)
     out = b"".join(entries) + tail
@@ -1068,6 +1216,7 @@ def mutate_chain(rng: random.Random, buf: bytes, kv: KVMutate, byte_mutate: Byte
 
 # =========================================================================== per-format mutators
 
+
 def _rng(seed: int) -> random.Random:
     return random.Random(seed)
 
@@ -1075,12 +1224,16 @@ def _rng(seed: int) -> random.Random:
 def segment_mutator(kv: KVMutate) -> Callable:
     """A libFuzzer custom mutator ``(data, max_size, seed[, byte_mutate]) -> bytes`` for segment inputs:
     :func:`mutate_chain` with the record key/value mutator ``kv``."""
+
     def mutate(data: bytes, max_size: int, seed: int, byte_mutate: ByteMutate = _simple_byte_mutate) -> bytes:
         return mutate_chain(_rng(seed), data, kv, byte_mutate, max_size)
+
     return mutate
 
 
-def index_container_mutator(data: bytes, max_size: int, seed: int, byte_mutate: ByteMutate = _simple_byte_mutate) -> bytes:
+def index_container_mutator(
+    data: bytes, max_size: int, seed: int, byte_mutate: ByteMutate = _simple_byte_mutate
+) -> bytes:
     """Custom mutator of ``tail_scan_index`` inputs: the index (:func:`mutate_index`), the segment base
     offset or the segment (:func:`mutate_chain`), keeping :func:`split_index_container`'s layout."""
     rng = _rng(seed)
@@ -1089,7 +1242,7 @@ def index_container_mutator(data: bytes, max_size: int, seed: int, byte_mutate: 
     if r < 0.45:
         index = mutate_index(rng, index, seg, byte_mutate)
     elif r < 0.55:
-        base = rng.choice((0, 1, base + 1, base - 1, (1 << 63) - 1, (1 << 64) - 1, 10 ** 19, extreme(rng, 64)))
+        base = rng.choice((0, 1, base + 1, base - 1, (1 << 63) - 1, (1 << 64) - 1, 10**19, extreme(rng, 64)))
     elif r < 0.95:
         seg = mutate_chain(rng, seg, offsets_kv_mutator, byte_mutate, max(max_size - len(index) - 12, 0))
     else:
@@ -1116,22 +1269,22 @@ def mutate_index(rng: random.Random, index: bytes, seg: bytes, byte_mutate: Byte
             entry = struct.pack(">ii", _wrap(rel, 32), _wrap(p, 32))
             if n and rng.random() < 0.5:
                 k = rng.randrange(n)
-                b[8 * k:8 * k + 8] = entry
+                b[8 * k : 8 * k + 8] = entry
             else:
                 b += entry
     elif op == 2 and n:
         k = rng.randrange(n)
-        b[8 * k:8 * k + 4] = struct.pack(">i", extreme(rng, 32))
+        b[8 * k : 8 * k + 4] = struct.pack(">i", extreme(rng, 32))
     elif op == 3 and n:
         k = rng.randrange(n)
-        b[8 * k + 4:8 * k + 8] = struct.pack(">i", extreme(rng, 32))
+        b[8 * k + 4 : 8 * k + 8] = struct.pack(">i", extreme(rng, 32))
     elif op == 4:  # preallocated zero tail, or a lot of entries
         b += bytes(8 * rng.choice((1, 16, 1024, 100000)))
     elif op == 5:  # a torn last entry
         b += bytes(rng.randrange(1, 8))
     elif op == 6 and n > 1:
         k, j = rng.randrange(n), rng.randrange(n)
-        b[8 * k:8 * k + 8], b[8 * j:8 * j + 8] = b[8 * j:8 * j + 8], b[8 * k:8 * k + 8]
+        b[8 * k : 8 * k + 8], b[8 * j : 8 * j + 8] = b[8 * j : 8 * j + 8], b[8 * k : 8 * k + 8]
     else:
         return byte_mutate(bytes(b), len(b) + 32)
     return bytes(b)
@@ -1149,6 +1302,7 @@ def codec_mutator(codec: int) -> Callable:
     """Custom mutator of a codec harness's inputs (:func:`split_codec_container`): the compressed stream
     itself, the record count or container, a block inflating to many tiny records, or the records inside
     (decompressed, edited with :func:`_mutate_records` or :func:`mutate_chain`, compressed again)."""
+
     def mutate(data: bytes, max_size: int, seed: int, byte_mutate: ByteMutate = _simple_byte_mutate) -> bytes:
         rng = _rng(seed)
         container, count, payload = split_codec_container(data)
@@ -1181,6 +1335,7 @@ def codec_mutator(codec: int) -> Callable:
                 plain = mutate_chain(rng, plain, offsets_kv_mutator, byte_mutate, max_size, depth=1)
                 payload = compress(codec, plain, rng, legacy_magic)
         return join_codec_container(container, count, payload)[:max_size]
+
     return mutate
 
 
@@ -1207,12 +1362,14 @@ def kv_records_mutator(data: bytes, max_size: int, seed: int, byte_mutate: ByteM
 
 def value_mutator(fn: Callable) -> Callable:
     """Custom mutator of single-value inputs: ``fn(rng, value)`` (a structural edit) or a byte mutation."""
+
     def mutate(data: bytes, max_size: int, seed: int, byte_mutate: ByteMutate = _simple_byte_mutate) -> bytes:
         rng = _rng(seed)
         if rng.random() < 0.25:
             return byte_mutate(data, max_size)
         out = fn(rng, data)
         return (out if out is not None else b"")[:max_size]
+
     return mutate
 
 
@@ -1226,10 +1383,38 @@ def _group_value_edit(rng: random.Random, value: bytes) -> bytes:
     return poke(rng, value, 2)
 
 
-_TOKENS = ("0", "1", "-1", "+1", "2147483647", "2147483648", "-2147483648", "-2147483649",
-           "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
-           "1_0", "\u0663", "\uff11", "1e3", "0x10", "", " ", "\t", "\x00", "nan", "9" * 5000, "-" + "9" * 30,
-           "__consumer_offsets", "a b", "\u2028", "=", "node.id", "broker.id")
+_TOKENS = (
+    "0",
+    "1",
+    "-1",
+    "+1",
+    "2147483647",
+    "2147483648",
+    "-2147483648",
+    "-2147483649",
+    "9223372036854775807",
+    "9223372036854775808",
+    "-9223372036854775808",
+    "-9223372036854775809",
+    "1_0",
+    "\u0663",
+    "\uff11",
+    "1e3",
+    "0x10",
+    "",
+    " ",
+    "\t",
+    "\x00",
+    "nan",
+    "9" * 5000,
+    "-" + "9" * 30,
+    "__consumer_offsets",
+    "a b",
+    "\u2028",
+    "=",
+    "node.id",
+    "broker.id",
+)
 _SEPS = (" ", "\t", "  ", "\x0b", "\x0c", "\r", "\u00a0", "\u3000")
 _NEWLINES = ("\n", "\r\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\u2028")
 
@@ -1256,7 +1441,7 @@ def text_mutator(data: bytes, max_size: int, seed: int, byte_mutate: ByteMutate 
         return (sep.join(lines).encode("utf-8", "surrogatepass"))[:max_size]
     elif op == 5:  # many entries (bounded by max_size)
         k = min(rng.choice((2, 10, 1000, 50000)), max(max_size // (len(lines[i]) + 1), 1))
-        lines[i:i + 1] = [lines[i]] * k
+        lines[i : i + 1] = [lines[i]] * k
     elif op == 6 and len(lines) > 1:
         lines[1] = rng.choice(_TOKENS)
     else:
@@ -1265,6 +1450,7 @@ def text_mutator(data: bytes, max_size: int, seed: int, byte_mutate: ByteMutate 
 
 
 # =========================================================================== seeds
+
 
 def _files(pattern: str) -> list[Path]:
     roots = [SHARED_DATA, REPO / "tests/data"]
@@ -1304,21 +1490,30 @@ def _rel(p: Path) -> str:
 
 
 def _offsets_segments(limit: int) -> list[tuple[str, bytes]]:
-    return _dedup([(_rel(p), _trim(p.read_bytes(), limit)) for p in _files("**/__consumer_offsets-*/*.log")
-                   if p.stat().st_size])
+    return _dedup(
+        [(_rel(p), _trim(p.read_bytes(), limit)) for p in _files("**/__consumer_offsets-*/*.log") if p.stat().st_size]
+    )
 
 
 def _metadata_segments(limit: int) -> list[tuple[str, bytes]]:
-    return _dedup([(_rel(p), _trim(p.read_bytes(), limit)) for p in _files("**/__cluster_metadata-*/*.log")
-                   if p.stat().st_size])
+    return _dedup(
+        [(_rel(p), _trim(p.read_bytes(), limit)) for p in _files("**/__cluster_metadata-*/*.log") if p.stat().st_size]
+    )
 
 
 def _user_segments(limit: int) -> list[tuple[str, bytes]]:
-    return _dedup([(_rel(p), _trim(p.read_bytes(), limit)) for p in _files("**/*-[0-9]*/*.log")
-                   if p.stat().st_size and "__" not in p.parent.name])
+    return _dedup(
+        [
+            (_rel(p), _trim(p.read_bytes(), limit))
+            for p in _files("**/*-[0-9]*/*.log")
+            if p.stat().st_size and "__" not in p.parent.name
+        ]
+    )
 
 
-def _real_records(kind: str = "offsets", limit: int = 400, per_kind: int = 40) -> list[tuple[bytes | None, bytes | None, int]]:
+def _real_records(
+    kind: str = "offsets", limit: int = 400, per_kind: int = 40
+) -> list[tuple[bytes | None, bytes | None, int]]:
     """(key, value, batch attributes) of distinct real records, at most ``per_kind`` per (key type,
     value version) so rare record types are not crowded out."""
     segs = _offsets_segments(1 << 30) if kind == "offsets" else _metadata_segments(1 << 30)
@@ -1328,10 +1523,14 @@ def _real_records(kind: str = "offsets", limit: int = 400, per_kind: int = 40) -
         recs = extract_records(buf, scan)
         d = recs.data
         for j in range(len(recs)):
-            ks, kl, vs, vl = (int(recs.key_start[j]), int(recs.key_len[j]), int(recs.value_start[j]),
-                              int(recs.value_len[j]))
-            k = None if kl < 0 else d[ks:ks + kl].tobytes()
-            v = None if vl < 0 else d[vs:vs + vl].tobytes()
+            ks, kl, vs, vl = (
+                int(recs.key_start[j]),
+                int(recs.key_len[j]),
+                int(recs.value_start[j]),
+                int(recs.value_len[j]),
+            )
+            k = None if kl < 0 else d[ks : ks + kl].tobytes()
+            v = None if vl < 0 else d[vs : vs + vl].tobytes()
             sig = (k[:2] if k else None, v[:3] if v else None)
             if (k, v) in seen or kinds.get(sig, 0) >= per_kind:
                 continue
@@ -1359,12 +1558,13 @@ def _legacy_sets() -> list[tuple[str, bytes]]:
     """Legacy message sets (magic 0 and 1, uncompressed and gzip/snappy/lz4 wrappers) holding real
     ``__consumer_offsets`` keys and values, with the offsets a broker assigns."""
     from kafka.record.legacy_records import LegacyRecordBatchBuilder
+
     recs = [(k, v) for k, v, _a in _real_records("offsets", 60) if k is not None][:40]
     out = []
     for magic in (0, 1):
         for codec in (0, 1, 2, 3):
             for start in (0, 20):
-                chunk = recs[start:start + 6]
+                chunk = recs[start : start + 6]
                 if not chunk:
                     continue
                 base = 100 + start
@@ -1389,9 +1589,13 @@ def _codec_seeds(codec: int) -> list[tuple[str, bytes]]:
         recs = [(k, v) for k, v, _a in _real_records("offsets", 40) if k is not None][:12]
         for magic in (0, 1):
             for start in (0, 6):
-                inner = b"".join(legacy_message(magic, 0, i if magic == 1 else 100 + i, k, v)
-                                 for i, (k, v) in enumerate(recs[start:start + 6]))
-                out.append((f"magic{magic}-{start}", join_codec_container(2 - magic, 6, compress(codec, inner, None, magic))))
+                inner = b"".join(
+                    legacy_message(magic, 0, i if magic == 1 else 100 + i, k, v)
+                    for i, (k, v) in enumerate(recs[start : start + 6])
+                )
+                out.append(
+                    (f"magic{magic}-{start}", join_codec_container(2 - magic, 6, compress(codec, inner, None, magic)))
+                )
     return out
 
 
@@ -1405,10 +1609,10 @@ def _kv_seeds() -> list[tuple[str, bytes]]:
             val = bytes.fromhex(v["value_hex"]) if v.get("value_hex") else None
             pairs.append((k, val))
     for i in range(0, len(pairs), 8):
-        out.append((f"vectors-{i}", join_kv_records(pairs[i:i + 8])))
+        out.append((f"vectors-{i}", join_kv_records(pairs[i : i + 8])))
     real = [(k, v) for k, v, _a in _real_records("offsets", 400)]
     for i in range(0, len(real), 16):
-        out.append((f"real-{i}", join_kv_records(real[i:i + 16])))
+        out.append((f"real-{i}", join_kv_records(real[i : i + 16])))
     return _dedup(out)
 
 
@@ -1462,6 +1666,7 @@ def _index_seeds() -> list[tuple[str, bytes]]:
 
 # =========================================================================== registry
 
+
 @dataclass
 class Harness:
     """One fuzz target: ``fn(data)``, a mutator, and where its seeds come from."""
@@ -1482,29 +1687,61 @@ def _h(name, fn, seeds, mutate) -> Harness:
 _offsets_mut = segment_mutator(offsets_kv_mutator)
 _meta_mut = segment_mutator(metadata_kv_mutator)
 
-HARNESSES: dict[str, Harness] = {h.name: h for h in [
-    _h("record_batches_v2", record_batches,
-       lambda: _offsets_segments(48 << 10) + _metadata_segments(48 << 10) + _user_segments(16 << 10), _offsets_mut),
-    _h("record_batches_legacy", record_batches, _legacy_sets, _offsets_mut),
-    _h("tail_scan", tail_scan, lambda: _offsets_segments(48 << 10) + _user_segments(16 << 10) + _legacy_sets()[:8],
-       _offsets_mut),
-    _h("tail_scan_index", tail_scan_index, _index_pairs, index_container_mutator),
-    _h("index_file", index_file, _index_seeds, index_mutator),
-    _h("offsets_segment", offsets_segment, lambda: _offsets_segments(48 << 10) + _legacy_sets(), _offsets_mut),
-    _h("offsets_segment_latest", offsets_segment_latest, lambda: _offsets_segments(48 << 10) + _legacy_sets()[:8],
-       _offsets_mut),
-    *[_h(f"codec_{n}", _codec(c), (lambda c=c: _codec_seeds(c)), codec_mutator(c)) for c, n in _CODEC_NAMES.items()],
-    _h("offsets_records", offsets_records, _kv_seeds, kv_records_mutator),
-    _h("group_metadata_value", group_metadata_value, _group_values, value_mutator(_group_value_edit)),
-    _h("metadata_value", metadata_value, _metadata_values, value_mutator(mutate_metadata_value)),
-    _h("metadata_segment", metadata_segment, lambda: _metadata_segments(48 << 10), _meta_mut),
-    _h("leader_epoch_checkpoint", leader_epoch_checkpoint, lambda: _text_files(("leader-epoch-checkpoint",)),
-       text_mutator),
-    _h("offset_checkpoint", offset_checkpoint,
-       lambda: _text_files(("replication-offset-checkpoint", "log-start-offset-checkpoint",
-                            "recovery-point-offset-checkpoint", "cleaner-offset-checkpoint")), text_mutator),
-    _h("meta_properties", meta_properties, lambda: _text_files(("meta.properties",)), text_mutator),
-]}
+HARNESSES: dict[str, Harness] = {
+    h.name: h
+    for h in [
+        _h(
+            "record_batches_v2",
+            record_batches,
+            lambda: _offsets_segments(48 << 10) + _metadata_segments(48 << 10) + _user_segments(16 << 10),
+            _offsets_mut,
+        ),
+        _h("record_batches_legacy", record_batches, _legacy_sets, _offsets_mut),
+        _h(
+            "tail_scan",
+            tail_scan,
+            lambda: _offsets_segments(48 << 10) + _user_segments(16 << 10) + _legacy_sets()[:8],
+            _offsets_mut,
+        ),
+        _h("tail_scan_index", tail_scan_index, _index_pairs, index_container_mutator),
+        _h("index_file", index_file, _index_seeds, index_mutator),
+        _h("offsets_segment", offsets_segment, lambda: _offsets_segments(48 << 10) + _legacy_sets(), _offsets_mut),
+        _h(
+            "offsets_segment_latest",
+            offsets_segment_latest,
+            lambda: _offsets_segments(48 << 10) + _legacy_sets()[:8],
+            _offsets_mut,
+        ),
+        *[
+            _h(f"codec_{n}", _codec(c), (lambda c=c: _codec_seeds(c)), codec_mutator(c))
+            for c, n in _CODEC_NAMES.items()
+        ],
+        _h("offsets_records", offsets_records, _kv_seeds, kv_records_mutator),
+        _h("group_metadata_value", group_metadata_value, _group_values, value_mutator(_group_value_edit)),
+        _h("metadata_value", metadata_value, _metadata_values, value_mutator(mutate_metadata_value)),
+        _h("metadata_segment", metadata_segment, lambda: _metadata_segments(48 << 10), _meta_mut),
+        _h(
+            "leader_epoch_checkpoint",
+            leader_epoch_checkpoint,
+            lambda: _text_files(("leader-epoch-checkpoint",)),
+            text_mutator,
+        ),
+        _h(
+            "offset_checkpoint",
+            offset_checkpoint,
+            lambda: _text_files(
+                (
+                    "replication-offset-checkpoint",
+                    "log-start-offset-checkpoint",
+                    "recovery-point-offset-checkpoint",
+                    "cleaner-offset-checkpoint",
+                )
+            ),
+            text_mutator,
+        ),
+        _h("meta_properties", meta_properties, lambda: _text_files(("meta.properties",)), text_mutator),
+    ]
+}
 
 
 def build_seeds(name: str) -> list[tuple[str, bytes]]:

@@ -33,6 +33,7 @@ layout byte for byte, so only values change.  5,000,000 commits take well under 
 the parameters.  ``python -m bench.generate --n 100000 --check`` generates (or reuses) one and
 cross-checks a segment with the auditor's decoder and kafka-python's ``MemoryRecords``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,15 +54,15 @@ GENERATOR_VERSION = 2  # 2: .index files next to the segments
 INDEX_INTERVAL_BYTES = 4096
 OFFSETS_TOPIC = "__consumer_offsets"
 DEFAULT_CACHE = os.environ.get("KOA_BENCH_CACHE", "/tmp/koa-bench")
-T0_MS = 1_700_000_000_000    # first commit timestamp (2023-11-14)
-TICK_MS = 10                 # one commit batch every 10 ms, cluster-wide
+T0_MS = 1_700_000_000_000  # first commit timestamp (2023-11-14)
+TICK_MS = 10  # one commit batch every 10 ms, cluster-wide
 BATCH_HEADER = 61
 CRC_POS, ATTR_POS = 17, 21
 BASE_TS_POS, MAX_TS_POS = 27, 35
 #: OffsetCommitValue v3 with an empty metadata string: version, offset, leader_epoch, metadata, timestamp.
 VALUE_V3 = struct.Struct(">hqihq")
-VALUE_LEN = VALUE_V3.size                              # 24
-V_OFFSET, V_EPOCH, V_TS = 2, 10, 16                    # field positions inside the value
+VALUE_LEN = VALUE_V3.size  # 24
+V_OFFSET, V_EPOCH, V_TS = 2, 10, 16  # field positions inside the value
 
 
 @dataclass(frozen=True)
@@ -77,9 +78,11 @@ class Params:
     bad_fraction: float = 0.01
 
     def key(self) -> str:
-        return (f"n{self.n_commits}-p{self.partitions}-g{self.groups}-t{self.topics}x{self.partitions_per_topic}"
-                f"-rpb{self.records_per_batch}-seg{self.segment_bytes}-s{self.seed}-bad{self.bad_fraction:g}"
-                f"-v{GENERATOR_VERSION}")
+        return (
+            f"n{self.n_commits}-p{self.partitions}-g{self.groups}-t{self.topics}x{self.partitions_per_topic}"
+            f"-rpb{self.records_per_batch}-seg{self.segment_bytes}-s{self.seed}-bad{self.bad_fraction:g}"
+            f"-v{GENERATOR_VERSION}"
+        )
 
 
 def java_string_hash(s: str) -> int:
@@ -115,8 +118,15 @@ def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
 
 
 def _builder() -> DefaultRecordBatchBuilder:
-    return DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
-                                     producer_id=-1, producer_epoch=-1, base_sequence=-1, batch_size=1 << 30)
+    return DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 30,
+    )
 
 
 def build_template(keys: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
@@ -133,12 +143,12 @@ def build_template(keys: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     pos, starts = BATCH_HEADER, []
     for i, k in enumerate(keys):
         pos += DefaultRecordBatchBuilder.size_in_bytes(i, 0, k, value, [])
-        starts.append(pos - 1 - VALUE_LEN)   # value, then the 1-byte header count (0)
+        starts.append(pos - 1 - VALUE_LEN)  # value, then the 1-byte header count (0)
     if pos != len(buf):
         raise RuntimeError(f"record layout mismatch: computed {pos} bytes, builder wrote {len(buf)}")
     arr = np.frombuffer(buf, dtype=np.uint8).copy()
     st = np.asarray(starts, dtype=np.int64)
-    if any(buf[s:s + VALUE_LEN] != value for s in starts):
+    if any(buf[s : s + VALUE_LEN] != value for s in starts):
         raise RuntimeError("value positions do not match the builder's layout")
     return arr, st
 
@@ -167,9 +177,19 @@ def _checkpoint(entries: list[str]) -> str:
     return "0\n%d\n%s" % (len(entries), "".join(e + "\n" for e in entries))
 
 
-def generate_log_dir(path: str | os.PathLike, n_commits: int, *, partitions: int = 8, groups: int = 200,
-                     topics: int = 20, partitions_per_topic: int = 16, records_per_batch: int = 100,
-                     segment_bytes: int = 64 << 20, seed: int = 0, bad_fraction: float = 0.01) -> dict:
+def generate_log_dir(
+    path: str | os.PathLike,
+    n_commits: int,
+    *,
+    partitions: int = 8,
+    groups: int = 200,
+    topics: int = 20,
+    partitions_per_topic: int = 16,
+    records_per_batch: int = 100,
+    segment_bytes: int = 64 << 20,
+    seed: int = 0,
+    bad_fraction: float = 0.01,
+) -> dict:
     """Write a synthetic single-broker log dir (``node.id=1``) at ``path``; returns a manifest dict.
 
     ``n_commits`` OffsetCommit records in total, in batches of ``records_per_batch`` (the last
@@ -178,8 +198,17 @@ def generate_log_dir(path: str | os.PathLike, n_commits: int, *, partitions: int
     ``topics * partitions_per_topic`` user partitions.  The manifest holds the parameters, file
     counts and sizes and how many group-partitions got a bad latest commit of each kind.
     """
-    p = Params(n_commits, partitions, groups, topics, partitions_per_topic, records_per_batch,
-               segment_bytes, seed, bad_fraction)
+    p = Params(
+        n_commits,
+        partitions,
+        groups,
+        topics,
+        partitions_per_topic,
+        records_per_batch,
+        segment_bytes,
+        seed,
+        bad_fraction,
+    )
     if n_commits < 1 or records_per_batch < 1 or groups < 1 or partitions < 1:
         raise ValueError("n_commits, records_per_batch, groups and partitions must be >= 1")
     U = topics * partitions_per_topic
@@ -191,7 +220,7 @@ def generate_log_dir(path: str | os.PathLike, n_commits: int, *, partitions: int
     root.mkdir(parents=True, exist_ok=False)
     rng = np.random.default_rng(seed)
     G = groups
-    B = -(-n_commits // K)                       # batches
+    B = -(-n_commits // K)  # batches
     last_size = n_commits - (B - 1) * K
     g_last, r_last = (B - 1) % G, (B - 1) // G
     rounds = np.array([(B - g + G - 1) // G if g < B else 0 for g in range(G)], dtype=np.int64)
@@ -201,20 +230,26 @@ def generate_log_dir(path: str | os.PathLike, n_commits: int, *, partitions: int
     step = rng.integers(5, 50, U).astype(np.int64)
     leo = (r_max + 1) * step + 10
     s1, s2 = leo // 3, 2 * leo // 3
-    start = (np.arange(G) * 37) % U                                          # spread groups over the partitions
-    tp_of = (start[:, None] + np.arange(K)[None, :]) % U                     # (G, K) user tp index
-    lag = (rng.random((G, K)) * step[tp_of]).astype(np.int64)                # 0 <= lag < step
+    start = (np.arange(G) * 37) % U  # spread groups over the partitions
+    tp_of = (start[:, None] + np.arange(K)[None, :]) % U  # (G, K) user tp index
+    lag = (rng.random((G, K)) * step[tp_of]).astype(np.int64)  # 0 <= lag < step
     bad = rng.random((G, K)) < bad_fraction
-    bad_kind = rng.integers(0, 2, (G, K))                                    # 0 truncation, 1 out of range
+    bad_kind = rng.integers(0, 2, (G, K))  # 0 truncation, 1 out of range
 
     names = [group_name(g) for g in range(G)]
     part_of = np.array([offsets_partition_for(n, partitions) for n in names], dtype=np.int64)
-    keys_of = [[offset_commit_key(names[g], topic_name(int(t) // partitions_per_topic), int(t) % partitions_per_topic)
-                for t in tp_of[g]] for g in range(G)]
+    keys_of = [
+        [
+            offset_commit_key(names[g], topic_name(int(t) // partitions_per_topic), int(t) % partitions_per_topic)
+            for t in tp_of[g]
+        ]
+        for g in range(G)
+    ]
 
     (root / "meta.properties").write_text(
         "#\n#Generated by bench/generate.py\nnode.id=1\nversion=1\ncluster.id=koaBenchCluster0000001\n"
-        "directory.id=koaBenchDirectory00001\n")
+        "directory.id=koaBenchDirectory00001\n"
+    )
 
     counts = {"log_truncation_keys": 0, "out_of_range_keys": 0}
     files = 0
@@ -256,11 +291,11 @@ def generate_log_dir(path: str | os.PathLike, n_commits: int, *, partitions: int
                 if lr < 0:
                     continue
                 t = int(tp[i])
-                if bad_kind[g, i] == 0:   # leader epoch 1 although epoch 2 began before the offset
+                if bad_kind[g, i] == 0:  # leader epoch 1 although epoch 2 began before the offset
                     off[lr, i] = max(int(off[lr, i]), int(s2[t]) + 1)
                     ep[lr, i] = 1
                     counts["log_truncation_keys"] += 1
-                else:                     # above the log end offset
+                else:  # above the log end offset
                     off[lr, i] = int(leo[t]) + 1 + (g + i) % 50
                     ep[lr, i] = 2
                     counts["out_of_range_keys"] += 1
@@ -276,8 +311,8 @@ def generate_log_dir(path: str | os.PathLike, n_commits: int, *, partitions: int
                 prow = ptpl[None, :].copy()
                 _put(prow, np.array([0]), base_of[[B - 1]][:, None], ">i8")
                 _put(prow, np.array([BASE_TS_POS, MAX_TS_POS]), np.array([[ts[r_last], ts[r_last]]]), ">i8")
-                _put(prow, pvs + V_OFFSET, off[r_last:r_last + 1, :last_size], ">i8")
-                _put(prow, pvs + V_EPOCH, ep[r_last:r_last + 1, :last_size], ">i4")
+                _put(prow, pvs + V_OFFSET, off[r_last : r_last + 1, :last_size], ">i8")
+                _put(prow, pvs + V_EPOCH, ep[r_last : r_last + 1, :last_size], ">i4")
                 _put(prow, pvs + V_TS, np.full((1, last_size), ts[r_last]), ">i8")
                 rows[g] = [arr[i] for i in range(R - 1)] + [prow[0]]
             else:
@@ -292,7 +327,10 @@ def generate_log_dir(path: str | os.PathLike, n_commits: int, *, partitions: int
             seg.close()
             # the offset index as LogSegment.append writes it: (last offset - base, position) of the
             # first batch after more than log.index.interval.bytes since the previous entry
-            (pdir / f"{seg_base:020d}.index").write_bytes(struct.pack(f">{2 * len(index)}i", *[x for e in index for x in e]))
+            (pdir / f"{seg_base:020d}.index").write_bytes(
+                struct.pack(f">{2 * len(index)}i", *[x for e in index for x in e])
+            )
+
         try:
             for b in bs.tolist():
                 row = rows[b % G][b // G]
@@ -323,8 +361,7 @@ def generate_log_dir(path: str | os.PathLike, n_commits: int, *, partitions: int
         topic, tpart = topic_name(t // partitions_per_topic), t % partitions_per_topic
         d = root / f"{topic}-{tpart}"
         d.mkdir()
-        (d / "leader-epoch-checkpoint").write_text(
-            _checkpoint(["0 0", f"1 {int(s1[t])}", f"2 {int(s2[t])}"]))
+        (d / "leader-epoch-checkpoint").write_text(_checkpoint(["0 0", f"1 {int(s1[t])}", f"2 {int(s2[t])}"]))
         n_tail = int(min(10, leo[t] - s2[t]))
         (d / f"{0:020d}.log").write_bytes(_tail_batch(int(leo[t]) - n_tail, n_tail, 2, epoch_ts))
         files += 1
@@ -409,16 +446,28 @@ def self_check(log_dir: str, max_batches: int = 500) -> dict:
     import pyarrow as pa
 
     from audit.formats.segments import RAW_SCHEMA
+
     # the decoder returns one Arrow batch per step of records (and issue rows in their own)
-    rows = pa.Table.from_batches(decode_offsets_segment(data, seg, int(Path(seg).parent.name.rsplit("-", 1)[1])),
-                                 schema=RAW_SCHEMA)
+    rows = pa.Table.from_batches(
+        decode_offsets_segment(data, seg, int(Path(seg).parent.name.rsplit("-", 1)[1])), schema=RAW_SCHEMA
+    )
     issues = rows.filter(pa.compute.equal(rows.column("kind"), "issue"))
     assert issues.num_rows == 0, f"{seg}: decoder reported issues: {issues.to_pylist()[:3]}"
     assert rows.column("decode_error").null_count == rows.num_rows, "decode errors in generated segment"
     assert all(k == "record" for k in rows.column("kind").unique().to_pylist())
-    cols = {c: rows.column(c).to_pylist() for c in ("offset", "group_id", "topic", "partition",
-                                                     "committed_offset", "leader_epoch", "commit_timestamp",
-                                                     "value_version")}
+    cols = {
+        c: rows.column(c).to_pylist()
+        for c in (
+            "offset",
+            "group_id",
+            "topic",
+            "partition",
+            "committed_offset",
+            "leader_epoch",
+            "commit_timestamp",
+            "value_version",
+        )
+    }
     recs = MemoryRecords(data)
     i = nb = 0
     while recs.has_next() and nb < max_batches:
@@ -427,15 +476,26 @@ def self_check(log_dir: str, max_batches: int = 500) -> dict:
         for rec in batch:
             key, value = rec.key, rec.value
             (rtype, glen) = struct.unpack_from(">hh", key, 0)
-            group = key[4:4 + glen].decode()
+            group = key[4 : 4 + glen].decode()
             (tlen,) = struct.unpack_from(">h", key, 4 + glen)
-            topic = key[6 + glen:6 + glen + tlen].decode()
+            topic = key[6 + glen : 6 + glen + tlen].decode()
             (tpart,) = struct.unpack_from(">i", key, 6 + glen + tlen)
             ver, off, ep, mlen = struct.unpack_from(">hqih", value, 0)
             (ts,) = struct.unpack_from(">q", value, 16 + mlen)
             expect = (rec.offset, group, topic, tpart, off, ep, ts, ver)
-            got = tuple(cols[c][i] for c in ("offset", "group_id", "topic", "partition", "committed_offset",
-                                             "leader_epoch", "commit_timestamp", "value_version"))
+            got = tuple(
+                cols[c][i]
+                for c in (
+                    "offset",
+                    "group_id",
+                    "topic",
+                    "partition",
+                    "committed_offset",
+                    "leader_epoch",
+                    "commit_timestamp",
+                    "value_version",
+                )
+            )
             assert rtype == 1 and expect == got, f"record {i}: kafka-python {expect} != audit {got}"
             i += 1
         nb += 1
@@ -455,12 +515,19 @@ def self_check(log_dir: str, max_batches: int = 500) -> dict:
         index = Path(seg_path).with_suffix(".index").read_bytes()
         base = int(Path(seg_path).stem)
         # a segment of one batch has no index entry (the broker indexes a batch only after 4096 bytes of others)
-        assert index_start(buf, index, base) > 0 or len(buf) <= INDEX_INTERVAL_BYTES or not index.strip(b"\0"), \
+        assert index_start(buf, index, base) > 0 or len(buf) <= INDEX_INTERVAL_BYTES or not index.strip(b"\0"), (
             f"{seg_path}: index not used"
+        )
         assert scan_tail(buf, index, base).end_offset == scan_batches(buf).end_offset, f"{seg_path}: tail via index"
         indexed += 1
-    return {"segment": seg, "records_decoded": rows.num_rows, "records_cross_checked": i,
-            "batches_cross_checked": nb, "user_partition_tails_checked": tails, "indexed_segments_checked": indexed}
+    return {
+        "segment": seg,
+        "records_decoded": rows.num_rows,
+        "records_cross_checked": i,
+        "batches_cross_checked": nb,
+        "user_partition_tails_checked": tails,
+        "indexed_segments_checked": indexed,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -473,11 +540,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", default=DEFAULT_CACHE)
     ap.add_argument("--check", action="store_true", help="cross-check with both decoders")
     a = ap.parse_args(argv)
-    path, manifest, cached = ensure_log_dir(a.n, a.cache, records_per_batch=a.records_per_batch,
-                                            partitions=a.partitions, groups=a.groups, seed=a.seed)
-    print(json.dumps({"log_dir": path, "cached": cached, **{k: manifest[k] for k in (
-        "batches", "group_partitions", "segment_files", "segment_bytes_total", "bad_latest_commits",
-        "generation_seconds")}}, indent=2))
+    path, manifest, cached = ensure_log_dir(
+        a.n, a.cache, records_per_batch=a.records_per_batch, partitions=a.partitions, groups=a.groups, seed=a.seed
+    )
+    print(
+        json.dumps(
+            {
+                "log_dir": path,
+                "cached": cached,
+                **{
+                    k: manifest[k]
+                    for k in (
+                        "batches",
+                        "group_partitions",
+                        "segment_files",
+                        "segment_bytes_total",
+                        "bad_latest_commits",
+                        "generation_seconds",
+                    )
+                },
+            },
+            indent=2,
+        )
+    )
     if a.check:
         print(json.dumps(self_check(path), indent=2))
     return 0

@@ -15,6 +15,7 @@ broker, distinct connections, and the peak number of connections open at once (a
 from the start of its first request to the end of its last; the request log gives each request's end time
 and duration).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,7 +41,7 @@ def _requests(text: str) -> list[tuple[float, dict]]:
             continue
         try:
             end = dt.datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f").timestamp()
-            obj, _ = dec.raw_decode(line[line.find("{", i):])
+            obj, _ = dec.raw_decode(line[line.find("{", i) :])
         except ValueError:
             continue
         out.append((end, obj))
@@ -63,16 +64,23 @@ def load_of(cluster, marks: dict[int, int]) -> dict:
     for n in cluster.broker_nodes():
         with open(n.log_file, "rb") as fh:
             fh.seek(marks[n.node_id])
-            reqs = [(end, r) for end, r in _requests(fh.read().decode(errors="replace"))
-                    if r["requestHeader"].get("clientId") == CLIENT_ID]
+            reqs = [
+                (end, r)
+                for end, r in _requests(fh.read().decode(errors="replace"))
+                if r["requestHeader"].get("clientId") == CLIENT_ID
+            ]
         kinds = Counter(r["requestHeader"]["requestApiKeyName"] for _, r in reqs)
         conns: dict[str, list[float]] = defaultdict(lambda: [float("inf"), 0.0])
         for end, r in reqs:
             c = conns[r.get("connection", "?")]
             c[0] = min(c[0], end - float(r.get("totalTimeMs", 0)) / 1000)
             c[1] = max(c[1], end)
-        per_broker[n.node_id] = {"requests": dict(sorted(kinds.items())), "total": sum(kinds.values()),
-                                 "connections": len(conns), "peak_open_connections": peak_open(list(map(tuple, conns.values())))}
+        per_broker[n.node_id] = {
+            "requests": dict(sorted(kinds.items())),
+            "total": sum(kinds.values()),
+            "connections": len(conns),
+            "peak_open_connections": peak_open(list(map(tuple, conns.values()))),
+        }
     return per_broker
 
 
@@ -93,8 +101,9 @@ def main(argv=None) -> int:
 
     version = args.version or kafka_dist.versions()[0]
     work = Path(tempfile.mkdtemp(prefix="koa-live-load-"))
-    cluster = KafkaCluster(version, work / "cluster", brokers=3, heap="512m",
-                           loggers={"kafka.request.logger": "DEBUG"}).start()
+    cluster = KafkaCluster(
+        version, work / "cluster", brokers=3, heap="512m", loggers={"kafka.request.logger": "DEBUG"}
+    ).start()
     runs = []
     try:
         topics = [f"load-{i:03d}" for i in range(args.topics)]
@@ -107,8 +116,11 @@ def main(argv=None) -> int:
             for g in range(args.groups):
                 t = topics[g % len(topics)]
                 # a standalone commit (no group join) with the leader epoch, as a consumer commits
-                lab.call("commit", group=f"load-group-{g:04d}",
-                         offsets=[{"topic": t, "partition": p, "offset": 5, "epoch": 0} for p in range(args.partitions)])
+                lab.call(
+                    "commit",
+                    group=f"load-group-{g:04d}",
+                    offsets=[{"topic": t, "partition": p, "offset": 5, "epoch": 0} for p in range(args.partitions)],
+                )
         setup = time.monotonic() - t0
         props = work / "client.properties"
         props.write_text(f"client.id={CLIENT_ID}\n")
@@ -117,23 +129,57 @@ def main(argv=None) -> int:
             marks = {n.node_id: n.log_file.stat().st_size for n in cluster.broker_nodes()}
             out = work / f"out-{conc}"
             started = time.monotonic()
-            proc = subprocess.run([sys.executable, "-m", "audit.cli", "audit", "--bootstrap-servers", cluster.bootstrap,
-                                   "--client-config", str(props), "--output", str(out), "--skip-reports", "--quiet",
-                                   "--fail-on", "never", "--max-concurrency", str(conc), "--master", "local[2]"],
-                                  cwd=repo, env=env, capture_output=True, text=True)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "audit.cli",
+                    "audit",
+                    "--bootstrap-servers",
+                    cluster.bootstrap,
+                    "--client-config",
+                    str(props),
+                    "--output",
+                    str(out),
+                    "--skip-reports",
+                    "--quiet",
+                    "--fail-on",
+                    "never",
+                    "--max-concurrency",
+                    str(conc),
+                    "--master",
+                    "local[2]",
+                ],
+                cwd=repo,
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             wall = time.monotonic() - started
             if proc.returncode not in (0, 1):
                 raise SystemExit(f"audit failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
             time.sleep(1.5)  # the request log is written after the response
             summary = json.loads((out / "summary.json").read_text())
-            runs.append({"max_concurrency": conc, "wall_seconds": round(wall, 1),
-                         "group_partitions": summary["offset_commits"]["group_partitions"],
-                         "brokers": load_of(cluster, marks)})
+            runs.append(
+                {
+                    "max_concurrency": conc,
+                    "wall_seconds": round(wall, 1),
+                    "group_partitions": summary["offset_commits"]["group_partitions"],
+                    "brokers": load_of(cluster, marks),
+                }
+            )
             print(json.dumps(runs[-1]), flush=True)
     finally:
         cluster.stop()
-    result = {"kafka_version": version, "groups": args.groups, "topics": args.topics, "partitions": args.partitions,
-              "setup_seconds": round(setup, 1), "machine": f"{os.cpu_count()} cores", "runs": runs}
+    result = {
+        "kafka_version": version,
+        "groups": args.groups,
+        "topics": args.topics,
+        "partitions": args.partitions,
+        "setup_seconds": round(setup, 1),
+        "machine": f"{os.cpu_count()} cores",
+        "runs": runs,
+    }
     Path(args.out + ".json").write_text(json.dumps(result, indent=2) + "\n")
     Path(args.out + ".md").write_text(_markdown(result))
     print(_markdown(result))
@@ -142,18 +188,25 @@ def main(argv=None) -> int:
 
 def _markdown(r: dict) -> str:
     kinds = sorted({k for run in r["runs"] for b in run["brokers"].values() for k in b["requests"]})
-    lines = [f"# Live audit load on a 3-broker Kafka {r['kafka_version']} cluster", "",
-             f"{r['groups']} groups, {r['topics']} topics x {r['partitions']} partitions; "
-             f"`python -m bench.live_load` on {r['machine']}. Requests are those with the audit's client.id, "
-             "counted in each broker's request log.", "",
-             "| max concurrency | wall s | group-partitions | broker | " + " | ".join(kinds)
-             + " | connections | peak open |",
-             "|---" * (6 + len(kinds)) + "|"]
+    lines = [
+        f"# Live audit load on a 3-broker Kafka {r['kafka_version']} cluster",
+        "",
+        f"{r['groups']} groups, {r['topics']} topics x {r['partitions']} partitions; "
+        f"`python -m bench.live_load` on {r['machine']}. Requests are those with the audit's client.id, "
+        "counted in each broker's request log.",
+        "",
+        "| max concurrency | wall s | group-partitions | broker | "
+        + " | ".join(kinds)
+        + " | connections | peak open |",
+        "|---" * (6 + len(kinds)) + "|",
+    ]
     for run in r["runs"]:
         for b, v in sorted(run["brokers"].items(), key=lambda kv: int(kv[0])):
-            lines.append(f"| {run['max_concurrency']} | {run['wall_seconds']} | {run['group_partitions']} | {b} | "
-                         + " | ".join(str(v["requests"].get(k, 0)) for k in kinds)
-                         + f" | {v['connections']} | {v['peak_open_connections']} |")
+            lines.append(
+                f"| {run['max_concurrency']} | {run['wall_seconds']} | {run['group_partitions']} | {b} | "
+                + " | ".join(str(v["requests"].get(k, 0)) for k in kinds)
+                + f" | {v['connections']} | {v['peak_open_connections']} |"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -7,6 +7,7 @@ one process, one core.  ``decode_files(paths)`` returns the number of offset com
 
 ``python -m bench.naive_decoder --log-dir DIR [--json]`` times it over a log dir's segments.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,7 @@ from kafka.record.memory_records import MemoryRecords
 _H = struct.Struct(">h")
 _I = struct.Struct(">i")
 _Q = struct.Struct(">q")
-_V0 = struct.Struct(">hq")        # version, offset
+_V0 = struct.Struct(">hq")  # version, offset
 _EPOCH = struct.Struct(">i")
 
 
@@ -50,7 +51,7 @@ def decode_value(value: bytes) -> tuple:
     else:
         (n,) = _H.unpack_from(value, pos)
         pos += 2
-    metadata = value[pos:pos + n].decode("utf-8", "replace") if n > 0 else ""
+    metadata = value[pos : pos + n].decode("utf-8", "replace") if n > 0 else ""
     pos += max(n, 0)
     (commit_ts,) = _Q.unpack_from(value, pos)
     expire_ts = _Q.unpack_from(value, pos + 8)[0] if version == 1 else -1
@@ -61,12 +62,12 @@ def decode_key(key: bytes) -> tuple:
     """Offset commit key -> (record_type, group, topic, partition); other types -> (type, group, None, -1)."""
     (rtype,) = _H.unpack_from(key, 0)
     (glen,) = _H.unpack_from(key, 2)
-    group = key[4:4 + glen].decode("utf-8")
+    group = key[4 : 4 + glen].decode("utf-8")
     if rtype > 1:
         return rtype, group, None, -1
     pos = 4 + glen
     (tlen,) = _H.unpack_from(key, pos)
-    topic = key[pos + 2:pos + 2 + tlen].decode("utf-8")
+    topic = key[pos + 2 : pos + 2 + tlen].decode("utf-8")
     (partition,) = _I.unpack_from(key, pos + 2 + tlen)
     return rtype, group, topic, partition
 
@@ -108,12 +109,17 @@ def decode_files(paths: list[str]) -> int:
 def time_log_dir(log_dir: str) -> dict:
     """Time :func:`decode_files` over every ``__consumer_offsets`` segment of ``log_dir``."""
     from bench.generate import offsets_segments
+
     paths = offsets_segments(log_dir)
     t = time.perf_counter()
     n = decode_files(paths)
     secs = time.perf_counter() - t
-    return {"files": len(paths), "commits": n, "seconds": round(secs, 3),
-            "records_per_second": round(n / secs) if secs > 0 else None}
+    return {
+        "files": len(paths),
+        "commits": n,
+        "seconds": round(secs, 3),
+        "records_per_second": round(n / secs) if secs > 0 else None,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,8 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     a = ap.parse_args(argv)
     r = time_log_dir(a.log_dir)
-    print(json.dumps(r) if a.json else
-          f"{r['commits']} commits from {r['files']} files in {r['seconds']} s: {r['records_per_second']:,} records/s")
+    print(
+        json.dumps(r)
+        if a.json
+        else f"{r['commits']} commits from {r['files']} files in {r['seconds']} s: {r['records_per_second']:,} records/s"
+    )
     return 0
 
 

@@ -15,6 +15,7 @@ with PASS/FAIL for the targets: >= 1,000,000 commit records/s end to end at N=5,
 Runs are sequential (one Spark at a time).  ``--stages`` also times the decode stage alone
 (segment paths -> mapInArrow(_decode_offsets_latest) -> count) in the same child after ``run()``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,10 +34,11 @@ TARGET_RATE = 1_000_000
 TARGET_RATE_AT = 5_000_000
 TARGET_RATIO = 4.0
 FLAT_MAX_GROWTH = 1.5
-HEAP_SATURATED = 0.9   # a JVM heap figure this close to -Xmx cannot show growth
+HEAP_SATURATED = 0.9  # a JVM heap figure this close to -Xmx cannot show growth
 
 
 # --------------------------------------------------------------------------- memory probes
+
 
 def vm_hwm_kib(pid: int | str = "self") -> int | None:
     """Peak resident set size (``VmHWM``) of a process in KiB, from /proc; None if unavailable."""
@@ -53,6 +55,7 @@ def _peak_rss_mib() -> float:
     hwm = vm_hwm_kib()
     if hwm is None:  # not Linux: ru_maxrss is KiB on Linux, bytes on macOS
         import resource
+
         r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return r / (1 << 20) if sys.platform == "darwin" else r / 1024
     return hwm / 1024
@@ -68,8 +71,17 @@ class ActionProfiler:
     code line that called it.  Monkeypatches pyspark in this (child) process only; nested actions
     (``take`` -> ``collect``) count once, for the outermost call."""
 
-    METHODS = ("count", "collect", "take", "head", "first", "localCheckpoint", "checkpoint", "toPandas",
-               "toLocalIterator")
+    METHODS = (
+        "count",
+        "collect",
+        "take",
+        "head",
+        "first",
+        "localCheckpoint",
+        "checkpoint",
+        "toPandas",
+        "toLocalIterator",
+    )
     WRITER = ("parquet", "save", "json", "csv")
 
     def __init__(self):
@@ -79,6 +91,7 @@ class ActionProfiler:
     def install(self) -> None:
         from pyspark.sql.classic.dataframe import DataFrame
         from pyspark.sql.readwriter import DataFrameWriter
+
         for cls, names in ((DataFrame, self.METHODS), (DataFrameWriter, self.WRITER)):
             for name in names:
                 if name in cls.__dict__:
@@ -108,6 +121,7 @@ class ActionProfiler:
             finally:
                 prof._depth -= 1
                 prof.records.append((site, name, time.perf_counter() - t))
+
         wrapper.__wrapped__ = fn
         return wrapper
 
@@ -126,6 +140,7 @@ class HeapSampler:
 
     def __init__(self, spark, interval: float = 0.25):
         import threading
+
         self._mx = spark._jvm.java.lang.management.ManagementFactory.getMemoryMXBean()
         self._pools = _heap_pools(spark)
         self.peak_used = 0
@@ -162,8 +177,16 @@ class HeapSampler:
 
 # --------------------------------------------------------------------------- child: one audit run
 
-def child_audit(log_dir: str, out_dir: str, master: str, result_file: str, stages: bool,
-                reports: bool = True, cprofile: str | None = None) -> None:
+
+def child_audit(
+    log_dir: str,
+    out_dir: str,
+    master: str,
+    result_file: str,
+    stages: bool,
+    reports: bool = True,
+    cprofile: str | None = None,
+) -> None:
     """Fresh process: build the session, time ``run()``, record memory, write JSON to ``result_file``."""
     import audit.pipeline as pipeline
     from audit.spark import build_session
@@ -180,11 +203,12 @@ def child_audit(log_dir: str, out_dir: str, master: str, result_file: str, stage
         probe["by_stage"][msg.split(":", 1)[0]] = round(live / (1 << 20), 1)
         probe["paused"] += time.perf_counter() - t
         marks.append((msg.split(":", 1)[0], time.perf_counter() - probe["paused"]))
+
     pipeline._progress = progress
 
     t0 = time.perf_counter()
     spark = build_session(master, quick_start=True)  # as the CLI starts it for --mode latest
-    spark.sparkContext.parallelize([0], 1).count()   # the JVM and its first job are up
+    spark.sparkContext.parallelize([0], 1).count()  # the JVM and its first job are up
     jvm_start = time.perf_counter() - t0
     pools = _heap_pools(spark)
     for p in pools:
@@ -200,6 +224,7 @@ def child_audit(log_dir: str, out_dir: str, master: str, result_file: str, stage
     with HeapSampler(spark) as heap:
         if cprofile:
             import cProfile
+
             profiler = cProfile.Profile()
             profiler.enable()
         t1 = time.perf_counter()
@@ -281,15 +306,22 @@ def time_decode_stage(spark, log_dir: str, repeats: int = 2) -> dict:
     from pathlib import Path as _P
 
     from audit.formats.segments import decode_offsets_segment
+
     t = time.perf_counter()
     rows = 0
     for p in offsets_segments(log_dir):
-        for b in decode_offsets_segment(_P(p).read_bytes(), p, int(_P(p).parent.name.rsplit("-", 1)[1]),
-                                        reduce_latest=True):
+        for b in decode_offsets_segment(
+            _P(p).read_bytes(), p, int(_P(p).parent.name.rsplit("-", 1)[1]), reduce_latest=True
+        ):
             rows += b.num_rows
     numpy_s = time.perf_counter() - t
-    return {"rows": n, "spark_count_seconds": times, "files": len(paths),
-            "python_decoder_single_process_seconds": round(numpy_s, 3), "python_decoder_rows": rows}
+    return {
+        "rows": n,
+        "spark_count_seconds": times,
+        "files": len(paths),
+        "python_decoder_single_process_seconds": round(numpy_s, 3),
+        "python_decoder_rows": rows,
+    }
 
 
 def child_floor(log_dir: str, out_dir: str, master: str, result_file: str, repeats: int = 2) -> None:
@@ -311,14 +343,19 @@ def child_floor(log_dir: str, out_dir: str, master: str, result_file: str, repea
     times = []
     for _ in range(repeats):
         t = time.perf_counter()
-        (_binary(spark, paths).mapInArrow(_decode_offsets_latest, spark_schema(RAW_SCHEMA))
-         .write.mode("overwrite").parquet(out_dir))
+        (
+            _binary(spark, paths)
+            .mapInArrow(_decode_offsets_latest, spark_schema(RAW_SCHEMA))
+            .write.mode("overwrite")
+            .parquet(out_dir)
+        )
         times.append(round(time.perf_counter() - t, 3))
     Path(result_file).write_text(json.dumps({"cold_seconds": times[0], "warm_seconds": min(times[1:] or times)}))
     spark.stop()
 
 
 # --------------------------------------------------------------------------- parent
+
 
 def _run_child(args: list[str]) -> None:
     env = dict(os.environ)
@@ -331,45 +368,98 @@ def measure(n: int, a) -> dict:
 
     t = time.perf_counter()
     log_dir, manifest, cached = ensure_log_dir(
-        n, a.cache, records_per_batch=a.records_per_batch, partitions=a.partitions, groups=a.groups, seed=a.seed,
-        segment_bytes=a.segment_mib << 20)
+        n,
+        a.cache,
+        records_per_batch=a.records_per_batch,
+        partitions=a.partitions,
+        groups=a.groups,
+        seed=a.seed,
+        segment_bytes=a.segment_mib << 20,
+    )
     gen_s = time.perf_counter() - t
-    print(f"[bench] N={n:,}: log dir {log_dir} ({'cached' if cached else f'generated in {gen_s:.1f} s'}, "
-          f"{manifest['segment_bytes_total'] / 1e6:.0f} MB in {manifest['segment_files']} files)", flush=True)
+    print(
+        f"[bench] N={n:,}: log dir {log_dir} ({'cached' if cached else f'generated in {gen_s:.1f} s'}, "
+        f"{manifest['segment_bytes_total'] / 1e6:.0f} MB in {manifest['segment_files']} files)",
+        flush=True,
+    )
     check = self_check(log_dir)
-    row = {"n": n, "log_dir": log_dir, "generation_seconds": manifest["generation_seconds"], "cached": cached,
-           "segment_bytes_total": manifest["segment_bytes_total"], "batches": manifest["batches"],
-           "expected_bad_latest_commits": manifest["bad_latest_commits"], "self_check": check, "runs": []}
+    row = {
+        "n": n,
+        "log_dir": log_dir,
+        "generation_seconds": manifest["generation_seconds"],
+        "cached": cached,
+        "segment_bytes_total": manifest["segment_bytes_total"],
+        "batches": manifest["batches"],
+        "expected_bad_latest_commits": manifest["bad_latest_commits"],
+        "self_check": check,
+        "runs": [],
+    }
     for i in range(a.repeat):
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
             rf = f.name
         out_dir = os.path.join(a.cache, f"audit-out-{n}")
         print(f"[bench] N={n:,}: audit run {i + 1}/{a.repeat} on {a.master} ...", flush=True)
-        _run_child(["--child", "--log-dir", log_dir, "--audit-output", out_dir, "--master", a.master,
-                    "--result-file", rf] + (["--stages"] if a.stages and i == 0 else [])
-                   + (["--no-reports"] if a.no_reports else [])
-                   + (["--cprofile", f"{a.cprofile}.{n}"] if a.cprofile and i == 0 else []))
+        _run_child(
+            ["--child", "--log-dir", log_dir, "--audit-output", out_dir, "--master", a.master, "--result-file", rf]
+            + (["--stages"] if a.stages and i == 0 else [])
+            + (["--no-reports"] if a.no_reports else [])
+            + (["--cprofile", f"{a.cprofile}.{n}"] if a.cprofile and i == 0 else [])
+        )
         r = json.loads(Path(rf).read_text())
         os.unlink(rf)
-        print(f"[bench] N={n:,}: run() {r['run_seconds']} s (JVM start {r['jvm_start_seconds']} s) "
-              f"stages {r['stage_seconds']}", flush=True)
+        print(
+            f"[bench] N={n:,}: run() {r['run_seconds']} s (JVM start {r['jvm_start_seconds']} s) "
+            f"stages {r['stage_seconds']}",
+            flush=True,
+        )
         row["runs"].append(r)
     if a.floor:
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
             rf = f.name
         print(f"[bench] N={n:,}: Spark floor (decode + one Parquet write, fresh session) ...", flush=True)
-        _run_child(["--child-floor", "--log-dir", log_dir, "--audit-output", os.path.join(a.cache, f"floor-out-{n}"),
-                    "--master", a.master, "--result-file", rf])
+        _run_child(
+            [
+                "--child-floor",
+                "--log-dir",
+                log_dir,
+                "--audit-output",
+                os.path.join(a.cache, f"floor-out-{n}"),
+                "--master",
+                a.master,
+                "--result-file",
+                rf,
+            ]
+        )
         row["floor"] = json.loads(Path(rf).read_text())
         os.unlink(rf)
         row["floor"]["max_commits_per_second"] = round(n / row["floor"]["cold_seconds"])
     best = min(row["runs"], key=lambda r: r["run_seconds"])
-    row.update({k: best[k] for k in ("jvm_start_seconds", "run_seconds", "stage_seconds", "commits_decoded",
-                                     "findings", "exit_code", "spark_work", "load_average",
-                                     "slowest_actions", "actions")})
-    for k in ("driver_python_peak_rss_mib", "jvm_heap_peak_used_mib", "jvm_heap_peak_after_gc_mib",
-              "jvm_heap_live_at_stage_ends_mib",
-              "jvm_heap_pool_peaks_sum_mib", "jvm_process_peak_rss_mib", "jvm_heap_max_mib"):
+    row.update(
+        {
+            k: best[k]
+            for k in (
+                "jvm_start_seconds",
+                "run_seconds",
+                "stage_seconds",
+                "commits_decoded",
+                "findings",
+                "exit_code",
+                "spark_work",
+                "load_average",
+                "slowest_actions",
+                "actions",
+            )
+        }
+    )
+    for k in (
+        "driver_python_peak_rss_mib",
+        "jvm_heap_peak_used_mib",
+        "jvm_heap_peak_after_gc_mib",
+        "jvm_heap_live_at_stage_ends_mib",
+        "jvm_heap_pool_peaks_sum_mib",
+        "jvm_process_peak_rss_mib",
+        "jvm_heap_max_mib",
+    ):
         row[k] = max(r[k] for r in row["runs"])
     if "decode_stage" in row["runs"][0]:
         row["decode_stage"] = row["runs"][0]["decode_stage"]
@@ -378,12 +468,17 @@ def measure(n: int, a) -> dict:
     row["findings_as_expected"] = (
         row["commits_decoded"] == n
         and row["findings"].get("LOG_TRUNCATION", 0) == exp["log_truncation_keys"] + exp["out_of_range_keys"]
-        and row["findings"].get("OFFSET_OUT_OF_RANGE", 0) == exp["out_of_range_keys"])
+        and row["findings"].get("OFFSET_OUT_OF_RANGE", 0) == exp["out_of_range_keys"]
+    )
     if not a.skip_naive:
         print(f"[bench] N={n:,}: naive decoder ...", flush=True)
-        p = subprocess.run([sys.executable, "-m", "bench.naive_decoder", "--log-dir", log_dir, "--json"],
-                           check=True, capture_output=True, text=True,
-                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+        p = subprocess.run(
+            [sys.executable, "-m", "bench.naive_decoder", "--log-dir", log_dir, "--json"],
+            check=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+        )
         nv = json.loads(p.stdout.strip().splitlines()[-1])
         row["naive"] = nv
         row["naive_records_per_second"] = nv["records_per_second"]
@@ -393,21 +488,42 @@ def measure(n: int, a) -> dict:
 
 
 def _fmt_table(rows: list[dict]) -> str:
-    hdr = ["N", "run() s", "JVM start s", "commits/s", "naive s", "naive commits/s", "ratio",
-           "py RSS MiB", "JVM heap MiB", "heap live MiB", "JVM RSS MiB", "jobs/tasks", "load", "findings ok"]
+    hdr = [
+        "N",
+        "run() s",
+        "JVM start s",
+        "commits/s",
+        "naive s",
+        "naive commits/s",
+        "ratio",
+        "py RSS MiB",
+        "JVM heap MiB",
+        "heap live MiB",
+        "JVM RSS MiB",
+        "jobs/tasks",
+        "load",
+        "findings ok",
+    ]
     lines = []
     for r in rows:
-        lines.append([f"{r['n']:,}", f"{r['run_seconds']:.1f}", f"{r['jvm_start_seconds']:.1f}",
-                      f"{r['commits_per_second']:,}",
-                      f"{r['naive']['seconds']:.1f}" if "naive" in r else "-",
-                      f"{r['naive_records_per_second']:,}" if "naive" in r else "-",
-                      f"{r['ratio_vs_naive']:.2f}x" if "naive" in r else "-",
-                      f"{r['driver_python_peak_rss_mib']:.0f}", f"{r['jvm_heap_peak_used_mib']:.0f}",
-                      f"{r.get('jvm_heap_live_at_stage_ends_mib', r['jvm_heap_peak_after_gc_mib']):.0f}",
-                      f"{r['jvm_process_peak_rss_mib']:.0f}",
-                      f"{r['spark_work']['jobs']}/{r['spark_work']['tasks']}" if "spark_work" in r else "-",
-                      "%.1f" % max(r["load_average"]) if "load_average" in r else "-",
-                      "yes" if r["findings_as_expected"] else "NO"])
+        lines.append(
+            [
+                f"{r['n']:,}",
+                f"{r['run_seconds']:.1f}",
+                f"{r['jvm_start_seconds']:.1f}",
+                f"{r['commits_per_second']:,}",
+                f"{r['naive']['seconds']:.1f}" if "naive" in r else "-",
+                f"{r['naive_records_per_second']:,}" if "naive" in r else "-",
+                f"{r['ratio_vs_naive']:.2f}x" if "naive" in r else "-",
+                f"{r['driver_python_peak_rss_mib']:.0f}",
+                f"{r['jvm_heap_peak_used_mib']:.0f}",
+                f"{r.get('jvm_heap_live_at_stage_ends_mib', r['jvm_heap_peak_after_gc_mib']):.0f}",
+                f"{r['jvm_process_peak_rss_mib']:.0f}",
+                f"{r['spark_work']['jobs']}/{r['spark_work']['tasks']}" if "spark_work" in r else "-",
+                "%.1f" % max(r["load_average"]) if "load_average" in r else "-",
+                "yes" if r["findings_as_expected"] else "NO",
+            ]
+        )
     w = [max(len(h), *(len(l[i]) for l in lines)) for i, h in enumerate(hdr)]
     out = [" | ".join(h.rjust(w[i]) for i, h in enumerate(hdr)), "-+-".join("-" * x for x in w)]
     out += [" | ".join(c.rjust(w[i]) for i, c in enumerate(l)) for l in lines]
@@ -420,24 +536,46 @@ def evaluate(rows: list[dict]) -> list[dict]:
     t = []
     at = next((r for r in rows if r["n"] == TARGET_RATE_AT), None)
     if at is not None:  # the end-to-end targets of the earlier throughput issue, judged at N=5M only
-        t.append({"target": f">= {TARGET_RATE:,} commit records/s end to end at N={TARGET_RATE_AT:,}",
-                  "value": f"{at['commits_per_second']:,}/s", "pass": at["commits_per_second"] >= TARGET_RATE})
+        t.append(
+            {
+                "target": f">= {TARGET_RATE:,} commit records/s end to end at N={TARGET_RATE_AT:,}",
+                "value": f"{at['commits_per_second']:,}/s",
+                "pass": at["commits_per_second"] >= TARGET_RATE,
+            }
+        )
         if "ratio_vs_naive" in at:
-            t.append({"target": f">= {TARGET_RATIO:g}x the naive decoder at N={TARGET_RATE_AT:,}",
-                      "value": f"{at['ratio_vs_naive']:.2f}x", "pass": at["ratio_vs_naive"] >= TARGET_RATIO})
+            t.append(
+                {
+                    "target": f">= {TARGET_RATIO:g}x the naive decoder at N={TARGET_RATE_AT:,}",
+                    "value": f"{at['ratio_vs_naive']:.2f}x",
+                    "pass": at["ratio_vs_naive"] >= TARGET_RATIO,
+                }
+            )
     if len(rows) > 1:
         lo, hi = rows[0], rows[-1]
         dt = hi["run_seconds"] - lo["run_seconds"]
         marginal = (hi["n"] - lo["n"]) / dt if dt > 0 else float("inf")
-        t.append({"target": f"marginal rate (N={lo['n']:,} -> {hi['n']:,}) >= {TARGET_MARGINAL:,} commits/s",
-                  "value": f"{marginal:,.0f}/s", "pass": marginal >= TARGET_MARGINAL})
+        t.append(
+            {
+                "target": f"marginal rate (N={lo['n']:,} -> {hi['n']:,}) >= {TARGET_MARGINAL:,} commits/s",
+                "value": f"{marginal:,.0f}/s",
+                "pass": marginal >= TARGET_MARGINAL,
+            }
+        )
         if "naive_records_per_second" in hi:
             m = marginal / hi["naive_records_per_second"]
-            t.append({"target": f"marginal rate >= {TARGET_MARGINAL_RATIO:g}x the naive decoder at N={hi['n']:,}",
-                      "value": f"{m:.2f}x", "pass": m >= TARGET_MARGINAL_RATIO})
-        for key, label in (("driver_python_peak_rss_mib", "driver Python peak RSS"),
-                           ("jvm_heap_peak_used_mib", "driver JVM peak heap used"),
-                           ("jvm_heap_live_at_stage_ends_mib", "driver JVM heap live after a full GC at each stage end")):
+            t.append(
+                {
+                    "target": f"marginal rate >= {TARGET_MARGINAL_RATIO:g}x the naive decoder at N={hi['n']:,}",
+                    "value": f"{m:.2f}x",
+                    "pass": m >= TARGET_MARGINAL_RATIO,
+                }
+            )
+        for key, label in (
+            ("driver_python_peak_rss_mib", "driver Python peak RSS"),
+            ("jvm_heap_peak_used_mib", "driver JVM peak heap used"),
+            ("jvm_heap_live_at_stage_ends_mib", "driver JVM heap live after a full GC at each stage end"),
+        ):
             if key not in lo or key not in hi:
                 continue
             g = hi[key] / lo[key] if lo[key] else float("inf")
@@ -446,11 +584,18 @@ def evaluate(rows: list[dict]) -> list[dict]:
             xmx = hi.get("jvm_heap_max_mib")
             if key.startswith("jvm_heap") and xmx and hi[key] >= HEAP_SATURATED * xmx:
                 # the heap is at its -Xmx cap: growth beyond it shows as GC time and spills, not as bytes
-                value += (f", but at {hi[key] / xmx:.0%} of the {xmx:.0f} MiB max heap: saturated, growth not "
-                          "measurable (raise KOA_DRIVER_MEMORY)")
+                value += (
+                    f", but at {hi[key] / xmx:.0%} of the {xmx:.0f} MiB max heap: saturated, growth not "
+                    "measurable (raise KOA_DRIVER_MEMORY)"
+                )
                 ok = None
-            t.append({"target": f"{label} flat as N grows (N={lo['n']:,} -> {hi['n']:,}: <= {FLAT_MAX_GROWTH:g}x)",
-                      "value": value, "pass": ok})
+            t.append(
+                {
+                    "target": f"{label} flat as N grows (N={lo['n']:,} -> {hi['n']:,}: <= {FLAT_MAX_GROWTH:g}x)",
+                    "value": value,
+                    "pass": ok,
+                }
+            )
     else:
         t.append({"target": "driver memory flat as N grows", "value": "n/a (needs two --n)", "pass": None})
     return t
@@ -461,19 +606,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, action="append", help="offset commit records (repeatable); default 1M and 5M")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--records-per-batch", type=int, default=100)
-    ap.add_argument("--partitions", type=int, default=50,
-                    help="__consumer_offsets partitions (default 50, the broker's offsets.topic.num.partitions)")
-    ap.add_argument("--segment-mib", type=int, default=100,
-                    help="roll segments at this size (MiB; default 100, as issue 11 asks of a cluster's log dirs)")
+    ap.add_argument(
+        "--partitions",
+        type=int,
+        default=50,
+        help="__consumer_offsets partitions (default 50, the broker's offsets.topic.num.partitions)",
+    )
+    ap.add_argument(
+        "--segment-mib",
+        type=int,
+        default=100,
+        help="roll segments at this size (MiB; default 100, as issue 11 asks of a cluster's log dirs)",
+    )
     ap.add_argument("--groups", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=1, help="audit runs per N (fresh process each); best is reported")
     ap.add_argument("--stages", action="store_true", help="also time the decode stage alone")
     ap.add_argument("--skip-naive", action="store_true")
-    ap.add_argument("--floor", action="store_true",
-                    help="also time the Spark floor: decode + one Parquet write in a fresh session")
-    ap.add_argument("--no-reports", action="store_true",
-                    help="AuditConfig(reports=False): skip the expectation suite and HTML report")
+    ap.add_argument(
+        "--floor", action="store_true", help="also time the Spark floor: decode + one Parquet write in a fresh session"
+    )
+    ap.add_argument(
+        "--no-reports",
+        action="store_true",
+        help="AuditConfig(reports=False): skip the expectation suite and HTML report",
+    )
     ap.add_argument("--cprofile", metavar="PREFIX", help="cProfile the driver's run() into PREFIX.<N>")
     ap.add_argument("--cache", default=os.environ.get("KOA_BENCH_CACHE", "/tmp/koa-bench"))
     ap.add_argument("--output", default=None, help="write the figures as JSON here")
@@ -495,7 +652,11 @@ def main(argv: list[str] | None = None) -> int:
     if a.from_json:
         saved = json.loads(Path(a.from_json).read_text())
         rows = saved["rows"]
-        a.master, a.records_per_batch, a.no_reports = saved["master"], saved["records_per_batch"], not saved.get("reports", True)
+        a.master, a.records_per_batch, a.no_reports = (
+            saved["master"],
+            saved["records_per_batch"],
+            not saved.get("reports", True),
+        )
         a.output = None
     else:
         ns = sorted(set(a.n or [1_000_000, 5_000_000]))
@@ -503,35 +664,49 @@ def main(argv: list[str] | None = None) -> int:
     targets = evaluate(rows)
     table = _fmt_table(rows)
     print()
-    print(f"kafka-offset-audit throughput, master={a.master}, records/batch={a.records_per_batch}, "
-          f"reports={'off' if a.no_reports else 'on'}, "
-          f"{os.cpu_count()} CPUs ('load' = 1-min load average during run())")
+    print(
+        f"kafka-offset-audit throughput, master={a.master}, records/batch={a.records_per_batch}, "
+        f"reports={'off' if a.no_reports else 'on'}, "
+        f"{os.cpu_count()} CPUs ('load' = 1-min load average during run())"
+    )
     print(table)
     print()
     for r in rows:
         extra = ""
         if "decode_stage" in r:
             d = r["decode_stage"]
-            extra = (f"; decode stage alone (mapInArrow+count, warm): {min(d['spark_count_seconds']):.1f} s"
-                     f", numpy decoder in one process, no Spark: {d['python_decoder_single_process_seconds']:.1f} s")
-        print(f"N={r['n']:,} run() stages (s): " + ", ".join(f"{k} {v:.1f}" for k, v in r["stage_seconds"].items()) + extra)
+            extra = (
+                f"; decode stage alone (mapInArrow+count, warm): {min(d['spark_count_seconds']):.1f} s"
+                f", numpy decoder in one process, no Spark: {d['python_decoder_single_process_seconds']:.1f} s"
+            )
+        print(
+            f"N={r['n']:,} run() stages (s): "
+            + ", ".join(f"{k} {v:.1f}" for k, v in r["stage_seconds"].items())
+            + extra
+        )
         if "floor" in r:
             fl = r["floor"]
-            print(f"N={r['n']:,} Spark floor (only decode every segment + write one Parquet table, fresh session): "
-                  f"{fl['cold_seconds']:.1f} s cold = at most {fl['max_commits_per_second']:,} commits/s for any "
-                  f"Spark pipeline on this machine; {fl['warm_seconds']:.1f} s warm")
+            print(
+                f"N={r['n']:,} Spark floor (only decode every segment + write one Parquet table, fresh session): "
+                f"{fl['cold_seconds']:.1f} s cold = at most {fl['max_commits_per_second']:,} commits/s for any "
+                f"Spark pipeline on this machine; {fl['warm_seconds']:.1f} s warm"
+            )
     if len(rows) > 1:
         lo, hi = min(rows, key=lambda r: r["n"]), max(rows, key=lambda r: r["n"])
         dt = hi["run_seconds"] - lo["run_seconds"]
         if dt > 0:
             marginal = (hi["n"] - lo["n"]) / dt
-            print(f"\nfixed vs per-record cost (straight line through N={lo['n']:,} and N={hi['n']:,}): "
-                  f"{marginal:,.0f} commits/s per extra commit, {lo['run_seconds'] - lo['n'] / marginal:.1f} s "
-                  f"that does not grow with N (Spark job overhead: {hi['spark_work']['jobs']} jobs)")
+            print(
+                f"\nfixed vs per-record cost (straight line through N={lo['n']:,} and N={hi['n']:,}): "
+                f"{marginal:,.0f} commits/s per extra commit, {lo['run_seconds'] - lo['n'] / marginal:.1f} s "
+                f"that does not grow with N (Spark job overhead: {hi['spark_work']['jobs']} jobs)"
+            )
     big = max(rows, key=lambda r: r["n"])
     if big.get("slowest_actions"):
-        print(f"\nN={big['n']:,}: {big['actions']['calls']} DataFrame actions took {big['actions']['seconds']:.1f} s "
-              f"of run()'s {big['run_seconds']:.1f} s; the slowest, by calling line:")
+        print(
+            f"\nN={big['n']:,}: {big['actions']['calls']} DataFrame actions took {big['actions']['seconds']:.1f} s "
+            f"of run()'s {big['run_seconds']:.1f} s; the slowest, by calling line:"
+        )
         for x in big["slowest_actions"][:12]:
             print(f"  {x['seconds']:7.1f} s  {x['calls']:3d} x {x['action']:<15} {x['site']}")
     print()
@@ -540,11 +715,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{verdict:4}  {t['target']}: {t['value']}")
     if a.output:
         Path(a.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.output).write_text(json.dumps({
-            "master": a.master, "records_per_batch": a.records_per_batch, "reports": not a.no_reports, "cpus": os.cpu_count(),
-            "load_average_at_end": os.getloadavg(), "python": platform.python_version(),
-            "wall_seconds": round(time.time() - started, 1), "rows": rows, "targets": targets,
-            "table": table}, indent=2))
+        Path(a.output).write_text(
+            json.dumps(
+                {
+                    "master": a.master,
+                    "records_per_batch": a.records_per_batch,
+                    "reports": not a.no_reports,
+                    "cpus": os.cpu_count(),
+                    "load_average_at_end": os.getloadavg(),
+                    "python": platform.python_version(),
+                    "wall_seconds": round(time.time() - started, 1),
+                    "rows": rows,
+                    "targets": targets,
+                    "table": table,
+                },
+                indent=2,
+            )
+        )
         print(f"\nfigures written to {a.output}")
     return 0
 

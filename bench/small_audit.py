@@ -24,6 +24,7 @@ Central; needs ``mvn``), gives it 4 topics of 4 partitions (replication factor 3
 commits with leader epochs, and audits it with ``--bootstrap-servers`` (``--bootstrap-servers HOST:PORT`` audits
 a cluster you started).  The bare Spark process is the same.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,11 +47,18 @@ TARGETS = {"reports": 1.5, "skip_reports": 1.2}
 def bare_child(out_dir: str) -> None:
     """B: start local[2] Spark, one mapInArrow job, one Parquet file, stop."""
     from pyspark.sql import SparkSession
-    spark = (SparkSession.builder.master("local[2]").appName("bare")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("bare")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
-    spark.range(1000, numPartitions=2).mapInArrow(lambda batches: batches, "id long") \
-        .coalesce(1).write.mode("overwrite").parquet(out_dir)
+    spark.range(1000, numPartitions=2).mapInArrow(lambda batches: batches, "id long").coalesce(1).write.mode(
+        "overwrite"
+    ).parquet(out_dir)
     spark.stop()
 
 
@@ -59,11 +67,13 @@ def audit_child(argv: list[str], stats_file: str) -> int:
     then ends the process with ``audit.cli.exit_now``, as the console script does)."""
     import audit.pipeline as pipeline
     from audit import cli
+
     marks: list[tuple[str, float, int]] = []
     info: dict = {}
 
     def jobs() -> int:
         from pyspark.sql import SparkSession
+
         s = SparkSession.getActiveSession()
         return len(s.sparkContext.statusTracker().getJobIdsForGroup(None)) if s else 0
 
@@ -86,9 +96,16 @@ def audit_child(argv: list[str], stats_file: str) -> int:
     for name, t, j in marks + [("console", info.get("t_end", 0.0), info.get("jobs_after", 0))]:
         stages[name] = {"seconds": round(t - prev_t, 3), "jobs": j - prev_j}
         prev_t, prev_j = t, j
-    Path(stats_file).write_text(json.dumps({
-        "exit_code": code, "run_seconds": round(info.get("t_end", 0.0) - info.get("t_run", 0.0), 3),
-        "jobs": info.get("jobs_after", 0) - info.get("jobs_before", 0), "stages": stages}))
+    Path(stats_file).write_text(
+        json.dumps(
+            {
+                "exit_code": code,
+                "run_seconds": round(info.get("t_end", 0.0) - info.get("t_run", 0.0), 3),
+                "jobs": info.get("jobs_after", 0) - info.get("jobs_before", 0),
+                "stages": stages,
+            }
+        )
+    )
     return code
 
 
@@ -130,8 +147,10 @@ def measure(pairs: int, source_args: list[str], work: str) -> dict:
         argv = ["audit", *source_args, "--output", out, "--quiet"]
         if variant == "skip_reports":
             argv.append("--skip-reports")
-        wall, _ = _timed([py, "-m", "bench.small_audit", "--child-audit", stats, "--", *argv],
-                         dict(env, KOA_CDS="off") if variant == "reports_no_cds" else env)
+        wall, _ = _timed(
+            [py, "-m", "bench.small_audit", "--child-audit", stats, "--", *argv],
+            dict(env, KOA_CDS="off") if variant == "reports_no_cds" else env,
+        )
         details[variant].append({"wall_seconds": round(wall, 3), **json.loads(Path(stats).read_text())})
         return wall
 
@@ -149,21 +168,32 @@ def measure(pairs: int, source_args: list[str], work: str) -> dict:
             runs[variant].append(round(wall, 3))
             print(f"  {variant:14s} run {i + 1}: {wall:6.2f} s", flush=True)
     bare = statistics.median(runs["bare"])
-    out = {"runs": runs, "bare_median_s": round(bare, 3), "details": details,
-           "first_run": {"wall_s": round(first, 3), "ratio": round(first / bare, 2)},
-           "class_data_archive_mib": round(sum(os.path.getsize(f) for f in glob.glob(os.path.join(cds_dir, "*.jsa")))
-                                           / 2**20, 1)}
+    out = {
+        "runs": runs,
+        "bare_median_s": round(bare, 3),
+        "details": details,
+        "first_run": {"wall_s": round(first, 3), "ratio": round(first / bare, 2)},
+        "class_data_archive_mib": round(
+            sum(os.path.getsize(f) for f in glob.glob(os.path.join(cds_dir, "*.jsa"))) / 2**20, 1
+        ),
+    }
     for v in ("reports", "skip_reports", "reports_no_cds"):
         med = statistics.median(runs[v])
         target = TARGETS.get(v)
-        out[v] = {"median_s": round(med, 3), "ratio": round(med / bare, 2), "target": target,
-                  "pass": None if target is None else med / bare <= target}
+        out[v] = {
+            "median_s": round(med, 3),
+            "ratio": round(med / bare, 2),
+            "target": target,
+            "pass": None if target is None else med / bare <= target,
+        }
     return out
 
 
 def print_table(res: dict) -> None:
-    print(f"\nsmall-audit ratio ({res['source']}), {res['pairs']} pairs, medians; bare Spark process "
-          f"{res['bare_median_s']:.2f} s")
+    print(
+        f"\nsmall-audit ratio ({res['source']}), {res['pairs']} pairs, medians; bare Spark process "
+        f"{res['bare_median_s']:.2f} s"
+    )
     print(f"{'variant':28s} {'wall s':>7s} {'ratio':>6s} {'target':>7s} {'jobs':>5s}  verdict")
     labels = {"reports": "reports", "skip_reports": "--skip-reports", "reports_no_cds": "reports, KOA_CDS=off"}
     for v in ("reports", "skip_reports", "reports_no_cds"):
@@ -173,13 +203,17 @@ def print_table(res: dict) -> None:
         verdict = "-" if r["pass"] is None else ("PASS" if r["pass"] else "FAIL")
         print(f"{labels[v]:28s} {r['median_s']:7.2f} {r['ratio']:5.2f}x {target} {jobs:5.0f}  {verdict}")
     f = res["first_run"]
-    print(f"{'reports, first run here':28s} {f['wall_s']:7.2f} {f['ratio']:5.2f}x       -       "
-          f"(writes the {res['class_data_archive_mib']:.0f} MiB class-data archive; once per JDK and pyspark)")
+    print(
+        f"{'reports, first run here':28s} {f['wall_s']:7.2f} {f['ratio']:5.2f}x       -       "
+        f"(writes the {res['class_data_archive_mib']:.0f} MiB class-data archive; once per JDK and pyspark)"
+    )
     for v in ("reports", "skip_reports"):
         d = res["details"][v][-1] if res["details"][v] else None
         if d:
-            print(f"  {v} (last run), run() {d['run_seconds']:.2f} s of {d['wall_seconds']:.2f} s wall; by stage: "
-                  + ", ".join(f"{k} {s['seconds']:.2f} s/{s['jobs']} jobs" for k, s in d["stages"].items()))
+            print(
+                f"  {v} (last run), run() {d['run_seconds']:.2f} s of {d['wall_seconds']:.2f} s wall; by stage: "
+                + ", ".join(f"{k} {s['seconds']:.2f} s/{s['jobs']} jobs" for k, s in d["stages"].items())
+            )
 
 
 def _with_lab(a) -> int:
@@ -188,6 +222,7 @@ def _with_lab(a) -> int:
     from tests.lab import kafka_dist
     from tests.lab.client import LabClient
     from tests.lab.cluster import KafkaCluster
+
     version = a.lab or kafka_dist.versions()[0]
     work = Path(tempfile.mkdtemp(prefix="koa-small-lab-"))
     cluster = KafkaCluster(version, work / "cluster", brokers=3, heap="512m").start()
@@ -199,8 +234,11 @@ def _with_lab(a) -> int:
                 for p in range(4):
                     lab.call("produce", topic=t, partition=p, count=10, acks="all")
             for g in range(20):
-                lab.call("commit", group=f"small-group-{g:02d}",
-                         offsets=[{"topic": topics[g % 4], "partition": p, "offset": 5, "epoch": 0} for p in range(4)])
+                lab.call(
+                    "commit",
+                    group=f"small-group-{g:02d}",
+                    offsets=[{"topic": topics[g % 4], "partition": p, "offset": 5, "epoch": 0} for p in range(4)],
+                )
         argv = ["--pairs", str(a.pairs), "--bootstrap-servers", cluster.bootstrap]
         if a.output:
             argv += ["--output", a.output]
@@ -218,13 +256,20 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if argv[:1] == ["--child-audit"]:
         from audit.cli import exit_now
+
         exit_now(audit_child(argv[3:], argv[1]))  # as the console script ends (audit.cli.entry)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=int, default=2, help="A/B pairs (median; at least 2)")
     ap.add_argument("--log-dirs", nargs="+", default=None, help=f"default: {SCENARIO}/*")
     ap.add_argument("--bootstrap-servers", default=None, help="measure 4: audit a live cluster instead")
-    ap.add_argument("--lab", nargs="?", const="", default=None, metavar="VERSION",
-                    help="measure 4 on a lab cluster started here (default: the newest lab version)")
+    ap.add_argument(
+        "--lab",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="VERSION",
+        help="measure 4 on a lab cluster started here (default: the newest lab version)",
+    )
     ap.add_argument("--output", default=None, help="write the figures as JSON here")
     a = ap.parse_args(argv)
     if a.lab is not None:
@@ -242,8 +287,13 @@ def main(argv: list[str] | None = None) -> int:
         res = measure(max(1, a.pairs), source_args, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    res.update(source=source, pairs=a.pairs, load_average=os.getloadavg()[0],
-               cpus=os.cpu_count(), at=time.strftime("%Y-%m-%d %H:%M:%S"))
+    res.update(
+        source=source,
+        pairs=a.pairs,
+        load_average=os.getloadavg()[0],
+        cpus=os.cpu_count(),
+        at=time.strftime("%Y-%m-%d %H:%M:%S"),
+    )
     print_table(res)
     if a.output:
         Path(a.output).parent.mkdir(parents=True, exist_ok=True)

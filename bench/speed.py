@@ -21,6 +21,7 @@ One after the other (only one Spark at a time), each a script of its own writing
 ``--quick`` runs every step with small inputs (1 pair; 10k, 200k and 400k commits) to check the script itself: its
 figures are not the measures' own inputs, and the table says so.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,15 +47,21 @@ def steps(pairs: int, lab: bool, quick: bool) -> list[tuple[str, list[str]]]:
     out = [("small.json", ["bench.small_audit", "--pairs", str(pairs)])]
     if lab:
         out.append(("small-live.json", ["bench.small_audit", "--lab", "--pairs", str(pairs)]))
-    out += [("m20.json", ["bench.run_benchmark", "--n", str(small), "--n", str(large), "--repeat", "2",
-                          "--master", "local[2]"]),
-            ("m100.json", ["bench.run_benchmark", "--n", str(large), "--n", str(scale), "--skip-naive",
-                           "--master", "local[2]"]),
-            ]
+    out += [
+        (
+            "m20.json",
+            ["bench.run_benchmark", "--n", str(small), "--n", str(large), "--repeat", "2", "--master", "local[2]"],
+        ),
+        (
+            "m100.json",
+            ["bench.run_benchmark", "--n", str(large), "--n", str(scale), "--skip-naive", "--master", "local[2]"],
+        ),
+    ]
     for i in (1, 2):
         for name, master in (("local", "local[2]"), ("cluster", LOCAL_CLUSTER)):
-            out.append((f"lc-{name}-{i}.json", ["bench.run_benchmark", "--n", str(large), "--skip-naive",
-                                                "--master", master]))
+            out.append(
+                (f"lc-{name}-{i}.json", ["bench.run_benchmark", "--n", str(large), "--skip-naive", "--master", master])
+            )
     return out
 
 
@@ -70,9 +77,15 @@ def _small_rows(res: dict | None, number: str, what: str) -> list[list[str]]:
         r = res[variant]
         target = SMALL_TARGETS[variant]
         pairs = f"{res['pairs']} pair{'s' if res['pairs'] != 1 else ''}"
-        rows.append([number, f"{what}, {label} ÷ bare Spark process ({pairs}, medians)",
-                     f"{r['median_s']:.2f} s ÷ {res['bare_median_s']:.2f} s = {r['ratio']:.2f}x",
-                     f"<= {target}x", _verdict(r["ratio"] <= target)])
+        rows.append(
+            [
+                number,
+                f"{what}, {label} ÷ bare Spark process ({pairs}, medians)",
+                f"{r['median_s']:.2f} s ÷ {res['bare_median_s']:.2f} s = {r['ratio']:.2f}x",
+                f"<= {target}x",
+                _verdict(r["ratio"] <= target),
+            ]
+        )
     return rows
 
 
@@ -88,34 +101,66 @@ def table(results: dict) -> tuple[list[list[str]], bool]:
     lo, hi = sorted(m20["rows"], key=lambda r: r["n"])[0], sorted(m20["rows"], key=lambda r: r["n"])[-1]
     dt = hi["run_seconds"] - lo["run_seconds"]
     marginal = (hi["n"] - lo["n"]) / dt if dt > 0 else float("inf")
-    rows.append(["2", f"marginal rate, N={lo['n']:,} -> {hi['n']:,} (faster of 2 runs each, reports on)",
-                 f"({hi['n']:,} - {lo['n']:,}) ÷ ({hi['run_seconds']:.1f} - {lo['run_seconds']:.1f} s) = "
-                 f"{marginal:,.0f}/s", f">= {MARGINAL_TARGET:,}/s", _verdict(marginal >= MARGINAL_TARGET)])
+    rows.append(
+        [
+            "2",
+            f"marginal rate, N={lo['n']:,} -> {hi['n']:,} (faster of 2 runs each, reports on)",
+            f"({hi['n']:,} - {lo['n']:,}) ÷ ({hi['run_seconds']:.1f} - {lo['run_seconds']:.1f} s) = {marginal:,.0f}/s",
+            f">= {MARGINAL_TARGET:,}/s",
+            _verdict(marginal >= MARGINAL_TARGET),
+        ]
+    )
     naive = hi.get("naive_records_per_second")
-    rows.append(["2", f"marginal rate ÷ the naive kafka-python decoder over the same {hi['n']:,} commits",
-                 f"{marginal / naive:.2f}x (naive {naive:,}/s)" if naive else "-", f">= {NAIVE_TARGET:g}x",
-                 _verdict(marginal / naive >= NAIVE_TARGET if naive else None)])
+    rows.append(
+        [
+            "2",
+            f"marginal rate ÷ the naive kafka-python decoder over the same {hi['n']:,} commits",
+            f"{marginal / naive:.2f}x (naive {naive:,}/s)" if naive else "-",
+            f">= {NAIVE_TARGET:g}x",
+            _verdict(marginal / naive >= NAIVE_TARGET if naive else None),
+        ]
+    )
     small3, big3 = sorted(m100["rows"], key=lambda r: r["n"])[0], sorted(m100["rows"], key=lambda r: r["n"])[-1]
-    rows.append(["3", f"N={big3['n']:,}, default driver memory: run() completes, findings as generated",
-                 f"{big3['run_seconds']:.1f} s, findings "
-                 f"{'as expected' if big3['findings_as_expected'] else 'NOT as expected'}", "completes",
-                 _verdict(big3["findings_as_expected"])])
-    for key, label in (("driver_python_peak_rss_mib", "driver Python peak RSS"),
-                       ("jvm_heap_live_at_stage_ends_mib", "driver JVM heap live after a full GC, stage ends")):
+    rows.append(
+        [
+            "3",
+            f"N={big3['n']:,}, default driver memory: run() completes, findings as generated",
+            f"{big3['run_seconds']:.1f} s, findings "
+            f"{'as expected' if big3['findings_as_expected'] else 'NOT as expected'}",
+            "completes",
+            _verdict(big3["findings_as_expected"]),
+        ]
+    )
+    for key, label in (
+        ("driver_python_peak_rss_mib", "driver Python peak RSS"),
+        ("jvm_heap_live_at_stage_ends_mib", "driver JVM heap live after a full GC, stage ends"),
+    ):
         if key not in small3 or key not in big3:
             rows.append(["3", f"{label}, N={small3['n']:,} -> {big3['n']:,}", "not recorded", "-", "n/a"])
             continue
         growth = big3[key] / small3[key] if small3[key] else float("inf")
-        rows.append(["3", f"{label}, N={small3['n']:,} -> {big3['n']:,}",
-                     f"{small3[key]:.0f} -> {big3[key]:.0f} MiB = {growth:.2f}x", f"<= {FLAT_MAX_GROWTH}x",
-                     _verdict(growth <= FLAT_MAX_GROWTH)])
+        rows.append(
+            [
+                "3",
+                f"{label}, N={small3['n']:,} -> {big3['n']:,}",
+                f"{small3[key]:.0f} -> {big3[key]:.0f} MiB = {growth:.2f}x",
+                f"<= {FLAT_MAX_GROWTH}x",
+                _verdict(growth <= FLAT_MAX_GROWTH),
+            ]
+        )
     local = [_row(results[f"lc-local-{i}.json"], hi["n"])["run_seconds"] for i in (1, 2)]
     cluster = [_row(results[f"lc-cluster-{i}.json"], hi["n"])["run_seconds"] for i in (1, 2)]
     ratio = statistics.median(cluster) / statistics.median(local)
-    rows.append(["3", f"{LOCAL_CLUSTER} ÷ local[2], N={hi['n']:,}, run(), alternated, 2 pairs, medians",
-                 f"{statistics.median(cluster):.1f} s ÷ {statistics.median(local):.1f} s = {ratio:.2f}x "
-                 f"(runs {', '.join(f'{x:.1f}' for pair in zip(local, cluster) for x in pair)})",
-                 f"<= {LOCAL_CLUSTER_TARGET}x", _verdict(ratio <= LOCAL_CLUSTER_TARGET)])
+    rows.append(
+        [
+            "3",
+            f"{LOCAL_CLUSTER} ÷ local[2], N={hi['n']:,}, run(), alternated, 2 pairs, medians",
+            f"{statistics.median(cluster):.1f} s ÷ {statistics.median(local):.1f} s = {ratio:.2f}x "
+            f"(runs {', '.join(f'{x:.1f}' for pair in zip(local, cluster) for x in pair)})",
+            f"<= {LOCAL_CLUSTER_TARGET}x",
+            _verdict(ratio <= LOCAL_CLUSTER_TARGET),
+        ]
+    )
     rows += _small_rows(results.get("small-live.json"), "4", "live, --bootstrap-servers of a 3-broker lab cluster")
     return rows, all(r[4] != "FAIL" for r in rows)
 
@@ -126,17 +171,29 @@ def render(results: dict) -> str:
     w = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(hdr)]
     lines = [" | ".join(h.ljust(w[i]) for i, h in enumerate(hdr)), "-+-".join("-" * x for x in w)]
     lines += [" | ".join(c.ljust(w[i]) for i, c in enumerate(r)) for r in rows]
-    head = (f"speed measures, one run ({results['meta']['started']} -> {results['meta']['finished']}, "
-            f"{results['meta']['cpus']} CPUs)")
+    head = (
+        f"speed measures, one run ({results['meta']['started']} -> {results['meta']['finished']}, "
+        f"{results['meta']['cpus']} CPUs)"
+    )
     if results["meta"].get("quick"):
         head += ": --quick, small inputs only; NOT the measures' inputs"
     return "\n".join([head, *lines, "", "every measured target met" if ok else "some target NOT met"])
 
 
 def _load(out: Path) -> dict:
-    results = {name: json.loads((out / name).read_text()) if (out / name).exists() else None
-               for name in ("small.json", "small-live.json", "m20.json", "m100.json", "lc-local-1.json",
-                            "lc-cluster-1.json", "lc-local-2.json", "lc-cluster-2.json")}
+    results = {
+        name: json.loads((out / name).read_text()) if (out / name).exists() else None
+        for name in (
+            "small.json",
+            "small-live.json",
+            "m20.json",
+            "m100.json",
+            "lc-local-1.json",
+            "lc-cluster-1.json",
+            "lc-local-2.json",
+            "lc-cluster-2.json",
+        )
+    }
     results["meta"] = json.loads((out / "meta.json").read_text())
     return results
 
@@ -159,8 +216,13 @@ def main(argv: list[str] | None = None) -> int:
     for stale in out.glob("*.json"):
         stale.unlink()
     (out / "table.txt").unlink(missing_ok=True)
-    meta = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "cpus": os.cpu_count(), "quick": a.quick,
-            "pairs": a.pairs, "steps": []}
+    meta = {
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "cpus": os.cpu_count(),
+        "quick": a.quick,
+        "pairs": a.pairs,
+        "steps": [],
+    }
     for name, args in steps(a.pairs, not a.no_lab, a.quick):
         cmd = [sys.executable, "-m", *args, "--output", str(out / name)]
         print(f"[speed] {' '.join(cmd[2:])}", flush=True)

@@ -4,6 +4,7 @@ Same arguments as ``kafka-offset-audit audit``.  Runs :func:`audit.submit.main` 
 package (its ``sql/`` beside it).  An installed package (``pip install .``, a wheel) carries the same application
 inside it: submit ``"$(kafka-offset-audit spark-app)"`` there.
 """
+
 from __future__ import annotations
 
 import os

@@ -4,6 +4,7 @@ Chromium (Debian's ``chromium``, driven by Playwright as the browser tests do).
     kafka-offset-audit demo --output /tmp/koa-demo
     python scripts/screenshots.py /tmp/koa-demo            # writes docs/img/report.png, docs/img/data-docs.png
 """
+
 from __future__ import annotations
 
 import argparse
@@ -11,7 +12,13 @@ import sys
 from pathlib import Path
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"not found: {', '.join(missing)} (run the audit with its reports on)", file=sys.stderr)
         return 2
     from playwright.sync_api import sync_playwright
+
     args.dest.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)

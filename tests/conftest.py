@@ -1,4 +1,5 @@
 """Shared fixtures: one local SparkSession for the whole run, and audits of the shared scenario."""
+
 import os
 import sys
 
@@ -21,16 +22,32 @@ from .paths import SCENARIO  # noqa: E402
 # the two workers finish together rather than one waiting on a long file at the end; xdist's own reordering (by
 # number of tests, which puts the few long lab tests last) is turned off.
 SHARED_UNITS = {
-    "tests/[spark clusters]": ("test_airflow_dag.py", "test_readme_commands.py", "test_spark_standalone.py",
-                               "test_spark_connect.py"),
+    "tests/[spark clusters]": (
+        "test_airflow_dag.py",
+        "test_readme_commands.py",
+        "test_spark_standalone.py",
+        "test_spark_connect.py",
+    ),
     "tests/[lab_live]": ("test_object_store.py", "test_lab_lag.py", "test_cluster_integration.py"),
 }
 _UNIT_OF = {f: unit for unit, files in SHARED_UNITS.items() for f in files}
-LONGEST_FIRST = ("tests/[spark clusters]", "tests/[lab_live]", "test_lab_differential.py", "test_commit_kills.py",
-                 "test_fault_injection.py", "test_lab_connector.py", "test_lab_rebootstrap.py",
-                 "test_class_data_archive.py", "test_bad_input.py", "test_lab_replica_divergence.py",
-                 "test_hostile_defects.py", "test_null_shapes.py", "test_browser_offline.py", "test_lab_secured.py",
-                 "test_lab_owners.py")
+LONGEST_FIRST = (
+    "tests/[spark clusters]",
+    "tests/[lab_live]",
+    "test_lab_differential.py",
+    "test_commit_kills.py",
+    "test_fault_injection.py",
+    "test_lab_connector.py",
+    "test_lab_rebootstrap.py",
+    "test_class_data_archive.py",
+    "test_bad_input.py",
+    "test_lab_replica_divergence.py",
+    "test_hostile_defects.py",
+    "test_null_shapes.py",
+    "test_browser_offline.py",
+    "test_lab_secured.py",
+    "test_lab_owners.py",
+)
 
 
 def _unit(nodeid: str) -> str:
@@ -45,6 +62,7 @@ def pytest_collection_modifyitems(config, items):
     def key(item):
         unit = _unit(item.nodeid)
         return rank.get(unit, rank.get(os.path.basename(unit), len(rank)))
+
     items.sort(key=key)
 
 
@@ -54,17 +72,27 @@ def pytest_xdist_make_scheduler(config, log):
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
+
     config.option.loadscopereorder = False
 
     class SharedFixtureScheduling(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return _unit(nodeid)
+
     return SharedFixtureScheduling(config, log)
+
+
+def pytest_runtest_logreport(report):
+    """A failure named the moment it happens (on the controller under xdist), with its duration: a run stopped
+    by a time limit before pytest's summary still says which tests failed."""
+    if report.failed and not os.environ.get("PYTEST_XDIST_WORKER"):
+        print(f"\nFAILED {report.nodeid} ({report.when}, {report.duration:.0f} s)", file=sys.stderr, flush=True)
 
 
 @pytest.fixture(scope="session")
 def spark():
     from audit.spark import build_session
+
     session = build_session(os.environ.get("KOA_TEST_MASTER", "local[2]"))
     yield session
     session.stop()
@@ -72,6 +100,7 @@ def spark():
 
 def _audit(spark, tmp_path_factory, name, log_dirs, **kw):
     from audit.pipeline import AuditConfig, run
+
     out = tmp_path_factory.mktemp(name) / "out"
     kw.setdefault("reports", False)
     cfg = AuditConfig(log_dirs=[str(d) for d in log_dirs], output=str(out), quiet=True, **kw)

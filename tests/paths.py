@@ -1,4 +1,5 @@
 """Where the shared, read-only test data lives."""
+
 import os
 from pathlib import Path
 

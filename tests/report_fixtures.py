@@ -285,7 +285,13 @@ def _truncation_detail(group: str, tp: str, offset: int, epoch: int, div: int, w
 def _findings(with_truncation: bool) -> List[Row]:
     rows = [
         _finding(
-            "dev-archiver", "dev.audit", 0, "OFFSET_OUT_OF_RANGE", 30, 0, "07:14:15",
+            "dev-archiver",
+            "dev.audit",
+            0,
+            "OFFSET_OUT_OF_RANGE",
+            30,
+            0,
+            "07:14:15",
             "dev-archiver committed dev.audit-0 at 30, below the log start offset 50 (distance 20): "
             "records 30..49 were deleted before the group read them. Risk: loss of 20 records; the "
             "consumer will reset per auto.offset.reset. Action: check the retention/delete-records "
@@ -293,37 +299,71 @@ def _findings(with_truncation: bool) -> List[Row]:
             epoch_end=90,
         ),
         _finding(
-            "dev-replay-tool", "dev.payments", 1, "OFFSET_OUT_OF_RANGE", 75, -1, "07:14:38",
+            "dev-replay-tool",
+            "dev.payments",
+            1,
+            "OFFSET_OUT_OF_RANGE",
+            75,
+            -1,
+            "07:14:38",
             "dev-replay-tool committed dev.payments-1 at 75, above the log end offset 60 (distance "
             "15; negative lag). Risk: the consumer resets and may skip or replay records. Action: "
             "kafka-consumer-groups --reset-offsets --to-offset 60.",
         ),
         _finding(
-            "dev-inventory-sync", "dev.inventory", 0, "BEHIND_METADATA_EPOCH", 61, 1, "07:15:13",
+            "dev-inventory-sync",
+            "dev.inventory",
+            0,
+            "BEHIND_METADATA_EPOCH",
+            61,
+            1,
+            "07:15:13",
             "dev-inventory-sync committed dev.inventory-0 61@1 after 95@2: the committer's leader "
             "epoch went backwards (a seek or a stale client). Risk: replay of 34 records. Action: "
             "find the client that committed with epoch 1 and confirm the seek was intended.",
             previous=(95, 2),
         ),
         _finding(
-            "dev-inventory-sync", "dev.inventory", 0, "OFFSET_REWIND", 61, 1, "07:15:13",
+            "dev-inventory-sync",
+            "dev.inventory",
+            0,
+            "OFFSET_REWIND",
+            61,
+            1,
+            "07:15:13",
             "dev-inventory-sync moved dev.inventory-0 back from 95 to 61. Risk: 34 records are "
             "processed twice. Action: confirm the rewind was intended.",
             previous=(95, 2),
         ),
         _finding(
-            "dev-rewinder", "dev.inventory", 1, "OFFSET_REWIND", 32, 0, "07:15:12",
+            "dev-rewinder",
+            "dev.inventory",
+            1,
+            "OFFSET_REWIND",
+            32,
+            0,
+            "07:15:12",
             "dev-rewinder moved dev.inventory-1 back from 70 to 32. Risk: 38 records are processed "
             "twice. Action: confirm the seek was intended.",
             previous=(70, 0),
         ),
     ]
-    for topic, partition, o in (("dev.inventory", 0, 12), ("dev.inventory", 1, 12),
-                                ("dev.inventory", 2, 12), ("dev.payments", 0, 70),
-                                ("dev.payments", 1, 75)):
+    for topic, partition, o in (
+        ("dev.inventory", 0, 12),
+        ("dev.inventory", 1, 12),
+        ("dev.inventory", 2, 12),
+        ("dev.payments", 0, 70),
+        ("dev.payments", 1, 75),
+    ):
         rows.append(
             _finding(
-                "dev-replay-tool", topic, partition, "EPOCH_UNVERIFIABLE", o, -1, "07:14:38",
+                "dev-replay-tool",
+                topic,
+                partition,
+                "EPOCH_UNVERIFIABLE",
+                o,
+                -1,
+                "07:14:38",
                 f"dev-replay-tool committed {topic}-{partition} at {o} without a leader epoch (-1, "
                 "value v1): no client can check it for truncation. Risk: a truncation would go "
                 "unnoticed. Action: commit with a leader epoch (KIP-320 capable client/tool).",
@@ -332,25 +372,66 @@ def _findings(with_truncation: bool) -> List[Row]:
     if with_truncation:
         rows += [
             _finding(
-                "dev-settlement", "dev.payments", 0, "LOG_TRUNCATION", 100, 0, "07:14:38",
-                _truncation_detail("dev-settlement", "dev.payments-0", 100, 0, 60,
-                                   "unclean election: leader_recovery_state RECOVERING"),
-                divergence=60, epoch_end=60, broker=1, cause=("unclean_election", 2, 2, "07:14:55"),
+                "dev-settlement",
+                "dev.payments",
+                0,
+                "LOG_TRUNCATION",
+                100,
+                0,
+                "07:14:38",
+                _truncation_detail(
+                    "dev-settlement", "dev.payments-0", 100, 0, 60, "unclean election: leader_recovery_state RECOVERING"
+                ),
+                divergence=60,
+                epoch_end=60,
+                broker=1,
+                cause=("unclean_election", 2, 2, "07:14:55"),
             ),
             _finding(
-                "dev-settlement", "dev.payments", 1, "LOG_TRUNCATION", 90, 0, "07:14:38",
-                _truncation_detail("dev-settlement", "dev.payments-1", 90, 0, 50,
-                                   "unclean election: leader_recovery_state RECOVERING"),
-                divergence=50, epoch_end=50, broker=1, cause=("unclean_election", 2, 2, "07:14:57"),
+                "dev-settlement",
+                "dev.payments",
+                1,
+                "LOG_TRUNCATION",
+                90,
+                0,
+                "07:14:38",
+                _truncation_detail(
+                    "dev-settlement", "dev.payments-1", 90, 0, 50, "unclean election: leader_recovery_state RECOVERING"
+                ),
+                divergence=50,
+                epoch_end=50,
+                broker=1,
+                cause=("unclean_election", 2, 2, "07:14:57"),
             ),
             _finding(
-                "dev-inventory-sync", "dev.inventory", 2, "LOG_TRUNCATION", 78, 0, "07:15:14",
-                _truncation_detail("dev-inventory-sync", "dev.inventory-2", 78, 0, 50,
-                                   "stale client epoch: no data lost, but the consumer rewinds"),
-                divergence=50, epoch_end=50, broker=1, cause=("stale_client_epoch", None, None, None),
+                "dev-inventory-sync",
+                "dev.inventory",
+                2,
+                "LOG_TRUNCATION",
+                78,
+                0,
+                "07:15:14",
+                _truncation_detail(
+                    "dev-inventory-sync",
+                    "dev.inventory-2",
+                    78,
+                    0,
+                    50,
+                    "stale client epoch: no data lost, but the consumer rewinds",
+                ),
+                divergence=50,
+                epoch_end=50,
+                broker=1,
+                cause=("stale_client_epoch", None, None, None),
             ),
             _finding(
-                "dev-inventory-sync", "dev.inventory", 2, "BEHIND_METADATA_EPOCH", 78, 0, "07:15:14",
+                "dev-inventory-sync",
+                "dev.inventory",
+                2,
+                "BEHIND_METADATA_EPOCH",
+                78,
+                0,
+                "07:15:14",
                 "dev-inventory-sync committed dev.inventory-2 78@0 after 75@2: a forward move with "
                 "an older epoch (stale or zombie client). Risk: the consumer will see a truncation "
                 "and replay from 50. Action: stop the client committing with epoch 0.",
@@ -408,9 +489,16 @@ def _commits(latest: List[Row]) -> List[Row]:
     for g, t, p, off, ep, when in earlier:
         rows.append(
             {
-                "group_id": g, "topic": t, "partition": p, "committed_offset": off,
-                "committed_leader_epoch": ep, "metadata": "", "commit_timestamp": _ts(when),
-                "value_version": 3, "source_partition": 5, "source_offset": pos,
+                "group_id": g,
+                "topic": t,
+                "partition": p,
+                "committed_offset": off,
+                "committed_leader_epoch": ep,
+                "metadata": "",
+                "commit_timestamp": _ts(when),
+                "value_version": 3,
+                "source_partition": 5,
+                "source_offset": pos,
             }
         )
         pos += 1
@@ -431,8 +519,12 @@ def _epochs() -> List[Row]:
             for epoch, start in entries:
                 rows.append(
                     {
-                        "topic": topic, "partition": partition, "broker_id": broker,
-                        "leader_epoch": epoch, "start_offset": start, "is_leader": broker == leader,
+                        "topic": topic,
+                        "partition": partition,
+                        "broker_id": broker,
+                        "leader_epoch": epoch,
+                        "start_offset": start,
+                        "is_leader": broker == leader,
                     }
                 )
     return rows
@@ -441,8 +533,12 @@ def _epochs() -> List[Row]:
 def _bounds() -> List[Row]:
     return [
         {
-            "topic": t, "partition": p, "log_start_offset": s, "log_end_offset": e,
-            "high_watermark": hw, "leader_id": leader,
+            "topic": t,
+            "partition": p,
+            "log_start_offset": s,
+            "log_end_offset": e,
+            "high_watermark": hw,
+            "leader_id": leader,
         }
         for (t, p), (s, e, hw, leader) in _BOUNDS.items()
     ]
@@ -493,8 +589,11 @@ def summary_for(tables: Tables, elapsed: float = 3.25) -> Dict[str, Any]:
         "records_skipped": {
             "by_reason": {"aborted_transaction": 2, "corrupt_batch": 1},
             "where": [
-                {"file": "broker-1/__consumer_offsets-7/00000000000000000000.log",
-                 "position": 4096, "reason": "corrupt_batch"}
+                {
+                    "file": "broker-1/__consumer_offsets-7/00000000000000000000.log",
+                    "position": 4096,
+                    "reason": "corrupt_batch",
+                }
             ],
         },
         "findings": {"by_name": by_name, "by_severity": by_sev},
@@ -522,8 +621,12 @@ def write_output(
         df.coalesce(1).write.mode("overwrite").parquet(os.path.join(out_dir, name))
     if "groups" not in tables and {"committed_offsets", "findings"} <= set(tables):
         # every audit writes groups/: derive it the way the pipeline does, from the tables just written
-        groups = group_status(spark, spark.read.parquet(os.path.join(out_dir, "committed_offsets")),
-                              spark.read.parquet(os.path.join(out_dir, "findings")), None)
+        groups = group_status(
+            spark,
+            spark.read.parquet(os.path.join(out_dir, "committed_offsets")),
+            spark.read.parquet(os.path.join(out_dir, "findings")),
+            None,
+        )
         groups.coalesce(1).write.mode("overwrite").parquet(os.path.join(out_dir, "groups"))
     with open(os.path.join(out_dir, "summary.json"), "w", encoding="utf-8") as fh:
         json.dump(summary if summary is not None else summary_for(tables), fh, indent=2)

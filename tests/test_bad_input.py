@@ -1,4 +1,5 @@
 """Bad input is counted and reported with where it was; it never crashes the audit."""
+
 import shutil
 import struct
 
@@ -18,6 +19,7 @@ SEG = SCENARIO / "brokers/broker-1/__consumer_offsets-0/00000000000000000000.log
 
 def _rows(buf):
     from audit.formats.segments import RAW_SCHEMA
+
     return pa.Table.from_batches(decode_offsets_segment(buf, "seg.log", 0), schema=RAW_SCHEMA).to_pylist()
 
 
@@ -42,11 +44,13 @@ def test_flipped_crc_byte_skips_that_batch_only():
 def test_cut_off_tail_is_reported_and_earlier_batches_kept():
     buf = SEG.read_bytes()
     positions = _batch_positions(buf)
-    cut = buf[:positions[-1] + 30]
+    cut = buf[: positions[-1] + 30]
     rows = _rows(cut)
     issues = [r for r in rows if r["kind"] == "issue"]
     assert [(i["decode_error"], i["position"]) for i in issues] == [("partial_batch", positions[-1])]
-    assert len([r for r in rows if r["kind"] != "issue"]) == len([r for r in _rows(buf) if r["position"] < positions[-1]])
+    assert len([r for r in rows if r["kind"] != "issue"]) == len(
+        [r for r in _rows(buf) if r["position"] < positions[-1]]
+    )
 
 
 def test_non_kafka_file_is_reported():
@@ -62,8 +66,16 @@ def test_empty_segment_has_no_rows():
 def test_unknown_record_type_is_counted_not_fatal():
     """One record of key type 99 (no Kafka version defines it; 3..23 are KIP-848/share/streams records)."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
-    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
-                                  producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+
+    b = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 20,
+    )
     commit_key = struct.pack(">hh1sh1si", 1, 1, b"g", 1, b"t", 0)
     commit_val = struct.pack(">hqih0sq", 3, 42, 5, 0, b"", 1700000000000)
     b.append(0, timestamp=1700000000000, key=commit_key, value=commit_val, headers=[])
@@ -78,8 +90,16 @@ def test_unknown_record_type_is_counted_not_fatal():
 @pytest.mark.parametrize("codec", [1, 2, 3, 4], ids=["gzip", "snappy", "lz4", "zstd"])
 def test_all_compression_codecs(codec):
     from kafka.record.default_records import DefaultRecordBatchBuilder
-    b = DefaultRecordBatchBuilder(magic=2, compression_type=codec, is_transactional=False, producer_id=-1,
-                                  producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+
+    b = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=codec,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 20,
+    )
     for i in range(50):
         key = struct.pack(">hh1sh1si", 1, 1, b"g", 1, b"t", i)
         val = struct.pack(">hqih0sq", 3, 1000 + i, 2, 0, b"", 1700000000000 + i)
@@ -138,9 +158,14 @@ def test_output_that_would_replace_broker_data_or_foreign_files_is_refused(capsy
     home = tmp_path / "home"
     (home / "notes").mkdir(parents=True)
     (home / "notes/todo.txt").write_text("mine")
-    for output, message in ((logs, "overlaps --log-dirs"), (tmp_path, "overlaps --log-dirs"),
-                            (logs / "audit-out", "overlaps --log-dirs"), (home, "not a kafka-offset-audit output"),
-                            (home / "notes/todo.txt", "is a file"), (tmp_path / "link-to-logs", "overlaps --log-dirs")):
+    for output, message in (
+        (logs, "overlaps --log-dirs"),
+        (tmp_path, "overlaps --log-dirs"),
+        (logs / "audit-out", "overlaps --log-dirs"),
+        (home, "not a kafka-offset-audit output"),
+        (home / "notes/todo.txt", "is a file"),
+        (tmp_path / "link-to-logs", "overlaps --log-dirs"),
+    ):
         code = main(["audit", "--log-dirs", str(logs), "--output", str(output), "--quiet"])
         assert code == 2, output
         assert message in capsys.readouterr().err, output
@@ -151,6 +176,7 @@ def test_output_that_would_replace_broker_data_or_foreign_files_is_refused(capsy
 def test_output_may_be_new_empty_or_a_previous_audit(spark, tmp_path):
     from audit.report.outputs import check_output_target
     from audit.sources.fs import InputError
+
     check_output_target(spark, str(tmp_path / "new"), [str(tmp_path / "logs")])
     (tmp_path / "empty").mkdir()
     check_output_target(spark, str(tmp_path / "empty"), [str(tmp_path / "logs")])
@@ -175,16 +201,19 @@ def test_bad_arguments_exit_2(tmp_path):
 def test_segment_gone_before_the_executor_reads_it_is_reported(tmp_path):
     """A listed segment that cannot be opened on the executor becomes an ``unreadable_file`` issue."""
     from audit.sources.logdirs import _decode_offsets_files
+
     path = f"file:{tmp_path}/__consumer_offsets-3/00000000000000000000.log"
     out = pa.Table.from_batches(list(_decode_offsets_files(iter([pa.RecordBatch.from_pydict({"path": [path]})]))))
     rows = out.to_pylist()
     assert [(r["kind"], r["decode_error"], r["source_file"], r["source_partition"]) for r in rows] == [
-        ("issue", "unreadable_file", path, 3)]
+        ("issue", "unreadable_file", path, 3)
+    ]
 
 
 def test_spark_binary_reader_gives_the_same_audit(scenario_latest, audit_dirs, monkeypatch):
     """Hadoop URIs are read through Spark's binaryFile; forced on local files it must agree."""
     from pyspark.testing import assertDataFrameEqual
+
     monkeypatch.setenv("KOA_READER", "spark")
     result, out = audit_dirs("binaryfile-reader", [SCENARIO / "brokers"])
     _, want = scenario_latest
@@ -207,8 +236,11 @@ def test_bad_checkpoint_lines_are_reported_and_the_rest_is_used(audit_dirs, tmp_
     assert all(w["file"].endswith("broker-1/dev.payments-0/leader-epoch-checkpoint") for w in where)
     # the good lines still give the divergence offset the Java consumer computed (60)
     spark = SparkSession.getActiveSession()
-    found = spark.read.parquet(str(out / "findings")).where(
-        "finding = 'LOG_TRUNCATION' and topic = 'dev.payments' and partition = 0").collect()
+    found = (
+        spark.read.parquet(str(out / "findings"))
+        .where("finding = 'LOG_TRUNCATION' and topic = 'dev.payments' and partition = 0")
+        .collect()
+    )
     assert found and {r["divergence_offset"] for r in found} == {60}
 
 
@@ -226,10 +258,14 @@ def test_log_dirs_with_hash_and_space_in_their_path(scenario_latest, audit_dirs,
 def test_metadata_segment_gone_before_the_executor_reads_it_is_reported(tmp_path):
     """The KRaft metadata decoder reports a file it cannot open, like the other readers."""
     from audit.sources.logdirs import _decode_metadata_files
+
     path = f"file:{tmp_path}/__cluster_metadata-0/00000000000000000000.log"
-    rows = pa.Table.from_batches(list(_decode_metadata_files(iter([pa.RecordBatch.from_pydict({"path": [path]})])))).to_pylist()
+    rows = pa.Table.from_batches(
+        list(_decode_metadata_files(iter([pa.RecordBatch.from_pydict({"path": [path]})])))
+    ).to_pylist()
     assert [(r["source_file"], r["timestamp"], r["decode_error"].split(":")[0]) for r in rows] == [
-        (path, None, "unreadable_file at byte 0")]
+        (path, None, "unreadable_file at byte 0")
+    ]
 
 
 def test_corrupt_metadata_batch_is_reported_once_with_reason_and_position(audit_dirs, tmp_path):
@@ -257,6 +293,7 @@ def test_records_read_by_type_stays_bounded_under_many_unknown_types_and_version
     a real segment: summary.json counts them under a few keys ('other record types ...', 'OffsetCommit v(other)')
     instead of 600 keys, every record still counted, and records_skipped keeps each one's reason."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
+
     dst = tmp_path / "broker"
     shutil.copytree(REAL / "kraft-3.6-single-broker/data", dst)
     for p in dst.rglob("*"):
@@ -264,11 +301,19 @@ def test_records_read_by_type_stays_bounded_under_many_unknown_types_and_version
     seg = dst / "__consumer_offsets-24/00000000000000000000.log"
     buf = seg.read_bytes()
     base = scan_batches(buf).end_offset
-    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
-                                  producer_epoch=-1, base_sequence=-1, batch_size=1 << 22)
+    b = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 22,
+    )
     for i in range(300):
-        b.append(i, timestamp=1700000000000, key=struct.pack(">hh1s", 100 + i, 1, b"g"), value=b"\x00\x00\x01",
-                 headers=[])
+        b.append(
+            i, timestamp=1700000000000, key=struct.pack(">hh1s", 100 + i, 1, b"g"), value=b"\x00\x00\x01", headers=[]
+        )
     for i in range(300):
         key = struct.pack(">hh1sh1si", 1, 1, b"g", 1, b"t", i)
         b.append(300 + i, timestamp=1700000000000, key=key, value=struct.pack(">hq", 1000 + i, 5), headers=[])

@@ -1,5 +1,6 @@
 """The driver JVM's class-data archive (audit.spark.ClassDataArchive): written by a first run's JVM, checked by a
 JVM before use, never used when broken, and the audit's results are the same with it."""
+
 import json
 import os
 import shutil
@@ -20,12 +21,16 @@ pytestmark = pytest.mark.skipif(JAVA is None, reason="needs a JDK (java on the P
 def _dump(tmp_path, name: str) -> tuple[str, str]:
     """A real (tiny) dynamic archive of ``java -version`` with a one-jar class path: (file, class path)."""
     import pyspark
+
     cp = sorted((os.path.join(os.path.dirname(pyspark.__file__), "jars"),))[0]
     jar = sorted(p for p in os.listdir(cp) if p.endswith(".jar"))[0]
     cp = os.path.join(cp, jar)
     out = str(tmp_path / name)
-    subprocess.run([JAVA, f"-XX:ArchiveClassesAtExit={out}", "-XX:+VerifySharedSpaces", "-Xlog:cds*=off", "-cp", cp,
-                    "-version"], check=True, capture_output=True)
+    subprocess.run(
+        [JAVA, f"-XX:ArchiveClassesAtExit={out}", "-XX:+VerifySharedSpaces", "-Xlog:cds*=off", "-cp", cp, "-version"],
+        check=True,
+        capture_output=True,
+    )
     return out, cp
 
 
@@ -95,14 +100,35 @@ def test_a_dump_still_being_written_is_left_alone(tmp_path, monkeypatch):
 def test_cli_writes_the_archive_and_uses_it_with_the_same_findings(tmp_path, scenario_latest):
     """Two CLI runs in fresh processes: the first's JVM writes the archive after the run, the second checks it
     and starts with it (-Xshare:on: a JVM that cannot map it fails to start); findings as without it."""
-    env = dict(os.environ, KOA_CDS="on", KOA_CDS_DIR=str(tmp_path / "cds"), PYSPARK_PYTHON=sys.executable,
-               KOA_DRIVER_JAVA_OPTIONS="-Xshare:on -XX:TieredStopAtLevel=1")
+    env = dict(
+        os.environ,
+        KOA_CDS="on",
+        KOA_CDS_DIR=str(tmp_path / "cds"),
+        PYSPARK_PYTHON=sys.executable,
+        KOA_DRIVER_JAVA_OPTIONS="-Xshare:on -XX:TieredStopAtLevel=1",
+    )
     brokers = [str(p) for p in sorted((SCENARIO / "brokers").iterdir())]
 
     def audit(out):
-        return subprocess.run([sys.executable, "-m", "audit.cli", "audit", "--log-dirs", *brokers, "--output",
-                               str(tmp_path / out), "--skip-reports", "--fail-on", "never"],
-                              env=env, capture_output=True, text=True, timeout=600)
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "audit.cli",
+                "audit",
+                "--log-dirs",
+                *brokers,
+                "--output",
+                str(tmp_path / out),
+                "--skip-reports",
+                "--fail-on",
+                "never",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
 
     first = audit("o1")
     assert first.returncode == 0, first.stderr[-3000:]

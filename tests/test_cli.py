@@ -1,4 +1,5 @@
 """The console script end to end: demo writes the whole output contract, exit statuses."""
+
 import json
 
 from audit.cli import main
@@ -15,7 +16,9 @@ def test_demo_writes_output_contract_and_reports(tmp_path, capsys, spark):
     assert summary["reports"]["expectations"]["success"] is True
     assert (out / "data_docs/index.html").exists() and (out / "report.html").exists()
     assert (out / "expectations/validation_result.json").exists()
-    truncations = spark.read.parquet(str(out / "findings")).where("finding = 'LOG_TRUNCATION' AND topic = 'dev.payments'")
+    truncations = spark.read.parquet(str(out / "findings")).where(
+        "finding = 'LOG_TRUNCATION' AND topic = 'dev.payments'"
+    )
     assert sorted(r.divergence_offset for r in truncations.collect()) == [50, 60]
     # rerun replaces the result atomically, leaving no staging dirs behind
     assert main(["demo", "--output", str(out), "--skip-reports", "--mode", "history"]) == 0
@@ -25,6 +28,7 @@ def test_demo_writes_output_contract_and_reports(tmp_path, capsys, spark):
 
 def test_fail_on_sets_exit_status(tmp_path):
     from audit.cli import demo_log_dirs
+
     args = ["audit", "--log-dirs", demo_log_dirs(), "--output", str(tmp_path / "o"), "--quiet"]
     assert main(args + ["--fail-on", "critical"]) == 1
     summary = json.loads((tmp_path / "o/summary.json").read_text())
@@ -40,16 +44,17 @@ def test_console_script_exit_runs_what_an_exit_runs(tmp_path):
     leaves through argparse (status 2).  A bare os._exit would lose the last three."""
     import subprocess
     import sys
+
     script = f"""
 import atexit, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
 import audit.cli as cli
 def fake_main(argv=None):
-    atexit.register(lambda: open({str(tmp_path / 'atexit')!r}, 'w').write('ran'))
+    atexit.register(lambda: open({str(tmp_path / "atexit")!r}, 'w').write('ran'))
     # an idle pool's worker (as the Spark Connect client leaves one): ends only when told to at exit
     cli.pool = ThreadPoolExecutor(max_workers=1)  # still referenced at exit
     cli.pool.submit(lambda: None).result()
-    threading.Thread(target=lambda: (time.sleep(0.5), open({str(tmp_path / 'thread')!r}, 'w').write('done'))).start()
+    threading.Thread(target=lambda: (time.sleep(0.5), open({str(tmp_path / "thread")!r}, 'w').write('done'))).start()
     sys.stdout.write('no newline, not flushed')
     return 3
 cli.main = fake_main
@@ -59,8 +64,12 @@ cli.entry()
     assert proc.returncode == 3, proc.stderr
     assert proc.stdout == "no newline, not flushed"
     assert (tmp_path / "atexit").read_text() == "ran" and (tmp_path / "thread").read_text() == "done"
-    usage = subprocess.run([sys.executable, "-m", "audit.cli", "audit", "--output", str(tmp_path / "out"),
-                            "--no-such-flag"], capture_output=True, text=True, timeout=60)
+    usage = subprocess.run(
+        [sys.executable, "-m", "audit.cli", "audit", "--output", str(tmp_path / "out"), "--no-such-flag"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert usage.returncode == 2 and "--no-such-flag" in usage.stderr
 
 
@@ -70,6 +79,7 @@ def test_prewarm_shortens_the_switch_interval_until_joined():
     import sys
 
     from audit.cli import PREWARM_SWITCH_INTERVAL, _prewarm
+
     before = sys.getswitchinterval()
     try:
         sys.setswitchinterval(0.004)
@@ -85,8 +95,22 @@ def test_the_spark_submit_application_refuses_spark_connect_arguments(tmp_path):
     """Under spark-submit the cluster runs the application: --remote / --python-env are a usage error (exit 2)."""
     import subprocess
     import sys
+
     for args in (["--remote", "sc://127.0.0.1:1"], ["--python-env", "env.tar.gz"]):
-        proc = subprocess.run([sys.executable, "-m", "audit.submit", *args, "--log-dirs", str(tmp_path), "--output",
-                               str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "audit.submit",
+                *args,
+                "--log-dirs",
+                str(tmp_path),
+                "--output",
+                str(tmp_path / "out"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 2 and "ship the environment with --archives" in proc.stderr, proc.stderr
         assert not (tmp_path / "out").exists()

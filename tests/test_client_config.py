@@ -61,7 +61,13 @@ def test_parse_properties_java_syntax():
         "a=override\n"
     )
     assert parse_properties(text) == {
-        "a": "override", "b": "2", "c": "3", "d": "xyz", "e": "tab\thereA", "f=key": "v", "empty": "",
+        "a": "override",
+        "b": "2",
+        "c": "3",
+        "d": "xyz",
+        "e": "tab\thereA",
+        "f=key": "v",
+        "empty": "",
     }
     assert parse_properties("") == {}
 
@@ -101,8 +107,9 @@ def test_kip1102_defaults_and_none():
 
 
 def test_kwargs_are_accepted_by_kafka_python():
-    config = parse_client_properties(parse_properties(SASL_SSL_PROPERTIES + "fetch.max.bytes=1000\n"
-                                                      "socket.connection.setup.timeout.ms=5000\n"))
+    config = parse_client_properties(
+        parse_properties(SASL_SSL_PROPERTIES + "fetch.max.bytes=1000\nsocket.connection.setup.timeout.ms=5000\n")
+    )
     consumer_kw = config.consumer_kwargs()
     assert set(consumer_kw) <= set(KafkaConsumer.DEFAULT_CONFIG)
     assert consumer_kw["fetch_max_bytes"] == 1000
@@ -122,18 +129,21 @@ def test_unknown_key_is_an_error_naming_it():
         parse_client_properties({"acks": "all"})  # a producer setting
 
 
-@pytest.mark.parametrize("props, key", [
-    ({"request.timeout.ms": "soon"}, "request.timeout.ms"),
-    ({"request.timeout.ms": "0"}, "request.timeout.ms"),
-    ({"security.protocol": "TLS"}, "security.protocol"),
-    ({"sasl.mechanism": "MAGIC"}, "sasl.mechanism"),
-    ({"ssl.truststore.location": "/etc/kafka/truststore.jks"}, "ssl.truststore.location"),
-    ({"ssl.truststore.type": "JKS", "ssl.truststore.location": "/x/ts.jks"}, "ssl.truststore.type"),
-    ({"ssl.keystore.type": "PKCS12", "ssl.keystore.location": "/x/ks.p12"}, "ssl.keystore.type"),
-    ({"ssl.truststore.certificates": "-----BEGIN CERTIFICATE-----"}, "ssl.truststore.certificates"),
-    ({"check.crcs": "maybe"}, "check.crcs"),
-    ({"ssl.endpoint.identification.algorithm": "ldap"}, "ssl.endpoint.identification.algorithm"),
-])
+@pytest.mark.parametrize(
+    "props, key",
+    [
+        ({"request.timeout.ms": "soon"}, "request.timeout.ms"),
+        ({"request.timeout.ms": "0"}, "request.timeout.ms"),
+        ({"security.protocol": "TLS"}, "security.protocol"),
+        ({"sasl.mechanism": "MAGIC"}, "sasl.mechanism"),
+        ({"ssl.truststore.location": "/etc/kafka/truststore.jks"}, "ssl.truststore.location"),
+        ({"ssl.truststore.type": "JKS", "ssl.truststore.location": "/x/ts.jks"}, "ssl.truststore.type"),
+        ({"ssl.keystore.type": "PKCS12", "ssl.keystore.location": "/x/ks.p12"}, "ssl.keystore.type"),
+        ({"ssl.truststore.certificates": "-----BEGIN CERTIFICATE-----"}, "ssl.truststore.certificates"),
+        ({"check.crcs": "maybe"}, "check.crcs"),
+        ({"ssl.endpoint.identification.algorithm": "ldap"}, "ssl.endpoint.identification.algorithm"),
+    ],
+)
 def test_bad_values_name_the_key(props, key):
     with pytest.raises(ClientConfigError) as info:
         parse_client_properties(props)
@@ -142,12 +152,19 @@ def test_bad_values_name_the_key(props, key):
 
 
 def test_misc_mappings():
-    config = parse_client_properties({
-        "security.protocol": "ssl", "ssl.truststore.location": "/x/ca.crt",
-        "ssl.endpoint.identification.algorithm": "", "receive.buffer.bytes": "-1",
-        "send.buffer.bytes": "131072", "ssl.keystore.location": "/x/me.pem", "ssl.keystore.password": "kspw-value",
-        "client.dns.lookup": "use_all_dns_ips", "check.crcs": "false",
-    })
+    config = parse_client_properties(
+        {
+            "security.protocol": "ssl",
+            "ssl.truststore.location": "/x/ca.crt",
+            "ssl.endpoint.identification.algorithm": "",
+            "receive.buffer.bytes": "-1",
+            "send.buffer.bytes": "131072",
+            "ssl.keystore.location": "/x/me.pem",
+            "ssl.keystore.password": "kspw-value",
+            "client.dns.lookup": "use_all_dns_ips",
+            "check.crcs": "false",
+        }
+    )
     s = config.settings
     assert s["security_protocol"] == "SSL" and s["ssl_cafile"] == "/x/ca.crt"
     assert s["ssl_check_hostname"] is False
@@ -161,10 +178,14 @@ def test_sasl_requirements():
         parse_client_properties({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"})
     gssapi = parse_client_properties({"security.protocol": "SASL_PLAINTEXT"})
     assert gssapi.settings["sasl_mechanism"] == "GSSAPI"  # Java's default mechanism
-    plain = parse_client_properties({
-        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
-        "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
-                            "username=alice password='al1ce-pw';"})
+    plain = parse_client_properties(
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            "username=alice password='al1ce-pw';",
+        }
+    )
     assert (plain.settings["sasl_plain_username"], plain.settings["sasl_plain_password"]) == ("alice", "al1ce-pw")
 
 
@@ -196,11 +217,15 @@ def test_repr_str_and_redacted_hide_secrets():
 
 def test_redact_text_mappings_and_exceptions():
     parse_client_properties(parse_properties(SASL_SSL_PROPERTIES))
-    assert redact(f"login failed for offset-auditor/{SECRET} at broker-1") == \
-        f"login failed for offset-auditor/{REDACTED} at broker-1"
+    assert (
+        redact(f"login failed for offset-auditor/{SECRET} at broker-1")
+        == f"login failed for offset-auditor/{REDACTED} at broker-1"
+    )
     # secrets never registered are still masked in key=value form
-    assert redact('sasl.jaas.config=x.PlainLoginModule required username="u" password="never-seen";') \
-        .count("never-seen") == 0
+    assert (
+        redact('sasl.jaas.config=x.PlainLoginModule required username="u" password="never-seen";').count("never-seen")
+        == 0
+    )
     assert redact("{'sasl_plain_password': 'other-unseen'}") == "{'sasl_plain_password': '[redacted]'}"
     props = parse_properties(SASL_SSL_PROPERTIES)
     shown = redact(props)

@@ -18,7 +18,6 @@ PROPERTIES = os.environ.get("KAFKA_CLIENT_PROPERTIES", "").strip() or None
 TOPIC = "__consumer_offsets"
 
 
-
 @pytest.fixture(scope="module")
 def bootstrap(request) -> str:
     return BOOTSTRAP or request.getfixturevalue("lab_live")[0]
@@ -27,6 +26,7 @@ def bootstrap(request) -> str:
 @pytest.fixture(scope="module")
 def collector(bootstrap):
     from audit.sources.collector import open_collector
+
     c = open_collector(PROPERTIES, bootstrap_servers=bootstrap, deadline_ms=60_000)
     yield c
     c.close()

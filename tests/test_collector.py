@@ -46,6 +46,7 @@ BROKERS = {1: ("b1", 9092), 2: ("b2", 9092), 3: ("b3", 9092)}
 
 # ---------------------------------------------------------------- fakes
 
+
 class FakeClock:
     def __init__(self):
         self.now = 1000.0
@@ -100,13 +101,13 @@ class SimCluster:
     def __init__(self, partitions, brokers=None, caches=None, log_start=None, log_end=None):
         self.brokers = dict(brokers or BROKERS)
         self.partitions = dict(partitions)  # (topic, p) -> (leader, epoch)
-        self.caches = dict(caches or {})    # (topic, p) -> [(epoch, start)]
+        self.caches = dict(caches or {})  # (topic, p) -> [(epoch, start)]
         self.log_start = dict(log_start or {})
         self.log_end = dict(log_end or {})
-        self.down: set = set()              # node ids (or bootstrap ids) that fail to connect
+        self.down: set = set()  # node ids (or bootstrap ids) that fail to connect
         self.metadata_overrides: list = []  # callables(request) -> response or None, consumed FIFO
-        self.partition_errors: dict = {}    # (api, topic, p) -> list of error codes consumed FIFO
-        self.calls: list = []               # (node_id, api name, decoded request)
+        self.partition_errors: dict = {}  # (api, topic, p) -> list of error codes consumed FIFO
+        self.calls: list = []  # (node_id, api name, decoded request)
         self.lock = threading.Lock()
 
     # -- responses
@@ -117,21 +118,40 @@ class SimCluster:
         for name in names:
             parts = sorted((p, v) for (t, p), v in partitions.items() if t == name)
             if not parts:
-                topics.append(MetadataResponse.MetadataResponseTopic(
-                    error_code=3, name=name, is_internal=False, partitions=[]))
+                topics.append(
+                    MetadataResponse.MetadataResponseTopic(error_code=3, name=name, is_internal=False, partitions=[])
+                )
                 continue
-            topics.append(MetadataResponse.MetadataResponseTopic(
-                error_code=0, name=name, is_internal=name.startswith("__"), partitions=[
-                    MetadataResponse.MetadataResponseTopic.MetadataResponsePartition(
-                        error_code=0 if leader >= 0 else 5, partition_index=p, leader_id=leader,
-                        leader_epoch=epoch, replica_nodes=sorted(self.brokers), isr_nodes=sorted(self.brokers),
-                        offline_replicas=[])
-                    for p, (leader, epoch) in parts]))
+            topics.append(
+                MetadataResponse.MetadataResponseTopic(
+                    error_code=0,
+                    name=name,
+                    is_internal=name.startswith("__"),
+                    partitions=[
+                        MetadataResponse.MetadataResponseTopic.MetadataResponsePartition(
+                            error_code=0 if leader >= 0 else 5,
+                            partition_index=p,
+                            leader_id=leader,
+                            leader_epoch=epoch,
+                            replica_nodes=sorted(self.brokers),
+                            isr_nodes=sorted(self.brokers),
+                            offline_replicas=[],
+                        )
+                        for p, (leader, epoch) in parts
+                    ],
+                )
+            )
         return MetadataResponse(
-            throttle_time_ms=0, cluster_id="sim", controller_id=1, error_code=error_code,
-            brokers=[MetadataResponse.MetadataResponseBroker(node_id=n, host=h, port=port, rack=None)
-                     for n, (h, port) in sorted(brokers.items())],
-            topics=topics)
+            throttle_time_ms=0,
+            cluster_id="sim",
+            controller_id=1,
+            error_code=error_code,
+            brokers=[
+                MetadataResponse.MetadataResponseBroker(node_id=n, host=h, port=port, rack=None)
+                for n, (h, port) in sorted(brokers.items())
+            ],
+            topics=topics,
+        )
 
     def _next_error(self, api, topic, partition):
         queue = self.partition_errors.get((api, topic, partition))
@@ -176,10 +196,16 @@ class SimCluster:
                         code = self._fence(node, t.topic, p.partition, p.current_leader_epoch)
                     le, eo = (-1, -1)
                     if code == 0:
-                        le, eo = epoch_end_offset(self.caches.get((t.topic, p.partition), []),
-                                                  self.log_end.get((t.topic, p.partition), 0), p.leader_epoch)
-                    parts.append(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset(
-                        error_code=code, partition=p.partition, leader_epoch=le, end_offset=eo))
+                        le, eo = epoch_end_offset(
+                            self.caches.get((t.topic, p.partition), []),
+                            self.log_end.get((t.topic, p.partition), 0),
+                            p.leader_epoch,
+                        )
+                    parts.append(
+                        OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset(
+                            error_code=code, partition=p.partition, leader_epoch=le, end_offset=eo
+                        )
+                    )
                 topics.append(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=t.topic, partitions=parts))
             return roundtrip(OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics), version)
         if isinstance(decoded, ListOffsetsRequest):
@@ -195,9 +221,15 @@ class SimCluster:
                     if code == 0:
                         key = (t.name, p.partition_index)
                         offset = self.log_start.get(key, 0) if p.timestamp == -2 else self.log_end.get(key, 0)
-                    parts.append(ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse(
-                        partition_index=p.partition_index, error_code=code, timestamp=-1, offset=offset,
-                        leader_epoch=self.partitions[(t.name, p.partition_index)][1]))
+                    parts.append(
+                        ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse(
+                            partition_index=p.partition_index,
+                            error_code=code,
+                            timestamp=-1,
+                            offset=offset,
+                            leader_epoch=self.partitions[(t.name, p.partition_index)][1],
+                        )
+                    )
                 topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=t.name, partitions=parts))
             return roundtrip(ListOffsetsResponse(throttle_time_ms=0, topics=topics), version)
         raise AssertionError(f"unexpected request {decoded!r}")
@@ -237,6 +269,7 @@ def calls_of(cluster, api):
 
 # ---------------------------------------------------------------- KIP-526
 
+
 def test_metadata_only_for_scoped_topics_in_bounded_batches():
     parts = {(f"t{i:03d}", 0): (1, 0) for i in range(250)}
     parts[("unrelated", 0)] = (1, 0)
@@ -263,37 +296,84 @@ def test_metadata_batch_size_is_configurable():
 
 # ---------------------------------------------------- OffsetsForLeaderEpoch
 
+
 def payments_cluster():
     return SimCluster(
         {("dev.payments", 0): (2, 3), ("dev.payments", 1): (3, 2), ("dev.inventory", 0): (2, 2)},
-        caches={("dev.payments", 0): [(0, 0), (1, 40), (3, 60)],
-                ("dev.payments", 1): [(0, 0), (2, 50)],
-                ("dev.inventory", 0): [(0, 0), (2, 61)]},
+        caches={
+            ("dev.payments", 0): [(0, 0), (1, 40), (3, 60)],
+            ("dev.payments", 1): [(0, 0), (2, 50)],
+            ("dev.inventory", 0): [(0, 0), (2, 61)],
+        },
         log_start={("dev.payments", 0): 0, ("dev.payments", 1): 5, ("dev.inventory", 0): 0},
-        log_end={("dev.payments", 0): 120, ("dev.payments", 1): 90, ("dev.inventory", 0): 100})
+        log_end={("dev.payments", 0): 120, ("dev.payments", 1): 90, ("dev.inventory", 0): 100},
+    )
 
 
 def test_epoch_end_offsets_from_leader_with_current_epoch():
     cluster = payments_cluster()
     collector, _, _ = make(cluster)
-    rows = collector.epoch_end_offsets([
-        ("dev.payments", 0, 0), ("dev.payments", 0, 2), ("dev.payments", 0, 3), ("dev.payments", 0, 7),
-        ("dev.payments", 1, 0), ("dev.payments", 1, 0),  # duplicate answered once
-        ("dev.inventory", 0, 2), ("dev.inventory", 0, -1),  # -1 is never validated: skipped
-    ])
+    rows = collector.epoch_end_offsets(
+        [
+            ("dev.payments", 0, 0),
+            ("dev.payments", 0, 2),
+            ("dev.payments", 0, 3),
+            ("dev.payments", 0, 7),
+            ("dev.payments", 1, 0),
+            ("dev.payments", 1, 0),  # duplicate answered once
+            ("dev.inventory", 0, 2),
+            ("dev.inventory", 0, -1),  # -1 is never validated: skipped
+        ]
+    )
     assert rows == [
-        {"topic": "dev.inventory", "partition": 0, "requested_epoch": 2, "leader_epoch": 2, "end_offset": 100,
-         "answered_by_broker": 2},
-        {"topic": "dev.payments", "partition": 0, "requested_epoch": 0, "leader_epoch": 0, "end_offset": 40,
-         "answered_by_broker": 2},
-        {"topic": "dev.payments", "partition": 0, "requested_epoch": 2, "leader_epoch": 1, "end_offset": 60,
-         "answered_by_broker": 2},
-        {"topic": "dev.payments", "partition": 0, "requested_epoch": 3, "leader_epoch": 3, "end_offset": 120,
-         "answered_by_broker": 2},
-        {"topic": "dev.payments", "partition": 0, "requested_epoch": 7, "leader_epoch": -1, "end_offset": -1,
-         "answered_by_broker": 2},
-        {"topic": "dev.payments", "partition": 1, "requested_epoch": 0, "leader_epoch": 0, "end_offset": 50,
-         "answered_by_broker": 3},
+        {
+            "topic": "dev.inventory",
+            "partition": 0,
+            "requested_epoch": 2,
+            "leader_epoch": 2,
+            "end_offset": 100,
+            "answered_by_broker": 2,
+        },
+        {
+            "topic": "dev.payments",
+            "partition": 0,
+            "requested_epoch": 0,
+            "leader_epoch": 0,
+            "end_offset": 40,
+            "answered_by_broker": 2,
+        },
+        {
+            "topic": "dev.payments",
+            "partition": 0,
+            "requested_epoch": 2,
+            "leader_epoch": 1,
+            "end_offset": 60,
+            "answered_by_broker": 2,
+        },
+        {
+            "topic": "dev.payments",
+            "partition": 0,
+            "requested_epoch": 3,
+            "leader_epoch": 3,
+            "end_offset": 120,
+            "answered_by_broker": 2,
+        },
+        {
+            "topic": "dev.payments",
+            "partition": 0,
+            "requested_epoch": 7,
+            "leader_epoch": -1,
+            "end_offset": -1,
+            "answered_by_broker": 2,
+        },
+        {
+            "topic": "dev.payments",
+            "partition": 1,
+            "requested_epoch": 0,
+            "leader_epoch": 0,
+            "end_offset": 50,
+            "answered_by_broker": 3,
+        },
     ]
     ofle = calls_of(cluster, "OffsetForLeaderEpochRequest")
     for node, req in ofle:
@@ -321,8 +401,16 @@ def test_fencing_errors_refresh_metadata_and_retry(code):
     cluster.partition_errors[("ofle", "dev.payments", 0)] = [code]
     metadata_before = len(calls_of(cluster, "MetadataRequest"))
     rows = collector.epoch_end_offsets([("dev.payments", 0, 3)])
-    assert rows == [{"topic": "dev.payments", "partition": 0, "requested_epoch": 3, "leader_epoch": 3,
-                     "end_offset": 120, "answered_by_broker": 3}]
+    assert rows == [
+        {
+            "topic": "dev.payments",
+            "partition": 0,
+            "requested_epoch": 3,
+            "leader_epoch": 3,
+            "end_offset": 120,
+            "answered_by_broker": 3,
+        }
+    ]
     ofle = calls_of(cluster, "OffsetForLeaderEpochRequest")
     assert [node for node, _ in ofle] == [2, 3]
     assert ofle[0][1].topics[0].partitions[0].current_leader_epoch == 3
@@ -344,13 +432,20 @@ def test_fenced_forever_gives_up_after_bounded_retries():
     cluster.partition_errors[("ofle", "dev.payments", 0)] = [74] * 100
     lenient, _, _ = make(cluster, max_retries=1, fail_on_unavailable=False)
     assert lenient.epoch_end_offsets([("dev.payments", 0, 1), ("dev.payments", 1, 0)]) == [
-        {"topic": "dev.payments", "partition": 1, "requested_epoch": 0, "leader_epoch": 0, "end_offset": 50,
-         "answered_by_broker": 3}]
-    assert lenient.problems and lenient.problems[0]["topic"] == "dev.payments" \
-        and lenient.problems[0]["partition"] == 0
+        {
+            "topic": "dev.payments",
+            "partition": 1,
+            "requested_epoch": 0,
+            "leader_epoch": 0,
+            "end_offset": 50,
+            "answered_by_broker": 3,
+        }
+    ]
+    assert lenient.problems and lenient.problems[0]["topic"] == "dev.payments" and lenient.problems[0]["partition"] == 0
 
 
 # ---------------------------------------------------------------- KIP-232
+
 
 def test_stale_metadata_is_ignored_and_refetched():
     cluster = payments_cluster()
@@ -390,6 +485,7 @@ def test_stale_metadata_never_accepted_even_when_it_persists():
 
 
 # ---------------------------------------------------------------- KIP-1102
+
 
 def test_rebootstrap_after_trigger_time_when_no_known_broker_answers():
     cluster = payments_cluster()
@@ -444,8 +540,7 @@ def test_rebootstrap_required_error_triggers_immediate_rebootstrap():
 
 def test_strategy_none_never_rebootstraps_and_deadline_error_names_brokers():
     cluster = payments_cluster()
-    collector, transport, clock = make(cluster, cost=10.0, metadata_recovery_strategy="none",
-                                       deadline_ms=900_000)
+    collector, transport, clock = make(cluster, cost=10.0, metadata_recovery_strategy="none", deadline_ms=900_000)
     collector.fetch_metadata(["dev.payments"])
     cluster.down = {1, 2, 3}
     cluster.calls.clear()
@@ -472,17 +567,39 @@ def test_unreachable_bootstrap_deadline_error_names_bootstrap_servers():
 
 # ---------------------------------------------------------------- ListOffsets
 
+
 def test_bounds_from_leaders():
     cluster = payments_cluster()
     collector, _, _ = make(cluster)
     rows = collector.log_bounds(["dev.payments"], partitions=[("dev.inventory", 0)])
     assert rows == [
-        {"topic": "dev.inventory", "partition": 0, "log_start_offset": 0, "log_end_offset": 100,
-         "high_watermark": 100, "leader_id": 2, "leader_epoch": 2},
-        {"topic": "dev.payments", "partition": 0, "log_start_offset": 0, "log_end_offset": 120,
-         "high_watermark": 120, "leader_id": 2, "leader_epoch": 3},
-        {"topic": "dev.payments", "partition": 1, "log_start_offset": 5, "log_end_offset": 90,
-         "high_watermark": 90, "leader_id": 3, "leader_epoch": 2},
+        {
+            "topic": "dev.inventory",
+            "partition": 0,
+            "log_start_offset": 0,
+            "log_end_offset": 100,
+            "high_watermark": 100,
+            "leader_id": 2,
+            "leader_epoch": 2,
+        },
+        {
+            "topic": "dev.payments",
+            "partition": 0,
+            "log_start_offset": 0,
+            "log_end_offset": 120,
+            "high_watermark": 120,
+            "leader_id": 2,
+            "leader_epoch": 3,
+        },
+        {
+            "topic": "dev.payments",
+            "partition": 1,
+            "log_start_offset": 5,
+            "log_end_offset": 90,
+            "high_watermark": 90,
+            "leader_id": 3,
+            "leader_epoch": 2,
+        },
     ]
     for node, req in calls_of(cluster, "ListOffsetsRequest"):
         specs = {p.timestamp for t in req.topics for p in t.partitions}
@@ -497,7 +614,9 @@ def test_collect_combines_both_tables_with_one_metadata_pass():
     collector, _, _ = make(cluster)
     result = collector.collect([("dev.payments", 0, 0), ("dev.payments", 1, 2)])
     assert [(r["topic"], r["partition"], r["end_offset"]) for r in result.epoch_end_offsets] == [
-        ("dev.payments", 0, 40), ("dev.payments", 1, 90)]
+        ("dev.payments", 0, 40),
+        ("dev.payments", 1, 90),
+    ]
     assert [(r["topic"], r["partition"]) for r in result.bounds] == [("dev.payments", 0), ("dev.payments", 1)]
     assert len(calls_of(cluster, "MetadataRequest")) == 1
     assert result.stats["requests.MetadataRequest"] == 1
@@ -508,8 +627,12 @@ def test_missing_topic_is_a_problem_not_a_failure():
     collector, _, _ = make(cluster)
     result = collector.collect([("deleted.topic", 0, 1), ("dev.payments", 1, 0)])
     assert [r["topic"] for r in result.epoch_end_offsets] == ["dev.payments"]
-    assert {"stage": "metadata", "topic": "deleted.topic", "partition": None,
-            "error": "UNKNOWN_TOPIC_OR_PARTITION"} in result.problems
+    assert {
+        "stage": "metadata",
+        "topic": "deleted.topic",
+        "partition": None,
+        "error": "UNKNOWN_TOPIC_OR_PARTITION",
+    } in result.problems
     assert collector.missing_topics == {"deleted.topic": "UNKNOWN_TOPIC_OR_PARTITION"}
 
 
@@ -523,6 +646,7 @@ def test_unknown_partition_is_reported():
 
 # ---------------------------------------------------------------- errors
 
+
 def test_topic_authorization_failed_names_describe_acl():
     cluster = payments_cluster()
     original = cluster.metadata_response
@@ -533,6 +657,7 @@ def test_topic_authorization_failed_names_describe_acl():
             if t.name == "dev.payments":
                 t.error_code, t.partitions = 29, []
         return response
+
     cluster.metadata_response = denied
     collector, _, _ = make(cluster)
     with pytest.raises(MissingAclError) as info:
@@ -558,10 +683,15 @@ def test_authentication_failure_is_not_retried_and_names_broker():
         calls.append(target)
         raise Errors.SaslAuthenticationFailedError("Authentication failed: invalid credentials for s3cretPW!")
 
-    parse_client_properties({"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
-                             "sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule '
-                                                 'required username="u" password="s3cretPW!";',
-                             "ssl.truststore.location": "/x/ca.pem"})
+    parse_client_properties(
+        {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "PLAIN",
+            "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule "
+            'required username="u" password="s3cretPW!";',
+            "ssl.truststore.location": "/x/ca.pem",
+        }
+    )
     collector = OffsetCollector(send, CollectorConfig(bootstrap_servers="k1:9092"))
     with pytest.raises(AuthenticationFailedError) as info:
         collector.fetch_metadata(["t"])
@@ -572,15 +702,20 @@ def test_authentication_failure_is_not_retried_and_names_broker():
 
 def test_plain_callable_transport():
     cluster = payments_cluster()
-    collector = OffsetCollector(lambda target, request: cluster.handle(target, request),
-                                CollectorConfig(bootstrap_servers=["k1:9092"]))
+    collector = OffsetCollector(
+        lambda target, request: cluster.handle(target, request), CollectorConfig(bootstrap_servers=["k1:9092"])
+    )
     assert collector.epoch_end_offsets([("dev.payments", 1, 2)])[0]["end_offset"] == 90
 
 
 def test_requests_fan_out_with_bounded_concurrency():
     parts = {(f"t{i}", 0): (i, 0) for i in range(1, 6)}
-    cluster = SimCluster(parts, brokers={i: (f"b{i}", 9092) for i in range(1, 6)},
-                         caches={k: [(0, 0)] for k in parts}, log_end={k: 10 for k in parts})
+    cluster = SimCluster(
+        parts,
+        brokers={i: (f"b{i}", 9092) for i in range(1, 6)},
+        caches={k: [(0, 0)] for k in parts},
+        log_end={k: 10 for k in parts},
+    )
     state = {"now": 0, "max": 0}
     lock = threading.Lock()
 
@@ -596,23 +731,35 @@ def test_requests_fan_out_with_bounded_concurrency():
                 state["now"] -= 1
             return super().send(target, request, timeout_ms)
 
-    collector = OffsetCollector(SlowTransport(cluster), CollectorConfig(bootstrap_servers="k1:9092",
-                                                                        max_concurrency=2))
+    collector = OffsetCollector(SlowTransport(cluster), CollectorConfig(bootstrap_servers="k1:9092", max_concurrency=2))
     rows = collector.epoch_end_offsets([(f"t{i}", 0, 0) for i in range(1, 6)])
     assert [r["answered_by_broker"] for r in rows] == [1, 2, 3, 4, 5]
     assert state["max"] == 2
 
 
 def test_collector_config_from_client_config():
-    cc = parse_client_properties({
-        "bootstrap.servers": "x1:9093,x2:9093", "request.timeout.ms": "1234",
-        "metadata.recovery.strategy": "none", "metadata.recovery.rebootstrap.trigger.ms": "60000",
-        "retry.backoff.ms": "50", "retry.backoff.max.ms": "800", "default.api.timeout.ms": "90000"})
+    cc = parse_client_properties(
+        {
+            "bootstrap.servers": "x1:9093,x2:9093",
+            "request.timeout.ms": "1234",
+            "metadata.recovery.strategy": "none",
+            "metadata.recovery.rebootstrap.trigger.ms": "60000",
+            "retry.backoff.ms": "50",
+            "retry.backoff.max.ms": "800",
+            "default.api.timeout.ms": "90000",
+        }
+    )
     cfg = CollectorConfig.from_client_config(cc, max_concurrency=3)
     assert cfg.bootstrap_servers == ["x1:9093", "x2:9093"]
-    assert (cfg.request_timeout_ms, cfg.metadata_recovery_strategy, cfg.metadata_recovery_rebootstrap_trigger_ms,
-            cfg.retry_backoff_ms, cfg.retry_backoff_max_ms, cfg.deadline_ms, cfg.max_concurrency) == \
-        (1234, "none", 60000, 50, 800, 90000, 3)
+    assert (
+        cfg.request_timeout_ms,
+        cfg.metadata_recovery_strategy,
+        cfg.metadata_recovery_rebootstrap_trigger_ms,
+        cfg.retry_backoff_ms,
+        cfg.retry_backoff_max_ms,
+        cfg.deadline_ms,
+        cfg.max_concurrency,
+    ) == (1234, "none", 60000, 50, 800, 90000, 3)
     defaults = CollectorConfig.from_client_config(parse_client_properties({"bootstrap.servers": "a:1"}))
     assert defaults.metadata_recovery_strategy == "rebootstrap"
     assert defaults.metadata_recovery_rebootstrap_trigger_ms == 300000
@@ -621,11 +768,11 @@ def test_collector_config_from_client_config():
 
 # ------------------------------------------------- real transport, loopback
 
+
 class LoopbackBroker:
     """A minimal Kafka-protocol server on 127.0.0.1 backed by a SimCluster."""
 
-    REQUESTS = {18: ApiVersionsRequest, 3: MetadataRequest, 23: OffsetForLeaderEpochRequest,
-                2: ListOffsetsRequest}
+    REQUESTS = {18: ApiVersionsRequest, 3: MetadataRequest, 23: OffsetForLeaderEpochRequest, 2: ListOffsetsRequest}
 
     def __init__(self, cluster, node_id):
         self.cluster = cluster
@@ -669,10 +816,13 @@ class LoopbackBroker:
                 self.seen.append((api_key, version))
                 if api_key == 18:
                     response = ApiVersionsResponse(
-                        error_code=0, throttle_time_ms=0,
-                        api_keys=[ApiVersionsResponse.ApiVersion(api_key=k, min_version=0,
-                                                                 max_version=c.max_version)
-                                  for k, c in sorted(self.REQUESTS.items())])
+                        error_code=0,
+                        throttle_time_ms=0,
+                        api_keys=[
+                            ApiVersionsResponse.ApiVersion(api_key=k, min_version=0, max_version=c.max_version)
+                            for k, c in sorted(self.REQUESTS.items())
+                        ],
+                    )
                 else:
                     target = Broker(self.node_id, "127.0.0.1", self.port)
                     request.API_VERSION = version
@@ -697,16 +847,32 @@ def test_real_kafka_python_transport_over_loopback():
     cluster.brokers = {n: ("127.0.0.1", s.port) for n, s in servers.items()}
     transport = KafkaPythonTransport({"request_timeout_ms": 5000, "client_id": "audit-test"})
     try:
-        collector = OffsetCollector(transport, CollectorConfig(bootstrap_servers=[f"127.0.0.1:{bootstrap.port}"],
-                                                               deadline_ms=20_000))
+        collector = OffsetCollector(
+            transport, CollectorConfig(bootstrap_servers=[f"127.0.0.1:{bootstrap.port}"], deadline_ms=20_000)
+        )
         result = collector.collect([("dev.payments", 0, 1), ("dev.payments", 1, 2)])
         assert result.epoch_end_offsets == [
-            {"topic": "dev.payments", "partition": 0, "requested_epoch": 1, "leader_epoch": 1, "end_offset": 60,
-             "answered_by_broker": 2},
-            {"topic": "dev.payments", "partition": 1, "requested_epoch": 2, "leader_epoch": 2, "end_offset": 90,
-             "answered_by_broker": 3}]
+            {
+                "topic": "dev.payments",
+                "partition": 0,
+                "requested_epoch": 1,
+                "leader_epoch": 1,
+                "end_offset": 60,
+                "answered_by_broker": 2,
+            },
+            {
+                "topic": "dev.payments",
+                "partition": 1,
+                "requested_epoch": 2,
+                "leader_epoch": 2,
+                "end_offset": 90,
+                "answered_by_broker": 3,
+            },
+        ]
         assert [(r["partition"], r["log_start_offset"], r["log_end_offset"]) for r in result.bounds] == [
-            (0, 0, 120), (1, 5, 90)]
+            (0, 0, 120),
+            (1, 5, 90),
+        ]
         assert (3, MetadataRequest.max_version) in bootstrap.seen
         assert any(k == 23 for k, _ in servers[2].seen) and any(k == 2 for k, _ in servers[3].seen)
         transport.close_connections()  # KIP-1102 path: closing is safe and reconnects on demand
@@ -723,12 +889,20 @@ def test_real_transport_connection_refused_is_a_broker_failure():
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     sock.close()  # nothing listens there any more
-    transport = KafkaPythonTransport({"request_timeout_ms": 1000, "socket_connection_setup_timeout_ms": 500,
-                                      "socket_connection_setup_timeout_max_ms": 500})
+    transport = KafkaPythonTransport(
+        {
+            "request_timeout_ms": 1000,
+            "socket_connection_setup_timeout_ms": 500,
+            "socket_connection_setup_timeout_max_ms": 500,
+        }
+    )
     try:
-        collector = OffsetCollector(transport, CollectorConfig(bootstrap_servers=[f"127.0.0.1:{port}"],
-                                                               deadline_ms=1500, retry_backoff_ms=50,
-                                                               retry_backoff_max_ms=200))
+        collector = OffsetCollector(
+            transport,
+            CollectorConfig(
+                bootstrap_servers=[f"127.0.0.1:{port}"], deadline_ms=1500, retry_backoff_ms=50, retry_backoff_max_ms=200
+            ),
+        )
         with pytest.raises(BrokersUnreachableError) as info:
             collector.fetch_metadata(["t"])
         assert f"bootstrap-0@127.0.0.1:{port}" in str(info.value)
@@ -737,14 +911,20 @@ def test_real_transport_connection_refused_is_a_broker_failure():
 
 
 def test_error_messages_are_redacted():
-    parse_client_properties({"sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule '
-                                                 'required username="u" password="hunter2-secret";'})
+    parse_client_properties(
+        {
+            "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule "
+            'required username="u" password="hunter2-secret";'
+        }
+    )
 
     def send(target, request):
         raise Errors.KafkaConnectionError("peer said hunter2-secret")
 
-    collector = OffsetCollector(send, CollectorConfig(bootstrap_servers="k1:9092", deadline_ms=300,
-                                                      retry_backoff_ms=100, retry_backoff_max_ms=100))
+    collector = OffsetCollector(
+        send,
+        CollectorConfig(bootstrap_servers="k1:9092", deadline_ms=300, retry_backoff_ms=100, retry_backoff_max_ms=100),
+    )
     with pytest.raises(BrokersUnreachableError) as info:
         collector.fetch_metadata(["t"])
     assert "hunter2-secret" not in str(info.value)

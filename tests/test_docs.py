@@ -1,6 +1,7 @@
 """The documentation: the MkDocs site builds with ``--strict`` (a broken link, a missing anchor or a page left out
 of the nav fails), the column reference is the one generated from the output contract, and the user-facing files
 speak of the product, never of how it was developed."""
+
 from __future__ import annotations
 
 import os
@@ -14,16 +15,28 @@ from audit.tables import TABLES, markdown
 from .paths import REPO
 
 #: the files a user reads
-USER_FILES = ["README.md", "CHANGELOG.md", "airflow_dags/README.md", "bench/README.md", *[
-    str(p.relative_to(REPO)) for p in sorted((REPO / "docs").glob("*.md"))]]
-DEVELOPMENT_WORDS = re.compile(r"(?i)\bissue\s+#?\d+|\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|"
-                               r"tenth|this|last|next|previous|earlier) sessions?\b")
+USER_FILES = [
+    "README.md",
+    "CHANGELOG.md",
+    "airflow_dags/README.md",
+    "bench/README.md",
+    *[str(p.relative_to(REPO)) for p in sorted((REPO / "docs").glob("*.md"))],
+]
+DEVELOPMENT_WORDS = re.compile(
+    r"(?i)\bissue\s+#?\d+|\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|"
+    r"tenth|this|last|next|previous|earlier) sessions?\b"
+)
 
 
 def test_the_site_builds_strict(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
-                          cwd=REPO, capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, NO_MKDOCS_2_WARNING="1"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for page in ("findings", "columns", "troubleshooting", "spark-cluster"):
         assert (tmp_path / "site" / page / "index.html").is_file(), page
@@ -49,6 +62,7 @@ def test_the_readme_is_short_and_user_files_speak_of_the_product():
 
 def test_version(capsys):
     from audit.cli import main
+
     try:
         main(["--version"])
     except SystemExit as exc:

@@ -75,9 +75,14 @@ def test_suites_name_every_check():
     assert set(suites) == {"findings", "committed_offsets", "commits", "epochs", "bounds", "groups", "summary"}
     checks = [e.meta["check"] for s in suites.values() for e in s.expectations]
     assert len(checks) == len(set(checks))
-    for needed in ("findings.no_failing_severity", "committed_offsets.committed_offset_not_negative",
-                   "committed_offsets.leader_epoch_valid", "committed_offsets.verdict_known",
-                   "committed_offsets.key_unique", "committed_offsets.verifiable_share"):
+    for needed in (
+        "findings.no_failing_severity",
+        "committed_offsets.committed_offset_not_negative",
+        "committed_offsets.leader_epoch_valid",
+        "committed_offsets.verdict_known",
+        "committed_offsets.key_unique",
+        "committed_offsets.verifiable_share",
+    ):
         assert needed in checks
     # thresholds come from the config
     off = build_suites({"min_verifiable_commit_share": 0.0, "fail_on_severities": []})
@@ -97,8 +102,7 @@ def _run(spark, out_dir, config=None) -> ExpectationsOutcome:
 
 
 def test_clean_output_passes(report_spark, tmp_path):
-    out = rf.write_fake_output(report_spark, str(tmp_path / "out"), with_truncation=False,
-                               with_history=True)
+    out = rf.write_fake_output(report_spark, str(tmp_path / "out"), with_truncation=False, with_history=True)
     outcome = _run(report_spark, out)
     assert outcome.success, [(f.check, f.observed) for f in outcome.failed]
     assert outcome.failed == []
@@ -106,8 +110,15 @@ def test_clean_output_passes(report_spark, tmp_path):
     stats = outcome.statistics
     assert stats["evaluated_expectations"] > 20
     assert stats["unsuccessful_expectations"] == 0
-    assert set(stats["by_asset"]) == {"findings", "committed_offsets", "commits", "epochs",
-                                      "bounds", "groups", "summary"}
+    assert set(stats["by_asset"]) == {
+        "findings",
+        "committed_offsets",
+        "commits",
+        "epochs",
+        "bounds",
+        "groups",
+        "summary",
+    }
 
     doc = json.load(open(outcome.result_path))
     assert doc["success"] is True
@@ -142,8 +153,7 @@ def test_epoch_below_minus_one_fails_the_suite(report_spark, tmp_path):
     def bad_epoch(tables):
         tables["committed_offsets"][0]["committed_leader_epoch"] = -2
 
-    out = rf.write_fake_output(report_spark, str(tmp_path / "out"), with_truncation=False,
-                               mutate=bad_epoch)
+    out = rf.write_fake_output(report_spark, str(tmp_path / "out"), with_truncation=False, mutate=bad_epoch)
     # Only the table that changed (the full suite passes on this data: test above).
     outcome = run_expectations(report_spark, out, assets=["committed_offsets"])
     assert not outcome.success
@@ -159,11 +169,10 @@ def test_truncation_without_divergence_offset_is_caught(report_spark, tmp_path):
             if f["finding"] == "LOG_TRUNCATION" and f["topic"] == "dev.payments":
                 f["divergence_offset"] = None
 
-    out = rf.write_fake_output(report_spark, str(tmp_path / "out"), with_truncation=True,
-                               mutate=drop_divergence)
-    outcome = run_expectations(report_spark, out, config={"fail_on_severities": [],
-                                                          "build_data_docs": False},
-                               assets=["findings"])
+    out = rf.write_fake_output(report_spark, str(tmp_path / "out"), with_truncation=True, mutate=drop_divergence)
+    outcome = run_expectations(
+        report_spark, out, config={"fail_on_severities": [], "build_data_docs": False}, assets=["findings"]
+    )
     assert outcome.failed_checks == ["findings.truncation_has_divergence"]
     assert outcome.failed[0].observed["unexpected_count"] == 2
 
@@ -195,14 +204,16 @@ def test_truncation_with_an_unknown_cause_is_caught(report_spark, tmp_path):
                 f["cause"] = "cosmic_rays"
 
     out = rf.write_fake_output(report_spark, str(tmp_path / "out"), with_truncation=True, mutate=bad_cause)
-    outcome = run_expectations(report_spark, out, config={"fail_on_severities": [], "build_data_docs": False},
-                               assets=["findings"])
+    outcome = run_expectations(
+        report_spark, out, config={"fail_on_severities": [], "build_data_docs": False}, assets=["findings"]
+    )
     assert outcome.failed_checks == ["findings.truncation_cause_known"]
 
 
 def test_pandas_and_spark_engines_give_the_same_verdicts(report_spark, tmp_path):
     """The small-table fast path (GX's pandas engine) judges exactly as GX's Spark engine: same failed
     checks, same unexpected counts and values, same statistics; a table above pandas_max_rows goes to Spark."""
+
     def break_things(tables):
         tables["committed_offsets"][0]["committed_leader_epoch"] = -2
         tables["committed_offsets"][1]["committed_offset"] = -5
@@ -212,24 +223,31 @@ def test_pandas_and_spark_engines_give_the_same_verdicts(report_spark, tmp_path)
                 f["cause"] = "cosmic_rays"
                 f["records_at_risk"] = 0
 
-    out = rf.write_fake_output(report_spark, str(tmp_path / "out"), with_truncation=True, with_history=True,
-                               mutate=break_things)
+    out = rf.write_fake_output(
+        report_spark, str(tmp_path / "out"), with_truncation=True, with_history=True, mutate=break_things
+    )
     base = {"build_data_docs": False, "result_format": "COMPLETE", "min_verifiable_commit_share": 0.9}
     spark_o = run_expectations(report_spark, out, config={**base, "engine": "spark"})
     pandas_o = run_expectations(report_spark, out, config={**base, "engine": "pandas"})
     # one table too big for pandas: the rest still go through pandas, the verdicts do not change
     mixed_o = run_expectations(report_spark, out, config={**base, "pandas_max_rows": 10})
     assert len(spark_o.failed_checks) >= 6, spark_o.failed_checks
-    assert {"committed_offsets.leader_epoch_valid", "committed_offsets.committed_offset_not_negative",
-            "bounds.high_watermark_not_above_end", "findings.truncation_cause_known",
-            "findings.truncation_records_at_risk", "findings.no_failing_severity"} <= set(spark_o.failed_checks)
+    assert {
+        "committed_offsets.leader_epoch_valid",
+        "committed_offsets.committed_offset_not_negative",
+        "bounds.high_watermark_not_above_end",
+        "findings.truncation_cause_known",
+        "findings.truncation_records_at_risk",
+        "findings.no_failing_severity",
+    } <= set(spark_o.failed_checks)
     for other in (pandas_o, mixed_o):
         assert other.failed_checks == spark_o.failed_checks
         assert other.statistics == spark_o.statistics
         for a, b in zip(spark_o.failed, other.failed):
             assert a.observed.get("unexpected_count") == b.observed.get("unexpected_count"), a.check
-            assert sorted(map(str, a.observed.get("partial_unexpected_list") or [])) == \
-                sorted(map(str, b.observed.get("partial_unexpected_list") or [])), a.check
+            assert sorted(map(str, a.observed.get("partial_unexpected_list") or [])) == sorted(
+                map(str, b.observed.get("partial_unexpected_list") or [])
+            ), a.check
     with pytest.raises(ValueError, match="pandas_max_rows"):
         run_expectations(report_spark, out, config={**base, "engine": "pandas", "pandas_max_rows": 1})
 
@@ -238,8 +256,9 @@ def test_great_expectations_imports_under_python_c():
     """``python -c`` (``__main__`` without a file): pyspark's Spark Connect dependency check, reached through GX's
     import, took the process for a doctest run and ended it with exit status 0, so an audit run that way wrote
     nothing and reported success.  The import must finish and the process go on."""
-    code = ("import sys; from audit.report.expectations import _gx; gx = _gx(); "
-            "print('imported', gx.__name__); sys.exit(3)")
+    code = (
+        "import sys; from audit.report.expectations import _gx; gx = _gx(); print('imported', gx.__name__); sys.exit(3)"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert "imported great_expectations" in p.stdout, p.stderr[-2000:]
     assert p.returncode == 3
@@ -250,6 +269,7 @@ def test_gx_import_leaves_scipy_stats_unloaded_until_used():
     it was a quarter of GX's import); the first use loads the real module (a fresh interpreter each time)."""
     import subprocess
     import sys
+
     script = """
 import sys
 from audit.report.expectations import _gx

@@ -1,6 +1,7 @@
 """The fault-injection table (``python -m bench.faults``) as tests: each fault damages a copy of the shared
 scenario one way; the real CLI must finish with the expected exit status, report the damage with file and byte
 position in summary.json, and leave every group-partition the fault did not touch exactly as a clean run has it."""
+
 import pytest
 
 from audit.formats.segments import RAW_SCHEMA, decode_offsets_segment
@@ -31,6 +32,7 @@ def test_the_table_detects_a_change_outside_the_touched_partitions(clean, tmp_pa
         for d in root.glob("*/dev.payments-0"):
             (d / "leader-epoch-checkpoint").write_text("0\n1\n0 0\n")
         return faults.Damage(set())
+
     row = faults.run_fault(faults.Fault("lying", "x", lying), tmp_path, tables, n_offsets)
     assert not row["ok"] and any(k[1:] == ["dev.payments", 0] for k in row["changed_untouched"])
 
@@ -39,6 +41,7 @@ def test_groups_live_in_the_partition_kafka_hashes_them_to():
     """``java_hash_partition`` is the coordinator's ``Utils.abs(groupId.hashCode) % partitions``: every group key in
     the scenario's __consumer_offsets-N segments hashes to N."""
     import pyarrow as pa
+
     dirs = sorted(SCENARIO.glob("brokers/broker-1/__consumer_offsets-*"))
     n = len(dirs)
     seen = 0

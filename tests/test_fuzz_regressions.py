@@ -5,6 +5,7 @@ limit in ``python -m bench.fuzz``), and, for the inputs that blew memory up, les
 process's start-up RSS (its own ``VmHWM``).  Regression inputs are named ``<kind>-<what>``, ``kind`` one of ``crash``,
 ``hang``, ``blowup``.
 """
+
 import os
 import signal
 import subprocess
@@ -93,8 +94,14 @@ def _run_measured(name: str, path: Path, limit_mb: int) -> float:
     """Peak RSS growth (MiB) of a fresh process replaying ``path``; the process is killed (and the test
     fails) as soon as its RSS passes start-up + ``limit_mb`` * 2, so a blow-up cannot take the machine."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO)] + sys.path))
-    proc = subprocess.Popen([sys.executable, "-c", _MEASURE, name, str(path)], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _MEASURE, name, str(path)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     status = Path(f"/proc/{proc.pid}/status")
     first = None
     deadline = time.monotonic() + 120
@@ -160,8 +167,12 @@ def _records(table):
     d = table.data
     out = []
     for j in range(len(table)):
-        k = None if table.key_len[j] < 0 else d[table.key_start[j]:table.key_start[j] + table.key_len[j]].tobytes()
-        v = None if table.value_len[j] < 0 else d[table.value_start[j]:table.value_start[j] + table.value_len[j]].tobytes()
+        k = None if table.key_len[j] < 0 else d[table.key_start[j] : table.key_start[j] + table.key_len[j]].tobytes()
+        v = (
+            None
+            if table.value_len[j] < 0
+            else d[table.value_start[j] : table.value_start[j] + table.value_len[j]].tobytes()
+        )
         out.append((int(table.batch[j]), int(table.offset[j]), int(table.timestamp[j]), k, v))
     return out
 
@@ -177,18 +188,18 @@ def test_record_by_record_framing_equals_lock_step(monkeypatch):
     good = b"".join(zigzag(len(b), 32) + b for b in bodies)
     broken = [
         v2_batch(good, 5, 0),
-        v2_batch(good[:-3], 5, 0),                                  # last record overruns the batch
-        v2_batch(b"\xff\xff\xff\xff\xff\x01" + good, 6, 0),         # length varint of 6 bytes
-        v2_batch(zigzag(2, 32) + b"\x00\x00" + good, 6, 0),         # a record body shorter than 6 bytes
-        v2_batch(zigzag(-1, 32) + good, 6, 0),                      # negative length
-        v2_batch(good + b"\x80", 6, 0),                             # varint cut by the end of the data
+        v2_batch(good[:-3], 5, 0),  # last record overruns the batch
+        v2_batch(b"\xff\xff\xff\xff\xff\x01" + good, 6, 0),  # length varint of 6 bytes
+        v2_batch(zigzag(2, 32) + b"\x00\x00" + good, 6, 0),  # a record body shorter than 6 bytes
+        v2_batch(zigzag(-1, 32) + good, 6, 0),  # negative length
+        v2_batch(good + b"\x80", 6, 0),  # varint cut by the end of the data
     ]
     segments = [p.read_bytes() for p in sorted(REAL.glob("*/**/__consumer_offsets-*/*.log"))[:40]]
     segments += [b"".join(broken), b"".join(broken * 30), b"".join(broken[1:])]
     for buf in segments:
         scan = rb.scan_batches(buf)
         results = []
-        for threshold in (0, 10 ** 9):  # 0: lock-step throughout; 10**9: record by record throughout
+        for threshold in (0, 10**9):  # 0: lock-step throughout; 10**9: record by record throughout
             monkeypatch.setattr(rb, "LOCKSTEP_MIN_BATCHES", threshold)
             t = rb.extract_records(buf, scan)
             results.append((_records(t), [(i.reason, i.position) for i in t.issues]))
@@ -216,7 +227,9 @@ def test_many_bombs_under_the_batch_cap_stop_at_the_segment_budget():
     buf = bomb * 10 + SEG.read_bytes()
     assert len(buf) < 64 << 10
     # the first fits the budget (and, being zeros, fails record framing: corrupt_batch); none other does
-    assert sorted(_issues(buf)) == [("corrupt_batch", 0)] + [("decompression_limit", k * len(bomb)) for k in range(1, 10)]
+    assert sorted(_issues(buf)) == [("corrupt_batch", 0)] + [
+        ("decompression_limit", k * len(bomb)) for k in range(1, 10)
+    ]
 
 
 def test_compressed_records_count_against_the_segment_budget():
@@ -258,7 +271,7 @@ def test_legacy_relative_offsets_beyond_int64_are_reported():
 def test_legacy_value_length_past_the_message_is_corrupt_not_a_truncated_value():
     """Fix 3: kafka-python sliced a value whose length passes the message end short and decoded it."""
     msg = bytearray(legacy_message(1, 0, 7, b"\x00\x01\x00\x01g\x00\x01t\x00\x00\x00\x00", b"\x00\x01" + bytes(24)))
-    msg[-26 - 4:-26] = struct.pack(">i", 40)  # value length 40, 26 bytes there
+    msg[-26 - 4 : -26] = struct.pack(">i", 40)  # value length 40, 26 bytes there
     msg[12:16] = struct.pack(">I", zlib.crc32(bytes(msg[16:])))
     assert _issues(bytes(msg)) == [("corrupt_batch", 0)]
 
@@ -278,6 +291,7 @@ def test_legacy_sets_decode_as_kafka_python_reads_them():
     """Fix 3 keeps valid input as it was: every magic, codec (Kafka 0.8 lz4 framing for magic 0) and
     timestamp type decodes to what kafka-python's LegacyRecordBatch gives."""
     from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
+
     msgs = [(b"key%d" % i if i % 3 else None, b"value%d" % i * i if i % 4 else None) for i in range(7)]
     for magic in (0, 1):
         for codec in (0, 1, 2, 3):
@@ -292,15 +306,22 @@ def test_legacy_sets_decode_as_kafka_python_reads_them():
                     raw[17] |= 0x08
                     raw[18:26] = struct.pack(">q", 1_700_000_000_000)
                     raw[12:16] = struct.pack(">I", zlib.crc32(bytes(raw[16:])))
-                buf = bytes(raw) if codec else b"".join(
-                    legacy_message(magic, 0x08 if (log_append and magic == 1) else 0, 50 + i, k, v,
-                                   1_600_000_000_000 + i) for i, (k, v) in enumerate(msgs))
+                buf = (
+                    bytes(raw)
+                    if codec
+                    else b"".join(
+                        legacy_message(
+                            magic, 0x08 if (log_append and magic == 1) else 0, 50 + i, k, v, 1_600_000_000_000 + i
+                        )
+                        for i, (k, v) in enumerate(msgs)
+                    )
+                )
                 scan = rb.scan_batches(buf)
                 got = [(o, t, k, v) for _b, o, t, k, v in _records(rb.extract_records(buf, scan))]
                 expected = []
                 for p in scan.position.tolist():
                     n = struct.unpack_from(">i", buf, p + 8)[0]
-                    for m in LegacyRecordBatch(buf[p:p + 12 + n], magic):
+                    for m in LegacyRecordBatch(buf[p : p + 12 + n], magic):
                         expected.append((m.offset, -1 if m.timestamp is None else m.timestamp, m.key, m.value))
                 assert got == expected, (magic, codec, log_append)
                 assert [o for o, *_ in got] == list(range(50, 57))
@@ -312,6 +333,7 @@ def test_huge_metadata_string_is_gathered_without_a_per_byte_index():
     import tracemalloc
 
     from audit.formats.offsets import _gather
+
     data = np.frombuffer(bytes(range(256)) * (80 << 12), dtype=np.uint8)  # 20 MiB
     start = np.array([5, 0, 1000, 7], dtype=np.int64)
     lens = np.array([3, len(data) - 10, 0, 300], dtype=np.int64)
@@ -323,7 +345,7 @@ def test_huge_metadata_string_is_gathered_without_a_per_byte_index():
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert np.array_equal(out, np.concatenate([data[s:s + n] for s, n in zip(start, lens)]))
+    assert np.array_equal(out, np.concatenate([data[s : s + n] for s, n in zip(start, lens)]))
     assert peak < len(data) + (24 << 20)
 
 
@@ -332,6 +354,7 @@ def test_grouping_keys_by_width_matches_plain_grouping():
     with one 1 KiB key: 60,000 x 129 words, several copies); keys are compared per width now, with the
     same grouping."""
     from audit.formats.latest import group_equal_bytes
+
     rng = np.random.default_rng(3)
     keys = [bytes(rng.integers(0, 3, size=int(rng.integers(0, 40))).astype(np.uint8)) for _ in range(3000)]
     keys += [b"x" * 1024, b"x" * 1024, b"y" * 1025, b""]
@@ -355,6 +378,7 @@ def test_one_long_key_does_not_widen_every_row():
     import tracemalloc
 
     from audit.formats.latest import group_equal_bytes
+
     keys = [struct.pack(">hh1sh", 1, 1, b"g", 0) + struct.pack(">i", i % 1000)[1:] for i in range(60_000)]
     keys.append(b"z" * 1024)
     data = np.frombuffer(b"".join(keys), dtype=np.uint8)
@@ -370,13 +394,25 @@ def test_one_long_key_does_not_widen_every_row():
     assert peak < 32 << 20
 
 
-@pytest.mark.parametrize("value,expected", [("1", 1), ("2147483647", 2147483647), ("-2147483648", -2147483648),
-                                            ("2147483648", None), ("-2147483649", None),
-                                            ("99999999999999999999", None), ("1_0", None), ("0x10", None),
-                                            ("9" * 5000, None), ("0" * 5000 + "7", 7)])
+@pytest.mark.parametrize(
+    "value,expected",
+    [
+        ("1", 1),
+        ("2147483647", 2147483647),
+        ("-2147483648", -2147483648),
+        ("2147483648", None),
+        ("-2147483649", None),
+        ("99999999999999999999", None),
+        ("1_0", None),
+        ("0x10", None),
+        ("9" * 5000, None),
+        ("0" * 5000 + "7", 7),
+    ],
+)
 def test_broker_id_fits_the_int_column_or_is_unknown(value, expected):
     """Fix 6: ``broker_id_of`` returned any Python int (``node.id=2147483648``, ``1_0``), and raised
     ValueError for a value of over 4,300 digits (Python's int() limit); the audit stores broker ids in
     int columns, and the broker itself reads them with Integer.parseInt (leading zeros and all)."""
     from audit.formats.checkpoints import broker_id_of, parse_meta_properties
+
     assert broker_id_of(parse_meta_properties(f"version=1\nnode.id={value}\n")) == expected

@@ -5,6 +5,7 @@ path runs for real here: listing and small files through ``FileSystem``, segment
 Spark's ``binaryFile``, the staged output renamed into place, and the reports built locally and
 copied into the output.  The result must be the local run's, and still match Kafka's consumer.
 """
+
 import json
 import shutil
 
@@ -29,6 +30,7 @@ def viewfs(spark, tmp_path_factory):
 
 def test_hadoop_uri_audit_equals_the_local_one_and_writes_the_reports(spark, viewfs, scenario_latest):
     from audit.pipeline import AuditConfig, run
+
     src, out_uri, out_local = viewfs
     result = run(AuditConfig(log_dirs=[src], output=out_uri, quiet=True), spark)
     local, local_out = scenario_latest
@@ -44,7 +46,10 @@ def test_hadoop_uri_audit_equals_the_local_one_and_writes_the_reports(spark, vie
     assert reports["expectations"]["statistics"]["evaluated_expectations"] > 0
     validation = json.loads((out_local / "expectations/validation_result.json").read_text())
     assert validation["success"] == reports["expectations"]["success"]
-    assert validation["statistics"]["evaluated_expectations"] == reports["expectations"]["statistics"]["evaluated_expectations"]
+    assert (
+        validation["statistics"]["evaluated_expectations"]
+        == reports["expectations"]["statistics"]["evaluated_expectations"]
+    )
     assert (out_local / "data_docs/index.html").is_file()
     page = (out_local / "report.html").read_text()
     assert "LOG_TRUNCATION" in page and out_uri in page

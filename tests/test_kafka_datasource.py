@@ -34,6 +34,7 @@ Record = namedtuple("Record", "topic partition offset timestamp key value")
 
 # ------------------------------------------------------------- fake consumer
 
+
 class ReplayConsumer:
     """KafkaConsumer stand-in replaying broker-1's __consumer_offsets segments (read_committed)."""
 
@@ -54,6 +55,7 @@ class ReplayConsumer:
     @staticmethod
     def _batches(partition):
         from kafka.record import MemoryRecords
+
         with open(SEGMENTS.format(partition), "rb") as fh:
             records = MemoryRecords(fh.read())
         out = []
@@ -72,8 +74,10 @@ class ReplayConsumer:
         for i, (batch, records) in enumerate(batches):
             aborted = False
             if batch.is_transactional and not batch.is_control_batch:
-                marker = next(((b, r) for b, r in batches[i + 1:]
-                               if b.is_control_batch and b.producer_id == batch.producer_id), None)
+                marker = next(
+                    ((b, r) for b, r in batches[i + 1 :] if b.is_control_batch and b.producer_id == batch.producer_id),
+                    None,
+                )
                 if marker is None:
                     lso = batch.base_offset if lso is None else lso  # open transaction
                 else:
@@ -88,8 +92,10 @@ class ReplayConsumer:
         return {int(p.rsplit("-", 1)[1]) for p in glob.glob(SEGMENTS.format("*").rsplit("/", 1)[0])}
 
     def beginning_offsets(self, partitions):
-        return {tp: (self._batches(tp.partition)[0][0].base_offset if self._batches(tp.partition) else 0)
-                for tp in partitions}
+        return {
+            tp: (self._batches(tp.partition)[0][0].base_offset if self._batches(tp.partition) else 0)
+            for tp in partitions
+        }
 
     def end_offsets(self, partitions):
         return {tp: self._committed_view(tp.partition)[1] for tp in partitions}
@@ -146,8 +152,11 @@ class StuckConsumer(ReplayConsumer):
 class FailingConsumer:
     def __init__(self, **settings):
         import kafka.errors as Errors
-        raise Errors.KafkaTimeoutError(f"Unable to bootstrap from {settings['bootstrap_servers']} as "
-                                        f"{settings.get('sasl_plain_username')}:{settings.get('sasl_plain_password')}")
+
+        raise Errors.KafkaTimeoutError(
+            f"Unable to bootstrap from {settings['bootstrap_servers']} as "
+            f"{settings.get('sasl_plain_username')}:{settings.get('sasl_plain_password')}"
+        )
 
 
 class TombstoneConsumer(ReplayConsumer):
@@ -155,8 +164,10 @@ class TombstoneConsumer(ReplayConsumer):
         tp = self.assigned[0]
         if self.positions[tp] >= 2:
             return {}
-        out = [Record(tp.topic, tp.partition, o, 1000 + o, b"\x00\x01k%d" % o, None if o == 1 else b"v")
-               for o in range(self.positions[tp], 2)]
+        out = [
+            Record(tp.topic, tp.partition, o, 1000 + o, b"\x00\x01k%d" % o, None if o == 1 else b"v")
+            for o in range(self.positions[tp], 2)
+        ]
         self.positions[tp] = 2
         return {tp: out}
 
@@ -172,6 +183,7 @@ class TombstoneConsumer(ReplayConsumer):
 
 # ----------------------------------------------------------- expected rows
 
+
 def expected_rows():
     """{partition: [(offset, timestamp, decoded json)]} of committed, non-control records."""
     rows = {}
@@ -182,8 +194,9 @@ def expected_rows():
             if rec["type"] == "control":
                 continue
             if rec["is_transactional"]:
-                marker = next(m for m in lines[i + 1:] if m["type"] == "control"
-                              and m["producer_id"] == rec["producer_id"])
+                marker = next(
+                    m for m in lines[i + 1 :] if m["type"] == "control" and m["producer_id"] == rec["producer_id"]
+                )
                 if marker["control_type"] == "ABORT":
                     continue
             kept.append((rec["offset"], rec["timestamp"], rec))
@@ -201,17 +214,22 @@ def offset_commit_key(rec):
 
 
 def offset_commit_value_v3(rec):
-    return (struct.pack(">hqi", 3, rec["committed_offset"], rec["committed_leader_epoch"])
-            + kstr(rec["metadata"]) + struct.pack(">q", rec["commit_timestamp"]))
+    return (
+        struct.pack(">hqi", 3, rec["committed_offset"], rec["committed_leader_epoch"])
+        + kstr(rec["metadata"])
+        + struct.pack(">q", rec["commit_timestamp"])
+    )
 
 
 # ------------------------------------------------------------------- spark
+
 
 @pytest.fixture(scope="module")
 def offsets_spark(spark):
     """The shared local[2] session (tests/conftest.py), with this module's fakes shipped
     to the Python workers by value (they need not be importable there)."""
     from pyspark import cloudpickle
+
     module = sys.modules[__name__]
     cloudpickle.register_pickle_by_value(module)
     yield spark
@@ -225,13 +243,19 @@ def test_replays_real_consumer_offsets_read_committed(offsets_spark, tasks):
 
     cls = register(spark, ReplayConsumer)
     assert cls.name() == "kafka_offsets_topic"
-    reader = (spark.read.format("kafka_offsets_topic")
-              .option("bootstrap.servers", "broker-1:9092")
-              .option("poll.timeout.ms", "5000"))
+    reader = (
+        spark.read.format("kafka_offsets_topic")
+        .option("bootstrap.servers", "broker-1:9092")
+        .option("poll.timeout.ms", "5000")
+    )
     df = (reader if tasks is None else reader.option("tasks", tasks)).load()
     assert df.rdd.getNumPartitions() == (7 if tasks is None else 2)
-    assert df.schema.simpleString() == "struct<" + SCHEMA.replace(" bigint", ":bigint").replace(" int", ":int") \
-        .replace(" binary", ":binary").replace(", ", ",") + ">"
+    assert (
+        df.schema.simpleString()
+        == "struct<"
+        + SCHEMA.replace(" bigint", ":bigint").replace(" int", ":int").replace(" binary", ":binary").replace(", ", ",")
+        + ">"
+    )
     rows = df.collect()
     expected = expected_rows()
 
@@ -262,12 +286,16 @@ def test_spark_error_does_not_leak_secrets(offsets_spark):
     from audit.sources.kafka_datasource import register
 
     register(spark, FailingConsumer)
-    reader = (spark.read.format("kafka_offsets_topic")
-              .option("bootstrap.servers", "broker-1:9092")
-              .option("kafka.security.protocol", "SASL_PLAINTEXT")
-              .option("kafka.sasl.mechanism", "PLAIN")
-              .option("kafka.sasl.jaas.config", "org.apache.kafka.common.security.plain.PlainLoginModule "
-                                                f'required username="auditor" password="{SECRET}";'))
+    reader = (
+        spark.read.format("kafka_offsets_topic")
+        .option("bootstrap.servers", "broker-1:9092")
+        .option("kafka.security.protocol", "SASL_PLAINTEXT")
+        .option("kafka.sasl.mechanism", "PLAIN")
+        .option(
+            "kafka.sasl.jaas.config",
+            f'org.apache.kafka.common.security.plain.PlainLoginModule required username="auditor" password="{SECRET}";',
+        )
+    )
     with pytest.raises(Exception) as info:
         reader.load().collect()
     text = str(info.value)
@@ -278,8 +306,10 @@ def test_spark_error_does_not_leak_secrets(offsets_spark):
 
 # ----------------------------------------------------- reader without Spark
 
+
 def make_reader(factory, **options):
     from audit.sources.kafka_datasource import reader_from_options
+
     options.setdefault("bootstrap.servers", "broker-1:9092")
     return reader_from_options(options, factory)
 
@@ -288,7 +318,15 @@ def test_planning_captures_start_and_end_offsets():
     reader = make_reader(ReplayConsumer)
     parts = reader.ranges()
     assert [(p.partition, p.start_offset, p.end_offset) for p in parts] == [
-        (0, 0, 14), (1, 0, 2), (2, 0, 5), (3, 0, 3), (4, 0, 6), (5, 0, 0), (6, 0, 11), (7, 0, 2)]
+        (0, 0, 14),
+        (1, 0, 2),
+        (2, 0, 5),
+        (3, 0, 3),
+        (4, 0, 6),
+        (5, 0, 0),
+        (6, 0, 11),
+        (7, 0, 2),
+    ]
     # one task per non-empty partition unless told; the empty partition 5 is no task
     assert [[r.partition for r in t.ranges] for t in reader.partitions()] == [[0], [6], [4], [2], [3], [1], [7]]
 
@@ -296,10 +334,11 @@ def test_planning_captures_start_and_end_offsets():
 def test_tasks_spread_the_partitions_by_record_count():
     from audit.sources.kafka_datasource import OffsetsTopicPartition as R
     from audit.sources.kafka_datasource import spread
+
     tasks = make_reader(ReplayConsumer, tasks="2").partitions()
-    assert [[r.partition for r in t.ranges] for t in tasks] == [[0, 1, 2], [3, 4, 6, 7]]   # 21 and 22 records
+    assert [[r.partition for r in t.ranges] for t in tasks] == [[0, 1, 2], [3, 4, 6, 7]]  # 21 and 22 records
     assert sorted(r.partition for t in tasks for r in t.ranges) == [0, 1, 2, 3, 4, 6, 7]
-    assert [len(t.ranges) for t in spread([R(0, 5, 9), R(1, 0, 1)], 8)] == [1, 1]      # never more tasks than ranges
+    assert [len(t.ranges) for t in spread([R(0, 5, 9), R(1, 0, 1)], 8)] == [1, 1]  # never more tasks than ranges
     assert [[(r.partition, r.start_offset) for r in t.ranges] for t in spread([R(0, 3, 3), R(1, 7, 7)], 2)] == [[]]
     for bad in ("0", "-1", "two"):
         with pytest.raises(Exception, match="tasks"):
@@ -309,11 +348,13 @@ def test_tasks_spread_the_partitions_by_record_count():
 def test_one_consumer_reads_every_partition_of_a_task():
     from audit.sources.kafka_datasource import OffsetsTopicPartition as R
     from audit.sources.kafka_datasource import OffsetsTopicTask
+
     made = []
 
     def factory(**settings):
         made.append(ReplayConsumer(**settings))
         return made[-1]
+
     reader = make_reader(factory)
     rows = list(reader.read(OffsetsTopicTask([R(0, 3, 8), R(4, 0, 6), R(5, 0, 0), R(6, 0, 11)])))
     by_partition = {p: [r[1] for r in rows if r[0] == p] for p in (0, 4, 5, 6)}
@@ -327,6 +368,7 @@ def test_one_consumer_reads_every_partition_of_a_task():
 
 def test_read_stops_at_planned_end_offset():
     from audit.sources.kafka_datasource import OffsetsTopicPartition
+
     reader = make_reader(ReplayConsumer)
     rows = list(reader.read(OffsetsTopicPartition(0, 3, 8)))  # the 2nd poll returns 6, 7 and 8
     assert [r[1] for r in rows] == [3, 4, 5, 6, 7]
@@ -336,6 +378,7 @@ def test_read_stops_at_planned_end_offset():
 
 def test_tombstones_have_null_values():
     from audit.sources.kafka_datasource import OffsetsTopicPartition
+
     reader = make_reader(TombstoneConsumer)
     rows = list(reader.read(OffsetsTopicPartition(0, 0, 2)))
     assert rows == [(0, 0, 1000, b"\x00\x01k0", b"v"), (0, 1, 1001, b"\x00\x01k1", None)]
@@ -343,6 +386,7 @@ def test_tombstones_have_null_values():
 
 def test_no_progress_times_out_with_a_clear_error():
     from audit.sources.kafka_datasource import KafkaOffsetsTopicError, OffsetsTopicPartition
+
     reader = make_reader(StuckConsumer, **{"poll.timeout.ms": "50"})
     with pytest.raises(KafkaOffsetsTopicError) as info:
         list(reader.read(OffsetsTopicPartition(3, 0, 3)))
@@ -351,17 +395,21 @@ def test_no_progress_times_out_with_a_clear_error():
 
 def test_options_validation_and_redaction(tmp_path):
     from audit.sources.kafka_datasource import KafkaOffsetsTopicError
+
     with pytest.raises(KafkaOffsetsTopicError, match="poll.timout.ms"):
         make_reader(ReplayConsumer, **{"poll.timout.ms": "10"})
     with pytest.raises(KafkaOffsetsTopicError, match="bootstrap.servers"):
         from audit.sources.kafka_datasource import reader_from_options
+
         reader_from_options({}, ReplayConsumer)
     with pytest.raises(KafkaOffsetsTopicError, match="kafka.sasl.mechansim|sasl.mechansim"):
         make_reader(ReplayConsumer, **{"kafka.sasl.mechansim": "PLAIN"})
     props = tmp_path / "audit.properties"
-    props.write_text("bootstrap.servers=from-file:9092\nsecurity.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
-                     "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
-                     f'username="auditor" password="{SECRET}";\n')
+    props.write_text(
+        "bootstrap.servers=from-file:9092\nsecurity.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'username="auditor" password="{SECRET}";\n'
+    )
     reader = make_reader(FailingConsumer, **{"client.properties": str(props), "kafka.client.id": "cid"})
     assert reader.client_config.bootstrap_servers == ["broker-1:9092"]  # the option wins over the file
     assert reader.client_config.settings["client_id"] == "cid"
@@ -374,9 +422,19 @@ def test_options_validation_and_redaction(tmp_path):
 def test_consumer_settings_are_read_only():
     from audit.sources.client_config import parse_client_properties
     from audit.sources.kafka_datasource import consumer_settings
-    kw = consumer_settings(parse_client_properties({"bootstrap.servers": "a:1", "group.id": "g",
-                                                    "enable.auto.commit": "true", "isolation.level": "read_uncommitted"}))
+
+    kw = consumer_settings(
+        parse_client_properties(
+            {
+                "bootstrap.servers": "a:1",
+                "group.id": "g",
+                "enable.auto.commit": "true",
+                "isolation.level": "read_uncommitted",
+            }
+        )
+    )
     from kafka import KafkaConsumer
+
     assert set(kw) <= set(KafkaConsumer.DEFAULT_CONFIG)
     assert kw["group_id"] is None and kw["enable_auto_commit"] is False
     assert kw["isolation_level"] == "read_committed" and kw["allow_auto_create_topics"] is False

@@ -25,8 +25,11 @@ from tests.lab import differential, kafka_dist, soak
 SEEDS = [int(s) for s in os.environ.get("KOA_LAB_SEEDS", "").split(",") if s.strip()]
 # KOA_LAB_SEEDS given: every seed on every version; by default each version its own seed (1, 2, ...), so both
 # fault schedules and both versions run once each (the soak, outside CI, crosses many seeds with both versions)
-CASES = ([(v, s) for v in kafka_dist.versions() for s in SEEDS] if SEEDS
-         else [(v, i + 1) for i, v in enumerate(kafka_dist.versions())])
+CASES = (
+    [(v, s) for v in kafka_dist.versions() for s in SEEDS]
+    if SEEDS
+    else [(v, i + 1) for i, v in enumerate(kafka_dist.versions())]
+)
 
 
 def _lab_jvms(workdir: Path) -> list[int]:
@@ -56,8 +59,10 @@ def test_audit_agrees_with_kafkas_consumer(lab, source):
     rows = lab["rows"][source]
     assert rows, "the scenario judged no group-partition"
     bad = [r for r in rows if not r["agree"]]
-    assert not bad, (differential.describe_disagreements(rows, lab["seed"], lab["version"], source)
-                     + f"\nlog dirs and broker logs: {lab['workdir']}")
+    assert not bad, (
+        differential.describe_disagreements(rows, lab["seed"], lab["version"], source)
+        + f"\nlog dirs and broker logs: {lab['workdir']}"
+    )
 
 
 def test_scenario_covers_the_verdicts_that_matter(lab):
@@ -85,8 +90,20 @@ def test_live_and_offline_audits_agree(lab):
     assert lab["live_vs_offline"] == [], f"seed {lab['seed']} Kafka {lab['version']}: {lab['live_vs_offline']}"
 
 
-WRITES = {"produce", "produce during crash", "consume_commit", "commit", "kafka_python_commit", "alter_offsets",
-          "txn_commit", "delete_records", "delete_group", "create_topic", "delete_topic", "create_partitions"}
+WRITES = {
+    "produce",
+    "produce during crash",
+    "consume_commit",
+    "commit",
+    "kafka_python_commit",
+    "alter_offsets",
+    "txn_commit",
+    "delete_records",
+    "delete_group",
+    "create_topic",
+    "delete_topic",
+    "create_partitions",
+}
 
 
 def test_scenario_ends_on_a_rolling_restart_and_writes_nothing_after_it(lab):
@@ -107,8 +124,10 @@ def test_audit_with_reports(lab, source):
     """The audit as the CLI runs it by default (reports on, --fail-on error) ends with exit 0 or 1, never an
     exception, and writes report.html, the expectation suite's result and summary.json's ``reports``."""
     a = lab["audits"][source]
-    assert a["error"] is None, (f"the {source} audit with reports raised (Kafka {lab['version']} seed "
-                                f"{lab['seed']}, {lab['workdir']}):\n{a['error']}")
+    assert a["error"] is None, (
+        f"the {source} audit with reports raised (Kafka {lab['version']} seed "
+        f"{lab['seed']}, {lab['workdir']}):\n{a['error']}"
+    )
     assert a["exit_code"] in (0, 1), a
     out = lab["outs"][source]
     assert (out / "report.html").is_file() and a["report_html"], a
@@ -125,11 +144,16 @@ def test_live_epochs_after_the_rolling_restart(lab):
     (the leader's leader-epoch cache after the clean shutdown) it starts at the partition's log end offset."""
     live = pq.read_table(lab["outs"]["live"] / "epochs").to_pylist()
     assert live and any(r["start_offset"] is None for r in live), live
-    cached = {(r["topic"], r["partition"], r["leader_epoch"], r["broker_id"]): r["start_offset"]
-              for r in pq.read_table(lab["outs"]["offline"] / "epochs").to_pylist()}
-    ends = {(r["topic"], r["partition"]): r["log_end_offset"]
-            for r in pq.read_table(lab["outs"]["offline"] / "bounds", columns=["topic", "partition", "log_end_offset"])
-            .to_pylist()}
+    cached = {
+        (r["topic"], r["partition"], r["leader_epoch"], r["broker_id"]): r["start_offset"]
+        for r in pq.read_table(lab["outs"]["offline"] / "epochs").to_pylist()
+    }
+    ends = {
+        (r["topic"], r["partition"]): r["log_end_offset"]
+        for r in pq.read_table(
+            lab["outs"]["offline"] / "bounds", columns=["topic", "partition", "log_end_offset"]
+        ).to_pylist()
+    }
     began_with_records = []
     for r in live:
         start = cached.get((r["topic"], r["partition"], r["leader_epoch"], r["broker_id"]))

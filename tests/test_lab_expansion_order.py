@@ -15,6 +15,7 @@ the log end offset. The audit's ``offset_at_expansion`` must equal what Kafka's 
 expansion time the audit read from the metadata log; and the audit's lookup is compared with Kafka's for a
 sweep of timestamps across the whole log (before the first record, inside batches, after the last).
 """
+
 from __future__ import annotations
 
 import time
@@ -30,7 +31,7 @@ TOPIC = "keyed"
 BEFORE = {0: 40, 1: 28}  # produced in 4 chunks each
 
 
-@pytest.fixture(scope="module", params=kafka_dist.versions(), ids=lambda v: f"kafka-{v}")
+@pytest.fixture(scope="module", params=kafka_dist.feature_versions(1), ids=lambda v: f"kafka-{v}")
 def grown(request, tmp_path_factory):
     version = request.param
     work = tmp_path_factory.mktemp(f"expansion-{version}")
@@ -44,8 +45,12 @@ def grown(request, tmp_path_factory):
                     time.sleep(0.02)
 
             def commit(group, offsets):
-                lab.call("commit", group=group, offsets=[{"topic": TOPIC, "partition": p, "offset": o, "epoch": 0}
-                                                         for p, o in offsets.items()])
+                lab.call(
+                    "commit",
+                    group=group,
+                    offsets=[{"topic": TOPIC, "partition": p, "offset": o, "epoch": 0} for p, o in offsets.items()],
+                )
+
             for g in ("lagging", "together", "never-new"):
                 commit(g, {0: 10, 1: 5})
             commit("drained", BEFORE)
@@ -77,15 +82,25 @@ def test_expansion_order_matches_kafka(grown, spark, tmp_path):
     import pyarrow.parquet as pq
 
     from audit.pipeline import AuditConfig, run
-    cfg = AuditConfig(log_dirs=[str(p) for p in grown["copies"]], output=str(tmp_path / "out"), quiet=True,
-                      reports=True, fail_on="never", mode="history")
+
+    cfg = AuditConfig(
+        log_dirs=[str(p) for p in grown["copies"]],
+        output=str(tmp_path / "out"),
+        quiet=True,
+        reports=True,
+        fail_on="never",
+        mode="history",
+    )
     result = run(cfg, spark)
     assert result.summary["reports"]["expectations"]["success"], result.summary["reports"]["expectations"]
     assert not any(k.startswith("PARTITION_EXPANSION_ORDER") for k in result.summary["rules_not_run"])
     html = (tmp_path / "out" / "report.html").read_text()
     assert "the topic grew (partition 2 added): this partition&#x27;s log stood at offset 40" in html
-    rows = [r for r in pq.read_table(str(tmp_path / "out" / "findings")).to_pylist()
-            if r["finding"] == "PARTITION_EXPANSION_ORDER"]
+    rows = [
+        r
+        for r in pq.read_table(str(tmp_path / "out" / "findings")).to_pylist()
+        if r["finding"] == "PARTITION_EXPANSION_ORDER"
+    ]
     assert sorted((r["group_id"], r["partition"]) for r in rows) == [("lagging", 0), ("lagging", 1)], rows
     for r in rows:
         expanded_ms = int(r["cause_time"].timestamp() * 1000)
@@ -101,6 +116,7 @@ def test_offset_for_time_sweep_matches_kafka(grown):
     from audit.formats.record_batch import extract_records, scan_batches
     from audit.formats.time_index import offset_for_time
     from audit.sources.logdirs import _mmap_local
+
     (part_dir,) = [d for c in grown["copies"] for d in c.rglob(f"{TOPIC}-0") if d.is_dir()]
     segs = sorted(part_dir.glob("*.log"))
 
@@ -111,7 +127,9 @@ def test_offset_for_time_sweep_matches_kafka(grown):
                 f = path.with_suffix(suffix)
                 out.append(_mmap_local(str(f)) if f.exists() else None)
             return tuple(out)
+
         return load
+
     stamps = set()
     for s in segs:
         buf = _mmap_local(str(s))

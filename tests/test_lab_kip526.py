@@ -6,6 +6,7 @@ reading, then the collector -- every Metadata request the broker receives must n
 "all topics" form, ``topics: null``), name only in-scope topics or ``__consumer_offsets``, and carry at most
 ``metadata_batch_size`` (100) topics.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,17 +37,18 @@ def _requests(text: str) -> list[dict]:
     return out
 
 
-@pytest.fixture(scope="module", params=kafka_dist.versions(), ids=lambda v: f"kafka-{v}")
+@pytest.fixture(scope="module", params=kafka_dist.feature_versions(0), ids=lambda v: f"kafka-{v}")
 def wide(request, tmp_path_factory):
     version = request.param
     work = tmp_path_factory.mktemp(f"kip526-{version}")
-    cluster = KafkaCluster(version, work / "cluster", brokers=1, heap="512m",
-                           loggers={"kafka.request.logger": "DEBUG"}).start()
+    cluster = KafkaCluster(
+        version, work / "cluster", brokers=1, heap="512m", loggers={"kafka.request.logger": "DEBUG"}
+    ).start()
     try:
         with LabClient(version, cluster.bootstrap, log=work / "labclient.log") as lab:
             names = SCOPE + OTHERS
             for k in range(0, len(names), 250):
-                lab.call("create_topics", names=names[k:k + 250], partitions=1, rf=1)
+                lab.call("create_topics", names=names[k : k + 250], partitions=1, rf=1)
             for t in SCOPE + OTHERS[:10]:
                 lab.call("produce", topic=t, partition=0, count=5, acks="all")
             lab.call("consume_commit", group="wide", topics=SCOPE + OTHERS[:10])
@@ -57,13 +59,24 @@ def wide(request, tmp_path_factory):
 
 def test_scoped_audit_sends_only_scoped_metadata_requests(wide, spark, tmp_path):
     from audit.pipeline import AuditConfig, run
+
     cluster = wide["cluster"]
     log = cluster.nodes[1].log_file
     start = log.stat().st_size
     props = tmp_path / "client.properties"
     props.write_text("client.id=koa-audit-kip526\n")
-    result = run(AuditConfig(bootstrap_servers=cluster.bootstrap, client_config=str(props), topics="scope-.*",
-                             output=str(tmp_path / "out"), quiet=True, reports=False, fail_on="never"), spark)
+    result = run(
+        AuditConfig(
+            bootstrap_servers=cluster.bootstrap,
+            client_config=str(props),
+            topics="scope-.*",
+            output=str(tmp_path / "out"),
+            quiet=True,
+            reports=False,
+            fail_on="never",
+        ),
+        spark,
+    )
     with open(log, "rb") as fh:
         fh.seek(start)
         reqs = _requests(fh.read().decode(errors="replace"))
@@ -80,5 +93,7 @@ def test_scoped_audit_sends_only_scoped_metadata_requests(wide, spark, tmp_path)
     assert max(len(ts) for ts in named) <= 100
     assert set(SCOPE) <= {t for ts in named for t in ts}  # the collector asked about every topic in scope
     assert ["__consumer_offsets"] in named  # the data source's planning, scoped to its one topic
-    print(f"Kafka {wide['version']}: {len(metadata)} Metadata requests from {sorted(map(str, clients))}, "
-          f"{len(reqs)} requests in all; largest {max(len(ts) for ts in named)} topics; none for all topics")
+    print(
+        f"Kafka {wide['version']}: {len(metadata)} Metadata requests from {sorted(map(str, clients))}, "
+        f"{len(reqs)} requests in all; largest {max(len(ts) for ts in named)} topics; none for all topics"
+    )

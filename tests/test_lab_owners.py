@@ -7,6 +7,7 @@ name, for every assigned group-partition, the member Kafka names: member id, ``g
 ``client.id`` and host. Both from a live audit (KIP-848 topic ids named through Metadata v10+) and from a copy of
 the log dirs (named through the KRaft metadata log).
 """
+
 from __future__ import annotations
 
 import time
@@ -22,11 +23,15 @@ TOPIC, PARTS = "owned", 4
 
 
 def _settled(described) -> bool:
-    return all(g["state"].lower() == "stable" and len(g["members"]) == 2
-               and sum(len(m["partitions"]) for m in g["members"]) == PARTS for g in described)
+    return all(
+        g["state"].lower() == "stable"
+        and len(g["members"]) == 2
+        and sum(len(m["partitions"]) for m in g["members"]) == PARTS
+        for g in described
+    )
 
 
-@pytest.fixture(scope="module", params=kafka_dist.versions(), ids=lambda v: f"kafka-{v}")
+@pytest.fixture(scope="module", params=kafka_dist.feature_versions(0), ids=lambda v: f"kafka-{v}")
 def held(request, tmp_path_factory):
     version = request.param
     work = tmp_path_factory.mktemp(f"owners-{version}")
@@ -40,8 +45,14 @@ def held(request, tmp_path_factory):
             if kafka_dist.major(version) >= 4:
                 groups["kip848-g"] = "consumer"
             for g, proto in groups.items():
-                lab.call("hold", group=g, topics=[TOPIC], client_id=f"{g}-a", protocol=proto,
-                         instance_id=f"{g}-static" if proto == "classic" else None)
+                lab.call(
+                    "hold",
+                    group=g,
+                    topics=[TOPIC],
+                    client_id=f"{g}-a",
+                    protocol=proto,
+                    instance_id=f"{g}-static" if proto == "classic" else None,
+                )
                 lab.call("hold", group=g, topics=[TOPIC], client_id=f"{g}-b", protocol=proto)
             deadline = time.monotonic() + 90
             while not _settled(described := lab.call("describe_groups", groups=list(groups))):
@@ -67,23 +78,38 @@ def _expected(described) -> dict:
 
 def _owners(out_dir, keys) -> dict:
     import pyarrow.parquet as pq
+
     rows = pq.read_table(str(out_dir / "committed_offsets")).to_pylist()
-    got = {(r["group_id"], r["topic"], r["partition"]):
-           (r["owner_member_id"], r["owner_group_instance_id"], r["owner_client_id"], r["owner_client_host"],
-            (r["group_state"] or "").lower()) for r in rows}
+    got = {
+        (r["group_id"], r["topic"], r["partition"]): (
+            r["owner_member_id"],
+            r["owner_group_instance_id"],
+            r["owner_client_id"],
+            r["owner_client_host"],
+            (r["group_state"] or "").lower(),
+        )
+        for r in rows
+    }
     return {k: got.get(k) for k in keys}
 
 
 @pytest.mark.parametrize("mode", ["live", "log-dirs"])
 def test_owners_match_describe_consumer_groups(held, spark, tmp_path, mode):
     from audit.pipeline import AuditConfig, run
+
     if mode == "live":
-        cfg = AuditConfig(bootstrap_servers=held["cluster"].bootstrap, output=str(tmp_path / "out"), quiet=True,
-                          reports=False, fail_on="never")
+        cfg = AuditConfig(
+            bootstrap_servers=held["cluster"].bootstrap,
+            output=str(tmp_path / "out"),
+            quiet=True,
+            reports=False,
+            fail_on="never",
+        )
     else:
         dirs = copy_log_dirs(held["cluster"], tmp_path / "copy")
-        cfg = AuditConfig(log_dirs=[str(p) for p in dirs], output=str(tmp_path / "out"), quiet=True,
-                          reports=False, fail_on="never")
+        cfg = AuditConfig(
+            log_dirs=[str(p) for p in dirs], output=str(tmp_path / "out"), quiet=True, reports=False, fail_on="never"
+        )
     run(cfg, spark)
     expected = _expected(held["described"])
     assert len(expected) == PARTS * len(held["described"])

@@ -11,6 +11,7 @@ then the collection goes on:
 * ``metadata.recovery.strategy=none``: it keeps asking the brokers it knew and fails within
   ``default.api.timeout.ms`` with an error naming them.
 """
+
 from __future__ import annotations
 
 import time
@@ -25,7 +26,7 @@ from tests.lab.forwarder import Forwarder
 TOPIC, DEADLINE_MS = "events", 25_000
 
 
-@pytest.fixture(scope="module", params=kafka_dist.versions(), ids=lambda v: f"kafka-{v}")
+@pytest.fixture(scope="module", params=kafka_dist.feature_versions(1), ids=lambda v: f"kafka-{v}")
 def moving(request, tmp_path_factory):
     version = request.param
     work = tmp_path_factory.mktemp(f"rebootstrap-{version}")
@@ -42,16 +43,21 @@ def moving(request, tmp_path_factory):
 
 def _props(work, strategy: str):
     p = work / f"client-{strategy}.properties"
-    p.write_text(f"metadata.recovery.strategy={strategy}\nmetadata.recovery.rebootstrap.trigger.ms=2000\n"
-                 f"default.api.timeout.ms={DEADLINE_MS}\nrequest.timeout.ms=3000\nretry.backoff.ms=200\n"
-                 "retry.backoff.max.ms=1000\nreconnect.backoff.max.ms=1000\n")
+    p.write_text(
+        f"metadata.recovery.strategy={strategy}\nmetadata.recovery.rebootstrap.trigger.ms=2000\n"
+        f"default.api.timeout.ms={DEADLINE_MS}\nrequest.timeout.ms=3000\nretry.backoff.ms=200\n"
+        "retry.backoff.max.ms=1000\nreconnect.backoff.max.ms=1000\n"
+    )
     return p
 
 
 def _findings(out):
     import pyarrow.parquet as pq
-    return sorted((r["group_id"], r["topic"], r["partition"], r["finding"], r["committed_offset"])
-                  for r in pq.read_table(str(out / "findings")).to_pylist())
+
+    return sorted(
+        (r["group_id"], r["topic"], r["partition"], r["finding"], r["committed_offset"])
+        for r in pq.read_table(str(out / "findings")).to_pylist()
+    )
 
 
 def _move_every_broker(m) -> list[str]:
@@ -69,6 +75,7 @@ def _audit(m, spark, out, strategy, moved: dict | None):
     """Audit through the forwarder; with ``moved``, every broker moves after the collector's first Metadata."""
     from audit.pipeline import AuditConfig, run
     from audit.sources.collector import open_collector
+
     props = _props(m["work"], strategy)
     bootstrap = m["fwd"].address
 
@@ -85,8 +92,14 @@ def _audit(m, spark, out, strategy, moved: dict | None):
                 moved["rebootstraps"] = c.stats.get("rebootstraps", 0)
                 moved["reasons"] = list(c.rebootstrap_reasons)
 
-    cfg = AuditConfig(bootstrap_servers=bootstrap, client_config=str(props), output=str(out), quiet=True,
-                      reports=False, fail_on="never")
+    cfg = AuditConfig(
+        bootstrap_servers=bootstrap,
+        client_config=str(props),
+        output=str(out),
+        quiet=True,
+        reports=False,
+        fail_on="never",
+    )
     return run(cfg, spark, collect=collect if moved is not None else None)
 
 
@@ -96,16 +109,21 @@ def test_rebootstrap_finishes_with_the_same_findings(moving, spark, tmp_path):
     assert {f[3] for f in before} >= {"OFFSET_OUT_OF_RANGE"}, before
     moved: dict = {}
     _audit(moving, spark, tmp_path / "after", "rebootstrap", moved)
-    assert sorted(moved["connected"]) == sorted(moved["old"]), moved  # the collector knew exactly the brokers that moved
+    assert sorted(moved["connected"]) == sorted(moved["old"]), (
+        moved
+    )  # the collector knew exactly the brokers that moved
     assert moved["rebootstraps"] >= 1, moved
     assert any("rebootstrap.trigger.ms" in r for r in moved["reasons"]), moved["reasons"]
     assert _findings(tmp_path / "after") == before
-    print(f"Kafka {moving['version']}: rebootstrapped {moved['rebootstraps']}x in {moved['elapsed']:.1f} s; "
-          f"{len(before)} findings as before the move")
+    print(
+        f"Kafka {moving['version']}: rebootstrapped {moved['rebootstraps']}x in {moved['elapsed']:.1f} s; "
+        f"{len(before)} findings as before the move"
+    )
 
 
 def test_without_rebootstrap_it_fails_in_time_naming_the_brokers(moving, spark, tmp_path):
     from audit.sources.collector import CollectorError
+
     moved: dict = {}
     with pytest.raises(CollectorError) as err:
         _audit(moving, spark, tmp_path / "out", "none", moved)

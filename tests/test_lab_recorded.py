@@ -1,6 +1,7 @@
 """Kafka 4.x scenarios recorded by the lab (``tests/data/lab-scenarios/*``, provenance in each README):
 the offline audit of every node's log dir agrees with the verdicts Kafka's own consumer gave when they
 were recorded, in both modes. No cluster or Maven needed: this guards the 4.x offline path on every run."""
+
 from __future__ import annotations
 
 import json

@@ -14,6 +14,7 @@ Built by construction, on 3 brokers (topic on L=1 and F=2, broker 3 keeps ``__co
 
 Partition 1 lost nothing (L had only what F had): no finding may name it, nor any other partition.
 """
+
 from __future__ import annotations
 
 import re
@@ -42,15 +43,19 @@ def _wait(lab, what, cond, timeout=60):
         time.sleep(0.3)
 
 
-@pytest.fixture(scope="module", params=kafka_dist.versions(), ids=lambda v: f"kafka-{v}")
+@pytest.fixture(scope="module", params=kafka_dist.feature_versions(1), ids=lambda v: f"kafka-{v}")
 def diverged(request, tmp_path_factory):
     version = request.param
     work = tmp_path_factory.mktemp(f"divergence-{version}")
     cluster = KafkaCluster(version, work / "cluster", brokers=3).start()
     try:
         with LabClient(version, cluster.bootstrap, log=work / "labclient.log") as lab:
-            lab.call("create_topic", topic=TOPIC, assignments={"0": [L, F], "1": [L, F]},
-                     configs={"min.insync.replicas": "1"})
+            lab.call(
+                "create_topic",
+                topic=TOPIC,
+                assignments={"0": [L, F], "1": [L, F]},
+                configs={"min.insync.replicas": "1"},
+            )
             for p, n in KEPT.items():
                 lab.call("produce", topic=TOPIC, partition=p, count=n, acks="all")
             cluster.stop_node(F)
@@ -58,14 +63,19 @@ def diverged(request, tmp_path_factory):
             lab.call("produce", topic=TOPIC, partition=0, count=LOST, acks="1")
             lab.call("consume_commit", group="read-past", topics=[TOPIC])
             epoch_l = lab.call("offsets", partitions=[[TOPIC, 0]])[0]["leader_epoch"]
-            lab.call("commit", group="at-divergence", offsets=[
-                {"topic": TOPIC, "partition": 0, "offset": KEPT[0], "epoch": epoch_l}])
+            lab.call(
+                "commit",
+                group="at-divergence",
+                offsets=[{"topic": TOPIC, "partition": 0, "offset": KEPT[0], "epoch": epoch_l}],
+            )
             cluster.kill(L)
             _wait(lab, "partitions offline", lambda s: s["leader"] == -1)
             cluster.start_node(F)
             deadline = time.monotonic() + 60
-            while not all(r["error"] is None or "ElectionNotNeeded" in r["error"]
-                          for r in lab.call("elect", type="unclean", partitions=[[TOPIC, 0], [TOPIC, 1]])):
+            while not all(
+                r["error"] is None or "ElectionNotNeeded" in r["error"]
+                for r in lab.call("elect", type="unclean", partitions=[[TOPIC, 0], [TOPIC, 1]])
+            ):
                 assert time.monotonic() < deadline, "unclean election failed"
                 time.sleep(0.5)
             _wait(lab, "F leads", lambda s: s["leader"] == F)
@@ -82,8 +92,15 @@ def diverged(request, tmp_path_factory):
         truncated = {}
         for tp, off in TRUNCATING.findall(text):
             truncated[tp] = min(int(off), truncated.get(tp, int(off)))
-        yield {"version": version, "work": work, "copies": copies, "truncated": truncated,
-               "epoch_l": epoch_l, "epoch_f": epoch_f, "cluster": cluster}
+        yield {
+            "version": version,
+            "work": work,
+            "copies": copies,
+            "truncated": truncated,
+            "epoch_l": epoch_l,
+            "epoch_f": epoch_f,
+            "cluster": cluster,
+        }
     finally:
         cluster.stop()
 
@@ -92,10 +109,12 @@ def test_lost_lineage_matches_kafkas_truncation(diverged, spark, tmp_path):
     import pyarrow.parquet as pq
 
     from audit.pipeline import AuditConfig, run
+
     d = diverged
     assert d["truncated"].get(f"{TOPIC}-0") == KEPT[0], f"broker {L}'s truncations: {d['truncated']}"
-    cfg = AuditConfig(log_dirs=[str(p) for p in d["copies"]], output=str(tmp_path / "out"), quiet=True,
-                      reports=True, fail_on="never")
+    cfg = AuditConfig(
+        log_dirs=[str(p) for p in d["copies"]], output=str(tmp_path / "out"), quiet=True, reports=True, fail_on="never"
+    )
     result = run(cfg, spark)
     # the expectation suite accepts a finding without a group; the report and console name the replica
     assert result.summary["reports"]["expectations"]["success"], result.summary["reports"]["expectations"]
@@ -103,8 +122,10 @@ def test_lost_lineage_matches_kafkas_truncation(diverged, spark, tmp_path):
     assert f"replica on broker {L}" in result.console
     assert "--mode history" in result.summary["rules_not_run"]["PARTITION_EXPANSION_ORDER"]
     metrics = (tmp_path / "out" / "metrics.prom").read_text()
-    assert (f'kafka_offset_audit_lost_lineage_records{{broker="{L}",partition="0",severity="error",topic="{TOPIC}"}} '
-            f'{float(LOST)}') in metrics
+    assert (
+        f'kafka_offset_audit_lost_lineage_records{{broker="{L}",partition="0",severity="error",topic="{TOPIC}"}} '
+        f"{float(LOST)}"
+    ) in metrics
     rows = pq.read_table(str(tmp_path / "out" / "findings")).to_pylist()
     div = [r for r in rows if r["finding"] == "REPLICA_DIVERGENCE"]
     assert [(r["topic"], r["partition"], r["replica_broker"]) for r in div] == [(TOPIC, 0, L)], div
@@ -129,8 +150,11 @@ def test_no_divergence_once_the_old_leader_rejoined(diverged, spark, tmp_path):
     import pyarrow.parquet as pq
 
     from audit.pipeline import AuditConfig, run
+
     dirs = copy_log_dirs(diverged["cluster"], tmp_path / "rejoined")
-    cfg = AuditConfig(log_dirs=[str(p) for p in dirs], output=str(tmp_path / "out"), quiet=True, reports=False, fail_on="never")
+    cfg = AuditConfig(
+        log_dirs=[str(p) for p in dirs], output=str(tmp_path / "out"), quiet=True, reports=False, fail_on="never"
+    )
     run(cfg, spark)
     rows = pq.read_table(str(tmp_path / "out" / "findings")).to_pylist()
     assert [r for r in rows if r["finding"] == "REPLICA_DIVERGENCE"] == []

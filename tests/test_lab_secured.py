@@ -7,6 +7,7 @@ records, a consumer group's commits, ACLs) goes through Kafka's Java clients on 
 whose ``User:ANONYMOUS`` is a super user. The audit connects as ``User:audit`` over SASL_SSL with only the
 grants the README lists, and the broker's own authorizer log is the proof that it only reads.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,18 @@ MINIMAL_ACLS = [{"resource_type": "TOPIC", "name": t, "operation": "DESCRIBE"} f
     {"resource_type": "TOPIC", "name": "__consumer_offsets", "operation": "DESCRIBE"},
     {"resource_type": "TOPIC", "name": "__consumer_offsets", "operation": "READ"},
 ]
-WRITE_SIDE = {"WRITE", "CREATE", "DELETE", "ALTER", "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "CLUSTER_ACTION",
-              "CREATE_TOKENS", "DESCRIBE_TOKENS", "TWO_PHASE_COMMIT"}
+WRITE_SIDE = {
+    "WRITE",
+    "CREATE",
+    "DELETE",
+    "ALTER",
+    "ALTER_CONFIGS",
+    "IDEMPOTENT_WRITE",
+    "CLUSTER_ACTION",
+    "CREATE_TOKENS",
+    "DESCRIBE_TOKENS",
+    "TWO_PHASE_COMMIT",
+}
 
 
 def _keytool() -> str:
@@ -40,33 +51,84 @@ def _keytool() -> str:
 def _make_certificate(d: Path) -> tuple[Path, Path]:
     """A self-signed broker certificate for 127.0.0.1 (PKCS12 keystore) and its PEM (the clients' trust store)."""
     store, pem = d / "broker.p12", d / "ca.pem"
-    subprocess.run([_keytool(), "-genkeypair", "-alias", "broker", "-keyalg", "RSA", "-keysize", "2048", "-validity", "2",
-                    "-dname", "CN=localhost", "-ext", "SAN=IP:127.0.0.1,DNS:localhost", "-keystore", str(store),
-                    "-storetype", "PKCS12", "-storepass", STORE_PASS, "-keypass", STORE_PASS], check=True,
-                   capture_output=True)
-    subprocess.run([_keytool(), "-exportcert", "-rfc", "-alias", "broker", "-keystore", str(store), "-storepass",
-                    STORE_PASS, "-file", str(pem)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            _keytool(),
+            "-genkeypair",
+            "-alias",
+            "broker",
+            "-keyalg",
+            "RSA",
+            "-keysize",
+            "2048",
+            "-validity",
+            "2",
+            "-dname",
+            "CN=localhost",
+            "-ext",
+            "SAN=IP:127.0.0.1,DNS:localhost",
+            "-keystore",
+            str(store),
+            "-storetype",
+            "PKCS12",
+            "-storepass",
+            STORE_PASS,
+            "-keypass",
+            STORE_PASS,
+        ],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            _keytool(),
+            "-exportcert",
+            "-rfc",
+            "-alias",
+            "broker",
+            "-keystore",
+            str(store),
+            "-storepass",
+            STORE_PASS,
+            "-file",
+            str(pem),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return store, pem
 
 
-@pytest.fixture(scope="module", params=kafka_dist.versions(), ids=lambda v: f"kafka-{v}")
+@pytest.fixture(scope="module", params=kafka_dist.feature_versions(0), ids=lambda v: f"kafka-{v}")
 def secured(request, tmp_path_factory):
     version = request.param
     work = tmp_path_factory.mktemp(f"secured-{version}")
     store, pem = _make_certificate(work)
-    authz = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-             "super.users": "User:ANONYMOUS;User:admin"}
-    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
-            f'user_admin="admin-secret" user_audit="{SECRET}";')
-    broker = {**authz, "sasl.enabled.mechanisms": "PLAIN",
-              "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas,
-              "listener.name.sasl_ssl.ssl.keystore.location": str(store),
-              "listener.name.sasl_ssl.ssl.keystore.password": STORE_PASS,
-              "listener.name.sasl_ssl.ssl.keystore.type": "PKCS12",
-              "listener.name.sasl_ssl.ssl.key.password": STORE_PASS}
-    cluster = KafkaCluster(version, work / "cluster", brokers=3, extra_listener="SASL_SSL",
-                           overrides={"broker": broker, "controller": authz},
-                           loggers={"kafka.authorizer.logger": "DEBUG"}).start()
+    authz = {
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:ANONYMOUS;User:admin",
+    }
+    jaas = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'user_admin="admin-secret" user_audit="{SECRET}";'
+    )
+    broker = {
+        **authz,
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas,
+        "listener.name.sasl_ssl.ssl.keystore.location": str(store),
+        "listener.name.sasl_ssl.ssl.keystore.password": STORE_PASS,
+        "listener.name.sasl_ssl.ssl.keystore.type": "PKCS12",
+        "listener.name.sasl_ssl.ssl.key.password": STORE_PASS,
+    }
+    cluster = KafkaCluster(
+        version,
+        work / "cluster",
+        brokers=3,
+        extra_listener="SASL_SSL",
+        overrides={"broker": broker, "controller": authz},
+        loggers={"kafka.authorizer.logger": "DEBUG"},
+    ).start()
     lab = LabClient(version, cluster.bootstrap, log=work / "labclient.log")
     try:
         for t in TOPICS:
@@ -76,12 +138,20 @@ def secured(request, tmp_path_factory):
         lab.call("consume_commit", group=GROUP, topics=TOPICS)
         lab.call("create_acls", principal="User:audit", acls=MINIMAL_ACLS)
         props = work / "client.properties"
-        props.write_text("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
-                         "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
-                         f'username="audit" password="{SECRET}";\n'
-                         f"ssl.truststore.type=PEM\nssl.truststore.location={pem}\n")
-        yield {"cluster": cluster, "lab": lab, "props": props, "work": work, "version": version,
-               "bootstrap": cluster.bootstrap_for("SASL_SSL")}
+        props.write_text(
+            "security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
+            "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'username="audit" password="{SECRET}";\n'
+            f"ssl.truststore.type=PEM\nssl.truststore.location={pem}\n"
+        )
+        yield {
+            "cluster": cluster,
+            "lab": lab,
+            "props": props,
+            "work": work,
+            "version": version,
+            "bootstrap": cluster.bootstrap_for("SASL_SSL"),
+        }
     finally:
         lab.close()
         cluster.stop()
@@ -89,8 +159,21 @@ def secured(request, tmp_path_factory):
 
 def _audit(secured, out: Path, props: Path | None = None, capfd=None) -> tuple[int, str]:
     from audit.cli import main
-    code = main(["audit", "--bootstrap-servers", secured["bootstrap"], "--client-config", str(props or secured["props"]),
-                 "--output", str(out), "--skip-reports", "--fail-on", "never"])
+
+    code = main(
+        [
+            "audit",
+            "--bootstrap-servers",
+            secured["bootstrap"],
+            "--client-config",
+            str(props or secured["props"]),
+            "--output",
+            str(out),
+            "--skip-reports",
+            "--fail-on",
+            "never",
+        ]
+    )
     text = ""
     if capfd is not None:
         o, e = capfd.readouterr()
@@ -98,8 +181,10 @@ def _audit(secured, out: Path, props: Path | None = None, capfd=None) -> tuple[i
     return code, text
 
 
-_AUTHZ = re.compile(r"Principal = User:audit is (Allowed|Denied) [Oo]peration = (\w+) from host = \S+ "
-                    r"on resource = (\w+):(?:LITERAL:|PREFIXED:)?([^ ]+)(?: for request = (\w+))?")
+_AUTHZ = re.compile(
+    r"Principal = User:audit is (Allowed|Denied) [Oo]peration = (\w+) from host = \S+ "
+    r"on resource = (\w+):(?:LITERAL:|PREFIXED:)?([^ ]+)(?: for request = (\w+))?"
+)
 
 
 def _decisions(cluster: KafkaCluster) -> list[tuple[str, str, str, str, str]]:
@@ -118,6 +203,7 @@ def test_minimal_acls_audit_and_the_broker_saw_only_reads(secured, tmp_path, cap
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["offset_commits"]["group_partitions"] == 6  # GROUP on 2 topics x 3 partitions
     import pyarrow.parquet as pq
+
     committed = pq.read_table(str(tmp_path / "out" / "committed_offsets")).to_pylist()
     assert {(r["group_id"], r["topic"]) for r in committed} == {(GROUP, t) for t in TOPICS}
     assert all(r["verdict"] == "OK" and r["committed_offset"] == 20 for r in committed), committed
@@ -141,10 +227,14 @@ def test_minimal_acls_audit_and_the_broker_saw_only_reads(secured, tmp_path, cap
             assert SECRET.encode() not in f.read_bytes(), f
 
 
-@pytest.mark.parametrize("missing", [
-    {"resource_type": "TOPIC", "name": "__consumer_offsets", "operation": "READ"},
-    {"resource_type": "TOPIC", "name": "payments", "operation": "DESCRIBE"},
-], ids=["read-consumer-offsets", "describe-topic"])
+@pytest.mark.parametrize(
+    "missing",
+    [
+        {"resource_type": "TOPIC", "name": "__consumer_offsets", "operation": "READ"},
+        {"resource_type": "TOPIC", "name": "payments", "operation": "DESCRIBE"},
+    ],
+    ids=["read-consumer-offsets", "describe-topic"],
+)
 def test_a_missing_grant_exits_2_naming_it(secured, tmp_path, capfd, missing):
     lab = secured["lab"]
     lab.call("delete_acls", principal="User:audit", acls=[missing])

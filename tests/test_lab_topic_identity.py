@@ -11,6 +11,7 @@ Built by construction, on 3 brokers:
 The judges: Kafka's consumer (``auto.offset.reset=none``) resuming each group, and broker 2 itself, which on its
 restart does not take the old dir as a replica of the new topic (it renames it ``-stray`` or deletes it).
 """
+
 from __future__ import annotations
 
 import time
@@ -52,8 +53,10 @@ def recreated(tmp_path_factory):
             lab.call("create_topic", topic=TOPIC, assignments={"0": [1, 3]})
             lab.call("produce", topic=TOPIC, partition=0, count=NEW, acks="all")
             lab.call("consume_commit", group="new-reader", topics=[TOPIC])
-            verdicts = {v["group"]: v for v in lab.call(
-                "verdicts", group_partitions=[["old-reader", TOPIC, 0], ["new-reader", TOPIC, 0]])}
+            verdicts = {
+                v["group"]: v
+                for v in lab.call("verdicts", group_partitions=[["old-reader", TOPIC, 0], ["new-reader", TOPIC, 0]])
+            }
             copies = copy_log_dirs(cluster, work / "while-broker-2-down")
             new_id = _topic_id(cluster.nodes[1].log_dir)
             cluster.start_node(2)
@@ -70,6 +73,7 @@ def test_stale_replica_left_out_and_commits_carry_topic_ids(recreated, spark, tm
     import pyarrow.parquet as pq
 
     from audit.pipeline import AuditConfig, run
+
     d = recreated
     assert d["old_id"] != d["new_id"]
     # Kafka's consumer: the old incarnation's commit is gone (the coordinator tombstones a deleted topic's
@@ -78,12 +82,26 @@ def test_stale_replica_left_out_and_commits_carry_topic_ids(recreated, spark, tm
     assert (d["verdicts"]["new-reader"]["verdict"], d["verdicts"]["new-reader"]["committed_offset"]) == ("OK", NEW)
 
     out = tmp_path / "offline"
-    result = run(AuditConfig(log_dirs=[str(p) for p in d["copies"]], output=str(out), quiet=True, fail_on="never",
-                             mode="history"), spark)
+    result = run(
+        AuditConfig(
+            log_dirs=[str(p) for p in d["copies"]], output=str(out), quiet=True, fail_on="never", mode="history"
+        ),
+        spark,
+    )
     mism = result.summary["inputs"]["topic_id_mismatches"]
-    assert [(m["broker_id"], m["topic"], m["partition"], m["topic_id"], m["current_topic_id"], m["stale"], m["reason"],
-             m["log_end_offset"]) for m in mism] == [(2, TOPIC, 0, d["old_id"], d["new_id"], True, "stale_incarnation",
-                                                      OLD)]
+    assert [
+        (
+            m["broker_id"],
+            m["topic"],
+            m["partition"],
+            m["topic_id"],
+            m["current_topic_id"],
+            m["stale"],
+            m["reason"],
+            m["log_end_offset"],
+        )
+        for m in mism
+    ] == [(2, TOPIC, 0, d["old_id"], d["new_id"], True, "stale_incarnation", OLD)]
     epochs = pq.read_table(str(out / "epochs")).to_pylist()
     assert sorted({r["broker_id"] for r in epochs if r["topic"] == TOPIC}) == [1, 3]
     bounds = [r for r in pq.read_table(str(out / "bounds")).to_pylist() if r["topic"] == TOPIC]
@@ -92,13 +110,13 @@ def test_stale_replica_left_out_and_commits_carry_topic_ids(recreated, spark, tm
     assert findings == [], findings
 
     live_out = tmp_path / "live"
-    run(AuditConfig(bootstrap_servers=d["cluster"].bootstrap, output=str(live_out), quiet=True, fail_on="never"),
-        spark)
+    run(AuditConfig(bootstrap_servers=d["cluster"].bootstrap, output=str(live_out), quiet=True, fail_on="never"), spark)
     for where in (out, live_out):
         committed = [r for r in pq.read_table(str(where / "committed_offsets")).to_pylist() if r["topic"] == TOPIC]
         # the audit agrees: no live commit for old-reader; new-reader OK at NEW, its commit naming the new id
         assert [(r["group_id"], r["committed_offset"], r["verdict"], r["topic_id"]) for r in committed] == [
-            ("new-reader", NEW, "OK", d["new_id"])], (where, committed)
+            ("new-reader", NEW, "OK", d["new_id"])
+        ], (where, committed)
     # every commit of the new incarnation names it (commits/, --mode history)
     commits = pq.read_table(str(out / "commits")).to_pylist()
     assert {r["topic_id"] for r in commits if r["group_id"] == "new-reader"} == {d["new_id"]}

@@ -6,6 +6,7 @@ undecodable values) are decoded twice: every record, and summarised per segment
 (:mod:`audit.formats.latest`).  :func:`audit.commits.live_commits` in latest mode must then
 return the same rows, and the record statistics must add up to the same counts.
 """
+
 import random
 import struct
 
@@ -24,7 +25,13 @@ TS = 1_700_000_000_000
 
 
 def _commit_key(group: bytes, topic: bytes, partition: int, version: int = 1) -> bytes:
-    return struct.pack(">hh", version, len(group)) + group + struct.pack(">h", len(topic)) + topic + struct.pack(">i", partition)
+    return (
+        struct.pack(">hh", version, len(group))
+        + group
+        + struct.pack(">h", len(topic))
+        + topic
+        + struct.pack(">i", partition)
+    )
 
 
 def _commit_value(offset: int, epoch: int) -> bytes:
@@ -33,9 +40,16 @@ def _commit_value(offset: int, epoch: int) -> bytes:
 
 def _batch(base: int, records, txn_pid: int = -1, control: bool = False) -> bytes:
     from kafka.record.default_records import DefaultRecordBatchBuilder
-    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=txn_pid >= 0,
-                                  producer_id=txn_pid, producer_epoch=0 if txn_pid >= 0 else -1,
-                                  base_sequence=-1, batch_size=1 << 20)
+
+    b = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=txn_pid >= 0,
+        producer_id=txn_pid,
+        producer_epoch=0 if txn_pid >= 0 else -1,
+        base_sequence=-1,
+        batch_size=1 << 20,
+    )
     for i, (k, v) in enumerate(records):
         b.append(i, timestamp=TS, key=k, value=v, headers=[])
     buf = bytearray(b.build())
@@ -64,8 +78,11 @@ def _random_log(seed: int):
                     g, t, p = rnd.choice(keys)
                     key = _commit_key(g, t, p, version=rnd.choice((0, 1, 1)))
                     r = rnd.random()
-                    value = None if r < 0.1 else (b"\x00\x09junk" if r < 0.13 else
-                                                  _commit_value(rnd.randint(0, 500), rnd.randint(-1, 6)))
+                    value = (
+                        None
+                        if r < 0.1
+                        else (b"\x00\x09junk" if r < 0.13 else _commit_value(rnd.randint(0, 500), rnd.randint(-1, 6)))
+                    )
                     recs.append((key, value))
                 buf += _batch(offset, recs)
                 offset += len(recs)
@@ -76,8 +93,9 @@ def _random_log(seed: int):
             elif roll < 0.85:  # a transactional commit of one producer
                 pid = rnd.choice((7, 8))
                 g, t, p = rnd.choice(keys)
-                buf += _batch(offset, [(_commit_key(g, t, p), _commit_value(rnd.randint(0, 500), rnd.randint(0, 6)))],
-                              txn_pid=pid)
+                buf += _batch(
+                    offset, [(_commit_key(g, t, p), _commit_value(rnd.randint(0, 500), rnd.randint(0, 6)))], txn_pid=pid
+                )
                 open_txn[pid] = True
                 offset += 1
             elif open_txn:  # its marker: COMMIT (1) or ABORT (0)
@@ -100,8 +118,12 @@ def _raw(spark, segments, reduce_latest: bool):
 
 def _stats(raw):
     """records by (record_type, value_version, is_tombstone), counting folded records once."""
-    rows = (raw.where(F.col("kind").isin("record", "count"))
-            .groupBy("record_type", "value_version", "is_tombstone").agg(F.sum("record_count").alias("n")).collect())
+    rows = (
+        raw.where(F.col("kind").isin("record", "count"))
+        .groupBy("record_type", "value_version", "is_tombstone")
+        .agg(F.sum("record_count").alias("n"))
+        .collect()
+    )
     return {(r["record_type"], r["value_version"], r["is_tombstone"]): r["n"] for r in rows}
 
 
@@ -124,24 +146,24 @@ def test_group_equal_bytes_is_exact():
     length = np.array([3, 3, 3, 2, 2, 0, 1500, -1], dtype=np.int64)
     ids = group_equal_bytes(data, start, length)
     assert ids[0] == ids[2] and ids[0] != ids[1]
-    assert ids[3] == ids[4] and ids[3] != ids[0]      # "ab" twice; a prefix is another key
+    assert ids[3] == ids[4] and ids[3] != ids[0]  # "ab" twice; a prefix is another key
     assert ids[5] >= 0 and ids[5] not in ids[[0, 1, 3]]  # empty bytes are a key of their own
-    assert ids[6] == -1 and ids[7] == -1               # too long / null: not summarised
+    assert ids[6] == -1 and ids[7] == -1  # too long / null: not summarised
 
 
 def test_group_equal_bytes_matches_comparing_the_bytes():
     """Keys of many widths, some ending at the very end of the buffer (fewer than 8 bytes left to read
     a word from): two rows share an id exactly when their bytes are equal."""
     rng = np.random.default_rng(3)
-    data = rng.integers(0, 3, 400, dtype=np.uint8)   # a small alphabet: many equal keys
+    data = rng.integers(0, 3, 400, dtype=np.uint8)  # a small alphabet: many equal keys
     length = rng.integers(0, 20, 5000).astype(np.int64)
     start = rng.integers(0, 400, 5000).astype(np.int64)
     start = np.minimum(start, 400 - length)
     tail = length[:300].copy()
-    start[:300] = 400 - tail                          # keys that end on the buffer's last byte
+    start[:300] = 400 - tail  # keys that end on the buffer's last byte
     ids = group_equal_bytes(data, start, length)
     assert (ids >= 0).all()
-    keys = [bytes(data[s:s + n]) for s, n in zip(start, length)]
+    keys = [bytes(data[s : s + n]) for s, n in zip(start, length)]
     first = {}
     for i, k in enumerate(keys):
         first.setdefault(k, ids[i])
@@ -157,6 +179,7 @@ def test_summary_by_distinct_whole_keys_keeps_the_same_records(seed):
     from audit.formats.latest import MAX_KEY_BYTES, summarise_latest
     from audit.formats.record_batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, extract_records, scan_batches
     from audit.formats.segments import _record_types
+
     long_key = _commit_key(b"g" * (MAX_KEY_BYTES - 8), b"t", 0)
     segments = _random_log(seed)
     segments[0] += _batch(10_000, [(long_key, _commit_value(1, 1)), (long_key, _commit_value(2, 1))])

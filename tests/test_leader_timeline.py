@@ -5,6 +5,7 @@ The reference replays what Kafka's decoders printed (``kafka-dump-log --cluster-
 ``PartitionRegistration.merge`` applies records: a PartitionRecord sets the state; a PartitionChangeRecord bumps
 the partition epoch, and the leader epoch when it names a leader (not -2), and changes only the fields it carries.
 """
+
 import json
 import re
 from pathlib import Path
@@ -22,8 +23,13 @@ def _dump_records(path: Path):
         m = re.search(r"offset: (\d+) .*payload: (\{.*\})\s*$", line)
         if m:
             p = json.loads(m.group(2))
-            yield int(m.group(1)), {"PARTITION_RECORD": "PartitionRecord",
-                                    "PARTITION_CHANGE_RECORD": "PartitionChangeRecord"}.get(p["type"]), p["data"]
+            yield (
+                int(m.group(1)),
+                {"PARTITION_RECORD": "PartitionRecord", "PARTITION_CHANGE_RECORD": "PartitionChangeRecord"}.get(
+                    p["type"]
+                ),
+                p["data"],
+            )
 
 
 def _jsonl_records(path: Path):
@@ -40,8 +46,14 @@ def reference(records) -> dict:
             continue
         key = (d["topicId"], d["partitionId"])
         if kind == "PartitionRecord":
-            s = {"leader": d["leader"], "epoch": d["leaderEpoch"], "pepoch": d["partitionEpoch"], "isr": d["isr"],
-                 "elr": d.get("eligibleLeaderReplicas"), "lrs": d.get("leaderRecoveryState", 0)}
+            s = {
+                "leader": d["leader"],
+                "epoch": d["leaderEpoch"],
+                "pepoch": d["partitionEpoch"],
+                "isr": d["isr"],
+                "elr": d.get("eligibleLeaderReplicas"),
+                "lrs": d.get("leaderRecoveryState", 0),
+            }
         else:
             s = dict(state[key])
             s["pepoch"] += 1
@@ -60,15 +72,28 @@ def reference(records) -> dict:
 
 def _ours(out: Path) -> dict:
     spark = SparkSession.getActiveSession()
-    return {r["metadata_offset"]: (r["topic_id"], r["partition"], r["leader"], r["leader_epoch"], r["partition_epoch"],
-                                   r["isr"], r["eligible_leader_replicas"], r["leader_recovery_state"])
-            for r in spark.read.parquet(str(out / "leader_timeline")).collect()}
+    return {
+        r["metadata_offset"]: (
+            r["topic_id"],
+            r["partition"],
+            r["leader"],
+            r["leader_epoch"],
+            r["partition_epoch"],
+            r["isr"],
+            r["eligible_leader_replicas"],
+            r["leader_recovery_state"],
+        )
+        for r in spark.read.parquet(str(out / "leader_timeline")).collect()
+    }
 
 
 def test_shared_scenario_timeline_equals_kafkas_decoding(scenario_latest):
     _result, out = scenario_latest
-    ref = reference(_dump_records(SCENARIO / "dumps/controller-100/__cluster_metadata-0/"
-                                               "00000000000000000000.log.cluster_metadata.txt"))
+    ref = reference(
+        _dump_records(
+            SCENARIO / "dumps/controller-100/__cluster_metadata-0/00000000000000000000.log.cluster_metadata.txt"
+        )
+    )
     assert len(ref) > 100
     assert _ours(out) == ref
 
@@ -78,8 +103,10 @@ def test_shared_scenario_unclean_elections_in_the_timeline(scenario_latest):
     _result, out = scenario_latest
     spark = SparkSession.getActiveSession()
     rows = spark.read.parquet(str(out / "leader_timeline")).where("unclean_election").collect()
-    assert sorted((r["topic"], r["partition"], r["leader"], r["leader_epoch"], list(r["isr"])) for r in rows) == \
-        [("dev.payments", 0, 2, 2, [2]), ("dev.payments", 1, 2, 2, [2])]
+    assert sorted((r["topic"], r["partition"], r["leader"], r["leader_epoch"], list(r["isr"])) for r in rows) == [
+        ("dev.payments", 0, 2, 2, [2]),
+        ("dev.payments", 1, 2, 2, [2]),
+    ]
 
 
 def test_kafka_4_timeline_with_eligible_leader_replicas_equals_kafkas_decoding(audit_dirs):
@@ -135,8 +162,10 @@ def test_shared_scenario_broker_timeline_equals_kafkas_decoding(scenario_latest)
             raw.append((int(m.group(1)), p["type"], p["data"]))
     ref = _broker_events(raw)
     spark = SparkSession.getActiveSession()
-    ours = sorted((r["metadata_offset"], r["broker_id"], r["event"])
-                  for r in spark.read.parquet(str(out / "broker_timeline")).collect())
+    ours = sorted(
+        (r["metadata_offset"], r["broker_id"], r["event"])
+        for r in spark.read.parquet(str(out / "broker_timeline")).collect()
+    )
     assert ours == ref
     events = {e for _o, _b, e in ref}
     assert {"registered", "fenced", "unfenced"} <= events, events

@@ -1,4 +1,6 @@
-"""Lint: ruff with the project's configuration (``[tool.ruff]`` in pyproject.toml) finds nothing."""
+"""Lint and format: ruff with the project's configuration (``[tool.ruff]`` in pyproject.toml) finds nothing and
+would reformat nothing; mypy passes on ``audit/``."""
+
 from __future__ import annotations
 
 import subprocess
@@ -8,13 +10,31 @@ from .paths import REPO
 
 
 def test_ruff_finds_nothing():
-    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--output-format", "concise", "."], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--output-format", "concise", "."],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def test_ruff_format_would_change_nothing():
+    """``ruff format --check``: every file is as ``ruff format`` writes it (run ``ruff format .`` to fix)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--check", "."],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
 
 
 def test_mypy_finds_nothing():
     """The type hints of ``audit/`` hold, at the strictness ``[tool.mypy]`` in pyproject.toml sets."""
-    proc = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental"], cwd=REPO, capture_output=True,
-                          text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-incremental"], cwd=REPO, capture_output=True, text=True, timeout=900
+    )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]

@@ -1,6 +1,7 @@
 """The live-cluster source end to end through the same judge: __consumer_offsets replayed by a
 fake read_committed consumer (broker-1's real segments), OffsetsForLeaderEpoch and ListOffsets
 answers recorded from the real cluster (ground_truth.json). Must agree with the Java consumer."""
+
 import json
 from types import SimpleNamespace
 
@@ -18,14 +19,27 @@ def recorded_collect(reqs, parts):
         if resp:
             answers[(r["topic"], r["partition"], resp["requested_epoch"])] = resp
         bounds[(r["topic"], r["partition"])] = {
-            "topic": r["topic"], "partition": r["partition"], "log_start_offset": r["log_start_offset"],
-            "log_end_offset": r["log_end_offset"], "high_watermark": r["log_end_offset"],
-            "leader_id": r["current_leader"], "leader_epoch": r["current_leader_epoch"]}
+            "topic": r["topic"],
+            "partition": r["partition"],
+            "log_start_offset": r["log_start_offset"],
+            "log_end_offset": r["log_end_offset"],
+            "high_watermark": r["log_end_offset"],
+            "leader_id": r["current_leader"],
+            "leader_epoch": r["current_leader_epoch"],
+        }
     eeo = []
     for t, p, e in reqs:
         a = answers[(t, p, e)]
-        eeo.append({"topic": t, "partition": p, "requested_epoch": e, "leader_epoch": a["leader_epoch"],
-                    "end_offset": a["end_offset"], "answered_by_broker": a["asked_broker"]})
+        eeo.append(
+            {
+                "topic": t,
+                "partition": p,
+                "requested_epoch": e,
+                "leader_epoch": a["leader_epoch"],
+                "end_offset": a["end_offset"],
+                "answered_by_broker": a["asked_broker"],
+            }
+        )
     return SimpleNamespace(epoch_end_offsets=eeo, bounds=[bounds[tp] for tp in parts], problems=[], stats={})
 
 
@@ -36,6 +50,7 @@ def live_run(spark, tmp_path_factory):
     from audit.pipeline import AuditConfig, run
 
     from . import test_kafka_datasource as fakes
+
     cloudpickle.register_pickle_by_value(fakes)
     try:
         out = tmp_path_factory.mktemp("live") / "out"
@@ -50,8 +65,11 @@ def test_live_source_agrees_with_java_consumer(spark, live_run):
     result, out = live_run
     findings = spark.read.parquet(str(out / "findings")).collect()
     trunc = {(f.group_id, f.topic, f.partition, f.divergence_offset) for f in findings if f.finding == "LOG_TRUNCATION"}
-    want = {(r["group"], r["topic"], r["partition"], r["divergent_offset"]) for r in TRUTH
-            if r["java_consumer_verdict"] == "LogTruncationException"}
+    want = {
+        (r["group"], r["topic"], r["partition"], r["divergent_offset"])
+        for r in TRUTH
+        if r["java_consumer_verdict"] == "LogTruncationException"
+    }
     assert trunc == want
     oor = {(f.group_id, f.topic, f.partition) for f in findings if f.finding == "OFFSET_OUT_OF_RANGE"}
     for r in TRUTH:
@@ -78,6 +96,7 @@ def test_source_arguments_are_validated():
     from pydantic import ValidationError
 
     from audit.pipeline import AuditConfig
+
     with pytest.raises(ValidationError, match="either --log-dirs"):
         AuditConfig(output="o")
     with pytest.raises(ValidationError, match="either --log-dirs"):

@@ -65,6 +65,7 @@ _DUMP_LINE = re.compile(r"^\| offset: (\d+) .* payload: (\{.*\})\s*$")
 
 # --- helpers -----------------------------------------------------------------
 
+
 def iter_metadata_records(path: Path):
     """Yield (offset, value) for every record of every non-control batch."""
     records = MemoryRecords(path.read_bytes())
@@ -126,6 +127,7 @@ def _of_type(decoded, dump, dump_type):
 
 # --- comparison with kafka-dump-log ------------------------------------------
 
+
 def test_every_record_matches_dump_type_and_version(decoded_and_dump):
     decoded, dump = decoded_and_dump
     assert set(decoded) == set(dump)
@@ -140,8 +142,7 @@ def test_every_record_matches_dump_type_and_version(decoded_and_dump):
 def test_record_type_counts_match_dump(decoded_and_dump):
     decoded, dump = decoded_and_dump
     ours = collections.Counter(r["record_type"] for r in decoded.values())
-    theirs = collections.Counter(
-        dump_type_name(t) for t, _v, _d in dump.values())
+    theirs = collections.Counter(dump_type_name(t) for t, _v, _d in dump.values())
     assert ours == theirs
     assert ours["PartitionChangeRecord"] > 100 and ours["PartitionRecord"] >= 25
 
@@ -162,12 +163,27 @@ def test_partition_records_match_dump(decoded_and_dump):
     pairs = _of_type(decoded, dump, "PARTITION_RECORD")
     assert pairs
     for off, row, data in pairs:
-        got = {k: row[k] for k in ("topic_id", "partition", "replicas", "isr", "leader",
-                                   "leader_epoch", "partition_epoch", "leader_recovery_state")}
+        got = {
+            k: row[k]
+            for k in (
+                "topic_id",
+                "partition",
+                "replicas",
+                "isr",
+                "leader",
+                "leader_epoch",
+                "partition_epoch",
+                "leader_recovery_state",
+            )
+        }
         want = {
-            "topic_id": data["topicId"], "partition": data["partitionId"],
-            "replicas": data["replicas"], "isr": data["isr"], "leader": data["leader"],
-            "leader_epoch": data["leaderEpoch"], "partition_epoch": data["partitionEpoch"],
+            "topic_id": data["topicId"],
+            "partition": data["partitionId"],
+            "replicas": data["replicas"],
+            "isr": data["isr"],
+            "leader": data["leader"],
+            "leader_epoch": data["leaderEpoch"],
+            "partition_epoch": data["partitionEpoch"],
             # tagged field, omitted by Kafka's JSON converter when at its default 0
             "leader_recovery_state": data.get("leaderRecoveryState", 0),
         }
@@ -212,9 +228,9 @@ def test_broker_registration_changes_match_dump(decoded_and_dump):
 
 # --- the unclean election in the scenario ------------------------------------
 
+
 def _topic_ids(decoded):
-    return {r["topic_name"]: r["topic_id"] for r in decoded.values()
-            if r["record_type"] == "TopicRecord"}
+    return {r["topic_name"]: r["topic_id"] for r in decoded.values() if r["record_type"] == "TopicRecord"}
 
 
 def test_unclean_election_on_dev_payments():
@@ -223,17 +239,22 @@ def test_unclean_election_on_dev_payments():
     assert payments == "r8osKXj9RBKsWOThz_iKKg"
     unclean = {}
     for off, r in sorted(decoded.items()):
-        if (r["record_type"] == "PartitionChangeRecord" and r["topic_id"] == payments
-                and r["leader_recovery_state"] == 1):
+        if (
+            r["record_type"] == "PartitionChangeRecord"
+            and r["topic_id"] == payments
+            and r["leader_recovery_state"] == 1
+        ):
             unclean.setdefault(r["partition"], []).append((off, r["leader"], r["isr"]))
     assert unclean == {0: [(267, 2, [2])], 1: [(270, 2, [2])]}
     # Only dev.payments was elected uncleanly.
     recovering = [r for r in decoded.values() if r["leader_recovery_state"] == 1]
     assert {r["topic_id"] for r in recovering} == {payments}
     # Broker 1 rejoining the ISR clears RECOVERING (T11 in STORY.md).
-    cleared = [(off, r["partition"], r["isr"]) for off, r in sorted(decoded.items())
-               if r["topic_id"] == payments and r["leader_recovery_state"] == 0
-               and r["record_type"] == "PartitionChangeRecord"]
+    cleared = [
+        (off, r["partition"], r["isr"])
+        for off, r in sorted(decoded.items())
+        if r["topic_id"] == payments and r["leader_recovery_state"] == 0 and r["record_type"] == "PartitionChangeRecord"
+    ]
     assert cleared == [(309, 0, [2, 1]), (310, 1, [2, 1])]
 
 
@@ -268,7 +289,7 @@ def test_replayed_epochs_cover_every_broker_leader_epoch_checkpoint():
         if len(lines) < 2:
             continue  # empty checkpoint file: nothing was ever appended
         n = int(lines[1])
-        for line in lines[2:2 + n]:
+        for line in lines[2 : 2 + n]:
             epoch = int(line.split()[0])
             # Records were appended in this epoch, so it existed with a real leader.
             assert timeline[(ids[topic], int(part))].get(epoch, -1) >= 0, (ckpt, epoch)
@@ -278,17 +299,38 @@ def test_replayed_epochs_cover_every_broker_leader_epoch_checkpoint():
 
 # --- other real logs: decode everything --------------------------------------
 
-@pytest.mark.parametrize("path, expected", [
-    (KRAFT37_LOG, {("RegisterBrokerRecord", 3): 2, ("TopicRecord", 0): 5,
-                   ("PartitionRecord", 1): 54, ("PartitionChangeRecord", 1): 54}),
-    (KRAFT4_LOG, {("RegisterBrokerRecord", 3): 1, ("TopicRecord", 0): 2,
-                  ("PartitionRecord", 2): 53, ("PartitionChangeRecord", 2): 159}),
-], ids=["kraft-3.7", "kraft-4.x"])
+
+@pytest.mark.parametrize(
+    "path, expected",
+    [
+        (
+            KRAFT37_LOG,
+            {
+                ("RegisterBrokerRecord", 3): 2,
+                ("TopicRecord", 0): 5,
+                ("PartitionRecord", 1): 54,
+                ("PartitionChangeRecord", 1): 54,
+            },
+        ),
+        (
+            KRAFT4_LOG,
+            {
+                ("RegisterBrokerRecord", 3): 1,
+                ("TopicRecord", 0): 2,
+                ("PartitionRecord", 2): 53,
+                ("PartitionChangeRecord", 2): 159,
+            },
+        ),
+    ],
+    ids=["kraft-3.7", "kraft-4.x"],
+)
 def test_newer_logs_decode_consistently(path, expected):
     decoded = decode_log(path)
     counts = collections.Counter(
-        (r["record_type"], r["record_version"]) for r in decoded.values()
-        if r["record_type"] in {"RegisterBrokerRecord", "TopicRecord", "PartitionRecord", "PartitionChangeRecord"})
+        (r["record_type"], r["record_version"])
+        for r in decoded.values()
+        if r["record_type"] in {"RegisterBrokerRecord", "TopicRecord", "PartitionRecord", "PartitionChangeRecord"}
+    )
     assert dict(counts) == expected
     topics = {r["topic_id"] for r in decoded.values() if r["record_type"] == "TopicRecord"}
     assert "__consumer_offsets" in {r["topic_name"] for r in decoded.values()}
@@ -311,6 +353,7 @@ def test_newer_logs_decode_consistently(path, expected):
 
 
 # --- hand-made bytes ---------------------------------------------------------
+
 
 def uvarint(n: int) -> bytes:
     out = bytearray()
@@ -345,24 +388,34 @@ UUID_STR = base64.urlsafe_b64encode(UUID_BYTES).decode().rstrip("=")
 
 
 def partition_change(version=2):
-    return (header(5, version) + struct.pack(">i", 7) + UUID_BYTES + tagged(
-        (0, carr([3, 1])),
-        (1, struct.pack(">i", 3)),
-        (2, carr([1, 2, 3])),
-        (5, struct.pack(">b", 1)),
-        (6, carr([1])),          # EligibleLeaderReplicas, skipped
-        (7, carr([2])),          # LastKnownElr, skipped
-        (8, uvarint(2) + UUID_BYTES),  # Directories, skipped
-        (99, b"\x00\x01\x02"),   # unknown tag, skipped
-    ))
+    return (
+        header(5, version)
+        + struct.pack(">i", 7)
+        + UUID_BYTES
+        + tagged(
+            (0, carr([3, 1])),
+            (1, struct.pack(">i", 3)),
+            (2, carr([1, 2, 3])),
+            (5, struct.pack(">b", 1)),
+            (6, carr([1])),  # EligibleLeaderReplicas, skipped
+            (7, carr([2])),  # LastKnownElr, skipped
+            (8, uvarint(2) + UUID_BYTES),  # Directories, skipped
+            (99, b"\x00\x01\x02"),  # unknown tag, skipped
+        )
+    )
 
 
 def test_hand_made_partition_change_record():
     row = decode_metadata_value(partition_change())
     assert row["record_type"] == "PartitionChangeRecord" and row["record_version"] == 2
     assert row["topic_id"] == UUID_STR == "AAECAwQFBgcICQoLDA0ODw"
-    assert (row["partition"], row["leader"], row["isr"], row["replicas"],
-            row["leader_recovery_state"]) == (7, 3, [3, 1], [1, 2, 3], 1)
+    assert (row["partition"], row["leader"], row["isr"], row["replicas"], row["leader_recovery_state"]) == (
+        7,
+        3,
+        [3, 1],
+        [1, 2, 3],
+        1,
+    )
 
 
 def test_partition_change_without_tags_means_no_change():
@@ -372,12 +425,28 @@ def test_partition_change_without_tags_means_no_change():
 
 
 def test_partition_record_v2_with_directories_and_elr():
-    body = (struct.pack(">i", 4) + UUID_BYTES + carr([5, 6]) + carr([6]) + carr([]) + carr([])
-            + struct.pack(">iii", 6, 9, 12) + uvarint(3) + UUID_BYTES * 2
-            + tagged((0, b"\x01"), (1, carr([5])), (2, carr(None))))
+    body = (
+        struct.pack(">i", 4)
+        + UUID_BYTES
+        + carr([5, 6])
+        + carr([6])
+        + carr([])
+        + carr([])
+        + struct.pack(">iii", 6, 9, 12)
+        + uvarint(3)
+        + UUID_BYTES * 2
+        + tagged((0, b"\x01"), (1, carr([5])), (2, carr(None)))
+    )
     row = decode_metadata_value(header(3, 2) + body)
-    assert (row["partition"], row["replicas"], row["isr"], row["leader"], row["leader_epoch"],
-            row["partition_epoch"], row["leader_recovery_state"]) == (4, [5, 6], [6], 6, 9, 12, 1)
+    assert (
+        row["partition"],
+        row["replicas"],
+        row["isr"],
+        row["leader"],
+        row["leader_epoch"],
+        row["partition_epoch"],
+        row["leader_recovery_state"],
+    ) == (4, [5, 6], [6], 6, 9, 12, 1)
     # Directories exist only from v1: read as v0, the same bytes must not decode.
     with pytest.raises(MetadataDecodeError):
         decode_metadata_value(header(3, 0) + body)
@@ -385,25 +454,24 @@ def test_partition_record_v2_with_directories_and_elr():
 
 @pytest.mark.parametrize("api_key, name", [(7, "FenceBrokerRecord"), (8, "UnfenceBrokerRecord")])
 def test_fence_and_unfence(api_key, name):
-    row = decode_metadata_value(header(api_key, 0) + struct.pack(">iq", 3, 2 ** 40) + uvarint(0))
-    assert (row["record_type"], row["broker_id"], row["broker_epoch"]) == (name, 3, 2 ** 40)
+    row = decode_metadata_value(header(api_key, 0) + struct.pack(">iq", 3, 2**40) + uvarint(0))
+    assert (row["record_type"], row["broker_id"], row["broker_epoch"]) == (name, 3, 2**40)
 
 
 def test_topic_and_remove_topic():
     row = decode_metadata_value(header(2, 0) + cstr("dev.päyments") + UUID_BYTES + uvarint(0))
-    assert (row["record_type"], row["topic_name"], row["topic_id"]) == (
-        "TopicRecord", "dev.päyments", UUID_STR)
+    assert (row["record_type"], row["topic_name"], row["topic_id"]) == ("TopicRecord", "dev.päyments", UUID_STR)
     row = decode_metadata_value(header(9, 0) + UUID_BYTES + uvarint(0))
-    assert (row["record_type"], row["topic_id"], row["topic_name"]) == (
-        "RemoveTopicRecord", UUID_STR, None)
+    assert (row["record_type"], row["topic_id"], row["topic_name"]) == ("RemoveTopicRecord", UUID_STR, None)
 
 
 def test_unknown_api_key_returns_type_only():
     row = decode_metadata_value(header(300, 4) + b"\xff\xfe anything")
     assert row["api_key"] == 300 and row["record_version"] == 4
     assert row["record_type"] == "api_key_300"
-    assert all(row[name] is None for name, _ in METADATA_ROW_FIELDS
-               if name not in ("api_key", "record_version", "record_type"))
+    assert all(
+        row[name] is None for name, _ in METADATA_ROW_FIELDS if name not in ("api_key", "record_version", "record_type")
+    )
 
 
 def test_every_truncation_raises():
@@ -415,21 +483,27 @@ def test_every_truncation_raises():
 
 
 def test_truncated_real_partition_record_raises():
-    _off, value = next((o, v) for o, v in iter_metadata_records(SCENARIO_LOG)
-                       if decode_metadata_value(v)["record_type"] == "PartitionRecord")
+    _off, value = next(
+        (o, v)
+        for o, v in iter_metadata_records(SCENARIO_LOG)
+        if decode_metadata_value(v)["record_type"] == "PartitionRecord"
+    )
     with pytest.raises(MetadataDecodeError, match="truncated"):
         decode_metadata_value(value[:-3])
 
 
-@pytest.mark.parametrize("value, message", [
-    (header(2, 0, frame=0) + cstr("t") + UUID_BYTES + uvarint(0), "frame version"),
-    (header(2, 1) + cstr("t") + UUID_BYTES + uvarint(0), "unsupported version"),
-    (header(2, 0) + cstr("t") + UUID_BYTES + uvarint(0) + b"\x00", "unexpected byte"),
-    (header(2, 0) + cstr(None) + UUID_BYTES + uvarint(0), "null"),
-    (header(5, 0) + struct.pack(">i", 0) + UUID_BYTES + tagged((1, b"\x00\x00")), "truncated"),
-    (b"\xff\xff\xff\xff\xff\xff", "varint"),
-    (b"", "truncated"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (header(2, 0, frame=0) + cstr("t") + UUID_BYTES + uvarint(0), "frame version"),
+        (header(2, 1) + cstr("t") + UUID_BYTES + uvarint(0), "unsupported version"),
+        (header(2, 0) + cstr("t") + UUID_BYTES + uvarint(0) + b"\x00", "unexpected byte"),
+        (header(2, 0) + cstr(None) + UUID_BYTES + uvarint(0), "null"),
+        (header(5, 0) + struct.pack(">i", 0) + UUID_BYTES + tagged((1, b"\x00\x00")), "truncated"),
+        (b"\xff\xff\xff\xff\xff\xff", "varint"),
+        (b"", "truncated"),
+    ],
+)
 def test_malformed_values_raise(value, message):
     with pytest.raises(MetadataDecodeError, match=message):
         decode_metadata_value(value)

@@ -1,5 +1,6 @@
 """Several brokers: each __consumer_offsets partition is read from one replica only, the leader's
 cache answers, and replicas whose caches disagree are reported."""
+
 import shutil
 
 from .paths import REAL
@@ -10,8 +11,10 @@ def _copy(src, dst, node_id):
     for p in dst.rglob("*"):
         p.chmod(0o755 if p.is_dir() else 0o644)
     meta = dst / "meta.properties"
-    meta.write_text("\n".join(f"node.id={node_id}" if ln.startswith("node.id=") else ln
-                              for ln in meta.read_text().splitlines()) + "\n")
+    meta.write_text(
+        "\n".join(f"node.id={node_id}" if ln.startswith("node.id=") else ln for ln in meta.read_text().splitlines())
+        + "\n"
+    )
 
 
 def test_two_replicas_never_count_a_commit_twice(audit_dirs, tmp_path):
@@ -36,6 +39,7 @@ def test_broker_folders_are_not_mistaken_for_partitions(spark):
     from audit.sources.logdirs import discover
 
     from .paths import SCENARIO
+
     inv = discover(spark, [str(SCENARIO / "brokers")])
     assert sorted(ld.broker_id for ld in inv.log_dirs) == [1, 2, 3, 100]
     assert not [r for r in inv.replicas if r.topic == "broker"]
@@ -46,6 +50,7 @@ def test_overlapping_log_dir_roots_are_read_once(audit_dirs, scenario_latest):
     """A folder of log dirs given together with one of its log dirs (and again with a trailing
     slash): every file is read once, so nothing is counted twice."""
     from .paths import SCENARIO
+
     single, _ = scenario_latest
     roots = [SCENARIO / "brokers", SCENARIO / "brokers/broker-1", f"{SCENARIO / 'brokers'}/"]
     result, _out = audit_dirs("overlap", roots)
@@ -54,4 +59,5 @@ def test_overlapping_log_dir_roots_are_read_once(audit_dirs, scenario_latest):
     assert len(result.summary["inputs"]["brokers"]) == 4
     assert [n for n in result.summary["inputs"]["notes"] if "overlaps another --log-dirs root" in n] == [
         f"{SCENARIO / 'brokers/broker-1'}: overlaps another --log-dirs root; its files are read once",
-        f"{SCENARIO / 'brokers'}/: overlaps another --log-dirs root; its files are read once"]
+        f"{SCENARIO / 'brokers'}/: overlaps another --log-dirs root; its files are read once",
+    ]

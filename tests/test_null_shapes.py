@@ -7,6 +7,7 @@ expectation suite, the metrics, the console table and the history over them; and
 pipeline's tables, offline and live, have exactly the contract's columns and types and no null where the contract
 says there is none (so the generated shapes cover what the sources produce).
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -22,12 +23,23 @@ from audit import tables as contract
 from audit.judge import SEVERITY_RANK
 from tests.test_live_pipeline import live_run  # noqa: F401 - the recorded live cluster, replayed (a fixture)
 
-FINDINGS = ["LOG_TRUNCATION", "BEHIND_METADATA_EPOCH", "UNKNOWN_LEADER_EPOCH", "OFFSET_OUT_OF_RANGE",
-            "OFFSET_REWIND", "EPOCH_UNVERIFIABLE", "REPLICA_DIVERGENCE", "PARTITION_EXPANSION_ORDER"]
+FINDINGS = [
+    "LOG_TRUNCATION",
+    "BEHIND_METADATA_EPOCH",
+    "UNKNOWN_LEADER_EPOCH",
+    "OFFSET_OUT_OF_RANGE",
+    "OFFSET_REWIND",
+    "EPOCH_UNVERIFIABLE",
+    "REPLICA_DIVERGENCE",
+    "PARTITION_EXPANSION_ORDER",
+]
 SEVERITIES = list(SEVERITY_RANK)
 CHOICES = {  # columns whose values a consumer maps through a fixed vocabulary
-    "finding": FINDINGS, "severity": SEVERITIES, "previous_severity": SEVERITIES,
-    "verdict": ["OK", *FINDINGS], "status": ["new", "persisted", "resolved"],
+    "finding": FINDINGS,
+    "severity": SEVERITIES,
+    "previous_severity": SEVERITIES,
+    "verdict": ["OK", *FINDINGS],
+    "status": ["new", "persisted", "resolved"],
     "cause": ["unclean_election", "stale_client_epoch", "log_truncated"],
     "event": ["registered", "fenced", "unfenced", "controlled_shutdown"],
 }
@@ -61,9 +73,17 @@ def _value(col: contract.Column):
     if t == "array<int>":
         return st.lists(st.integers(0, 4), max_size=3)
     if t.startswith("array<struct<epoch"):
-        return st.lists(st.fixed_dictionaries({
-            "epoch": st.none() | st.integers(0, 7), "started_at": st.none() | _value(contract.Column("t", "timestamp")),
-            "leader": st.none() | st.integers(-1, 4), "unclean": st.none() | st.booleans()}), max_size=3)
+        return st.lists(
+            st.fixed_dictionaries(
+                {
+                    "epoch": st.none() | st.integers(0, 7),
+                    "started_at": st.none() | _value(contract.Column("t", "timestamp")),
+                    "leader": st.none() | st.integers(-1, 4),
+                    "unclean": st.none() | st.booleans(),
+                }
+            ),
+            max_size=3,
+        )
     raise AssertionError(f"no strategy for {col.name} {t}")
 
 
@@ -74,8 +94,17 @@ def _row(table: str, all_null: bool = False):
     return st.fixed_dictionaries({c.name: ((st.none() | _value(c)) if c.nullable else _value(c)) for c in cols})
 
 
-TABLES = ["findings", "committed_offsets", "groups", "commits", "epochs", "bounds", "leader_timeline",
-          "broker_timeline", "finding_changes"]
+TABLES = [
+    "findings",
+    "committed_offsets",
+    "groups",
+    "commits",
+    "epochs",
+    "bounds",
+    "leader_timeline",
+    "broker_timeline",
+    "finding_changes",
+]
 
 
 def _tables(all_null: bool = False):
@@ -91,11 +120,22 @@ def _summary(base: dict, rows: dict) -> dict:
         by_sev[f["severity"]] += 1
         by_name[f["finding"]] = by_name.get(f["finding"], 0) + 1
         name_sev[(f["finding"], f["severity"])] = name_sev.get((f["finding"], f["severity"]), 0) + 1
-    s["findings"] = {"total": len(rows["findings"]), "by_name": by_name, "by_severity": by_sev,
-                     "by_name_severity": [{"finding": k[0], "severity": k[1], "count": n} for k, n in name_sev.items()]}
+    s["findings"] = {
+        "total": len(rows["findings"]),
+        "by_name": by_name,
+        "by_severity": by_sev,
+        "by_name_severity": [{"finding": k[0], "severity": k[1], "count": n} for k, n in name_sev.items()],
+    }
     s["offset_commits"]["group_partitions"] = len(rows["committed_offsets"])
-    s["history"] = {"dir": "h", "run_id": "r2", "previous_run_id": None, "previous_run_time": None,
-                    "new": 0, "persisted": 0, "resolved": 0}
+    s["history"] = {
+        "dir": "h",
+        "run_id": "r2",
+        "previous_run_id": None,
+        "previous_run_time": None,
+        "new": 0,
+        "persisted": 0,
+        "resolved": 0,
+    }
     return s
 
 
@@ -133,8 +173,9 @@ def _consume_all(spark, tmp, rows: dict, base_summary: dict) -> None:
     for run_id in ("r1", "r2"):
         changes, info = finding_changes(spark, str(hist), run_id, dfs["findings"])
         assert sum(info[k] for k in ("new", "persisted", "resolved")) == changes.count()
-        append_run(spark, str(hist), run_id, dict(summary, started_at=base_summary["started_at"]),
-                   dfs["findings"], str(out))
+        append_run(
+            spark, str(hist), run_id, dict(summary, started_at=base_summary["started_at"]), dfs["findings"], str(out)
+        )
 
 
 @pytest.fixture(scope="module")
@@ -144,8 +185,15 @@ def base_summary(scenario_latest):
 
 def _worst_case() -> dict:
     """Two rows per table, every nullable column null, the others fixed values."""
-    fixed = {"string": "x", "bigint": 5, "int": 1, "smallint": 3, "tinyint": 0, "boolean": True,
-             "timestamp": dt.datetime(2026, 1, 1)}
+    fixed = {
+        "string": "x",
+        "bigint": 5,
+        "int": 1,
+        "smallint": 3,
+        "tinyint": 0,
+        "boolean": True,
+        "timestamp": dt.datetime(2026, 1, 1),
+    }
     rows = {}
     for name in TABLES:
         rs = []
@@ -171,8 +219,12 @@ def test_every_consumer_handles_every_nullable_column_null(spark, tmp_path_facto
     _consume_all(spark, tmp_path_factory.mktemp("all-null"), _worst_case(), base_summary)
 
 
-@settings(max_examples=int(os.environ.get("KOA_NULL_SHAPE_EXAMPLES", "4")), deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=int(os.environ.get("KOA_NULL_SHAPE_EXAMPLES", "4")),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(rows=_tables())
 def test_every_consumer_handles_every_null_the_contract_allows(spark, tmp_path_factory, base_summary, rows):
     _consume_all(spark, tmp_path_factory.mktemp("nulls"), rows, base_summary)
@@ -180,6 +232,7 @@ def test_every_consumer_handles_every_null_the_contract_allows(spark, tmp_path_f
 
 def _check_contract(spark, out, tables):
     from pyspark.sql import functions as F
+
     problems = []
     for name in tables:
         path = out / name
@@ -215,13 +268,21 @@ def test_live_outputs_keep_the_contract_and_the_leader_epoch_has_no_start(spark,
 
 
 def test_conform_gives_every_mode_one_schema(spark):
-    df = spark.createDataFrame([("t", 1, 2, 5, None, True)],
-                               "topic string, partition int, broker_id int, leader_epoch int, start_offset bigint, "
-                               "is_leader boolean").select("topic", "partition", "leader_epoch", "is_leader")
+    df = spark.createDataFrame(
+        [("t", 1, 2, 5, None, True)],
+        "topic string, partition int, broker_id int, leader_epoch int, start_offset bigint, is_leader boolean",
+    ).select("topic", "partition", "leader_epoch", "is_leader")
     got = contract.conform("epochs", df)
     assert [f.name for f in got.schema.fields] == [c.name for c in contract.TABLES["epochs"]]
-    assert got.first().asDict() == {"topic": "t", "partition": 1, "broker_id": None, "leader_epoch": 5,
-                                    "start_offset": None, "is_leader": True}
-    typed = contract.conform("bounds", spark.createDataFrame([("t", 0, 3)], "topic string, partition int, "
-                                                             "replica_count int"))
+    assert got.first().asDict() == {
+        "topic": "t",
+        "partition": 1,
+        "broker_id": None,
+        "leader_epoch": 5,
+        "start_offset": None,
+        "is_leader": True,
+    }
+    typed = contract.conform(
+        "bounds", spark.createDataFrame([("t", 0, 3)], "topic string, partition int, replica_count int")
+    )
     assert dict(typed.dtypes)["replica_count"] == "bigint"

@@ -1,4 +1,5 @@
 """Every byte vector of ../shared/data/vectors decodes to its expected fields."""
+
 import json
 
 import numpy as np
@@ -11,11 +12,23 @@ from .paths import SHARED
 VECTORS = json.loads((SHARED / "data/vectors/offset_commit_vectors.json").read_text())["vectors"]
 
 # vector field name -> decoded column
-KEY_FIELDS = {"group": "group_id", "topic": "topic", "partition": "partition",
-              "key_version": "record_type", "kv": "record_type", "message_version": "record_type"}
-VALUE_FIELDS = {"offset": "committed_offset", "leader_epoch": "leader_epoch", "metadata": "metadata",
-                "commit_timestamp": "commit_timestamp", "expire_timestamp": "expire_timestamp",
-                "value_version": "value_version", "schema_version": "value_version"}
+KEY_FIELDS = {
+    "group": "group_id",
+    "topic": "topic",
+    "partition": "partition",
+    "key_version": "record_type",
+    "kv": "record_type",
+    "message_version": "record_type",
+}
+VALUE_FIELDS = {
+    "offset": "committed_offset",
+    "leader_epoch": "leader_epoch",
+    "metadata": "metadata",
+    "commit_timestamp": "commit_timestamp",
+    "expire_timestamp": "expire_timestamp",
+    "value_version": "value_version",
+    "schema_version": "value_version",
+}
 
 
 def _value_hex(v):
@@ -31,14 +44,15 @@ def _decode_value(raw: bytes) -> dict:
     row = {k: a[0].item() for k, a in out.items()}
     if row["metadata_ok"] and row["metadata_len"] >= 0:
         s = row["metadata_start"]
-        row["metadata"] = raw[s:s + row["metadata_len"]].decode()
+        row["metadata"] = raw[s : s + row["metadata_len"]].decode()
     return row
 
 
 def _decode_kv(key: bytes, value: bytes | None) -> dict:
     data = np.frombuffer(key + (value or b""), dtype=np.uint8)
-    out = decode_offsets_kv(data, np.array([0]), np.array([len(key)]), np.array([len(key)]),
-                            np.array([-1 if value is None else len(value)]))
+    out = decode_offsets_kv(
+        data, np.array([0]), np.array([len(key)]), np.array([len(key)]), np.array([-1 if value is None else len(value)])
+    )
     return {k: (a[0].as_py() if hasattr(a, "to_pylist") else a[0].item()) for k, a in out.items()}
 
 
@@ -80,7 +94,7 @@ def test_v4_value_without_trailing_tag_buffer_still_decodes():
 
 
 def test_unknown_record_type_and_version_are_flagged_not_fatal():
-    key = bytes.fromhex("0003") + b"\x00\x02gg"            # KIP-848 ConsumerGroupMetadata key: known, not a commit
+    key = bytes.fromhex("0003") + b"\x00\x02gg"  # KIP-848 ConsumerGroupMetadata key: known, not a commit
     row = _decode_kv(key, b"\x00\x00\x00\x00")
     assert row["decode_error"] is None and row["group_id"] == "gg" and row["topic"] is None
     row = _decode_kv(bytes.fromhex("0063") + b"\x00\x02gg", b"\x00\x00\x00\x00")  # type 99: not in Kafka
@@ -96,6 +110,7 @@ def test_the_summary_decode_checks_as_much_as_the_full_one():
     """``decode_offsets_numeric(values=False)`` (latest mode's summary) skips reading the offset and timestamps
     but must flag exactly the records the full decode flags: every vector, each cut short at every length."""
     from audit.formats.offsets import decode_offsets_numeric
+
     keys, values = [], []
     for vec in VECTORS:
         key = bytes.fromhex(vec["key_hex"]) if "key_hex" in vec else None
@@ -122,7 +137,7 @@ def test_the_summary_decode_checks_as_much_as_the_full_one():
     args = (data, np.array(ks), np.array(kl), np.array(vs), np.array(vl))
     full, summary = decode_offsets_numeric(*args), decode_offsets_numeric(*args, values=False)
     assert full["decode_error"].tolist() == summary["decode_error"].tolist()
-    assert len({e for e in full["decode_error"].tolist()}) >= 3   # the cuts do reach several errors
+    assert len({e for e in full["decode_error"].tolist()}) >= 3  # the cuts do reach several errors
     for col in ("decoded", "record_type", "topic_ok", "is_tombstone", "leader_epoch", "value_version"):
         assert np.array_equal(full[col], summary[col]), col
     assert np.array_equal(full["decoded"], np.equal(full["decode_error"], None))
@@ -130,6 +145,7 @@ def test_the_summary_decode_checks_as_much_as_the_full_one():
     # each distinct key parsed once: the same columns, whether keys are grouped, partly grouped or parsed alone
     from audit.formats.latest import group_equal_bytes
     from audit.formats.offsets import decode_offsets_summary
+
     for max_bytes in (1024, 12, 0):
         ids = group_equal_bytes(data, args[1], args[2], max_bytes=max_bytes)
         once = decode_offsets_summary(*args, key_ids=ids, step=7)

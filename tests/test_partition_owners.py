@@ -6,6 +6,7 @@ shared samples carry dumps Kafka wrote; for the recorded lab scenarios the test 
 ``kafka.tools.DumpLogSegments`` itself.  The SQL (``sql/group_state.sql``, ``sql/partition_owners.sql``) is
 tested on small inline tables.
 """
+
 import json
 import re
 import struct
@@ -40,9 +41,22 @@ def _kafka_dump(segments: list[Path]) -> dict:
     """path -> Kafka's ``DumpLogSegments --offsets-decoder`` output for it (3.9.2's ``kafka.tools`` class; 4.x
     moved it to ``kafka-tools``, which the lab classpath does not carry)."""
     from .lab.kafka_dist import java, java_classpath
-    proc = subprocess.run([java(), "-cp", java_classpath("3.9.2"), "kafka.tools.DumpLogSegments",
-                           "--offsets-decoder", "--print-data-log", "--files", ",".join(map(str, segments))],
-                          capture_output=True, text=True, timeout=300)
+
+    proc = subprocess.run(
+        [
+            java(),
+            "-cp",
+            java_classpath("3.9.2"),
+            "kafka.tools.DumpLogSegments",
+            "--offsets-decoder",
+            "--print-data-log",
+            "--files",
+            ",".join(map(str, segments)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     chunks = re.split(r"^Dumping (\S+)$", proc.stdout, flags=re.M)
     return dict(zip(chunks[1::2], chunks[2::2]))
@@ -66,15 +80,16 @@ def _kafka_assignments(dump_text: str) -> dict:
 def _group_values(segment: Path) -> dict:
     """offset -> GroupMetadataValue bytes (None for a tombstone) of every group metadata record of a segment."""
     from audit.formats.record_batch import extract_records, scan_batches
+
     buf = segment.read_bytes()
     recs = extract_records(buf, scan_batches(buf))
     out = {}
     for i in range(len(recs.offset)):
         ks, kl = int(recs.key_start[i]), int(recs.key_len[i])
-        if kl < 2 or struct.unpack(">h", recs.data[ks:ks + 2].tobytes())[0] != 2:
+        if kl < 2 or struct.unpack(">h", recs.data[ks : ks + 2].tobytes())[0] != 2:
             continue
         vs, vl = int(recs.value_start[i]), int(recs.value_len[i])
-        out[int(recs.offset[i])] = None if vl < 0 else recs.data[vs:vs + vl].tobytes()
+        out[int(recs.offset[i])] = None if vl < 0 else recs.data[vs : vs + vl].tobytes()
     return out
 
 
@@ -101,9 +116,14 @@ def _owner_rows(segment: Path, partition: int = 0) -> dict:
         if r["kind"] == "record" and r["record_type"] == 2:
             assert r["decode_error"] is None, r
             if r["group_owners"] is not None:
-                out[r["offset"]] = (r["group_id"], sorted(
-                    (o["member_id"], o["group_instance_id"], o["client_id"], o["client_host"], o["topic"], p)
-                    for o in r["group_owners"] for p in o["partitions"]))
+                out[r["offset"]] = (
+                    r["group_id"],
+                    sorted(
+                        (o["member_id"], o["group_instance_id"], o["client_id"], o["client_host"], o["topic"], p)
+                        for o in r["group_owners"]
+                        for p in o["partitions"]
+                    ),
+                )
     return out
 
 
@@ -113,8 +133,9 @@ def _same(kafka: dict, ours: dict):
     assert ours == kafka
 
 
-SHARED_DUMPS = sorted((SCENARIO / "dumps").glob("*/__consumer_offsets-*/*.consumer_offsets.txt")) + \
-    sorted((REAL / "kraft-3.6-single-broker/dumps").glob("__consumer_offsets-*.dump.txt"))
+SHARED_DUMPS = sorted((SCENARIO / "dumps").glob("*/__consumer_offsets-*/*.consumer_offsets.txt")) + sorted(
+    (REAL / "kraft-3.6-single-broker/dumps").glob("__consumer_offsets-*.dump.txt")
+)
 
 
 def _segment_of(dump: Path) -> tuple[Path, int]:
@@ -149,9 +170,12 @@ def _kafka_owner_rows(dump_text: str) -> tuple[dict, dict]:
             out[off] = None
             continue
         data = json.loads(payload)["data"]
-        out[off] = sorted((mem["memberId"], mem["groupInstanceId"], mem["clientId"], mem["clientHost"], a["topic"], p)
-                               for mem in data["members"] for a in (mem["assignment"] or {}).get("assignedPartitions", [])
-                               for p in a["partitions"])
+        out[off] = sorted(
+            (mem["memberId"], mem["groupInstanceId"], mem["clientId"], mem["clientHost"], a["topic"], p)
+            for mem in data["members"]
+            for a in (mem["assignment"] or {}).get("assignedPartitions", [])
+            for p in a["partitions"]
+        )
     return out, groups
 
 
@@ -177,10 +201,16 @@ def test_lab_recorded_owners_equal_kafkas_dump_log():
         # every record through decode_group_metadata_value
         ours = {}
         for off, value in _group_values(seg).items():
-            ours[off] = None if value is None else sorted(
-                (m["member_id"], m["group_instance_id"], m["client_id"], m["client_host"], t, p)
-                for m in decode_group_metadata_value(value)["member_list"] for t, parts in m["assignment"] or ()
-                for p in parts.tolist())
+            ours[off] = (
+                None
+                if value is None
+                else sorted(
+                    (m["member_id"], m["group_instance_id"], m["client_id"], m["client_host"], t, p)
+                    for m in decode_group_metadata_value(value)["member_list"]
+                    for t, parts in m["assignment"] or ()
+                    for p in parts.tolist()
+                )
+            )
         assert ours == kafka, seg
         # and the segment decoder's group_owners column: the newest record with members of each group
         assert _owner_rows(seg) == _newest_with_members(kafka, groups), seg
@@ -189,6 +219,7 @@ def test_lab_recorded_owners_equal_kafkas_dump_log():
 
 
 # ------------------------------------------------------------------ the decoders on hand-built values
+
 
 def _s(x: str) -> bytes:
     b = x.encode()
@@ -215,25 +246,44 @@ def _group_value_v3(protocol_type: str, members: list[tuple[str, str | None, byt
 def test_consumer_assignment_versions_and_forward_compatibility():
     def flat(a):
         return [(t, p) for t, ps in a for p in ps.tolist()]
-    assert flat(decode_consumer_assignment(_assignment(0, {"a": [0, 2], "b": [1], "c": []}))) == \
-        [("a", 0), ("a", 2), ("b", 1)]
+
+    assert flat(decode_consumer_assignment(_assignment(0, {"a": [0, 2], "b": [1], "c": []}))) == [
+        ("a", 0),
+        ("a", 2),
+        ("b", 1),
+    ]
     # a version above 3 is read as 3 (ConsumerProtocol.checkVersionCompatibility); trailing bytes ignored
     assert flat(decode_consumer_assignment(_assignment(7, {"a": [5]}, b"ud") + b"future")) == [("a", 5)]
     with pytest.raises(AssignmentLimitError):
         decode_consumer_assignment(_assignment(0, {"a": [0], "b": [1]}), max_entries=1)
-    for bad in (struct.pack(">h", -1) + _assignment(0, {})[2:], _assignment(1, {"a": [0]})[:-6],
-                struct.pack(">hi", 0, 2_000_000_000)):
+    for bad in (
+        struct.pack(">h", -1) + _assignment(0, {})[2:],
+        _assignment(1, {"a": [0]})[:-6],
+        struct.pack(">hi", 0, 2_000_000_000),
+    ):
         with pytest.raises(ValueError):
             decode_consumer_assignment(bad)
 
 
 def test_group_metadata_members_static_membership_and_other_protocols():
-    v = decode_group_metadata_value(_group_value_v3("consumer", [("m1", "pod-0", _assignment(1, {"t": [0, 1]})),
-                                                                 ("m2", None, _assignment(1, {"t": [2]}))]))
-    assert [(m["member_id"], m["group_instance_id"], m["client_id"], m["client_host"],
-             [(t, ps.tolist()) for t, ps in m["assignment"]])
-            for m in v["member_list"]] == [("m1", "pod-0", "client-m1", "/10.0.0.1", [("t", [0, 1])]),
-                                           ("m2", None, "client-m2", "/10.0.0.1", [("t", [2])])]
+    v = decode_group_metadata_value(
+        _group_value_v3(
+            "consumer", [("m1", "pod-0", _assignment(1, {"t": [0, 1]})), ("m2", None, _assignment(1, {"t": [2]}))]
+        )
+    )
+    assert [
+        (
+            m["member_id"],
+            m["group_instance_id"],
+            m["client_id"],
+            m["client_host"],
+            [(t, ps.tolist()) for t, ps in m["assignment"]],
+        )
+        for m in v["member_list"]
+    ] == [
+        ("m1", "pod-0", "client-m1", "/10.0.0.1", [("t", [0, 1])]),
+        ("m2", None, "client-m2", "/10.0.0.1", [("t", [2])]),
+    ]
     assert v["bad_assignments"] == 0 and v["members"] == 2
     # Connect's assignment is not ConsumerProtocolAssignment: members kept, no partitions claimed
     c = decode_group_metadata_value(_group_value_v3("connect", [("w1", None, b"\x00\x01junk")]))
@@ -241,91 +291,136 @@ def test_group_metadata_members_static_membership_and_other_protocols():
 
 
 def test_a_malformed_assignment_is_reported_and_the_other_members_kept():
-    value = _group_value_v3("consumer", [("m1", None, b"\x00\x00\x00\x00\x00\x09"), ("m2", None, _assignment(0, {"t": [4]}))])
+    value = _group_value_v3(
+        "consumer", [("m1", None, b"\x00\x00\x00\x00\x00\x09"), ("m2", None, _assignment(0, {"t": [4]}))]
+    )
     d = decode_group_metadata_value(value)
     assert d["bad_assignments"] == 1 and [(t, p.tolist()) for t, p in d["member_list"][1]["assignment"]] == [("t", [4])]
 
 
 # ------------------------------------------------------------------ the SQL on inline tables
 
-_OWNER = ("struct<member_id:string, group_instance_id:string, client_id:string, client_host:string, topic:string, "
-          "partitions:array<int>>")
-_SCHEMA = ("record_type short, txn_state string, decode_error string, group_id string, member_id string, "
-           "source_partition int, "
-           f"offset long, timestamp long, is_tombstone boolean, group_generation int, group_protocol_type string, "
-           f"group_protocol string, group_members int, group_owners array<{_OWNER}>")
+_OWNER = (
+    "struct<member_id:string, group_instance_id:string, client_id:string, client_host:string, topic:string, "
+    "partitions:array<int>>"
+)
+_SCHEMA = (
+    "record_type short, txn_state string, decode_error string, group_id string, member_id string, "
+    "source_partition int, "
+    f"offset long, timestamp long, is_tombstone boolean, group_generation int, group_protocol_type string, "
+    f"group_protocol string, group_members int, group_owners array<{_OWNER}>"
+)
 
 
 def _o(topic, partition, member):
-    return Row(member_id=member, group_instance_id=None, client_id="c-" + member, client_host="/10.1.1.1",
-               topic=topic, partitions=[partition])
+    return Row(
+        member_id=member,
+        group_instance_id=None,
+        client_id="c-" + member,
+        client_host="/10.1.1.1",
+        topic=topic,
+        partitions=[partition],
+    )
 
 
 def _g(group, offset, generation, owners, *, members=None, tomb=False, txn="none", err=None, rtype=2):
-    return (rtype, txn, err, group, None, 3, offset, 1_000 * offset, tomb, -1 if tomb else generation,
-            None if tomb else "consumer", None if tomb or not owners else "range",
-            -1 if tomb else (len({o.member_id for o in owners}) if members is None else members),
-            None if tomb else owners)
+    return (
+        rtype,
+        txn,
+        err,
+        group,
+        None,
+        3,
+        offset,
+        1_000 * offset,
+        tomb,
+        -1 if tomb else generation,
+        None if tomb else "consumer",
+        None if tomb or not owners else "range",
+        -1 if tomb else (len({o.member_id for o in owners}) if members is None else members),
+        None if tomb else owners,
+    )
 
 
 def _tables(spark, rows):
     gs, ow = group_tables(spark, spark.createDataFrame(rows, _SCHEMA))
-    return ({r["group_id"]: r.asDict() for r in gs.collect()},
-            {(r["group_id"], r["topic"], r["partition"]): r.asDict() for r in ow.collect()})
+    return (
+        {r["group_id"]: r.asDict() for r in gs.collect()},
+        {(r["group_id"], r["topic"], r["partition"]): r.asDict() for r in ow.collect()},
+    )
 
 
 def test_owner_is_the_newest_assignment_and_survives_the_group_going_empty(spark):
-    gs, ow = _tables(spark, [
-        _g("g", 10, 1, [_o("t", 0, "a"), _o("t", 1, "a")]),
-        _g("g", 20, 2, [_o("t", 0, "b"), _o("t", 1, "a")]),
-        _g("g", 30, 3, [], members=0),                      # every member left: Empty
-    ])
+    gs, ow = _tables(
+        spark,
+        [
+            _g("g", 10, 1, [_o("t", 0, "a"), _o("t", 1, "a")]),
+            _g("g", 20, 2, [_o("t", 0, "b"), _o("t", 1, "a")]),
+            _g("g", 30, 3, [], members=0),  # every member left: Empty
+        ],
+    )
     assert gs["g"]["group_state"] == "Empty" and gs["g"]["group_generation"] == 3
     assert gs["g"]["group_state_since"] == datetime.fromtimestamp(30)
     assert {k: (v["owner_member_id"], v["owner_generation"], v["owner_client_id"]) for k, v in ow.items()} == {
-        ("g", "t", 0): ("b", 2, "c-b"), ("g", "t", 1): ("a", 2, "c-a")}
+        ("g", "t", 0): ("b", 2, "c-b"),
+        ("g", "t", 1): ("a", 2, "c-a"),
+    }
     assert ow[("g", "t", 0)]["owner_assigned_at"] == datetime.fromtimestamp(20)
 
 
 def test_a_deleted_group_keeps_no_owner_and_a_recreated_one_only_its_new_members(spark):
-    gs, ow = _tables(spark, [
-        _g("gone", 10, 1, [_o("t", 0, "a")]), _g("gone", 11, 0, [], tomb=True),
-        _g("again", 10, 1, [_o("t", 0, "old"), _o("t", 1, "old")]), _g("again", 11, 0, [], tomb=True),
-        _g("again", 12, 1, [_o("t", 1, "new")]),
-    ])
+    gs, ow = _tables(
+        spark,
+        [
+            _g("gone", 10, 1, [_o("t", 0, "a")]),
+            _g("gone", 11, 0, [], tomb=True),
+            _g("again", 10, 1, [_o("t", 0, "old"), _o("t", 1, "old")]),
+            _g("again", 11, 0, [], tomb=True),
+            _g("again", 12, 1, [_o("t", 1, "new")]),
+        ],
+    )
     assert gs["gone"]["group_state"] == "Dead" and gs["gone"]["group_generation"] is None
     assert gs["again"]["group_state"] == "Stable"
     assert set(ow) == {("again", "t", 1)} and ow[("again", "t", 1)]["owner_member_id"] == "new"
 
 
 def test_aborted_undecoded_and_commit_records_are_not_group_records(spark):
-    gs, ow = _tables(spark, [
-        _g("g", 10, 1, [_o("t", 0, "a")]),
-        _g("g", 11, 2, [_o("t", 0, "aborted")], txn="aborted"),
-        _g("g", 12, 3, [_o("t", 0, "pending")], txn="pending"),
-        _g("g", 13, 4, [_o("t", 0, "broken")], err="malformed_value"),
-        _g("g", 14, 5, [_o("t", 0, "commit")], rtype=1),
-    ])
+    gs, ow = _tables(
+        spark,
+        [
+            _g("g", 10, 1, [_o("t", 0, "a")]),
+            _g("g", 11, 2, [_o("t", 0, "aborted")], txn="aborted"),
+            _g("g", 12, 3, [_o("t", 0, "pending")], txn="pending"),
+            _g("g", 13, 4, [_o("t", 0, "broken")], err="malformed_value"),
+            _g("g", 14, 5, [_o("t", 0, "commit")], rtype=1),
+        ],
+    )
     assert gs["g"]["group_generation"] == 1
     assert {k: v["owner_member_id"] for k, v in ow.items()} == {("g", "t", 0): "a"}
 
 
 def test_owners_come_from_the_newest_generation_with_members_only(spark):
-    gs, ow = _tables(spark, [
-        # a member whose assignment did not decode: the record still counts, with the others' partitions
-        _g("h", 10, 1, [_o("t", 0, "x")]), _g("h", 11, 2, [_o("t", 1, "half")], err="malformed_assignment"),
-        # too many entries to hold: the state counts, no owner (never the older generation's)
-        _g("k", 10, 1, [_o("t", 0, "y")]), (2, "none", "owners_over_limit", "k", None, 3, 11, 11_000, False, 2, "consumer",
-                                            "range", 3, None),
-    ])
+    gs, ow = _tables(
+        spark,
+        [
+            # a member whose assignment did not decode: the record still counts, with the others' partitions
+            _g("h", 10, 1, [_o("t", 0, "x")]),
+            _g("h", 11, 2, [_o("t", 1, "half")], err="malformed_assignment"),
+            # too many entries to hold: the state counts, no owner (never the older generation's)
+            _g("k", 10, 1, [_o("t", 0, "y")]),
+            (2, "none", "owners_over_limit", "k", None, 3, 11, 11_000, False, 2, "consumer", "range", 3, None),
+        ],
+    )
     assert (gs["h"]["group_generation"], gs["k"]["group_generation"], gs["k"]["group_state"]) == (2, 2, "Stable")
     assert {k: v["owner_member_id"] for k, v in ow.items()} == {("h", "t", 1): "half"}
 
 
 def test_with_owners_appends_the_columns_and_leaves_ownerless_rows_null(spark):
     gs, ow = group_tables(spark, spark.createDataFrame([_g("g", 10, 1, [_o("t", 0, "a")])], _SCHEMA))
-    df = spark.createDataFrame([("g", "t", 0, "LOG_TRUNCATION"), ("g", "t", 9, "OK"), ("solo", "t", 0, "OK")],
-                               "group_id string, topic string, partition int, verdict string")
+    df = spark.createDataFrame(
+        [("g", "t", 0, "LOG_TRUNCATION"), ("g", "t", 9, "OK"), ("solo", "t", 0, "OK")],
+        "group_id string, topic string, partition int, verdict string",
+    )
     rows = {(r["group_id"], r["partition"]): r.asDict() for r in with_owners(df, gs, ow).collect()}
     assert list(with_owners(df, gs, ow).columns) == df.columns + OWNER_COLUMNS
     assert rows[("g", 0)]["owner_member_id"] == "a" and rows[("g", 0)]["verdict"] == "LOG_TRUNCATION"
@@ -335,9 +430,11 @@ def test_with_owners_appends_the_columns_and_leaves_ownerless_rows_null(spark):
 
 # ------------------------------------------------------------------ end to end on the shared scenario
 
+
 def test_scenario_owner_is_the_member_kafka_recorded_last(scenario_latest):
     """dev-clickstream: generation 3 gave dev.clicks-0..3 to ktool-cd215709-...; generation 4 is Empty."""
     from pyspark.sql import SparkSession
+
     _result, out = scenario_latest
     spark = SparkSession.getActiveSession()
     rows = spark.read.parquet(str(out / "committed_offsets")).where("group_id = 'dev-clickstream'").collect()
@@ -362,14 +459,20 @@ def test_owner_entries_are_bounded_and_the_overflow_reported(monkeypatch):
     owners_over_limit; the live path (decode_offsets_rows) shares the decoder."""
     from audit.formats import segments
     from audit.formats.segments import decode_offsets_rows
+
     monkeypatch.setattr(segments, "MAX_OWNER_ENTRIES", 2)
     key = struct.pack(">h", 2) + _s("big")
     small = _group_value_v3("consumer", [("m1", None, _assignment(0, {"a": [0, 1]}))])
     big = _group_value_v3("consumer", [("m1", None, _assignment(0, {"a": [0], "b": [0], "c": [0]}))])
-    batch = pa.RecordBatch.from_pydict({
-        "source_partition": pa.array([0, 0, 0], pa.int32()), "source_offset": pa.array([5, 6, 7], pa.int64()),
-        "timestamp": pa.array([1, 2, 3], pa.int64()), "key": pa.array([key, struct.pack(">h", 2) + _s("ok"), key]),
-        "value": pa.array([small, small, big])})
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "source_partition": pa.array([0, 0, 0], pa.int32()),
+            "source_offset": pa.array([5, 6, 7], pa.int64()),
+            "timestamp": pa.array([1, 2, 3], pa.int64()),
+            "key": pa.array([key, struct.pack(">h", 2) + _s("ok"), key]),
+            "value": pa.array([small, small, big]),
+        }
+    )
     rows = decode_offsets_rows(batch).to_pylist()
     assert [r["decode_error"] for r in rows] == [None, None, "owners_over_limit"]
     assert rows[0]["group_owners"] is None  # superseded by the same group's newer record
@@ -395,8 +498,16 @@ def _kafka_kip848(dump_text: str) -> dict:
             out[off] = (t, group, member, [(member, d["instanceId"], d["clientId"], d["clientHost"], None, None)])
         else:
             d = json.loads(payload)["data"]
-            out[off] = (t, group, member, [(member, None, None, None, a["topicId"], a["partitions"])
-                                           for a in d["assignedPartitions"] if a["partitions"]])
+            out[off] = (
+                t,
+                group,
+                member,
+                [
+                    (member, None, None, None, a["topicId"], a["partitions"])
+                    for a in d["assignedPartitions"]
+                    if a["partitions"]
+                ],
+            )
     return out
 
 
@@ -406,9 +517,21 @@ def _our_kip848(segment: Path) -> dict:
     for r in t.to_pylist():
         if r["kind"] == "record" and r["record_type"] in (5, 8):
             assert r["decode_error"] is None, r
-            owners = None if r["group_owners"] is None else [
-                (o["member_id"], o["group_instance_id"], o["client_id"], o["client_host"], o["topic"], o["partitions"])
-                for o in r["group_owners"]]
+            owners = (
+                None
+                if r["group_owners"] is None
+                else [
+                    (
+                        o["member_id"],
+                        o["group_instance_id"],
+                        o["client_id"],
+                        o["client_host"],
+                        o["topic"],
+                        o["partitions"],
+                    )
+                    for o in r["group_owners"]
+                ]
+            )
             out[r["offset"]] = (r["record_type"], r["group_id"], r["member_id"], owners)
     return out
 
@@ -430,6 +553,7 @@ def test_kip848_owner_and_state_end_to_end(audit_dirs):
     member; it left (its records tombstoned) and the group is Empty; its partitions' owner is that member, the
     topic named through the metadata log's topic id."""
     from pyspark.sql import SparkSession
+
     rec = LAB_RECORDED / "kafka-4.4.0-seed101" / "brokers"
     _result, out = audit_dirs("kip848-owners", [rec])
     spark = SparkSession.getActiveSession()
@@ -437,7 +561,9 @@ def test_kip848_owner_and_state_end_to_end(audit_dirs):
     kafka = [v for v in _our_kip848(seg).values() if v[1] == "s101.e0.unclean.kip848-past"]
     info = next(v[3][0] for v in kafka if v[0] == 5 and v[3])
     epoch_of = {v[2]: v for v in kafka if v[0] == 8 and v[3]}
-    rows = spark.read.parquet(str(out / "committed_offsets")).where("group_id = 's101.e0.unclean.kip848-past'").collect()
+    rows = (
+        spark.read.parquet(str(out / "committed_offsets")).where("group_id = 's101.e0.unclean.kip848-past'").collect()
+    )
     assert rows
     topic_ids = {r["topic_id"]: r["topic"] for r in spark.read.parquet(str(out / "leader_timeline")).collect()}
     for r in rows:
@@ -449,22 +575,62 @@ def test_kip848_owner_and_state_end_to_end(audit_dirs):
 
 def test_kip848_assignments_need_topic_names_and_the_newest_member_record(spark):
     def rec(rtype, offset, member, owners, tomb=False, epoch=-1):
-        return (rtype, "none", None, "cg", member, 3, offset, 1_000 * offset, tomb, epoch, None, None, -1,
-                None if tomb else owners)
-    info = lambda m, c: [Row(member_id=m, group_instance_id=None, client_id=c, client_host="/h", topic=None,  # noqa: E731
-                             partitions=None)]
-    assign = lambda m, tid, ps: [Row(member_id=m, group_instance_id=None, client_id=None, client_host=None,  # noqa: E731
-                                     topic=tid, partitions=ps)]
-    rows = [rec(3, 1, None, None), rec(5, 2, "a", info("a", "app-a")), rec(8, 3, "a", assign("a", "TID", [0, 1]), epoch=2),
-            rec(5, 4, "b", info("b", "app-b")), rec(8, 5, "b", assign("b", "TID", [1]), epoch=3),
-            rec(8, 6, "a", assign("a", "TID", [0]), epoch=3),      # a gave partition 1 up
-            rec(8, 7, "b", None, tomb=True), rec(5, 8, "b", None, tomb=True), rec(3, 9, None, None)]
+        return (
+            rtype,
+            "none",
+            None,
+            "cg",
+            member,
+            3,
+            offset,
+            1_000 * offset,
+            tomb,
+            epoch,
+            None,
+            None,
+            -1,
+            None if tomb else owners,
+        )
+
+    info = lambda m, c: [  # noqa: E731
+        Row(
+            member_id=m,
+            group_instance_id=None,
+            client_id=c,
+            client_host="/h",
+            topic=None,
+            partitions=None,
+        )
+    ]
+    assign = lambda m, tid, ps: [  # noqa: E731
+        Row(
+            member_id=m,
+            group_instance_id=None,
+            client_id=None,
+            client_host=None,
+            topic=tid,
+            partitions=ps,
+        )
+    ]
+    rows = [
+        rec(3, 1, None, None),
+        rec(5, 2, "a", info("a", "app-a")),
+        rec(8, 3, "a", assign("a", "TID", [0, 1]), epoch=2),
+        rec(5, 4, "b", info("b", "app-b")),
+        rec(8, 5, "b", assign("b", "TID", [1]), epoch=3),
+        rec(8, 6, "a", assign("a", "TID", [0]), epoch=3),  # a gave partition 1 up
+        rec(8, 7, "b", None, tomb=True),
+        rec(5, 8, "b", None, tomb=True),
+        rec(3, 9, None, None),
+    ]
     df = spark.createDataFrame(rows, _SCHEMA)
     names = spark.createDataFrame([("TID", "orders")], "topic_id string, topic string")
     gs, ow = group_tables(spark, df, names)
     gs = {r["group_id"]: r for r in gs.collect()}
-    ow = {(r["topic"], r["partition"]): (r["owner_member_id"], r["owner_client_id"], r["owner_generation"])
-          for r in ow.collect()}
+    ow = {
+        (r["topic"], r["partition"]): (r["owner_member_id"], r["owner_client_id"], r["owner_generation"])
+        for r in ow.collect()
+    }
     assert gs["cg"]["group_state"] == "Stable"  # a is still a member
     # b left (tombstones) but still holds partition 1 in its newest assignment: the consumer that read it last
     assert ow == {("orders", 0): ("a", "app-a", 3), ("orders", 1): ("b", "app-b", 3)}

@@ -1,6 +1,7 @@
 """Metrics: ``metrics.prom`` parsed by prometheus_client, pushed to a real Pushgateway, scraped by a real
 Prometheus (Debian's ``prometheus`` and ``prometheus-pushgateway``, started here on loopback) whose
 alert rule (``audit/report/prometheus-alerts.yml``) fires for the shared scenario's LOG_TRUNCATION."""
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,8 @@ PROMETHEUS, PUSHGATEWAY, PROMTOOL = "prometheus", "prometheus-pushgateway", "pro
 needs_prometheus = pytest.mark.skipif(
     not all(shutil.which(b) for b in (PROMETHEUS, PUSHGATEWAY, PROMTOOL)),
     reason="Debian's prometheus and prometheus-pushgateway are not installed "
-           "(apt-get install -y prometheus prometheus-pushgateway; .ci/run does)")
+    "(apt-get install -y prometheus prometheus-pushgateway; .ci/run does)",
+)
 
 
 def _samples(text: str) -> dict[str, list]:
@@ -34,16 +36,19 @@ def _samples(text: str) -> dict[str, list]:
 
 def _findings(out):
     import pyarrow.parquet as pq
+
     return pq.read_table(str(out / "findings")).to_pylist()
 
 
 def _committed(out):
     import pyarrow.parquet as pq
+
     return pq.read_table(str(out / "committed_offsets")).to_pylist()
 
 
 def _bounds(out):
     import pyarrow.parquet as pq
+
     return {(r["topic"], r["partition"]): r for r in pq.read_table(str(out / "bounds")).to_pylist()}
 
 
@@ -52,10 +57,23 @@ def test_metrics_file_matches_the_outputs(scenario_latest):
     result, out = scenario_latest
     s = _samples((out / "metrics.prom").read_text())
     committed, bounds, findings = _committed(out), _bounds(out), _findings(out)
-    assert len(s["kafka_offset_audit_committed_offset"]) == len(committed) == result.summary["offset_commits"]["group_partitions"]
-    by_key = {(x.labels["group"], x.labels["topic"], int(x.labels["partition"])): x for x in s["kafka_offset_audit_committed_offset"]}
-    lag = {(x.labels["group"], x.labels["topic"], int(x.labels["partition"])): x.value for x in s["kafka_offset_audit_lag_offsets"]}
-    verdict = {(x.labels["group"], x.labels["topic"], int(x.labels["partition"])): x.labels for x in s["kafka_offset_audit_verdict"]}
+    assert (
+        len(s["kafka_offset_audit_committed_offset"])
+        == len(committed)
+        == result.summary["offset_commits"]["group_partitions"]
+    )
+    by_key = {
+        (x.labels["group"], x.labels["topic"], int(x.labels["partition"])): x
+        for x in s["kafka_offset_audit_committed_offset"]
+    }
+    lag = {
+        (x.labels["group"], x.labels["topic"], int(x.labels["partition"])): x.value
+        for x in s["kafka_offset_audit_lag_offsets"]
+    }
+    verdict = {
+        (x.labels["group"], x.labels["topic"], int(x.labels["partition"])): x.labels
+        for x in s["kafka_offset_audit_verdict"]
+    }
     negative = 0
     for c in committed:
         k = (c["group_id"], c["topic"], c["partition"])
@@ -87,19 +105,59 @@ def test_metrics_cap_keeps_the_worst(audit_dirs):
     assert len(kept) == 3 and {x.labels["severity"] for x in kept} == {"critical"}
     assert s["kafka_offset_audit_group_partitions_exported"][0].value == 3
     assert s["kafka_offset_audit_group_partitions"][0].value == result.summary["offset_commits"]["group_partitions"] > 3
-    assert result.summary["metrics"]["group_partitions_left_out"] == result.summary["offset_commits"]["group_partitions"] - 3
+    assert (
+        result.summary["metrics"]["group_partitions_left_out"]
+        == result.summary["offset_commits"]["group_partitions"] - 3
+    )
 
 
 def test_bad_pushgateway_arguments_fail_fast(tmp_path):
     from audit.cli import main
+
     port = _free_port()  # nothing listens there
-    assert main(["audit", "--log-dirs", str(SCENARIO / "brokers"), "--output", str(tmp_path / "o"),
-                 "--pushgateway", f"http://127.0.0.1:{port}"]) == 2
+    assert (
+        main(
+            [
+                "audit",
+                "--log-dirs",
+                str(SCENARIO / "brokers"),
+                "--output",
+                str(tmp_path / "o"),
+                "--pushgateway",
+                f"http://127.0.0.1:{port}",
+            ]
+        )
+        == 2
+    )
     assert not (tmp_path / "o").exists()
-    assert main(["audit", "--log-dirs", str(SCENARIO / "brokers"), "--output", str(tmp_path / "o"),
-                 "--pushgateway", "pushgateway:9091"]) == 2
-    assert main(["audit", "--log-dirs", str(SCENARIO / "brokers"), "--output", str(tmp_path / "o"),
-                 "--pushgateway-label", "job=x"]) == 2
+    assert (
+        main(
+            [
+                "audit",
+                "--log-dirs",
+                str(SCENARIO / "brokers"),
+                "--output",
+                str(tmp_path / "o"),
+                "--pushgateway",
+                "pushgateway:9091",
+            ]
+        )
+        == 2
+    )
+    assert (
+        main(
+            [
+                "audit",
+                "--log-dirs",
+                str(SCENARIO / "brokers"),
+                "--output",
+                str(tmp_path / "o"),
+                "--pushgateway-label",
+                "job=x",
+            ]
+        )
+        == 2
+    )
 
 
 # ----------------------------------------------------------------------------- real Pushgateway + Prometheus
@@ -143,16 +201,30 @@ def prometheus_stack(tmp_path):
         "scrape_configs:\n"
         "  - job_name: pushgateway\n"
         "    honor_labels: true\n"
-        f"    static_configs: [{{targets: ['127.0.0.1:{pg_port}']}}]\n")
+        f"    static_configs: [{{targets: ['127.0.0.1:{pg_port}']}}]\n"
+    )
     procs = [
         # an explicit, fresh persistence file: Debian's build defaults to a shared one, which would bring back
         # what earlier runs pushed
-        subprocess.Popen([PUSHGATEWAY, f"--web.listen-address=127.0.0.1:{pg_port}",
-                          f"--persistence.file={tmp_path / 'pushgateway.data'}"],
-                         stdout=open(tmp_path / "pushgateway.log", "w"), stderr=subprocess.STDOUT),
-        subprocess.Popen([PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}",
-                          f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{prom_port}"],
-                         stdout=open(tmp_path / "prometheus.log", "w"), stderr=subprocess.STDOUT),
+        subprocess.Popen(
+            [
+                PUSHGATEWAY,
+                f"--web.listen-address=127.0.0.1:{pg_port}",
+                f"--persistence.file={tmp_path / 'pushgateway.data'}",
+            ],
+            stdout=open(tmp_path / "pushgateway.log", "w"),
+            stderr=subprocess.STDOUT,
+        ),
+        subprocess.Popen(
+            [
+                PROMETHEUS,
+                f"--config.file={tmp_path / 'prometheus.yml'}",
+                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{prom_port}",
+            ],
+            stdout=open(tmp_path / "prometheus.log", "w"),
+            stderr=subprocess.STDOUT,
+        ),
     ]
     try:
         pg, prom = f"http://127.0.0.1:{pg_port}", f"http://127.0.0.1:{prom_port}"
@@ -181,11 +253,28 @@ def test_pushed_metrics_reach_prometheus_and_the_critical_alert_fires(prometheus
     for exactly the group-partitions whose commit has a critical finding; a later failed run sets
     run_success 0 and keeps the last good run's metrics."""
     from audit.cli import main
+
     pg, prom = prometheus_stack
     out = tmp_path / "out"
-    code = main(["audit", "--log-dirs", str(SCENARIO / "brokers"), "--output", str(out), "--quiet", "--skip-reports",
-                 "--fail-on", "never", "--pushgateway", pg, "--pushgateway-label", "cluster=shared-scenario",
-                 "--master", "local[1]"])
+    code = main(
+        [
+            "audit",
+            "--log-dirs",
+            str(SCENARIO / "brokers"),
+            "--output",
+            str(out),
+            "--quiet",
+            "--skip-reports",
+            "--fail-on",
+            "never",
+            "--pushgateway",
+            pg,
+            "--pushgateway-label",
+            "cluster=shared-scenario",
+            "--master",
+            "local[1]",
+        ]
+    )
     assert code == 0
     critical = {(f["group_id"], f["topic"], str(f["partition"])) for f in _findings(out) if f["severity"] == "critical"}
     assert critical
@@ -194,12 +283,18 @@ def test_pushed_metrics_reach_prometheus_and_the_critical_alert_fires(prometheus
     with urllib.request.urlopen(pg + "/metrics", timeout=5) as r:
         pushed = _samples(r.read().decode())
     local = _samples((out / "metrics.prom").read_text())
-    got = {(x.labels["group"], x.labels["topic"], x.labels["partition"]): x.value
-           for x in pushed["kafka_offset_audit_committed_offset"]}
-    assert got == {(x.labels["group"], x.labels["topic"], x.labels["partition"]): x.value
-                   for x in local["kafka_offset_audit_committed_offset"]}
+    got = {
+        (x.labels["group"], x.labels["topic"], x.labels["partition"]): x.value
+        for x in pushed["kafka_offset_audit_committed_offset"]
+    }
+    assert got == {
+        (x.labels["group"], x.labels["topic"], x.labels["partition"]): x.value
+        for x in local["kafka_offset_audit_committed_offset"]
+    }
     labels = [x.labels for x in pushed["kafka_offset_audit_committed_offset"]]
-    assert all(lb.get("job") == "kafka_offset_audit" and lb.get("cluster") == "shared-scenario" for lb in labels), labels[:3]
+    assert all(lb.get("job") == "kafka_offset_audit" and lb.get("cluster") == "shared-scenario" for lb in labels), (
+        labels[:3]
+    )
 
     # Prometheus scraped it, and the alert fires for the critical group-partitions only
     lag = _wait("scraped metrics", lambda: _query(prom, 'kafka_offset_audit_lag_offsets{cluster="shared-scenario"}'))
@@ -207,58 +302,107 @@ def test_pushed_metrics_reach_prometheus_and_the_critical_alert_fires(prometheus
 
     def firing():
         alerts = _get_json(prom + "/api/v1/alerts")["data"]["alerts"]
-        return [a for a in alerts if a["labels"]["alertname"] == "KafkaOffsetAuditCriticalFinding"
-                and a["state"] == "firing"]
+        return [
+            a
+            for a in alerts
+            if a["labels"]["alertname"] == "KafkaOffsetAuditCriticalFinding" and a["state"] == "firing"
+        ]
+
     alerts = _wait("KafkaOffsetAuditCriticalFinding to fire", firing)
     assert {(a["labels"]["group"], a["labels"]["topic"], a["labels"]["partition"]) for a in alerts} == critical
-    assert all(a["labels"]["verdict"] == "LOG_TRUNCATION" and a["labels"]["cluster"] == "shared-scenario" for a in alerts)
+    assert all(
+        a["labels"]["verdict"] == "LOG_TRUNCATION" and a["labels"]["cluster"] == "shared-scenario" for a in alerts
+    )
 
     # a failed run (bad --log-dirs after the preflight) records run_success 0, keeping the good run's results
-    code = main(["audit", "--log-dirs", str(tmp_path / "missing"), "--output", str(tmp_path / "out2"), "--quiet",
-                 "--pushgateway", pg, "--pushgateway-label", "cluster=shared-scenario", "--master", "local[1]"])
+    code = main(
+        [
+            "audit",
+            "--log-dirs",
+            str(tmp_path / "missing"),
+            "--output",
+            str(tmp_path / "out2"),
+            "--quiet",
+            "--pushgateway",
+            pg,
+            "--pushgateway-label",
+            "cluster=shared-scenario",
+            "--master",
+            "local[1]",
+        ]
+    )
     assert code == 2
     with urllib.request.urlopen(pg + "/metrics", timeout=5) as r:
         pushed = _samples(r.read().decode())
     assert [x.value for x in pushed["kafka_offset_audit_run_success"]] == [0]
     assert [x.value for x in pushed["kafka_offset_audit_exit_status"]] == [2]
     assert len(pushed["kafka_offset_audit_committed_offset"]) == len(local["kafka_offset_audit_committed_offset"])
-    _wait("KafkaOffsetAuditFailed to fire", lambda: [
-        a for a in _get_json(prom + "/api/v1/alerts")["data"]["alerts"]
-        if a["labels"]["alertname"] == "KafkaOffsetAuditFailed" and a["state"] == "firing"])
+    _wait(
+        "KafkaOffsetAuditFailed to fire",
+        lambda: [
+            a
+            for a in _get_json(prom + "/api/v1/alerts")["data"]["alerts"]
+            if a["labels"]["alertname"] == "KafkaOffsetAuditFailed" and a["state"] == "firing"
+        ],
+    )
 
 
 def test_lost_lineage_metrics_and_alert(tmp_path):
     """REPLICA_DIVERGENCE rows become per-replica gauges; the alert fires for a lineage with committed or consumed
     records (severity error) and not for one of unreplicated records (warning): promtool's rule unit test."""
     from audit.report.metrics import build_registry, render
+
     summary = {"findings": {"by_severity": {"error": 1, "warning": 1}}, "offset_commits": {}, "records_read": {}}
-    lost = [{"topic": "orders", "partition": 0, "replica_broker": 1, "divergence_offset": 30, "records_at_risk": 25,
-             "severity": "error"},
-            {"topic": "orders", "partition": 1, "replica_broker": 3, "divergence_offset": 7, "records_at_risk": 5,
-             "severity": "warning"}]
+    lost = [
+        {
+            "topic": "orders",
+            "partition": 0,
+            "replica_broker": 1,
+            "divergence_offset": 30,
+            "records_at_risk": 25,
+            "severity": "error",
+        },
+        {
+            "topic": "orders",
+            "partition": 1,
+            "replica_broker": 3,
+            "divergence_offset": 7,
+            "records_at_risk": 5,
+            "severity": "warning",
+        },
+    ]
     got = _samples(render(build_registry(summary, [], lost=lost)).decode())
-    assert sorted((s.labels["partition"], s.labels["broker"], s.labels["severity"], s.value)
-                  for s in got["kafka_offset_audit_lost_lineage_records"]) == [("0", "1", "error", 25), ("1", "3", "warning", 5)]
-    assert sorted((s.labels["partition"], s.value) for s in got["kafka_offset_audit_lost_lineage_divergence_offset"]) == \
-        [("0", 30), ("1", 7)]
+    assert sorted(
+        (s.labels["partition"], s.labels["broker"], s.labels["severity"], s.value)
+        for s in got["kafka_offset_audit_lost_lineage_records"]
+    ) == [("0", "1", "error", 25), ("1", "3", "warning", 5)]
+    assert sorted(
+        (s.labels["partition"], s.value) for s in got["kafka_offset_audit_lost_lineage_divergence_offset"]
+    ) == [("0", 30), ("1", 7)]
     if not shutil.which(PROMTOOL):
         pytest.skip("promtool (Debian's prometheus) is not installed; .ci/run installs it")
     from importlib import resources
+
     rules = resources.files("audit.report").joinpath("prometheus-alerts.yml")
-    series = "".join(f"      - series: 'kafka_offset_audit_lost_lineage_records{{topic=\"orders\",partition=\"{r['partition']}\","
-                     f"broker=\"{r['replica_broker']}\",severity=\"{r['severity']}\"}}'\n        values: '{r['records_at_risk']}x5'\n"
-                     for r in lost)
-    description = ("Broker 1's replica of orders-0 holds records past the divergence offset "
-                   "(kafka_offset_audit_lost_lineage_divergence_offset) that the partition's log does not have, after an "
-                   "unclean leader election: when that broker fetches again it truncates them. Copy its segments before "
-                   "it rejoins if the records must be recovered; the finding lists the groups that read them.")
+    series = "".join(
+        f'      - series: \'kafka_offset_audit_lost_lineage_records{{topic="orders",partition="{r["partition"]}",'
+        f'broker="{r["replica_broker"]}",severity="{r["severity"]}"}}\'\n        values: \'{r["records_at_risk"]}x5\'\n'
+        for r in lost
+    )
+    description = (
+        "Broker 1's replica of orders-0 holds records past the divergence offset "
+        "(kafka_offset_audit_lost_lineage_divergence_offset) that the partition's log does not have, after an "
+        "unclean leader election: when that broker fetches again it truncates them. Copy its segments before "
+        "it rejoins if the records must be recovered; the finding lists the groups that read them."
+    )
     test = tmp_path / "lost-lineage-test.yml"
     test.write_text(
         f"rule_files:\n  - {rules}\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    input_series:\n{series}"
         "    alert_rule_test:\n      - eval_time: 2m\n        alertname: KafkaOffsetAuditLostLineage\n        exp_alerts:\n"
-        "          - exp_labels: {severity: critical, topic: orders, partition: \"0\", broker: \"1\"}\n"
+        '          - exp_labels: {severity: critical, topic: orders, partition: "0", broker: "1"}\n'
         "            exp_annotations:\n"
-        "              summary: \"Broker 1 holds 25 records of orders-0 that the partition lost\"\n"
-        f"              description: \"{description}\"\n")
+        '              summary: "Broker 1 holds 25 records of orders-0 that the partition lost"\n'
+        f'              description: "{description}"\n'
+    )
     res = subprocess.run([PROMTOOL, "test", "rules", str(test)], capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr

@@ -7,6 +7,7 @@ documentation and what is tested cannot drift apart; only the placeholders a rea
 cluster's, restarted (a rolling restart, no write after it: each partition's current leader epoch holds no
 record, the shape a live audit with reports on once crashed on) on each Kafka version of the lab.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,11 @@ def readme_blocks() -> dict[str, str]:
 
 def _user_env() -> dict:
     """This machine's environment without this test run's virtual environment or Python path."""
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYSPARK_PYTHON",
-                                                          "PYSPARK_DRIVER_PYTHON", "SPARK_HOME")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_HOME")
+    }
     venv = os.environ.get("VIRTUAL_ENV")
     parts = [p for p in env.get("PATH", "").split(os.pathsep) if p and not (venv and p.startswith(venv))]
     env["PATH"] = os.pathsep.join(parts)
@@ -50,10 +54,10 @@ def _user_env() -> dict:
 
 
 def _bash(command: str, cwd: Path, timeout: float, activate: bool = True) -> subprocess.CompletedProcess:
-    script = ("set -euo pipefail\n" + (". .venv/bin/activate\n" if activate else "")
-              + command + "\n")
-    return subprocess.run(["bash", "-c", script], cwd=cwd, env=_user_env(), capture_output=True, text=True,
-                          timeout=timeout)
+    script = "set -euo pipefail\n" + (". .venv/bin/activate\n" if activate else "") + command + "\n"
+    return subprocess.run(
+        ["bash", "-c", script], cwd=cwd, env=_user_env(), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def _out(proc) -> str:
@@ -62,8 +66,17 @@ def _out(proc) -> str:
 
 def test_the_readme_marks_the_commands_ci_runs():
     blocks = readme_blocks()
-    assert set(blocks) == {"demo", "offline-audit", "spark-submit", "live-audit", "cluster-package", "cluster-submit",
-                           "cluster-live-env", "connect-server", "connect-audit"}, blocks
+    assert set(blocks) == {
+        "demo",
+        "offline-audit",
+        "spark-submit",
+        "live-audit",
+        "cluster-package",
+        "cluster-submit",
+        "cluster-live-env",
+        "connect-server",
+        "connect-audit",
+    }, blocks
     assert "pip install ." in blocks["demo"] and "-e" not in blocks["demo"].split()
     assert LOG_DIRS in blocks["offline-audit"] and LOG_DIRS in blocks["spark-submit"]
     assert BOOTSTRAP in blocks["live-audit"]
@@ -75,8 +88,13 @@ def user_checkout(tmp_path_factory):
     """A copy of this checkout (the files git tracks or would track) where the README's first command ran:
     a fresh .venv with the project installed by ``pip install .``, and the demo's output."""
     dest = tmp_path_factory.mktemp("user") / "kafka-offset-audit"
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True,
-                           check=True).stdout.decode().split("\0")
+    files = (
+        subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True, check=True
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for f in filter(None, files):
         src = REPO / f
         if src.is_file():
@@ -91,9 +109,12 @@ def user_checkout(tmp_path_factory):
 
 def test_demo_from_a_regular_install(user_checkout):
     dest, proc = user_checkout
-    where = _bash("cd / && python -c 'import audit, json; print(json.dumps(audit.__file__))' && "
-                  "pip show --files kafka-offset-audit | grep -c 'audit/sql/finding_log_truncation.sql'",
-                  dest, 120)
+    where = _bash(
+        "cd / && python -c 'import audit, json; print(json.dumps(audit.__file__))' && "
+        "pip show --files kafka-offset-audit | grep -c 'audit/sql/finding_log_truncation.sql'",
+        dest,
+        120,
+    )
     assert where.returncode == 0, _out(where)
     audit_file = json.loads(where.stdout.splitlines()[0])
     assert "/.venv/lib/" in audit_file and "site-packages" in audit_file, audit_file  # not the checkout (-e)
@@ -105,8 +126,11 @@ def test_demo_from_a_regular_install(user_checkout):
 
 def _findings(out: Path) -> list:
     import pyarrow.parquet as pq
-    return sorted((r["group_id"], r["topic"], r["partition"], r["finding"], r["severity"])
-                  for r in pq.read_table(str(out / "findings")).to_pylist())
+
+    return sorted(
+        (r["group_id"], r["topic"], r["partition"], r["finding"], r["severity"])
+        for r in pq.read_table(str(out / "findings")).to_pylist()
+    )
 
 
 def _check_audit(proc, out: Path) -> dict:
@@ -124,10 +148,12 @@ def test_offline_audit_and_spark_submit_from_a_regular_install(user_checkout):
     dest, _ = user_checkout
     blocks = readme_blocks()
     runs = {}
-    for name, cmd in (("offline-audit", blocks["offline-audit"]), ("spark-submit", blocks["spark-submit"]),
-                      # a checkout's own job file, with the project installed regularly (it died in parse_ahead)
-                      ("checkout job", blocks["spark-submit"].replace('"$(kafka-offset-audit spark-app)"',
-                                                                      "jobs/audit_offsets.py"))):
+    for name, cmd in (
+        ("offline-audit", blocks["offline-audit"]),
+        ("spark-submit", blocks["spark-submit"]),
+        # a checkout's own job file, with the project installed regularly (it died in parse_ahead)
+        ("checkout job", blocks["spark-submit"].replace('"$(kafka-offset-audit spark-app)"', "jobs/audit_offsets.py")),
+    ):
         out = dest / f"out-{name.replace(' ', '-')}"
         cmd = cmd.replace(LOG_DIRS, str(SCENARIO / "brokers")).replace("--output audit-out", f"--output {out}")
         assert str(SCENARIO) in cmd and str(out) in cmd, cmd
@@ -143,8 +169,9 @@ def test_spark_connect_blocks_from_a_regular_install(user_checkout, connect_serv
     """The README's Connect client block in the user's checkout (its ``pip install '.[connect]'`` too) against the
     server the ``connect-server`` block started, from a client where ``java`` fails: no JVM starts here."""
     from .cluster_fixtures import CONNECT_PLACEHOLDER
+
     dest, _ = user_checkout
-    url, _log, _py = connect_server
+    url, server_log, _py = connect_server
     out = dest / "out-connect"
     fake = dest.parent / "no-java"
     fake.mkdir(exist_ok=True)
@@ -152,12 +179,18 @@ def test_spark_connect_blocks_from_a_regular_install(user_checkout, connect_serv
     (fake / "java").chmod(0o755)
     cmd = readme_blocks()["connect-audit"]
     assert CONNECT_PLACEHOLDER in cmd and LOG_DIRS in cmd, cmd
-    cmd = (cmd.replace(CONNECT_PLACEHOLDER, url).replace(LOG_DIRS, str(SCENARIO / "brokers"))
-           .replace("--output audit-out", f"--output {out}"))
+    cmd = (
+        cmd.replace(CONNECT_PLACEHOLDER, url)
+        .replace(LOG_DIRS, str(SCENARIO / "brokers"))
+        .replace("--output audit-out", f"--output {out}")
+    )
     proc = _bash(f"export JAVA_HOME={dest.parent / 'no-jdk'} PATH={fake}:$PATH\n" + cmd, dest, INSTALL_TIMEOUT)
     summary = _check_audit(proc, out)
     assert proc.returncode == 1 and sum(summary["findings"]["by_severity"].values()) == 15, _out(proc)
     assert _findings(out) == _findings(scenario_latest[1])
+    assert not [p for p in dest.iterdir() if "koa-connect-probe" in p.name]  # the shared-filesystem probe is removed
+    # no JVM here (java fails), so every Spark job ran in the server: its log has the session's jobs
+    assert "is finished" in server_log.read_text()
 
 
 def _wait_replicated(lab, topics, timeout: float = 120) -> None:
@@ -173,7 +206,8 @@ def _wait_replicated(lab, topics, timeout: float = 120) -> None:
 
 def _lab_versions():
     from tests.lab import kafka_dist
-    return kafka_dist.versions()
+
+    return kafka_dist.feature_versions(1)
 
 
 @pytest.mark.parametrize("version", _lab_versions(), ids=lambda v: f"kafka-{v}")
@@ -183,6 +217,7 @@ def test_live_audit_with_defaults_on_a_restarted_cluster(user_checkout, version,
 
     from tests.lab.client import LabClient, out_of_range_commits
     from tests.lab.cluster import KafkaCluster
+
     dest, _ = user_checkout
     topic = "events"
     cluster = KafkaCluster(version, tmp_path / "cluster", brokers=3).start()
@@ -195,8 +230,11 @@ def test_live_audit_with_defaults_on_a_restarted_cluster(user_checkout, version,
                 cluster.restart(node.node_id)
                 _wait_replicated(lab, topics)
         out = dest / f"out-live-{version}"
-        cmd = readme_blocks()["live-audit"].replace(BOOTSTRAP, cluster.bootstrap).replace(
-            "--output audit-out", f"--output {out}")
+        cmd = (
+            readme_blocks()["live-audit"]
+            .replace(BOOTSTRAP, cluster.bootstrap)
+            .replace("--output audit-out", f"--output {out}")
+        )
         proc = _bash(cmd, dest, 900)
     finally:
         cluster.stop()
@@ -209,4 +247,5 @@ def test_live_audit_with_defaults_on_a_restarted_cluster(user_checkout, version,
     html = (out / "report.html").read_text()
     assert f'data-topic="{topic}" data-partition="0"' in html  # its partition plotted, with the epoch's level
     assert summary["inputs"].get("bootstrap_servers") == cluster.bootstrap or cluster.bootstrap in json.dumps(
-        summary["inputs"])
+        summary["inputs"]
+    )

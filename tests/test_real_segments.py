@@ -4,6 +4,7 @@ References: ``*.decoded.jsonl`` (Kafka 3.6's generated OffsetCommitKey/Value and
 GroupMetadataValue classes) next to each scenario segment, and ``kafka-dump-log
 --offsets-decoder`` output for the single-broker sample.
 """
+
 import json
 import re
 from collections import Counter
@@ -61,7 +62,9 @@ def test_scenario_segment_matches_kafka_decoding(jsonl):
                 assert got["leader_epoch"] == exp["committed_leader_epoch"]
                 assert got["metadata"] == exp["metadata"]
                 assert got["commit_timestamp"] == exp["commit_timestamp"]
-                assert got["expire_timestamp"] == (exp["expire_timestamp"] if exp["expire_timestamp"] is not None else -1)
+                assert got["expire_timestamp"] == (
+                    exp["expire_timestamp"] if exp["expire_timestamp"] is not None else -1
+                )
         elif exp["type"] == "group_metadata":
             if exp.get("value_version") is not None:
                 assert got["group_generation"] == exp["generation"]
@@ -71,8 +74,9 @@ def test_scenario_segment_matches_kafka_decoding(jsonl):
 DUMP_LINE = re.compile(r"^\| offset: (\d+) .*?key: (\w+)::group=([^,\s]+)(?:,partition=(\S+)-(\d+))? payload: (.*)$")
 
 
-@pytest.mark.parametrize("dump", sorted((REAL / "kraft-3.6-single-broker/dumps").glob("__consumer_offsets-*.dump.txt")),
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "dump", sorted((REAL / "kraft-3.6-single-broker/dumps").glob("__consumer_offsets-*.dump.txt")), ids=lambda p: p.name
+)
 def test_single_broker_sample_matches_dump_log(dump):
     part = dump.name.split(".")[0]
     seg = REAL / "kraft-3.6-single-broker/data" / part / "00000000000000000000.log"
@@ -109,8 +113,9 @@ def _decode_dir(root):
 
 
 def _versions(rows):
-    return Counter((r["record_type"], r["value_version"]) for r in rows
-                   if r["kind"] == "record" and not r["is_tombstone"])
+    return Counter(
+        (r["record_type"], r["value_version"]) for r in rows if r["kind"] == "record" and not r["is_tombstone"]
+    )
 
 
 def test_zk_broker_sample_has_993_v3_commits():

@@ -1,4 +1,5 @@
 """The shared scenario's ground_truth.json, row by row: Kafka's own Java consumer decides."""
+
 import json
 
 import pytest
@@ -12,14 +13,20 @@ TRUTH = json.loads((SCENARIO / "ground_truth.json").read_text())
 def tables(spark, scenario_latest):
     result, out = scenario_latest
     findings = [r.asDict() for r in spark.read.parquet(str(out / "findings")).collect()]
-    committed = {(r["group_id"], r["topic"], r["partition"]): r.asDict()
-                 for r in spark.read.parquet(str(out / "committed_offsets")).collect()}
+    committed = {
+        (r["group_id"], r["topic"], r["partition"]): r.asDict()
+        for r in spark.read.parquet(str(out / "committed_offsets")).collect()
+    }
     return result, findings, committed
 
 
 def _findings_for(findings, row, name=None):
-    return [f for f in findings if (f["group_id"], f["topic"], f["partition"]) == (row["group"], row["topic"], row["partition"])
-            and (name is None or f["finding"] == name)]
+    return [
+        f
+        for f in findings
+        if (f["group_id"], f["topic"], f["partition"]) == (row["group"], row["topic"], row["partition"])
+        and (name is None or f["finding"] == name)
+    ]
 
 
 @pytest.mark.parametrize("row", TRUTH, ids=[f"{r['group']}:{r['topic']}-{r['partition']}" for r in TRUTH])
@@ -56,8 +63,11 @@ def test_matches_java_consumer_verdict(tables, row):
         assert c["verdict"] in ("OK", "EPOCH_UNVERIFIABLE", "BEHIND_METADATA_EPOCH", "OFFSET_REWIND")
 
 
-@pytest.mark.parametrize("row", [r for r in TRUTH if r.get("offsets_for_leader_epoch_response")],
-                         ids=lambda r: f"{r['group']}:{r['topic']}-{r['partition']}")
+@pytest.mark.parametrize(
+    "row",
+    [r for r in TRUTH if r.get("offsets_for_leader_epoch_response")],
+    ids=lambda r: f"{r['group']}:{r['topic']}-{r['partition']}",
+)
 def test_epoch_end_offset_equals_leader_answer(tables, row):
     """Every finding row carries the end offset the real leader answered for the committed epoch."""
     _result, findings, _committed = tables
@@ -68,8 +78,16 @@ def test_epoch_end_offset_equals_leader_answer(tables, row):
 
 def test_exact_truncation_and_out_of_range_sets(tables):
     _result, findings, committed = tables
-    got = {(f["group_id"], f["topic"], f["partition"], f["divergence_offset"]) for f in findings if f["finding"] == "LOG_TRUNCATION"}
-    want = {(r["group"], r["topic"], r["partition"], r["divergent_offset"]) for r in TRUTH if r["java_consumer_verdict"] == "LogTruncationException"}
+    got = {
+        (f["group_id"], f["topic"], f["partition"], f["divergence_offset"])
+        for f in findings
+        if f["finding"] == "LOG_TRUNCATION"
+    }
+    want = {
+        (r["group"], r["topic"], r["partition"], r["divergent_offset"])
+        for r in TRUTH
+        if r["java_consumer_verdict"] == "LogTruncationException"
+    }
     assert got == want
     assert ("dev-settlement", "dev.payments", 0, 60) in got and ("dev-settlement", "dev.payments", 1, 50) in got
     assert len(committed) == sum(1 for r in TRUTH if r["committed_offset"] is not None)
@@ -102,6 +120,7 @@ def test_truncation_causes_follow_the_story(tables):
     dev.payments partitions in epoch 2, before T12 (07:15:07) moved them back; dev-inventory-sync's 78@0 on
     dev.inventory-2 is a stale client epoch (no data lost)."""
     from datetime import datetime
+
     _result, findings, _committed = tables
     trunc = {(f["group_id"], f["topic"], f["partition"]): f for f in findings if f["finding"] == "LOG_TRUNCATION"}
     for p in (0, 1):
@@ -109,8 +128,12 @@ def test_truncation_causes_follow_the_story(tables):
         assert (f["cause"], f["cause_leader_epoch"], f["cause_leader"]) == ("unclean_election", 2, 2)
         assert datetime(2026, 11, 22, 7, 14, 51) <= f["cause_time"] < datetime(2026, 11, 22, 7, 15, 7)
     f = trunc[("dev-inventory-sync", "dev.inventory", 2)]
-    assert (f["cause"], f["cause_leader_epoch"], f["cause_leader"], f["cause_time"]) == \
-        ("stale_client_epoch", None, None, None)
+    assert (f["cause"], f["cause_leader_epoch"], f["cause_leader"], f["cause_time"]) == (
+        "stale_client_epoch",
+        None,
+        None,
+        None,
+    )
     assert {f["cause"] for f in findings if f["finding"] != "LOG_TRUNCATION"} == {None}
 
 
@@ -147,13 +170,13 @@ def test_small_input_settings_change_no_result(spark, tmp_path, monkeypatch, sce
     every table the judge writes is the same; the session's settings are as before."""
     import audit.spark as koa_spark
     from audit.pipeline import AuditConfig, run
+
     monkeypatch.setattr(koa_spark, "SMALL_INPUT_BYTES", 0)
     monkeypatch.setattr(koa_spark, "SMALL_TABLE_ROWS", 0)
     before = {k: spark.conf.get(k, None) for k in koa_spark.SMALL_INPUT_CONF}
     _, tuned_out = scenario_latest if mode == "latest" else scenario_history
     out = tmp_path / "untuned"
-    run(AuditConfig(log_dirs=[str(SCENARIO / "brokers")], output=str(out), quiet=True, reports=False, mode=mode),
-        spark)
+    run(AuditConfig(log_dirs=[str(SCENARIO / "brokers")], output=str(out), quiet=True, reports=False, mode=mode), spark)
     assert {k: spark.conf.get(k, None) for k in koa_spark.SMALL_INPUT_CONF} == before
     for table in ("findings", "committed_offsets", "bounds", "epochs"):
         a = spark.read.parquet(str(tuned_out / table))

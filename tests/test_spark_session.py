@@ -1,11 +1,18 @@
 """When the embedded driver JVM gets the quick-start JIT options, and the settings of a small audit."""
+
 import os
 import subprocess
 import sys
 
 import audit.spark
-from audit.spark import (WORKER_SITE, METASPACE_JAVA_OPTION, QUICK_START_JAVA_OPTIONS, driver_java_options, heap_java_options,
-                         quick_start_java_options)
+from audit.spark import (
+    WORKER_SITE,
+    METASPACE_JAVA_OPTION,
+    QUICK_START_JAVA_OPTIONS,
+    driver_java_options,
+    heap_java_options,
+    quick_start_java_options,
+)
 
 
 def test_latest_mode_local_driver_gets_quick_start(monkeypatch):
@@ -88,6 +95,7 @@ def test_environment_overrides(monkeypatch):
 def test_small_input_settings_are_set_and_restored(spark):
     """tuned_for_input: SMALL_INPUT_CONF inside, the session's own values after; an unknown size decides later."""
     from audit.spark import SMALL_INPUT_BYTES, SMALL_TABLE_ROWS, SMALL_INPUT_CONF, tuned_for_input
+
     original = spark.conf.get("spark.sql.shuffle.partitions")
     spark.conf.set("spark.sql.shuffle.partitions", "3")
     spark.conf.unset("spark.sql.codegen.factoryMode")
@@ -117,6 +125,7 @@ def test_small_input_tables_are_read_in_one_task(spark, tmp_path):
     one slice per core for a small input, four otherwise."""
     from audit.sources.logdirs import _binary
     from audit.spark import SMALL_INPUT_BYTES, compact, small_settings, tuned_for_input
+
     table = spark.range(0, 40, numPartitions=8).localCheckpoint()
     uris = [(tmp_path / f"f{i}").as_uri() for i in range(20)]
     cores = spark.sparkContext.defaultParallelism
@@ -142,6 +151,7 @@ def test_balanced_slices_deal_the_largest_first_to_the_lightest_slice():
     """balanced_slices: every index once, no empty slice, the heaviest slice first, and the heaviest within
     LPT's bound: slices of equal counts (here 34, 18 and 6 bytes) fail it."""
     from audit.sources.logdirs import balanced_slices
+
     sizes = [10, 9, 8, 7, 6, 5, 4, 3, 2, 1]
     groups = balanced_slices(sizes, 3)
     assert sorted(i for g in groups for i in g) == list(range(10))
@@ -156,6 +166,7 @@ def test_binary_paths_with_sizes_make_one_partition_per_balanced_slice(spark, tm
     """_binary with sizes: one partition per balanced slice, heaviest first, every path once; without sizes
     the paths keep their order."""
     from audit.sources.logdirs import _binary, balanced_slices
+
     uris = [(tmp_path / f"f{i}").as_uri() for i in range(50)]
     sizes = [(i * 37) % 23 + 15 for i in range(50)]
     parts = _binary(spark, uris, sizes).rdd.glom().collect()
@@ -176,6 +187,7 @@ def test_large_input_reads_partition_state_with_small_table_settings(spark, monk
     from audit.sources import logdirs
     from audit.spark import SMALL_TABLE_ROWS, small_settings, small_tables
     from tests.paths import SCENARIO
+
     seen = {}
     bounds, binary = logdirs._bounds, logdirs._binary
 
@@ -184,13 +196,22 @@ def test_large_input_reads_partition_state_with_small_table_settings(spark, monk
         return bounds(*a)
 
     def spy_binary(sp, uris, sizes=None):
-        seen.setdefault("binary", []).append((any("__consumer_offsets" in u and u.endswith(".log") for u in uris),
-                                              small_settings(sp)))
+        seen.setdefault("binary", []).append(
+            (any("__consumer_offsets" in u and u.endswith(".log") for u in uris), small_settings(sp))
+        )
         return binary(sp, uris, sizes)
+
     monkeypatch.setattr(logdirs, "_bounds", spy_bounds)
     monkeypatch.setattr(logdirs, "_binary", spy_binary)
-    before = {k: spark.conf.get(k, None) for k in ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions",
-                                                   "spark.sql.codegen.factoryMode", "spark.koa.smallInput")}
+    before = {
+        k: spark.conf.get(k, None)
+        for k in (
+            "spark.sql.adaptive.enabled",
+            "spark.sql.shuffle.partitions",
+            "spark.sql.codegen.factoryMode",
+            "spark.koa.smallInput",
+        )
+    }
     assert not small_settings(spark)
     src = logdirs.read_log_dirs(spark, sorted(glob.glob(str(SCENARIO / "brokers" / "*"))), reduce_latest=True)
     assert seen["bounds"] == ("false", "1")
@@ -213,6 +234,7 @@ def test_in_parallel_keeps_order_local_properties_and_errors(spark):
     import pytest
 
     from audit.spark import in_parallel
+
     sc = spark.sparkContext
     sc.setLocalProperty("spark.scheduler.pool", "koa-test-pool")
     try:
@@ -221,11 +243,14 @@ def test_in_parallel_keeps_order_local_properties_and_errors(spark):
             got = in_parallel(lambda: sc.getLocalProperty("spark.scheduler.pool"), lambda: spark.range(5).count())
         assert got == ["koa-test-pool", 5]
         # nested, as the reports run theirs inside a thread of the pipeline's
-        assert in_parallel(lambda: in_parallel(lambda: sc.getLocalProperty("spark.scheduler.pool"))) == [["koa-test-pool"]]
+        assert in_parallel(lambda: in_parallel(lambda: sc.getLocalProperty("spark.scheduler.pool"))) == [
+            ["koa-test-pool"]
+        ]
         ran = []
 
         def fails():
             raise ValueError("boom")
+
         with pytest.raises(ValueError, match="boom"):
             in_parallel(fails, lambda: ran.append(spark.range(2).count()))
         assert ran == [2]
@@ -235,6 +260,7 @@ def test_in_parallel_keeps_order_local_properties_and_errors(spark):
 
 def _zip_with(path, files: dict) -> str:
     import zipfile
+
     with zipfile.ZipFile(path, "w") as z:
         for name, text in files.items():
             z.writestr(name, text)
@@ -246,6 +272,7 @@ def _worker_site_module():
     import importlib.util
 
     from audit.spark import WORKER_SITE
+
     spec = importlib.util.spec_from_file_location("koa_worker_site", os.path.join(WORKER_SITE, "sitecustomize.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -261,9 +288,9 @@ def test_worker_site_moves_a_zip_only_when_the_same_version_is_installed(tmp_pat
     other = _zip_with(tmp_path / "other.zip", {"pyspark/version.py": '__version__: str = "3.0.0"\n'})
     unrelated = _zip_with(tmp_path / "unrelated.zip", {"something/__init__.py": ""})
     assert prefer_installed([same, "x", site]) == ["x", site, same]
-    assert prefer_installed([other, "x", site]) == [other, "x", site]        # another version: the zip's stays
+    assert prefer_installed([other, "x", site]) == [other, "x", site]  # another version: the zip's stays
     assert prefer_installed([unrelated, site]) == [unrelated, site]
-    assert prefer_installed([same, "x"]) == [same, "x"]                    # not installed elsewhere
+    assert prefer_installed([same, "x"]) == [same, "x"]  # not installed elsewhere
 
 
 def test_python_workers_import_pyspark_from_the_installed_copy(spark):
@@ -277,12 +304,15 @@ def test_python_workers_import_pyspark_from_the_installed_copy(spark):
 
         import pyspark
         import pyspark.worker
+
         for _ in batches:
-            yield pa.RecordBatch.from_pydict({"f": [pyspark.worker.__file__], "zip_on_path": [
-                any(p.endswith("pyspark.zip") for p in sys.path)]})
+            yield pa.RecordBatch.from_pydict(
+                {"f": [pyspark.worker.__file__], "zip_on_path": [any(p.endswith("pyspark.zip") for p in sys.path)]}
+            )
+
     rows = spark.range(2, numPartitions=2).mapInArrow(where, "f string, zip_on_path boolean").collect()
     assert rows and all(".zip" not in r.f and r.f.endswith(".py") for r in rows)
-    assert all(r.zip_on_path for r in rows)   # Spark's zip is still there, after the installed copy
+    assert all(r.zip_on_path for r in rows)  # Spark's zip is still there, after the installed copy
 
 
 def test_worker_site_runs_at_start_up_and_chains_to_the_next_sitecustomize(tmp_path):
@@ -290,24 +320,32 @@ def test_worker_site_runs_at_start_up_and_chains_to_the_next_sitecustomize(tmp_p
     (the zip, same version, moves last) and still runs the sitecustomize WORKER_SITE shadows; a zip of another
     version stays first."""
     import pyspark
+
     other = tmp_path / "other"
     other.mkdir()
     (other / "sitecustomize.py").write_text("import sys\nsys.koa_chained = True\n")
-    probe = ("import sys, pyspark; print(pyspark.__file__); print(getattr(sys, 'koa_chained', False)); "
-             "print([p for p in sys.path if p.endswith('.zip')][-1] == sys.path[-1])")
+    probe = (
+        "import sys, pyspark; print(pyspark.__file__); print(getattr(sys, 'koa_chained', False)); "
+        "print([p for p in sys.path if p.endswith('.zip')][-1] == sys.path[-1])"
+    )
 
     def run(version):
         z = tmp_path / version / "pyspark.zip"
         z.parent.mkdir()
-        _zip_with(z, {"pyspark/version.py": f'__version__: str = "{version}"\n',
-                      "pyspark/__init__.py": "__file__ = 'from the zip'\n"})
+        _zip_with(
+            z,
+            {
+                "pyspark/version.py": f'__version__: str = "{version}"\n',
+                "pyspark/__init__.py": "__file__ = 'from the zip'\n",
+            },
+        )
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(z), WORKER_SITE, str(other)]))
         out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
         return out.stdout.split()
 
     installed, chained, zip_last = run(pyspark.__version__)
     assert installed == pyspark.__file__ and chained == "True" and zip_last == "True"
-    assert run("3.0.0")[:2] == ["from", "the"]   # another version: Spark's zip stays first
+    assert run("3.0.0")[:2] == ["from", "the"]  # another version: Spark's zip stays first
 
 
 def test_worker_site_is_on_pythonpath_only_while_the_jvm_starts(monkeypatch):
@@ -339,16 +377,19 @@ def test_python_data_source_planners_import_pyspark_from_the_installed_copy(spar
 
         def partitions(self):
             import pyspark
+
             return [InputPartition(pyspark.__file__)]
 
         def read(self, partition):
             import pyspark
+
             yield (self.created, partition.value, pyspark.__file__)
 
     class Probe(DataSource):
         def __init__(self, options):
             super().__init__(options)
             import pyspark
+
             self.created = pyspark.__file__
 
         @classmethod
@@ -373,6 +414,7 @@ def test_parse_ahead_parses_every_query_of_sql_and_swallows_parser_errors():
     from importlib import resources
 
     from audit.judge import parse_ahead
+
     seen = []
 
     class Parser:
@@ -402,6 +444,7 @@ def test_parse_ahead_parses_every_query_of_sql_and_swallows_parser_errors():
         for placeholder, value in PARSE_DEFAULTS.items():
             text = text.replace(placeholder, value)
         return text
+
     assert sorted(seen) == sorted(filled(f.read_text()) for f in files)
     assert not any(p in s for s in seen for p in ["{judge_all}", *PARSE_DEFAULTS])
     t = parse_ahead(Fake(fail=True))
@@ -415,12 +458,17 @@ def test_dataframe_debugging_off_unless_the_user_set_it(spark, monkeypatch):
     from pyspark.sql import functions as F
 
     from audit.spark import DATAFRAME_DEBUGGING_CONF, _user_set
+
     assert spark.conf.get(DATAFRAME_DEBUGGING_CONF) == "false"
     import py4j.clientserver as cs
+
     calls = []
     real = cs.ClientServerConnection.send_command
-    monkeypatch.setattr(cs.ClientServerConnection, "send_command",
-                        lambda self, command: calls.append(command[:1]) or real(self, command))
+    monkeypatch.setattr(
+        cs.ClientServerConnection,
+        "send_command",
+        lambda self, command: calls.append(command[:1]) or real(self, command),
+    )
     (F.col("a") + F.lit(1)).alias("b")
     monkeypatch.undo()
     # col, lit, plus, alias and their lookups: 13 calls; with the query context on (a session built without the
@@ -438,13 +486,16 @@ def test_python_workers_decoders_do_not_import_kafka_python():
     clients: about 0.15 s per worker) unloaded until a snappy batch needs its codec."""
     import subprocess
     import sys
-    code = ("import sys, audit.sources.logdirs, audit.formats.record_batch as rb, audit.formats.offsets, "
-            "audit.formats.latest, audit.formats.metadata_log\n"
-            "assert 'kafka' not in sys.modules, 'kafka imported'\n"
-            "import snappy\n"
-            "framed = b'\\x82SNAPPY\\x00' + b'\\x00\\x00\\x00\\x01\\x00\\x00\\x00\\x01' + len(c := snappy.compress(b'abc'))"
-            ".to_bytes(4, 'big') + c\n"
-            "assert bytes(rb.decompress(2, framed)) == b'abc'\n"
-            "assert 'kafka' in sys.modules\n")
+
+    code = (
+        "import sys, audit.sources.logdirs, audit.formats.record_batch as rb, audit.formats.offsets, "
+        "audit.formats.latest, audit.formats.metadata_log\n"
+        "assert 'kafka' not in sys.modules, 'kafka imported'\n"
+        "import snappy\n"
+        "framed = b'\\x82SNAPPY\\x00' + b'\\x00\\x00\\x00\\x01\\x00\\x00\\x00\\x01' + len(c := snappy.compress(b'abc'))"
+        ".to_bytes(4, 'big') + c\n"
+        "assert bytes(rb.decompress(2, framed)) == b'abc'\n"
+        "assert 'kafka' in sys.modules\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -1,5 +1,6 @@
 """spark-submit jobs/audit_offsets.py on real executor JVMs (local-cluster): nothing may depend
 on driver-local state, and the result must equal the embedded run's."""
+
 import json
 import os
 import shutil
@@ -18,10 +19,25 @@ def test_spark_submit_on_local_cluster_matches_ground_truth(tmp_path):
     scratch.mkdir()
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, TMPDIR=str(scratch))
     proc = subprocess.run(
-        [submit, "--master", "local-cluster[2,1,1024]", "--conf", "spark.ui.enabled=false",
-         str(REPO / "jobs/audit_offsets.py"), "--log-dirs", str(SCENARIO / "brokers"),
-         "--output", str(out), "--fail-on", "critical"],
-        capture_output=True, text=True, env=env, timeout=900)
+        [
+            submit,
+            "--master",
+            "local-cluster[2,1,1024]",
+            "--conf",
+            "spark.ui.enabled=false",
+            str(REPO / "jobs/audit_offsets.py"),
+            "--log-dirs",
+            str(SCENARIO / "brokers"),
+            "--output",
+            str(out),
+            "--fail-on",
+            "critical",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert proc.returncode == 1, proc.stderr[-3000:]  # critical findings exist
     assert "LOG_TRUNCATION" in proc.stdout
     summary = json.loads((out / "summary.json").read_text())

@@ -8,6 +8,7 @@ checks: exit status 3 (not 1, "findings", nor 2, "usage"); ``findings/``, ``comm
 ``failed_stage{stage}`` (unless the metrics stage is the one failing); the other reports still written.
 A failure before the tables (the judge) leaves the previous output untouched, exit 3, one line naming the stage.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,15 +41,34 @@ STAGES = {  # stage -> (module, attribute) to make raise
 @pytest.fixture(scope="module")
 def clean_findings(spark, tmp_path_factory):
     out = tmp_path_factory.mktemp("clean") / "out"
-    assert main(["audit", "--log-dirs", str(SCENARIO / "brokers"), "--output", str(out), "--quiet",
-                 "--fail-on", "never", "--skip-reports"]) == 0
-    return sorted(tuple(r) for r in spark.read.parquet(str(out / "findings"))
-                  .select("group_id", "topic", "partition", "finding", "severity").collect())
+    assert (
+        main(
+            [
+                "audit",
+                "--log-dirs",
+                str(SCENARIO / "brokers"),
+                "--output",
+                str(out),
+                "--quiet",
+                "--fail-on",
+                "never",
+                "--skip-reports",
+            ]
+        )
+        == 0
+    )
+    return sorted(
+        tuple(r)
+        for r in spark.read.parquet(str(out / "findings"))
+        .select("group_id", "topic", "partition", "finding", "severity")
+        .collect()
+    )
 
 
 @pytest.mark.parametrize("stage", list(STAGES))
 def test_a_failed_stage_keeps_the_tables_and_exits_3(stage, spark, tmp_path, monkeypatch, capsys, clean_findings):
     import importlib
+
     module, attr = STAGES[stage]
     monkeypatch.setattr(importlib.import_module(module), attr, _boom)
     out = tmp_path / "out"
@@ -62,8 +82,12 @@ def test_a_failed_stage_keeps_the_tables_and_exits_3(stage, spark, tmp_path, mon
     assert f"internal error in stage(s) {stage}" in err and "Boom: injected failure" in err, err
     for table in ("findings", "committed_offsets", "epochs", "bounds"):
         assert (out / table).is_dir(), table
-    findings = sorted(tuple(r) for r in spark.read.parquet(str(out / "findings"))
-                      .select("group_id", "topic", "partition", "finding", "severity").collect())
+    findings = sorted(
+        tuple(r)
+        for r in spark.read.parquet(str(out / "findings"))
+        .select("group_id", "topic", "partition", "finding", "severity")
+        .collect()
+    )
     assert findings == clean_findings
     summary = json.loads((out / "summary.json").read_text())
     assert summary["exit_status"] == 3
@@ -88,9 +112,19 @@ def test_a_failed_stage_keeps_the_tables_and_exits_3(stage, spark, tmp_path, mon
 
 def test_a_failure_before_the_tables_leaves_the_previous_output_and_exits_3(spark, tmp_path, monkeypatch, capsys):
     import audit.pipeline
+
     out = tmp_path / "out"
-    args = ["audit", "--log-dirs", str(SCENARIO / "brokers"), "--output", str(out), "--fail-on", "never",
-            "--skip-reports", "--quiet"]
+    args = [
+        "audit",
+        "--log-dirs",
+        str(SCENARIO / "brokers"),
+        "--output",
+        str(out),
+        "--fail-on",
+        "never",
+        "--skip-reports",
+        "--quiet",
+    ]
     assert main(args) == 0
     before = (out / "summary.json").read_text()
     monkeypatch.setattr(audit.pipeline, "judge", _boom)

@@ -1,4 +1,5 @@
 """Log end offsets from a segment's last batches, found through its .index (LogSegment.readNextOffset)."""
+
 import struct
 
 import crc32c
@@ -16,8 +17,16 @@ BASE = 1000  # segment base offset of the synthetic segment
 
 def _batch(base: int, n: int) -> bytes:
     from kafka.record.default_records import DefaultRecordBatchBuilder
-    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
-                                  producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+
+    b = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 20,
+    )
     for i in range(n):
         b.append(i, timestamp=1_700_000_000_000, key=b"k%d" % i, value=b"v" * 40, headers=[])
     buf = bytearray(b.build())
@@ -70,9 +79,12 @@ def test_preallocated_index_is_searched_past_its_zero_padding():
 @pytest.mark.parametrize("case", ["missing", "empty", "other_segment", "beyond_file"])
 def test_an_index_that_does_not_fit_the_segment_means_a_full_scan(case):
     seg = _segment()
-    idx = {"missing": None, "empty": b"",
-           "other_segment": _index(seg, base=BASE - 500),  # offsets that are not where it points
-           "beyond_file": _index(_segment(600))}[case]     # a longer segment's index: newest entries past the end
+    idx = {
+        "missing": None,
+        "empty": b"",
+        "other_segment": _index(seg, base=BASE - 500),  # offsets that are not where it points
+        "beyond_file": _index(_segment(600)),
+    }[case]  # a longer segment's index: newest entries past the end
     start = index_start(seg, idx, BASE)
     if case == "beyond_file":
         # every entry past the end is skipped; an older entry that still fits may be used

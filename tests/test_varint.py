@@ -1,5 +1,6 @@
 """``audit.formats.record_batch.read_varint`` against kafka-python's own varint codec
 (``kafka.record.util``, which follows ``ByteUtils.readVarint/readVarlong``)."""
+
 import numpy as np
 import pytest
 from kafka.record.util import decode_varint, encode_varint
@@ -33,14 +34,14 @@ def test_every_width_decodes_as_kafka_python_does(max_bytes):
 
 
 def test_a_varint_cut_by_the_buffer_end_or_too_long_is_not_ok():
-    data, _ = _encode([300])                    # two bytes: 0xd8 0x04
+    data, _ = _encode([300])  # two bytes: 0xd8 0x04
     got, size, ok = read_varint(data[:1], np.array([0]), 5)
-    assert not ok[0]                            # its second byte is past the end
+    assert not ok[0]  # its second byte is past the end
     got, size, ok = read_varint(data, np.array([0, 1, 2]), 5)
-    assert ok.tolist() == [True, True, False]   # position 2 is past the end
+    assert ok.tolist() == [True, True, False]  # position 2 is past the end
     assert got[:2].tolist() == [300, 2]
     six = np.array([0xFF] * 5 + [0x01], dtype=np.uint8)
-    assert not read_varint(six, np.array([0]), 5)[2][0]   # a varint takes at most 5 bytes
+    assert not read_varint(six, np.array([0]), 5)[2][0]  # a varint takes at most 5 bytes
     assert read_varint(six, np.array([0]), 10)[2][0]
 
 
@@ -60,6 +61,7 @@ def test_short_record_heads_read_as_one_varint_at_a_time():
     one- and two-byte offset deltas and key lengths mixed; a longer varint anywhere, or a head too near the
     end of the buffer, hands the whole set back to read_varint (None)."""
     from audit.formats.record_batch import _short_heads
+
     rng = np.random.default_rng(3)
     n = 2000
     ts = rng.integers(-64, 64, n)
@@ -74,7 +76,10 @@ def test_short_record_heads_read_as_one_varint_at_a_time():
     for a, b in zip(got, (t, o, k, pos + s1 + s2 + s3)):
         np.testing.assert_array_equal(a, b)
     assert (got[0] == ts).all() and (got[1] == off).all() and (got[2] == klen).all()
-    for bad in ((ts, off, np.append(klen[:-1], 8192)), (np.append(ts[:-1], 64), off, klen),
-                (ts, np.append(off[:-1], -8193), klen)):
+    for bad in (
+        (ts, off, np.append(klen[:-1], 8192)),
+        (np.append(ts[:-1], 64), off, klen),
+        (ts, np.append(off[:-1], -8193), klen),
+    ):
         assert _short_heads(*_heads(*bad)) is None
     assert _short_heads(data, np.append(pos, len(data) - 4)) is None

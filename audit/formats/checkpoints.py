@@ -5,6 +5,7 @@ Follows Kafka's ``CheckpointFile`` / ``LeaderEpochCheckpointFile`` /
 and ``MetaProperties`` (``meta.properties``).  Pure functions; the Spark readers parse the
 same formats with SQL in :mod:`audit.sources.logdirs`.
 """
+
 from __future__ import annotations
 
 import re
@@ -18,8 +19,12 @@ SEGMENT_FILE = re.compile(r"^(?P<base>\d{20})\.log$")
 #: KRaft snapshot files in ``__cluster_metadata-0``: ``<end offset>-<epoch>.checkpoint``.
 SNAPSHOT_FILE = re.compile(r"^(?P<end>\d{20})-(?P<epoch>\d{10})\.checkpoint$")
 #: Root checkpoint files of a log dir.
-ROOT_CHECKPOINTS = ("replication-offset-checkpoint", "log-start-offset-checkpoint",
-                    "recovery-point-offset-checkpoint", "cleaner-offset-checkpoint")
+ROOT_CHECKPOINTS = (
+    "replication-offset-checkpoint",
+    "log-start-offset-checkpoint",
+    "recovery-point-offset-checkpoint",
+    "cleaner-offset-checkpoint",
+)
 
 
 class CheckpointError(ValueError):
@@ -139,7 +144,7 @@ def broker_id_of(props: dict[str, str]) -> int | None:
             if not _JAVA_INT.fullmatch(v):
                 return None
             digits = v.lstrip("+-")
-            significant = digits[next((i for i, c in enumerate(digits) if unicodedata.digit(c) != 0), len(digits)):]
+            significant = digits[next((i for i, c in enumerate(digits) if unicodedata.digit(c) != 0), len(digits)) :]
             if len(significant) > 10:  # not an int32, and no int() of thousands of digits (Python refuses those)
                 return None
             n = int(significant or "0") * (-1 if v.startswith("-") else 1)
@@ -178,6 +183,7 @@ def parse_partition_metadata(text: str) -> tuple[str | None, str | None]:
     """
     import base64
     import binascii
+
     fields = {}
     for line in text.splitlines():
         if line.strip():

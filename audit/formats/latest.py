@@ -20,6 +20,7 @@ commit (see :func:`audit.commits.live_commits`), so they do not matter here.  Ke
 so record types 0 and 1 of one group-partition are one key, as in
 ``GroupMetadataManager.readMessageKey``), never by hash alone.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,8 +34,9 @@ MAX_KEY_BYTES = 1024
 _MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
 
 
-def group_equal_bytes(data: np.ndarray, start: np.ndarray, length: np.ndarray,
-                      max_bytes: int = MAX_KEY_BYTES) -> np.ndarray:
+def group_equal_bytes(
+    data: np.ndarray, start: np.ndarray, length: np.ndarray, max_bytes: int = MAX_KEY_BYTES
+) -> np.ndarray:
     """Id per row such that two rows share an id iff their byte ranges are equal.
 
     ``data`` uint8 buffer, ``start``/``length`` int64 arrays.  Rows with ``length`` < 0 or
@@ -52,7 +54,7 @@ def group_equal_bytes(data: np.ndarray, start: np.ndarray, length: np.ndarray,
     bounds = np.concatenate([[0], np.cumsum(np.bincount(lengths))])
     first_id = 0
     for n in np.flatnonzero(np.diff(bounds)).tolist():  # the lengths present
-        rows = order[bounds[n]:bounds[n + 1]]
+        rows = order[bounds[n] : bounds[n + 1]]
         cls = _group_equal_length(data, start[rows].astype(np.int64), n)
         ids[rows] = cls + first_id
         first_id += int(cls.max()) + 1  # dense: arrays indexed by id stay as long as the distinct keys
@@ -77,12 +79,13 @@ def _group_equal_length(data: np.ndarray, s: np.ndarray, n: int) -> np.ndarray:
     """
     import pyarrow as pa
     import pyarrow.compute as pc
+
     m = len(s)
     if n == 0:
         return np.zeros(m, dtype=np.int64)
     width = (n + 7) // 8
     keys = _word_rows(data, width)
-    late = s >= len(keys)                         # too near the buffer's end for whole words
+    late = s >= len(keys)  # too near the buffer's end for whole words
     out = np.empty((m, width), dtype=np.uint64)
     if not late.any():
         out[:] = keys[s]
@@ -101,6 +104,7 @@ def _word_rows(data: np.ndarray, width: int) -> np.ndarray:
     """A view of the uint8 array ``data`` whose row *i* is the ``width`` little-endian uint64 words at bytes
     *i*, *i* + 8, ... (one gather of rows reads many keys); rows only where all those words fit."""
     from numpy.lib.stride_tricks import as_strided
+
     words = overlapping_view(data, "<u8")
     return as_strided(words, shape=(max(len(words) - 8 * (width - 1), 0), width), strides=(words.strides[0], 8))
 
@@ -123,9 +127,15 @@ class LatestSummary:
     counts: list[tuple[int, int, bool, int]]
 
 
-def summarise_latest(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarray, num: dict,
-                     is_transactional: np.ndarray, is_control: np.ndarray,
-                     full_key_ids: np.ndarray | None = None) -> LatestSummary:
+def summarise_latest(
+    data: np.ndarray,
+    key_start: np.ndarray,
+    key_len: np.ndarray,
+    num: dict,
+    is_transactional: np.ndarray,
+    is_control: np.ndarray,
+    full_key_ids: np.ndarray | None = None,
+) -> LatestSummary:
     """Latest-mode summary of one segment's records (see the module docstring).
 
     ``num`` is :func:`audit.formats.offsets.decode_offsets_numeric` output for the same
@@ -136,7 +146,7 @@ def summarise_latest(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarra
     """
     n = len(key_start)
     rtype, tomb, decoded = num["record_type"], num["is_tombstone"], num["decoded"]
-    commit = ~is_control & decoded & num["topic_ok"]            # record types 0/1 with a whole key
+    commit = ~is_control & decoded & num["topic_ok"]  # record types 0/1 with a whole key
 
     key_ids = np.full(n, -1, dtype=np.int64)
     rows = np.nonzero(commit)[0]
@@ -188,6 +198,7 @@ def summarise_latest(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarra
     # record_type, value_version (-1..32767) and tombstone packed into one int for counting
     combo = (rtype[r].astype(np.int64) << 20) | ((num["value_version"][r].astype(np.int64) + 1) << 1) | t
     import pandas as pd
+
     codes, uniq = pd.factorize(combo)  # a hash table: a few distinct values, no sort of every record
     cnt = np.bincount(codes, minlength=len(uniq))
     order = np.argsort(uniq)

@@ -196,8 +196,8 @@ class _Reader:
         p = self.pos
         if p + n > self.end:
             raise MetadataDecodeError(
-                f"{self.what}: truncated reading {field} at byte {p} "
-                f"(need {n}, have {self.end - p})")
+                f"{self.what}: truncated reading {field} at byte {p} (need {n}, have {self.end - p})"
+            )
         self.pos = p + n
         return p
 
@@ -207,8 +207,7 @@ class _Reader:
         buf = self.buf
         while True:
             if self.pos >= self.end:
-                raise MetadataDecodeError(
-                    f"{self.what}: truncated unsigned varint for {field} at byte {self.pos}")
+                raise MetadataDecodeError(f"{self.what}: truncated unsigned varint for {field} at byte {self.pos}")
             b = buf[self.pos]
             self.pos += 1
             result |= (b & 0x7F) << shift
@@ -216,8 +215,7 @@ class _Reader:
                 return result
             shift += 7
             if shift > 28:  # Kafka's readUnsignedVarint accepts at most 5 bytes
-                raise MetadataDecodeError(
-                    f"{self.what}: unsigned varint for {field} is longer than 5 bytes")
+                raise MetadataDecodeError(f"{self.what}: unsigned varint for {field} is longer than 5 bytes")
 
     def int8(self, field: str) -> int:
         return _INT8.unpack_from(self.buf, self._need(1, field))[0]
@@ -239,7 +237,7 @@ class _Reader:
 
     def uuid(self, field: str) -> str:
         p = self._need(16, field)
-        return uuid_to_str(bytes(self.buf[p:p + 16]))
+        return uuid_to_str(bytes(self.buf[p : p + 16]))
 
     def compact_string(self, field: str, nullable: bool = False):
         n = self.uvarint(field) - 1
@@ -249,7 +247,7 @@ class _Reader:
             raise MetadataDecodeError(f"{self.what}: non-nullable string {field} is null")
         p = self._need(n, field)
         try:
-            return bytes(self.buf[p:p + n]).decode("utf-8")
+            return bytes(self.buf[p : p + n]).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise MetadataDecodeError(f"{self.what}: {field} is not valid UTF-8: {exc}") from None
 
@@ -262,7 +260,8 @@ class _Reader:
         if elem_size and self.pos + n * elem_size > self.end:
             raise MetadataDecodeError(
                 f"{self.what}: truncated array {field}: {n} elements of {elem_size} bytes "
-                f"at byte {self.pos}, only {self.end - self.pos} bytes left")
+                f"at byte {self.pos}, only {self.end - self.pos} bytes left"
+            )
         return n
 
     def int32_array(self, field: str, nullable: bool = False):
@@ -298,8 +297,7 @@ class _Reader:
 
     def done(self, field: str):
         if self.pos != self.end:
-            raise MetadataDecodeError(
-                f"{self.what}: {self.end - self.pos} unexpected byte(s) after {field}")
+            raise MetadataDecodeError(f"{self.what}: {self.end - self.pos} unexpected byte(s) after {field}")
 
 
 def _empty_row(api_key: int, version: int, record_type: str) -> dict:
@@ -311,6 +309,7 @@ def _empty_row(api_key: int, version: int, record_type: str) -> dict:
 
 
 # --- per-record bodies -------------------------------------------------------
+
 
 def _read_topic(r: _Reader, version: int, row: dict):
     # TopicRecord.json
@@ -413,12 +412,14 @@ def _broker_and_epoch(id_field: str, epoch_field: str, fenced: int | None = None
     """Reader of records that start with a broker id (int32) and epoch (int64), then only tagged fields:
     FenceBrokerRecord.json / UnfenceBrokerRecord.json (Id, Epoch; ``fenced`` 1 / -1),
     UnregisterBrokerRecord.json (BrokerId, BrokerEpoch)."""
+
     def read(r: _Reader, version: int, row: dict):
         row["broker_id"] = r.int32(id_field)
         row["broker_epoch"] = r.int64(epoch_field)
         if fenced is not None:
             row["fenced"] = fenced
         r.skip_tagged_fields()
+
     return read
 
 
@@ -500,13 +501,12 @@ def decode_metadata_value(value: bytes) -> dict:
     frame_version = r.uvarint("frame version")
     if frame_version != SUPPORTED_FRAME_VERSION:
         raise MetadataDecodeError(
-            f"metadata record: unsupported frame version {frame_version} "
-            f"(only {SUPPORTED_FRAME_VERSION} exists)")
+            f"metadata record: unsupported frame version {frame_version} (only {SUPPORTED_FRAME_VERSION} exists)"
+        )
     api_key = r.uvarint("api key")
     version = r.uvarint("record version")
     if api_key > 0x7FFF or version > 0x7FFF:
-        raise MetadataDecodeError(
-            f"metadata record: api key {api_key} / version {version} out of int16 range")
+        raise MetadataDecodeError(f"metadata record: api key {api_key} / version {version} out of int16 range")
 
     known = RECORD_TYPES.get(api_key)
     if known is None:
@@ -515,8 +515,7 @@ def decode_metadata_value(value: bytes) -> dict:
     if api_key not in _BODY_READERS:
         return _empty_row(api_key, version, record_type)
     if version > max_version:
-        raise MetadataDecodeError(
-            f"{record_type}: unsupported version {version} (highest known {max_version})")
+        raise MetadataDecodeError(f"{record_type}: unsupported version {version} (highest known {max_version})")
     row = _empty_row(api_key, version, record_type)
     r.what = f"{record_type} v{version}"
     _BODY_READERS[api_key](r, version, row)

@@ -19,6 +19,7 @@ Offset-commit fields are decoded with numpy over all records of a segment; group
 metadata values (rare) are decoded per record in Python.  Nothing raises on bad bytes:
 each record gets a ``decode_error`` instead.
 """
+
 from __future__ import annotations
 
 import struct
@@ -36,25 +37,41 @@ GROUP_METADATA_TYPE = 2
 #: ``*Key.json``), for counting.  9 (ShareGroupPartitionMetadata, 3.9.x) and 18
 #: (StreamsGroupPartitionMetadata, early 4.x) are gone from 4.4.0 but may still be in a log.
 RECORD_TYPE_NAMES = {
-    0: "OffsetCommit(legacy)", 1: "OffsetCommit", 2: "GroupMetadata",
-    3: "ConsumerGroupMetadata", 4: "ConsumerGroupPartitionMetadata", 5: "ConsumerGroupMemberMetadata",
-    6: "ConsumerGroupTargetAssignmentMetadata", 7: "ConsumerGroupTargetAssignmentMember",
-    8: "ConsumerGroupCurrentMemberAssignment", 9: "ShareGroupPartitionMetadata",
-    10: "ShareGroupMemberMetadata", 11: "ShareGroupMetadata", 12: "ShareGroupTargetAssignmentMetadata",
-    13: "ShareGroupTargetAssignmentMember", 14: "ShareGroupCurrentMemberAssignment",
-    15: "ShareGroupStatePartitionMetadata", 16: "ConsumerGroupRegularExpression",
-    17: "StreamsGroupMetadata", 18: "StreamsGroupPartitionMetadata", 19: "StreamsGroupMemberMetadata",
-    20: "StreamsGroupTargetAssignmentMetadata", 21: "StreamsGroupTargetAssignmentMember",
-    22: "StreamsGroupCurrentMemberAssignment", 23: "StreamsGroupTopology",
+    0: "OffsetCommit(legacy)",
+    1: "OffsetCommit",
+    2: "GroupMetadata",
+    3: "ConsumerGroupMetadata",
+    4: "ConsumerGroupPartitionMetadata",
+    5: "ConsumerGroupMemberMetadata",
+    6: "ConsumerGroupTargetAssignmentMetadata",
+    7: "ConsumerGroupTargetAssignmentMember",
+    8: "ConsumerGroupCurrentMemberAssignment",
+    9: "ShareGroupPartitionMetadata",
+    10: "ShareGroupMemberMetadata",
+    11: "ShareGroupMetadata",
+    12: "ShareGroupTargetAssignmentMetadata",
+    13: "ShareGroupTargetAssignmentMember",
+    14: "ShareGroupCurrentMemberAssignment",
+    15: "ShareGroupStatePartitionMetadata",
+    16: "ConsumerGroupRegularExpression",
+    17: "StreamsGroupMetadata",
+    18: "StreamsGroupPartitionMetadata",
+    19: "StreamsGroupMemberMetadata",
+    20: "StreamsGroupTargetAssignmentMetadata",
+    21: "StreamsGroupTargetAssignmentMember",
+    22: "StreamsGroupCurrentMemberAssignment",
+    23: "StreamsGroupTopology",
 }
 #: Known record types that are neither offset commits nor classic group metadata: counted, not decoded.
-OTHER_GROUP_TYPES = np.array(sorted(set(RECORD_TYPE_NAMES) - {*OFFSET_COMMIT_TYPES, GROUP_METADATA_TYPE}),
-                             dtype=np.int64)
+OTHER_GROUP_TYPES = np.array(
+    sorted(set(RECORD_TYPE_NAMES) - {*OFFSET_COMMIT_TYPES, GROUP_METADATA_TYPE}), dtype=np.int64
+)
 MAX_OFFSET_COMMIT_VERSION = 4
 MAX_GROUP_METADATA_VERSION = 4
 #: ``decode_error`` values by code (0: none), for :func:`decode_offsets_numeric`
-_ERRORS = np.array([None, "malformed_key", "null_key", "unknown_record_type", "unknown_value_version",
-                    "malformed_value"], dtype=object)
+_ERRORS = np.array(
+    [None, "malformed_key", "null_key", "unknown_record_type", "unknown_value_version", "malformed_value"], dtype=object
+)
 _MALFORMED_KEY, _NULL_KEY, _UNKNOWN_RECORD_TYPE, _UNKNOWN_VALUE_VERSION, _MALFORMED_VALUE = range(1, 6)
 
 
@@ -114,7 +131,7 @@ def _gather(data: np.ndarray, start: np.ndarray, lens: np.ndarray, offsets: np.n
     n = len(lens)
     big = np.nonzero(lens > GATHER_CHUNK)[0]
     for i in big.tolist():
-        out[offsets[i]:offsets[i + 1]] = data[start[i]:start[i] + lens[i]]
+        out[offsets[i] : offsets[i + 1]] = data[start[i] : start[i] + lens[i]]
     small = lens.copy()
     small[big] = 0
     cum = np.cumsum(small)
@@ -132,8 +149,9 @@ def _gather(data: np.ndarray, start: np.ndarray, lens: np.ndarray, offsets: np.n
     return out
 
 
-def decode_offsets_kv(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarray,
-                      value_start: np.ndarray, value_len: np.ndarray) -> dict[str, pa.Array | np.ndarray]:
+def decode_offsets_kv(
+    data: np.ndarray, key_start: np.ndarray, key_len: np.ndarray, value_start: np.ndarray, value_len: np.ndarray
+) -> dict[str, pa.Array | np.ndarray]:
     """Decode ``__consumer_offsets`` keys and values located in the uint8 buffer ``data``.
 
     Inputs are per-record arrays of byte positions and lengths (-1 = null key/value).
@@ -156,8 +174,9 @@ def decode_offsets_kv(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarr
     return materialise_offsets_kv(data, decode_offsets_numeric(data, key_start, key_len, value_start, value_len))
 
 
-def materialise_offsets_kv(data: np.ndarray, num: dict[str, np.ndarray],
-                           rows: np.ndarray | None = None) -> dict[str, pa.Array | np.ndarray]:
+def materialise_offsets_kv(
+    data: np.ndarray, num: dict[str, np.ndarray], rows: np.ndarray | None = None
+) -> dict[str, pa.Array | np.ndarray]:
     """The columns of :func:`decode_offsets_kv` from :func:`decode_offsets_numeric` output,
     for the records ``rows`` only (indices into it; default all).  Strings are built here,
     so a caller that keeps few records pays for few strings."""
@@ -224,9 +243,17 @@ def _decode_keys(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarray) -
     unknown_type = has_type & ~is_commit & ~is_group & ~is_other
     code[unknown_type] = _UNKNOWN_RECORD_TYPE
     code[(is_commit & ~key_ok_commit) | ((is_group | is_other) & ~ok_g)] = _MALFORMED_KEY
-    return {"record_type": record_type, "g_start": g_start, "glen": glen, "t_start": t_start, "tlen": tlen,
-            "partition": partition, "key_ok_commit": key_ok_commit,
-            "group_ok": key_ok_commit | key_ok_group | key_ok_other, "code": code}
+    return {
+        "record_type": record_type,
+        "g_start": g_start,
+        "glen": glen,
+        "t_start": t_start,
+        "tlen": tlen,
+        "partition": partition,
+        "key_ok_commit": key_ok_commit,
+        "group_ok": key_ok_commit | key_ok_group | key_ok_other,
+        "code": code,
+    }
 
 
 def _value_codes(code: np.ndarray, key_ok_commit: np.ndarray, tomb: np.ndarray, v: dict) -> np.ndarray:
@@ -240,8 +267,14 @@ def _value_codes(code: np.ndarray, key_ok_commit: np.ndarray, tomb: np.ndarray, 
     return code
 
 
-def decode_offsets_numeric(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarray,
-                           value_start: np.ndarray, value_len: np.ndarray, values: bool = True) -> dict[str, np.ndarray]:
+def decode_offsets_numeric(
+    data: np.ndarray,
+    key_start: np.ndarray,
+    key_len: np.ndarray,
+    value_start: np.ndarray,
+    value_len: np.ndarray,
+    values: bool = True,
+) -> dict[str, np.ndarray]:
     """Numeric part of :func:`decode_offsets_kv`: every column as numpy, strings as positions.
 
     Besides the numeric columns of :func:`decode_offsets_kv` (already masked and typed) it
@@ -265,23 +298,37 @@ def decode_offsets_numeric(data: np.ndarray, key_start: np.ndarray, key_len: np.
 
     return {
         "record_type": k["record_type"].astype(np.int16),
-        "group_start": k["g_start"], "group_len": k["glen"], "group_ok": k["group_ok"],
-        "topic_start": k["t_start"], "topic_len": k["tlen"], "topic_ok": key_ok_commit,
+        "group_start": k["g_start"],
+        "group_len": k["glen"],
+        "group_ok": k["group_ok"],
+        "topic_start": k["t_start"],
+        "topic_len": k["tlen"],
+        "topic_ok": key_ok_commit,
         "partition": np.where(key_ok_commit, k["partition"], -1).astype(np.int32),
         "is_tombstone": tomb,
         "value_version": v["value_version"].astype(np.int16),
         "committed_offset": filled(v["committed_offset"], np.int64),
         "leader_epoch": filled(v["leader_epoch"], np.int32),
-        "metadata_start": v["metadata_start"], "metadata_len": v["metadata_len"], "fill": fill,
+        "metadata_start": v["metadata_start"],
+        "metadata_len": v["metadata_len"],
+        "fill": fill,
         "commit_timestamp": filled(v["commit_timestamp"], np.int64),
         "expire_timestamp": filled(v["expire_timestamp"], np.int64),
         "topic_id_start": np.where(fill, v["topic_id_start"], -1),
-        "decode_error": err, "decoded": code == 0,
+        "decode_error": err,
+        "decoded": code == 0,
     }
 
 
-def decode_offsets_summary(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarray, value_start: np.ndarray,
-                           value_len: np.ndarray, key_ids: np.ndarray, step: int = 1 << 15) -> dict[str, np.ndarray]:
+def decode_offsets_summary(
+    data: np.ndarray,
+    key_start: np.ndarray,
+    key_len: np.ndarray,
+    value_start: np.ndarray,
+    value_len: np.ndarray,
+    key_ids: np.ndarray,
+    step: int = 1 << 15,
+) -> dict[str, np.ndarray]:
     """:func:`decode_offsets_numeric` ``(values=False)``'s ``record_type``, ``is_tombstone``, ``decoded``,
     ``topic_ok``, ``leader_epoch`` and ``value_version`` (what a latest-mode summary reads, the same values),
     with each distinct key parsed once.
@@ -293,7 +340,7 @@ def decode_offsets_summary(data: np.ndarray, key_start: np.ndarray, key_len: np.
     n = len(key_start)
     ids = np.asarray(key_ids, dtype=np.int64)
     alone = np.nonzero(ids < 0)[0]
-    rep = stand_ins(ids)                         # one record stands for each key
+    rep = stand_ins(ids)  # one record stands for each key
     nk = len(rep)
     sel = np.concatenate([rep, alone])
     k = _decode_keys(data, key_start[sel], key_len[sel])
@@ -313,12 +360,19 @@ def decode_offsets_summary(data: np.ndarray, key_start: np.ndarray, key_len: np.
         fill = key_ok_commit[sl] & v["value_ok"] & ~tomb[sl]
         epoch[sl] = np.where(fill, v["leader_epoch"], -1)
         version[sl] = v["value_version"]
-    return {"record_type": record_type, "is_tombstone": tomb, "decoded": code == 0, "topic_ok": key_ok_commit,
-            "leader_epoch": epoch, "value_version": version}
+    return {
+        "record_type": record_type,
+        "is_tombstone": tomb,
+        "decoded": code == 0,
+        "topic_ok": key_ok_commit,
+        "leader_epoch": epoch,
+        "value_version": version,
+    }
 
 
-def decode_offset_commit_values(data: np.ndarray, value_start: np.ndarray, value_len: np.ndarray,
-                                values: bool = True) -> dict[str, np.ndarray]:
+def decode_offset_commit_values(
+    data: np.ndarray, value_start: np.ndarray, value_len: np.ndarray, values: bool = True
+) -> dict[str, np.ndarray]:
     """Decode OffsetCommitValue v0-v4 (``OffsetCommitValue.json``) at the given positions.
 
     ``value_len`` -1 = tombstone.  Returns numpy columns ``value_version`` (-1 when absent),
@@ -337,6 +391,7 @@ def decode_offset_commit_values(data: np.ndarray, value_start: np.ndarray, value
     def safe(pos, need, end):
         ok = (pos >= 0) & (pos + need <= end) & (pos + need <= dlen)
         return np.where(ok, pos, 0), ok
+
     tomb = value_len < 0
     p, ok_v = safe(value_start, 2, value_end)
     version = np.where(ok_v & ~tomb, read_int(data, p, 2, in_range=True), -1)
@@ -365,16 +420,20 @@ def decode_offset_commit_values(data: np.ndarray, value_start: np.ndarray, value
     p, ok_exp = safe(ts_pos + 8, 8, value_end)
     has_exp = version == 1
     expire_ts = np.where(has_exp & ok_exp, read_int(data, p, 8, in_range=True), -1) if values else None
-    value_ok = known_version & ok_off & np.where(has_epoch, ok_ep, True) & ok_meta & ok_ts & np.where(has_exp, ok_exp, True)
+    value_ok = (
+        known_version & ok_off & np.where(has_epoch, ok_ep, True) & ok_meta & ok_ts & np.where(has_exp, ok_exp, True)
+    )
     # v4 tagged fields: uvarint count, then (uvarint tag, uvarint size, bytes) in ascending tag order, so the
     # topic id (tag 0, a 16-byte uuid) can only be the first.
     tag_pos = ts_pos + 8
     topic_id_start = np.full(len(version), -1, dtype=np.int64)
     flex_ok = flexible & known_version & ok_ts & ok_meta & (tag_pos < value_end)
     if flex_ok.any():
+
         def uv(pos, ok):
             v_, size_, good = read_varint(data, np.where(ok & (pos < dlen), pos, 0), 5, zigzag=False)
             return v_, size_, good & ok & (pos + size_ <= value_end)
+
         n_tags, s1, g1 = uv(tag_pos, flex_ok)
         tag, s2, g2 = uv(tag_pos + s1, g1 & (n_tags >= 1))
         size, s3, g3 = uv(tag_pos + s1 + s2, g2 & (tag == 0))
@@ -383,15 +442,24 @@ def decode_offset_commit_values(data: np.ndarray, value_start: np.ndarray, value
         topic_id_start = np.where(has_id, start, -1)
 
     return {
-        "value_version": version, "committed_offset": committed_offset, "leader_epoch": leader_epoch,
-        "metadata_start": m_start, "metadata_len": mlen, "metadata_ok": ok_meta,
-        "commit_timestamp": commit_ts, "expire_timestamp": expire_ts,
-        "known_version": known_version, "offset_ok": ok_off & known_version, "value_ok": value_ok,
-        "readable_version": ok_v & ~tomb, "topic_id_start": topic_id_start,
+        "value_version": version,
+        "committed_offset": committed_offset,
+        "leader_epoch": leader_epoch,
+        "metadata_start": m_start,
+        "metadata_len": mlen,
+        "metadata_ok": ok_meta,
+        "commit_timestamp": commit_ts,
+        "expire_timestamp": expire_ts,
+        "known_version": known_version,
+        "offset_ok": ok_off & known_version,
+        "value_ok": value_ok,
+        "readable_version": ok_v & ~tomb,
+        "topic_id_start": topic_id_start,
     }
 
 
 # --------------------------------------------------------------------------- group metadata
+
 
 class _Reader:
     """Cursor over one value for the (rare) per-record group metadata decode."""
@@ -402,7 +470,7 @@ class _Reader:
     def take(self, n: int) -> bytes:
         if n < 0 or self.p + n > len(self.b):
             raise ValueError(f"need {n} bytes at {self.p}, value has {len(self.b)}")
-        v = self.b[self.p:self.p + n]
+        v = self.b[self.p : self.p + n]
         self.p += n
         return v
 
@@ -499,8 +567,13 @@ def decode_group_metadata_value(value: bytes, assignments: bool = True, max_entr
     if version < 0 or version > MAX_GROUP_METADATA_VERSION:
         raise ValueError(f"unknown GroupMetadataValue version {version}")
     flex = version >= 4
-    out = {"value_version": version, "protocol_type": r.string(flex), "generation": r.i32(),
-           "protocol": r.string(flex), "leader": r.string(flex)}
+    out = {
+        "value_version": version,
+        "protocol_type": r.string(flex),
+        "generation": r.i32(),
+        "protocol": r.string(flex),
+        "leader": r.string(flex),
+    }
     out["current_state_timestamp"] = r.i64() if version >= 2 else -1
     count = (r.uvarint() - 1) if flex else r.i32()
     consumer = assignments and out["protocol_type"] == "consumer"

@@ -18,6 +18,7 @@ tails are returned as :class:`Issue` rows with the byte position where they were
 Work and memory stay proportional to the segment's size: decompression is capped per batch
 and, for the segment's compressed batches together, by an :class:`InflationBudget`.
 """
+
 from __future__ import annotations
 
 import struct
@@ -59,6 +60,7 @@ def max_batch_payload_bytes() -> int:
     """The decompressed-payload cap of one batch in bytes: ``KOA_MAX_BATCH_BYTES`` when set to a positive
     integer, else :data:`MAX_BATCH_PAYLOAD_BYTES`."""
     import os
+
     try:
         v = int(os.environ.get("KOA_MAX_BATCH_BYTES", ""))
     except ValueError:
@@ -100,8 +102,10 @@ class InflationBudget:
         """The budget of the batches of ``scan`` selected by ``mask``, from their compressed ones' stored size."""
         compressed = mask & ((scan.attributes & ATTR_COMPRESSION_MASK) != 0)
         stored = int(scan.batch_length[compressed].astype(np.int64).sum()) + LOG_OVERHEAD * int(compressed.sum())
-        return cls(max(SEGMENT_INFLATION_FLOOR, SEGMENT_INFLATION_RATIO * stored),
-                   max(SEGMENT_RECORD_FLOOR, stored // STORED_BYTES_PER_RECORD))
+        return cls(
+            max(SEGMENT_INFLATION_FLOOR, SEGMENT_INFLATION_RATIO * stored),
+            max(SEGMENT_RECORD_FLOOR, stored // STORED_BYTES_PER_RECORD),
+        )
 
     def cap(self) -> int:
         """Decompressed bytes the next block may have: the per-batch cap or what is left, the smaller."""
@@ -113,7 +117,8 @@ class InflationBudget:
             raise DecompressionLimitError(
                 f"{n} records would pass what is left of the segment's budget for records in compressed "
                 f"batches ({max(self.records, 0)}; at most one per {STORED_BYTES_PER_RECORD} stored bytes, "
-                f"or {SEGMENT_RECORD_FLOOR})")
+                f"or {SEGMENT_RECORD_FLOOR})"
+            )
 
     def spend(self, nbytes: int, records: int) -> None:
         self.bytes -= nbytes
@@ -246,13 +251,21 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
             count = 0 if attrs & ATTR_COMPRESSION_MASK else 1
             ok = _offset_fits(issues, pos, base_offset, 0, count)
             if ok and verify_crc:
-                computed = zlib.crc32(mv[pos + 16:end])
+                computed = zlib.crc32(mv[pos + 16 : end])
                 if stored != computed:
                     ok = False
-                    issues.append(Issue("crc_mismatch", pos, f"legacy message (magic {magic}): stored crc "
-                                        f"{stored:#010x}, computed {computed:#010x}", base_offset, count))
-            rows.append((base_offset, batch_length, -1, magic, stored, attrs & LEGACY_ATTR_MASK, 0, ts, ts,
-                         -1, -1, -1, count))
+                    issues.append(
+                        Issue(
+                            "crc_mismatch",
+                            pos,
+                            f"legacy message (magic {magic}): stored crc {stored:#010x}, computed {computed:#010x}",
+                            base_offset,
+                            count,
+                        )
+                    )
+            rows.append(
+                (base_offset, batch_length, -1, magic, stored, attrs & LEGACY_ATTR_MASK, 0, ts, ts, -1, -1, -1, count)
+            )
             positions.append(pos)
             crc_flags.append(ok)
             pos = end
@@ -261,21 +274,39 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
             issues.append(Issue("unknown_magic", pos, f"magic byte {magic}; cannot find the next batch", base_offset))
             break
         if batch_length < BATCH_HEADER_SIZE - LOG_OVERHEAD:
-            issues.append(Issue("corrupt_batch", pos, f"batch_length {batch_length} below the v2 header size", base_offset))
+            issues.append(
+                Issue("corrupt_batch", pos, f"batch_length {batch_length} below the v2 header size", base_offset)
+            )
             break
         end = pos + LOG_OVERHEAD + batch_length
         if end > n:
-            issues.append(Issue("partial_batch", pos, f"batch of {LOG_OVERHEAD + batch_length} bytes but only {n - pos} remain", base_offset))
+            issues.append(
+                Issue(
+                    "partial_batch",
+                    pos,
+                    f"batch of {LOG_OVERHEAD + batch_length} bytes but only {n - pos} remain",
+                    base_offset,
+                )
+            )
             break
         hdr = unpack(mv, pos)
-        ok = -INT64_MAX <= base_offset + hdr[6] + 1 <= INT64_MAX or _offset_fits(issues, pos, base_offset, hdr[6],
-                                                                                 max(hdr[12], 0))
+        ok = -INT64_MAX <= base_offset + hdr[6] + 1 <= INT64_MAX or _offset_fits(
+            issues, pos, base_offset, hdr[6], max(hdr[12], 0)
+        )
         if ok and verify_crc:
             stored = hdr[4]
-            computed = crc32c(mv[pos + 21:end])
+            computed = crc32c(mv[pos + 21 : end])
             if stored != computed:
                 ok = False
-                issues.append(Issue("crc_mismatch", pos, f"stored crc {stored:#010x}, computed {computed:#010x}", base_offset, max(hdr[12], 0)))
+                issues.append(
+                    Issue(
+                        "crc_mismatch",
+                        pos,
+                        f"stored crc {stored:#010x}, computed {computed:#010x}",
+                        base_offset,
+                        max(hdr[12], 0),
+                    )
+                )
         rows.append(hdr)
         positions.append(pos)
         crc_flags.append(ok)
@@ -309,8 +340,15 @@ def _offset_fits(issues: list[Issue], pos: int, base_offset: int, last_offset_de
     nxt = base_offset + last_offset_delta + 1  # Python int: no wrap
     if -INT64_MAX <= nxt <= INT64_MAX:
         return True
-    issues.append(Issue("corrupt_batch", pos, f"base offset {base_offset} + last offset delta {last_offset_delta} "
-                        "+ 1 does not fit in an int64 offset", base_offset, records))
+    issues.append(
+        Issue(
+            "corrupt_batch",
+            pos,
+            f"base offset {base_offset} + last offset delta {last_offset_delta} + 1 does not fit in an int64 offset",
+            base_offset,
+            records,
+        )
+    )
     return False
 
 
@@ -397,6 +435,7 @@ def decompress(codec_id: int, data: bytes, max_bytes: int | None = None) -> byte
         # imported here: kafka-python's package import (its clients) costs each Python worker about 0.15 s,
         # and only snappy needs it
         from kafka import codec as kafka_codec
+
         return kafka_codec.snappy_decode(data)
     if codec_id == 3:
         return _lz4_bounded(data, cap)
@@ -431,6 +470,7 @@ def _gzip_bounded(data: bytes, cap: int) -> bytearray:
 def _lz4_bounded(data: bytes, cap: int) -> bytearray:
     """One LZ4 frame (``KafkaLZ4BlockInputStream``), at most ``cap`` bytes out."""
     import lz4.frame
+
     d = lz4.frame.LZ4FrameDecompressor()
     out = bytearray()
     buf = bytes(data)
@@ -449,6 +489,7 @@ def _zstd_bounded(data: bytes, cap: int) -> bytearray:
     import io
 
     import zstandard
+
     out = bytearray()
     with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True) as reader:
         while True:
@@ -463,6 +504,7 @@ def _zstd_bounded(data: bytes, cap: int) -> bytearray:
 def _snappy_check_length(data: bytes, cap: int) -> None:
     """Raise :class:`DecompressionLimitError` when the lengths snappy's preambles declare (one raw
     block, or the blocks of a xerial stream) add up to more than ``cap`` bytes."""
+
     def preamble(mv, pos: int) -> int:  # the uncompressed length, a little-endian base-128 varint
         n, shift = 0, 0
         for i in range(pos, min(pos + 5, len(mv))):
@@ -471,9 +513,12 @@ def _snappy_check_length(data: bytes, cap: int) -> None:
                 return n
             shift += 7
         raise ValueError("snappy block without a length preamble")
+
     mv = byte_view(data)
     total = 0
-    if len(mv) > 16 and bytes(mv[:8]) == b"\x82SNAPPY\x00":  # as kafka.codec._detect_xerial_stream  # xerial framing: 16-byte header, then [int32 size][block]...
+    if (
+        len(mv) > 16 and bytes(mv[:8]) == b"\x82SNAPPY\x00"
+    ):  # as kafka.codec._detect_xerial_stream  # xerial framing: 16-byte header, then [int32 size][block]...
         pos = 16
         while pos + 4 <= len(mv):
             size = struct.unpack_from(">i", mv, pos)[0]
@@ -490,6 +535,7 @@ def _snappy_check_length(data: bytes, cap: int) -> None:
 
 
 # --------------------------------------------------------------------------- varints
+
 
 def _read_varint_general(arr: np.ndarray, pos: np.ndarray, max_bytes: int):
     n = len(arr)
@@ -557,7 +603,7 @@ def overlapping_view(arr: np.ndarray, dtype: str) -> np.ndarray:
     size = np.dtype(dtype).itemsize
     if len(arr) < size:
         padded = np.zeros(size, dtype=np.uint8)
-        padded[:len(arr)] = arr
+        padded[: len(arr)] = arr
         arr = padded
     if not arr.flags.c_contiguous:
         arr = np.ascontiguousarray(arr)
@@ -579,6 +625,7 @@ def read_int(arr: np.ndarray, pos: np.ndarray, nbytes: int, signed: bool = True,
 
 
 # --------------------------------------------------------------------------- records
+
 
 @dataclass
 class RecordTable:
@@ -660,18 +707,18 @@ def _kafka08_lz4(payload: bytes) -> bytes:
     the wrong bytes), with the checksum the LZ4 frame format defines (second byte of the xxh32 of the
     frame descriptor) put back, so a standard lz4 frame decoder reads it."""
     import xxhash
+
     b = bytes(payload)
     if len(b) < 7:
         return b
     end = 7 + (8 if b[4] & 0x08 else 0)  # FLG bit 3: the descriptor carries an 8-byte content size
     if len(b) < end:
         return b
-    hc = (xxhash.xxh32_intdigest(b[4:end - 1]) >> 8) & 0xFF
-    return b[:end - 1] + bytes([hc]) + b[end:]
+    hc = (xxhash.xxh32_intdigest(b[4 : end - 1]) >> 8) & 0xFF
+    return b[: end - 1] + bytes([hc]) + b[end:]
 
 
-def _walk_legacy_set(inner, magic: int, wrapper_offset: int, wrapper_attrs: int, wrapper_ts: int,
-                     max_messages: int):
+def _walk_legacy_set(inner, magic: int, wrapper_offset: int, wrapper_attrs: int, wrapper_ts: int, max_messages: int):
     """The messages of a decompressed legacy wrapper's message set, as ``AbstractLegacyRecordBatch``
     (and kafka-python's ``LegacyRecordBatch``) iterate them: inner messages laid out as the wrapper's
     magic says, never compressed themselves; magic 1 inner offsets relative (absolute = the wrapper's
@@ -685,6 +732,7 @@ def _walk_legacy_set(inner, magic: int, wrapper_offset: int, wrapper_attrs: int,
     whose key or value does not fit it), an empty set, a compressed inner message or an offset beyond
     int64."""
     from array import array
+
     n = len(inner)
     key_at = _LEGACY_KEY_OFFSET[magic]
     need = key_at + 8 - LOG_OVERHEAD  # message size that holds the header and both length fields
@@ -696,12 +744,15 @@ def _walk_legacy_set(inner, magic: int, wrapper_offset: int, wrapper_attrs: int,
             raise _LegacyFormatError(f"inner message at byte {pos} of the decompressed set is cut short")
         size = unpack(inner, pos + 8)[0]
         if size < need or pos + LOG_OVERHEAD + size > n:
-            raise _LegacyFormatError(f"inner message at byte {pos} has size {size}, {n - pos - LOG_OVERHEAD} bytes left")
+            raise _LegacyFormatError(
+                f"inner message at byte {pos} has size {size}, {n - pos - LOG_OVERHEAD} bytes left"
+            )
         starts.append(pos)
         if len(starts) > max_messages:
             raise DecompressionLimitError(
                 f"the decompressed message set holds more than {max_messages} messages, what is left of the "
-                f"segment's budget for records in compressed batches")
+                f"segment's budget for records in compressed batches"
+            )
         pos += LOG_OVERHEAD + size
     if not starts:
         raise _LegacyFormatError("the decompressed message set holds no message")
@@ -721,8 +772,10 @@ def _walk_legacy_set(inner, magic: int, wrapper_offset: int, wrapper_attrs: int,
     ok &= (vl >= -1) & (vs + np.maximum(vl, 0) <= end)
     if not ok.all():
         k = int(np.argmin(ok))
-        raise _LegacyFormatError(f"inner message at byte {int(p[k])}: key length {int(kl[k])} or value length "
-                                 f"{int(vl[k])} does not fit the message")
+        raise _LegacyFormatError(
+            f"inner message at byte {int(p[k])}: key length {int(kl[k])} or value length "
+            f"{int(vl[k])} does not fit the message"
+        )
     offsets = read_int(arr, p, 8)
     timestamps = read_int(arr, p + 18, 8) if magic == 1 else np.full(len(p), -1, dtype=np.int64)
     if magic == 1:
@@ -736,8 +789,9 @@ def _walk_legacy_set(inner, magic: int, wrapper_offset: int, wrapper_attrs: int,
     return [offsets, timestamps, np.where(kl >= 0, ks, 0), kl, np.where(vl >= 0, vs, 0), vl]
 
 
-def extract_legacy_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np.ndarray,
-                           budget: InflationBudget | None = None) -> RecordTable:
+def extract_legacy_records(
+    buf: bytes | memoryview, scan: BatchScan, batch_mask: np.ndarray, budget: InflationBudget | None = None
+) -> RecordTable:
     """Every message of the legacy (magic 0/1) entries selected by ``batch_mask``.
 
     As Kafka's ``AbstractLegacyRecordBatch`` (and kafka-python's ``LegacyRecordBatch``) read them: a
@@ -752,6 +806,7 @@ def extract_legacy_records(buf: bytes | memoryview, scan: BatchScan, batch_mask:
     ``decompression_failed`` for another compressed wrapper, else ``corrupt_batch``).  Never raises.
     """
     from array import array
+
     mv = byte_view(buf)
     if budget is None:
         budget = InflationBudget.for_batches(scan, batch_mask)
@@ -776,41 +831,71 @@ def extract_legacy_records(buf: bytes | memoryview, scan: BatchScan, batch_mask:
                     s_a.append(len(blob) if b_len >= 0 else 0)
                     l_a.append(b_len)
                     if b_len > 0:
-                        blob += mv[b_start:b_start + b_len]
+                        blob += mv[b_start : b_start + b_len]
                 continue
             if vl < 0:
                 raise _LegacyFormatError("the wrapper message of a compressed set has a null value")
             if codec not in (1, 2, 3):
                 raise _LegacyFormatError(f"compression id {codec} does not exist for magic {magic}")
-            payload = bytes(mv[vs:vs + vl])
+            payload = bytes(mv[vs : vs + vl])
             if codec == 3 and magic == 0:
                 payload = _kafka08_lz4(payload)
             inner = decompress(codec, payload, budget.cap())
-            cols = _walk_legacy_set(inner, magic, wrapper_offset, attrs, int(scan.base_timestamp[i]),
-                                    max(budget.records, 0))
+            cols = _walk_legacy_set(
+                inner, magic, wrapper_offset, attrs, int(scan.base_timestamp[i]), max(budget.records, 0)
+            )
             budget.spend(len(inner), len(cols[0]))
         except Exception as exc:  # codec errors have many types; framing errors are _LegacyFormatError
-            reason = ("decompression_limit" if isinstance(exc, DecompressionLimitError) else
-                      "decompression_failed" if codec else "corrupt_batch")
-            issues.append(Issue(reason, pos, f"legacy message (magic {magic}, "
-                                f"{COMPRESSION_NAMES.get(codec, codec)}): {exc}", wrapper_offset))
+            reason = (
+                "decompression_limit"
+                if isinstance(exc, DecompressionLimitError)
+                else "decompression_failed"
+                if codec
+                else "corrupt_batch"
+            )
+            issues.append(
+                Issue(
+                    reason,
+                    pos,
+                    f"legacy message (magic {magic}, {COMPRESSION_NAMES.get(codec, codec)}): {exc}",
+                    wrapper_offset,
+                )
+            )
             continue
         shift = len(blob)
         blob += inner
         m = len(cols[0])
         k_len, v_len = cols[3], cols[5]
-        parts.append([np.full(m, i, dtype=np.int64), cols[0], cols[1],
-                      np.where(k_len >= 0, cols[2] + shift, 0), k_len,
-                      np.where(v_len >= 0, cols[4] + shift, 0), v_len])
-    plain = [np.frombuffer(a, dtype=np.int64) if len(a) else np.zeros(0, np.int64)
-             for a in (batch_a, off_a, ts_a, ks_a, kl_a, vs_a, vl_a)]
+        parts.append(
+            [
+                np.full(m, i, dtype=np.int64),
+                cols[0],
+                cols[1],
+                np.where(k_len >= 0, cols[2] + shift, 0),
+                k_len,
+                np.where(v_len >= 0, cols[4] + shift, 0),
+                v_len,
+            ]
+        )
+    plain = [
+        np.frombuffer(a, dtype=np.int64) if len(a) else np.zeros(0, np.int64)
+        for a in (batch_a, off_a, ts_a, ks_a, kl_a, vs_a, vl_a)
+    ]
     if parts:  # plain messages and decompressed sets, in the order of their entries
         allp = [np.concatenate([plain[c]] + [p[c] for p in parts]) for c in range(7)]
         order = np.argsort(allp[0], kind="stable")
         plain = [c[order] for c in allp]
-    return RecordTable(data=np.frombuffer(blob, dtype=np.uint8), batch=plain[0], offset=plain[1],
-                       timestamp=plain[2], key_start=plain[3], key_len=plain[4], value_start=plain[5],
-                       value_len=plain[6], issues=issues)
+    return RecordTable(
+        data=np.frombuffer(blob, dtype=np.uint8),
+        batch=plain[0],
+        offset=plain[1],
+        timestamp=plain[2],
+        key_start=plain[3],
+        key_len=plain[4],
+        value_start=plain[5],
+        value_len=plain[6],
+        issues=issues,
+    )
 
 
 def _merge_in_log_order(a: RecordTable, b: RecordTable) -> RecordTable:
@@ -822,14 +907,21 @@ def _merge_in_log_order(a: RecordTable, b: RecordTable) -> RecordTable:
     order = np.argsort(np.concatenate([a.batch, b.batch]), kind="stable")
     cat = lambda x, y: np.concatenate([x, y])[order]  # noqa: E731
     return RecordTable(
-        data=np.concatenate([a.data, b.data]), batch=cat(a.batch, b.batch), offset=cat(a.offset, b.offset),
-        timestamp=cat(a.timestamp, b.timestamp), key_start=cat(a.key_start, b.key_start + shift),
-        key_len=cat(a.key_len, b.key_len), value_start=cat(a.value_start, b.value_start + shift),
-        value_len=cat(a.value_len, b.value_len), issues=a.issues + b.issues)
+        data=np.concatenate([a.data, b.data]),
+        batch=cat(a.batch, b.batch),
+        offset=cat(a.offset, b.offset),
+        timestamp=cat(a.timestamp, b.timestamp),
+        key_start=cat(a.key_start, b.key_start + shift),
+        key_len=cat(a.key_len, b.key_len),
+        value_start=cat(a.value_start, b.value_start + shift),
+        value_len=cat(a.value_len, b.value_len),
+        issues=a.issues + b.issues,
+    )
 
 
-def _extract_v2_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np.ndarray,
-                        budget: InflationBudget) -> RecordTable:
+def _extract_v2_records(
+    buf: bytes | memoryview, scan: BatchScan, batch_mask: np.ndarray, budget: InflationBudget
+) -> RecordTable:
     """:func:`extract_records` for the magic-2 batches selected by ``batch_mask``, compressed ones
     within ``budget``."""
     batch_mask = batch_mask.copy()
@@ -847,9 +939,12 @@ def _extract_v2_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np
     impossible = batch_mask & ((counts_all < 0) | (counts_all * MIN_RECORD_SIZE > room))
     for i in np.nonzero(impossible)[0]:
         c = int(counts_all[i])
-        what = (f"negative record count {c}" if c < 0 else
-                f"record count {c} needs at least {c * MIN_RECORD_SIZE} bytes, the records payload "
-                + (f"has {int(room[i])}" if codecs[i] == 0 else f"may inflate to at most {cap}"))
+        what = (
+            f"negative record count {c}"
+            if c < 0
+            else f"record count {c} needs at least {c * MIN_RECORD_SIZE} bytes, the records payload "
+            + (f"has {int(room[i])}" if codecs[i] == 0 else f"may inflate to at most {cap}")
+        )
         issues.append(Issue("corrupt_batch", int(scan.position[i]), what, int(scan.base_offset[i]), max(c, 0)))
     batch_mask &= ~impossible
     extra: list[bytes] = []
@@ -863,18 +958,39 @@ def _extract_v2_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np
             if c not in COMPRESSION_NAMES:
                 raise ValueError(f"compression id {c}")
             budget.check_records(int(counts_all[i]))
-            block = decompress(c, bytes(mv[int(sec_start[i]):int(sec_end[i])]), budget.cap())
+            block = decompress(c, bytes(mv[int(sec_start[i]) : int(sec_end[i])]), budget.cap())
             budget.spend(len(block), int(counts_all[i]))
             if int(counts_all[i]) * MIN_RECORD_SIZE > len(block):
-                issues.append(Issue("corrupt_batch", int(scan.position[i]), f"record count {int(counts_all[i])} needs "
-                                    f"at least {int(counts_all[i]) * MIN_RECORD_SIZE} bytes, the decompressed records "
-                                    f"payload has {len(block)}", int(scan.base_offset[i]), int(counts_all[i])))
+                issues.append(
+                    Issue(
+                        "corrupt_batch",
+                        int(scan.position[i]),
+                        f"record count {int(counts_all[i])} needs "
+                        f"at least {int(counts_all[i]) * MIN_RECORD_SIZE} bytes, the decompressed records "
+                        f"payload has {len(block)}",
+                        int(scan.base_offset[i]),
+                        int(counts_all[i]),
+                    )
+                )
                 batch_mask[i] = False
                 continue
         except Exception as exc:  # codec errors have many types
-            reason = ("unsupported_compression" if c not in COMPRESSION_NAMES else
-                      "decompression_limit" if isinstance(exc, DecompressionLimitError) else "decompression_failed")
-            issues.append(Issue(reason, int(scan.position[i]), f"{COMPRESSION_NAMES.get(c, c)}: {exc}", int(scan.base_offset[i]), int(scan.record_count[i])))
+            reason = (
+                "unsupported_compression"
+                if c not in COMPRESSION_NAMES
+                else "decompression_limit"
+                if isinstance(exc, DecompressionLimitError)
+                else "decompression_failed"
+            )
+            issues.append(
+                Issue(
+                    reason,
+                    int(scan.position[i]),
+                    f"{COMPRESSION_NAMES.get(c, c)}: {exc}",
+                    int(scan.base_offset[i]),
+                    int(scan.record_count[i]),
+                )
+            )
             batch_mask[i] = False
             continue
         sec_start[i] = extra_len
@@ -911,7 +1027,15 @@ def _extract_v2_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np
     bad[bad_batches] = True
     for j in np.nonzero(bad)[0]:
         i = sel[j]
-        issues.append(Issue("corrupt_batch", int(scan.position[i]), "record framing overruns the batch", int(scan.base_offset[i]), int(scan.record_count[i])))
+        issues.append(
+            Issue(
+                "corrupt_batch",
+                int(scan.position[i]),
+                "record framing overruns the batch",
+                int(scan.base_offset[i]),
+                int(scan.record_count[i]),
+            )
+        )
     keep = ~bad[rb] if len(rb) else np.zeros(0, dtype=bool)
     if keep.all():  # the usual case: no copies
         keep = slice(None)
@@ -956,6 +1080,7 @@ def _short_heads(data: np.ndarray, p: np.ndarray):
     def zigzag(lo: np.ndarray, hi: np.ndarray, one: np.ndarray) -> np.ndarray:
         raw = np.where(one, lo, (lo & 0x7F) | (hi.astype(np.int64) << 7)).astype(np.int64, copy=False)
         return (raw >> 1) ^ -(raw & 1)
+
     ts = b0.astype(np.int64)
     key_start = p + 3 + ~off1 + ~key1  # each two-byte varint one byte more
     return (ts >> 1) ^ -(ts & 1), zigzag(b1, b2, off1), zigzag(kb0, kb1, key1), key_start
@@ -1039,6 +1164,7 @@ def _walk_records(mv: memoryview, pos: int, end: int, n: int):
     :func:`_frame_records` does for many batches: ``(starts, stops, ok)``, ``ok`` False at the first
     record whose length varint is unterminated within 5 bytes, too small, or overruns ``end``."""
     from array import array
+
     starts, stops = array("q"), array("q")
     size = len(mv)
     min_body = MIN_RECORD_SIZE - 1

@@ -3,6 +3,7 @@
 Glue between :mod:`record_batch` (batches, records) and :mod:`offsets` (keys/values).
 Pure: bytes in, Arrow out; :mod:`audit.sources.logdirs` runs it inside Spark.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,10 +11,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .latest import MAX_KEY_BYTES, group_equal_bytes, summarise_latest
-from .offsets import (CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE, CONSUMER_GROUP_MEMBER_METADATA_TYPE, GROUP_METADATA_TYPE,
-                      AssignmentLimitError, decode_consumer_group_assignment_value, decode_consumer_group_member_value,
-                      decode_group_metadata_value, decode_member_key, decode_offsets_kv,
-                      decode_offsets_numeric, decode_offsets_summary, materialise_offsets_kv)
+from .offsets import (
+    CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE,
+    CONSUMER_GROUP_MEMBER_METADATA_TYPE,
+    GROUP_METADATA_TYPE,
+    AssignmentLimitError,
+    decode_consumer_group_assignment_value,
+    decode_consumer_group_member_value,
+    decode_group_metadata_value,
+    decode_member_key,
+    decode_offsets_kv,
+    decode_offsets_numeric,
+    decode_offsets_summary,
+    materialise_offsets_kv,
+)
 from .record_batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, extract_records, read_int, scan_batches
 
 #: Rows produced per segment (``source_file`` is set on issue rows and records with a ``decode_error``).
@@ -27,54 +38,63 @@ from .record_batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, extract_records, rea
 #: 0 for a summarised one); ``live_count``: live commits the row stands for when it is live.
 #: Offsets are Kafka offsets of the __consumer_offsets partition; timestamps are epoch ms.
 #: one entry per (member, topic) of a GroupMetadataValue's assignments (``decode_group_metadata_value``)
-OWNER_ENTRY = pa.struct([
-    ("member_id", pa.string()), ("group_instance_id", pa.string()), ("client_id", pa.string()),
-    ("client_host", pa.string()), ("topic", pa.string()), ("partitions", pa.list_(pa.int32())),
-])
+OWNER_ENTRY = pa.struct(
+    [
+        ("member_id", pa.string()),
+        ("group_instance_id", pa.string()),
+        ("client_id", pa.string()),
+        ("client_host", pa.string()),
+        ("topic", pa.string()),
+        ("partitions", pa.list_(pa.int32())),
+    ]
+)
 OWNERS_TYPE = pa.list_(OWNER_ENTRY)
 #: (member, topic) owner entries one decode call builds at most (memory stays bounded: about 150 bytes each);
 #: a group past what is left gets ``owners_over_limit`` and no owners
 MAX_OWNER_ENTRIES = 65_536
 
-RAW_SCHEMA = pa.schema([
-    ("source_file", pa.string()),
-    ("source_partition", pa.int32()),
-    ("kind", pa.string()),
-    ("position", pa.int64()),
-    ("offset", pa.int64()),
-    ("timestamp", pa.int64()),
-    ("batch_leader_epoch", pa.int32()),
-    ("is_transactional", pa.bool_()),
-    ("producer_id", pa.int64()),
-    ("control_type", pa.int16()),
-    ("record_type", pa.int16()),
-    ("group_id", pa.string()),
-    ("topic", pa.string()),
-    ("partition", pa.int32()),
-    ("is_tombstone", pa.bool_()),
-    ("value_version", pa.int16()),
-    ("committed_offset", pa.int64()),
-    ("leader_epoch", pa.int32()),
-    ("metadata", pa.string()),
-    ("commit_timestamp", pa.int64()),
-    ("expire_timestamp", pa.int64()),
-    ("topic_id", pa.string()),
-    ("group_generation", pa.int32()),
-    ("group_protocol_type", pa.string()),
-    ("group_protocol", pa.string()),
-    ("group_members", pa.int32()),
-    ("group_owners", OWNERS_TYPE),
-    ("member_id", pa.string()),
-    ("decode_error", pa.string()),
-    ("detail", pa.string()),
-    ("records_affected", pa.int32()),
-    ("record_count", pa.int64()),
-    ("live_count", pa.int64()),
-])
+RAW_SCHEMA = pa.schema(
+    [
+        ("source_file", pa.string()),
+        ("source_partition", pa.int32()),
+        ("kind", pa.string()),
+        ("position", pa.int64()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.int64()),
+        ("batch_leader_epoch", pa.int32()),
+        ("is_transactional", pa.bool_()),
+        ("producer_id", pa.int64()),
+        ("control_type", pa.int16()),
+        ("record_type", pa.int16()),
+        ("group_id", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("is_tombstone", pa.bool_()),
+        ("value_version", pa.int16()),
+        ("committed_offset", pa.int64()),
+        ("leader_epoch", pa.int32()),
+        ("metadata", pa.string()),
+        ("commit_timestamp", pa.int64()),
+        ("expire_timestamp", pa.int64()),
+        ("topic_id", pa.string()),
+        ("group_generation", pa.int32()),
+        ("group_protocol_type", pa.string()),
+        ("group_protocol", pa.string()),
+        ("group_members", pa.int32()),
+        ("group_owners", OWNERS_TYPE),
+        ("member_id", pa.string()),
+        ("decode_error", pa.string()),
+        ("detail", pa.string()),
+        ("records_affected", pa.int32()),
+        ("record_count", pa.int64()),
+        ("live_count", pa.int64()),
+    ]
+)
 
 
-def _group_metadata(data, record_type, value_start, value_len, err: pa.Array, group_id: pa.Array,
-                    key_start=None, key_len=None) -> dict:
+def _group_metadata(
+    data, record_type, value_start, value_len, err: pa.Array, group_id: pa.Array, key_start=None, key_len=None
+) -> dict:
     """Per-record decode of the (rare) group records: classic GroupMetadataValue (type 2) and the KIP-848
     consumer group's member metadata (type 5) and current assignment (type 8).
 
@@ -95,25 +115,34 @@ def _group_metadata(data, record_type, value_start, value_len, err: pa.Array, gr
     members = np.full(n, -1, dtype=np.int32)
     proto, protocol, member_ids = [None] * n, [None] * n, [None] * n
     rows = np.nonzero((record_type == GROUP_METADATA_TYPE) & (value_len >= 0))[0]
-    cg_rows = (np.nonzero(np.isin(record_type, (CONSUMER_GROUP_MEMBER_METADATA_TYPE,
-                                                CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE)))[0]
-               if key_start is not None else np.zeros(0, dtype=np.int64))
+    cg_rows = (
+        np.nonzero(np.isin(record_type, (CONSUMER_GROUP_MEMBER_METADATA_TYPE, CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE)))[
+            0
+        ]
+        if key_start is not None
+        else np.zeros(0, dtype=np.int64)
+    )
     errs = err.to_pylist() if len(rows) or len(cg_rows) else None
     newest: dict = {}
     for i in rows:
         s, ln = int(value_start[i]), int(value_len[i])
         try:
-            g = decode_group_metadata_value(data[s:s + ln].tobytes(), assignments=False)
+            g = decode_group_metadata_value(data[s : s + ln].tobytes(), assignments=False)
         except ValueError as exc:
             errs[i] = "unknown_value_version" if "version" in str(exc) else "malformed_value"
             continue
-        generation[i], proto[i], protocol[i], members[i] = (g["generation"], g["protocol_type"], g["protocol"],
-                                                            g["members"])
+        generation[i], proto[i], protocol[i], members[i] = (
+            g["generation"],
+            g["protocol_type"],
+            g["protocol"],
+            g["members"],
+        )
         if g["members"] > 0 and g["protocol_type"] == "consumer":
             newest[group_id[int(i)].as_py()] = int(i)
     owner_rows = np.zeros(n, dtype=bool)
-    cols: dict[str, list] = {k: [] for k in ("row", "member_id", "group_instance_id", "client_id", "client_host",
-                                             "topic", "partitions")}
+    cols: dict[str, list] = {
+        k: [] for k in ("row", "member_id", "group_instance_id", "client_id", "client_host", "topic", "partitions")
+    }
     left = MAX_OWNER_ENTRIES
 
     def add(i, member_id, instance, client, host, topic, parts):
@@ -128,7 +157,7 @@ def _group_metadata(data, record_type, value_start, value_len, err: pa.Array, gr
     for i in sorted(newest.values()):
         s, ln = int(value_start[i]), int(value_len[i])
         try:
-            g = decode_group_metadata_value(data[s:s + ln].tobytes(), max_entries=left)
+            g = decode_group_metadata_value(data[s : s + ln].tobytes(), max_entries=left)
         except AssignmentLimitError:
             errs[i] = "owners_over_limit"
             continue
@@ -142,11 +171,11 @@ def _group_metadata(data, record_type, value_start, value_len, err: pa.Array, gr
     for i in cg_rows:
         i = int(i)
         ks, kl = int(key_start[i]), int(key_len[i])
-        member_ids[i] = decode_member_key(data[ks:ks + kl].tobytes())
+        member_ids[i] = decode_member_key(data[ks : ks + kl].tobytes())
         if value_len[i] < 0:
             continue
         s, ln = int(value_start[i]), int(value_len[i])
-        value = data[s:s + ln].tobytes()
+        value = data[s : s + ln].tobytes()
         try:
             if record_type[i] == CONSUMER_GROUP_MEMBER_METADATA_TYPE:
                 m = decode_consumer_group_member_value(value)
@@ -165,10 +194,15 @@ def _group_metadata(data, record_type, value_start, value_len, err: pa.Array, gr
     if cols["row"]:
         order = np.argsort(np.asarray(cols["row"], dtype=np.int64), kind="stable")
         cols = {k: [v[j] for j in order] for k, v in cols.items()}
-    return {"group_generation": pa.array(generation), "group_protocol_type": pa.array(proto, pa.string()),
-            "group_protocol": pa.array(protocol, pa.string()), "group_members": pa.array(members),
-            "group_owners": _owners_array(n, owner_rows, cols), "member_id": pa.array(member_ids, pa.string()),
-            "decode_error": pa.array(errs, pa.string()) if errs is not None else err}
+    return {
+        "group_generation": pa.array(generation),
+        "group_protocol_type": pa.array(proto, pa.string()),
+        "group_protocol": pa.array(protocol, pa.string()),
+        "group_members": pa.array(members),
+        "group_owners": _owners_array(n, owner_rows, cols),
+        "member_id": pa.array(member_ids, pa.string()),
+        "decode_error": pa.array(errs, pa.string()) if errs is not None else err,
+    }
 
 
 def _owners_array(n: int, owner_rows: np.ndarray, cols: dict) -> pa.Array:
@@ -176,14 +210,22 @@ def _owners_array(n: int, owner_rows: np.ndarray, cols: dict) -> pa.Array:
     parts = cols["partitions"]
     lens = np.fromiter((0 if p is None else len(p) for p in parts), dtype=np.int64, count=len(parts))
     flat = np.concatenate([p for p in parts if p is not None] or [np.zeros(0, dtype=np.int32)])
-    part_lists = pa.ListArray.from_arrays(pa.array(np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)),
-                                          pa.array(flat, pa.int32()),
-                                          mask=pa.array([p is None for p in parts], pa.bool_()))
+    part_lists = pa.ListArray.from_arrays(
+        pa.array(np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)),
+        pa.array(flat, pa.int32()),
+        mask=pa.array([p is None for p in parts], pa.bool_()),
+    )
     entries = pa.StructArray.from_arrays(
-        [pa.array(cols[k], pa.string()) for k in ("member_id", "group_instance_id", "client_id", "client_host",
-                                                   "topic")] + [part_lists],
-        fields=list(OWNER_ENTRY))
-    per_row = np.bincount(np.asarray(cols["row"], dtype=np.int64), minlength=n) if cols["row"] else np.zeros(n, np.int64)
+        [
+            pa.array(cols[k], pa.string())
+            for k in ("member_id", "group_instance_id", "client_id", "client_host", "topic")
+        ]
+        + [part_lists],
+        fields=list(OWNER_ENTRY),
+    )
+    per_row = (
+        np.bincount(np.asarray(cols["row"], dtype=np.int64), minlength=n) if cols["row"] else np.zeros(n, np.int64)
+    )
     offsets = np.concatenate([[0], np.cumsum(per_row)]).astype(np.int32)
     return pa.ListArray.from_arrays(pa.array(offsets), entries, type=OWNERS_TYPE, mask=pa.array(~owner_rows))
 
@@ -196,19 +238,37 @@ def _sparse_batch(n: int, values: dict) -> pa.RecordBatch:
 
 def _issues_batch(source_file: str, source_partition: int, issues) -> pa.RecordBatch:
     n = len(issues)
-    return _sparse_batch(n, {
-        "source_file": [source_file] * n, "source_partition": [source_partition] * n, "kind": ["issue"] * n,
-        "position": [i.position for i in issues], "offset": [i.base_offset for i in issues],
-        "decode_error": [i.reason for i in issues], "detail": [i.detail for i in issues],
-        "records_affected": [i.records for i in issues], "record_count": [0] * n, "live_count": [0] * n})
+    return _sparse_batch(
+        n,
+        {
+            "source_file": [source_file] * n,
+            "source_partition": [source_partition] * n,
+            "kind": ["issue"] * n,
+            "position": [i.position for i in issues],
+            "offset": [i.base_offset for i in issues],
+            "decode_error": [i.reason for i in issues],
+            "detail": [i.detail for i in issues],
+            "records_affected": [i.records for i in issues],
+            "record_count": [0] * n,
+            "live_count": [0] * n,
+        },
+    )
 
 
 def _counts_batch(source_partition: int, counts) -> pa.RecordBatch:
     n = len(counts)
-    return _sparse_batch(n, {
-        "source_partition": [source_partition] * n, "kind": ["count"] * n,
-        "record_type": [c[0] for c in counts], "value_version": [c[1] for c in counts],
-        "is_tombstone": [c[2] for c in counts], "record_count": [c[3] for c in counts], "live_count": [0] * n})
+    return _sparse_batch(
+        n,
+        {
+            "source_partition": [source_partition] * n,
+            "kind": ["count"] * n,
+            "record_type": [c[0] for c in counts],
+            "value_version": [c[1] for c in counts],
+            "is_tombstone": [c[2] for c in counts],
+            "record_count": [c[3] for c in counts],
+            "live_count": [0] * n,
+        },
+    )
 
 
 #: Records decoded per step (keys, values and Arrow columns), so the per-record temporaries of a
@@ -219,8 +279,9 @@ RECORDS_PER_STEP = 1 << 15
 def _record_types(recs, idx: np.ndarray, is_control: np.ndarray, values: bool = True) -> dict[str, np.ndarray]:
     """:func:`decode_offsets_numeric` of the records ``idx`` of ``recs`` (``values`` as there), control
     records marked (record type -1, no decode error)."""
-    num = decode_offsets_numeric(recs.data, recs.key_start[idx], recs.key_len[idx], recs.value_start[idx],
-                                 recs.value_len[idx], values=values)
+    num = decode_offsets_numeric(
+        recs.data, recs.key_start[idx], recs.key_len[idx], recs.value_start[idx], recs.value_len[idx], values=values
+    )
     num["record_type"] = np.where(is_control, -1, num["record_type"]).astype(np.int16)
     if is_control.any():
         num["decode_error"][is_control] = None
@@ -232,16 +293,25 @@ def _summary_columns(recs, is_control: np.ndarray, key_ids: np.ndarray) -> dict[
     """The columns :func:`summarise_latest` reads, of every record (as :func:`_record_types` gives them),
     each distinct key parsed once (``key_ids``: :func:`audit.formats.latest.group_equal_bytes` over the whole
     keys), the values :data:`RECORDS_PER_STEP` records at a time."""
-    num = decode_offsets_summary(recs.data, recs.key_start, recs.key_len, recs.value_start, recs.value_len,
-                                 key_ids, RECORDS_PER_STEP)
+    num = decode_offsets_summary(
+        recs.data, recs.key_start, recs.key_len, recs.value_start, recs.value_len, key_ids, RECORDS_PER_STEP
+    )
     num["record_type"] = np.where(is_control, -1, num["record_type"]).astype(np.int16)
     num["decoded"] = num["decoded"] | is_control
     return num
 
 
-def _record_rows(recs, scan, idx: np.ndarray, is_control: np.ndarray, is_txn: np.ndarray,
-                 live_count: np.ndarray, record_count: np.ndarray, source_file: str,
-                 source_partition: int) -> pa.RecordBatch:
+def _record_rows(
+    recs,
+    scan,
+    idx: np.ndarray,
+    is_control: np.ndarray,
+    is_txn: np.ndarray,
+    live_count: np.ndarray,
+    record_count: np.ndarray,
+    source_file: str,
+    source_partition: int,
+) -> pa.RecordBatch:
     """:data:`RAW_SCHEMA` rows (``record``/``control``) of the records ``idx`` of ``recs``."""
     m = len(idx)
     num = _record_types(recs, idx, is_control)
@@ -253,8 +323,7 @@ def _record_rows(recs, scan, idx: np.ndarray, is_control: np.ndarray, is_txn: np
     ctype = np.where(is_control, ctl, -1).astype(np.int16)
     rtype = dec["record_type"]
     err = dec["decode_error"]
-    g = _group_metadata(recs.data, rtype, recs.value_start[idx], recs.value_len[idx], err, dec["group_id"],
-                        ks, kl)
+    g = _group_metadata(recs.data, rtype, recs.value_start[idx], recs.value_len[idx], err, dec["group_id"], ks, kl)
     err = g["decode_error"]
     cols = {
         # the file name only where something is reported (a per-row path would dominate memory)
@@ -290,8 +359,13 @@ def _record_rows(recs, scan, idx: np.ndarray, is_control: np.ndarray, is_txn: np
     return pa.RecordBatch.from_arrays([cols[f.name].cast(f.type) for f in RAW_SCHEMA], schema=RAW_SCHEMA)
 
 
-def decode_offsets_segment(buf: bytes | memoryview, source_file: str, source_partition: int,
-                           verify_crc: bool = True, reduce_latest: bool = False) -> list[pa.RecordBatch]:
+def decode_offsets_segment(
+    buf: bytes | memoryview,
+    source_file: str,
+    source_partition: int,
+    verify_crc: bool = True,
+    reduce_latest: bool = False,
+) -> list[pa.RecordBatch]:
     """Decode every record of one ``__consumer_offsets`` segment into :data:`RAW_SCHEMA` rows.
 
     ``buf``: the ``.log`` file's bytes; ``source_file``: its path (reported with issues);
@@ -318,19 +392,34 @@ def decode_offsets_segment(buf: bytes | memoryview, source_file: str, source_par
         if reduce_latest:
             key_ids = group_equal_bytes(recs.data, recs.key_start, recs.key_len, max_bytes=MAX_KEY_BYTES + 2)
             num = _summary_columns(recs, is_control, key_ids)
-            summary = summarise_latest(recs.data, recs.key_start, recs.key_len, num, is_txn, is_control,
-                                       full_key_ids=key_ids)
+            summary = summarise_latest(
+                recs.data, recs.key_start, recs.key_len, num, is_txn, is_control, full_key_ids=key_ids
+            )
             del num
-            keep, live_count, record_count, counts = (summary.keep, summary.live_count, summary.record_count,
-                                                      summary.counts)
+            keep, live_count, record_count, counts = (
+                summary.keep,
+                summary.live_count,
+                summary.record_count,
+                summary.counts,
+            )
         else:
             keep = np.arange(n, dtype=np.int64)
             live_count = record_count = np.ones(n, dtype=np.int64)
         for lo in range(0, len(keep), RECORDS_PER_STEP):
-            idx = keep[lo:lo + RECORDS_PER_STEP]
-            out.append(_record_rows(recs, scan, idx, is_control[idx], is_txn[idx],
-                                    live_count[lo:lo + RECORDS_PER_STEP], record_count[lo:lo + RECORDS_PER_STEP],
-                                    source_file, source_partition))
+            idx = keep[lo : lo + RECORDS_PER_STEP]
+            out.append(
+                _record_rows(
+                    recs,
+                    scan,
+                    idx,
+                    is_control[idx],
+                    is_txn[idx],
+                    live_count[lo : lo + RECORDS_PER_STEP],
+                    record_count[lo : lo + RECORDS_PER_STEP],
+                    source_file,
+                    source_partition,
+                )
+            )
         if counts:
             out.append(_counts_batch(source_partition, counts))
     issues = scan.issues + recs.issues
@@ -344,7 +433,7 @@ def _binary_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     arr = arr.cast(pa.large_binary())
     n = len(arr)
     bufs = arr.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset:arr.offset + n + 1] if n else np.zeros(1, np.int64)
+    offsets = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset : arr.offset + n + 1] if n else np.zeros(1, np.int64)
     data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
     start = offsets[:-1].astype(np.int64)
     length = np.diff(offsets).astype(np.int64)
@@ -378,14 +467,22 @@ def decode_offsets_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
         "producer_id": pa.nulls(n, pa.int64()),
         "control_type": pa.array(np.full(n, -1, dtype=np.int16)),
         "record_type": pa.array(dec["record_type"]),
-        "group_id": dec["group_id"], "topic": dec["topic"], "partition": pa.array(dec["partition"]),
-        "is_tombstone": pa.array(dec["is_tombstone"]), "value_version": pa.array(dec["value_version"]),
-        "committed_offset": pa.array(dec["committed_offset"]), "leader_epoch": pa.array(dec["leader_epoch"]),
-        "metadata": dec["metadata"], "commit_timestamp": pa.array(dec["commit_timestamp"]),
+        "group_id": dec["group_id"],
+        "topic": dec["topic"],
+        "partition": pa.array(dec["partition"]),
+        "is_tombstone": pa.array(dec["is_tombstone"]),
+        "value_version": pa.array(dec["value_version"]),
+        "committed_offset": pa.array(dec["committed_offset"]),
+        "leader_epoch": pa.array(dec["leader_epoch"]),
+        "metadata": dec["metadata"],
+        "commit_timestamp": pa.array(dec["commit_timestamp"]),
         "expire_timestamp": pa.array(dec["expire_timestamp"]),
         "topic_id": dec["topic_id"],
-        **{k: v for k, v in g.items() if k != "decode_error"}, "decode_error": err,
-        "detail": pa.nulls(n, pa.string()), "records_affected": pa.array(np.ones(n, dtype=np.int32)),
-        "record_count": pa.array(np.ones(n, dtype=np.int64)), "live_count": pa.array(np.ones(n, dtype=np.int64)),
+        **{k: v for k, v in g.items() if k != "decode_error"},
+        "decode_error": err,
+        "detail": pa.nulls(n, pa.string()),
+        "records_affected": pa.array(np.ones(n, dtype=np.int32)),
+        "record_count": pa.array(np.ones(n, dtype=np.int64)),
+        "live_count": pa.array(np.ones(n, dtype=np.int64)),
     }
     return pa.RecordBatch.from_arrays([cols[f.name].cast(f.type) for f in RAW_SCHEMA], schema=RAW_SCHEMA)

@@ -16,6 +16,7 @@ File formats (``TimeIndex``, ``OffsetIndex``): big-endian entries of (timestamp 
 int32) and (relative offset int32, byte position int32); an active segment's files are preallocated and
 zero after their entries.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -48,7 +49,7 @@ def offset_entries(buf) -> np.ndarray:
     pos = e["position"].astype(np.int64)
     # position 0 is only valid for the first entry; later zeros are the preallocated tail
     zero = np.nonzero(pos[1:] == 0)[0]
-    return e[:int(zero[0]) + 1] if len(zero) else e
+    return e[: int(zero[0]) + 1] if len(zero) else e
 
 
 def largest_timestamp(time_index) -> int:

@@ -75,29 +75,74 @@ ALL_ASSETS: Tuple[str, ...] = PARQUET_ASSETS + ("groups", "summary")
 REQUIRED_ASSETS: Tuple[str, ...] = ("findings", "committed_offsets", "epochs", "bounds")
 
 FINDINGS_COLUMNS = (
-    "group_id", "topic", "partition", "finding", "severity", "committed_offset",
-    "committed_leader_epoch", "commit_timestamp", "divergence_offset", "records_at_risk",
-    "epoch_end_offset", "log_start_offset", "log_end_offset", "previous_offset",
-    "previous_leader_epoch", "answered_by_broker", "detail",
-    "cause", "cause_leader_epoch", "cause_leader", "cause_time", "replica_broker", "groups_consumed",
-    "offset_at_expansion", "expansion_partition",
+    "group_id",
+    "topic",
+    "partition",
+    "finding",
+    "severity",
+    "committed_offset",
+    "committed_leader_epoch",
+    "commit_timestamp",
+    "divergence_offset",
+    "records_at_risk",
+    "epoch_end_offset",
+    "log_start_offset",
+    "log_end_offset",
+    "previous_offset",
+    "previous_leader_epoch",
+    "answered_by_broker",
+    "detail",
+    "cause",
+    "cause_leader_epoch",
+    "cause_leader",
+    "cause_time",
+    "replica_broker",
+    "groups_consumed",
+    "offset_at_expansion",
+    "expansion_partition",
 )
 #: ``cause`` of a LOG_TRUNCATION (``sql/finding_log_truncation.sql``).
 TRUNCATION_CAUSES = ("unclean_election", "replica_divergence", "stale_client_epoch", "unknown")
 COMMITTED_COLUMNS = (
-    "group_id", "topic", "partition", "committed_offset", "committed_leader_epoch",
-    "metadata", "commit_timestamp", "value_version", "verdict",
+    "group_id",
+    "topic",
+    "partition",
+    "committed_offset",
+    "committed_leader_epoch",
+    "metadata",
+    "commit_timestamp",
+    "value_version",
+    "verdict",
 )
 COMMITS_COLUMNS = COMMITTED_COLUMNS[:-1] + ("source_partition", "source_offset")
 EPOCHS_COLUMNS = ("topic", "partition", "broker_id", "leader_epoch", "start_offset", "is_leader")
 GROUPS_COLUMNS = (
-    "group_id", "group_type", "group_state", "partitions_committed", "total_lag", "max_lag", "worst_verdict",
-    "worst_severity", "worst_topic", "worst_partition", "findings_critical", "findings_error", "findings_warning",
-    "findings_info", "latest_commit_timestamp", "latest_commit_age_seconds", "status",
+    "group_id",
+    "group_type",
+    "group_state",
+    "partitions_committed",
+    "total_lag",
+    "max_lag",
+    "worst_verdict",
+    "worst_severity",
+    "worst_topic",
+    "worst_partition",
+    "findings_critical",
+    "findings_error",
+    "findings_warning",
+    "findings_info",
+    "latest_commit_timestamp",
+    "latest_commit_age_seconds",
+    "status",
 )
 GROUP_STATUSES = ("AT_RISK", "STALE", "WARN", "OK")
 BOUNDS_COLUMNS = (
-    "topic", "partition", "log_start_offset", "log_end_offset", "high_watermark", "leader_id",
+    "topic",
+    "partition",
+    "log_start_offset",
+    "log_end_offset",
+    "high_watermark",
+    "leader_id",
 )
 
 RESULT_RELPATH = os.path.join("expectations", "validation_result.json")
@@ -170,6 +215,7 @@ def _spark_connect_guard() -> None:
     if main is None or getattr(main, "__spec__", None) is not None or hasattr(main, "__file__") or hasattr(sys, "ps1"):
         return
     from pyspark.testing.utils import should_test_connect
+
     if not should_test_connect:
         sys.modules["pyspark.sql.connect"] = None  # type: ignore[assignment]  # import of it (and its submodules) raises ModuleNotFoundError
 
@@ -186,8 +232,10 @@ def _defer_scipy_stats() -> None:
     if "scipy.stats" in sys.modules:
         return
     import importlib.util
+
     try:
         import scipy
+
         spec = importlib.util.find_spec("scipy.stats")
     except ImportError:
         return
@@ -235,9 +283,7 @@ def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
     def suite(asset: str, checks: List[Tuple[str, Any]]) -> None:
         for check, exp in checks:
             exp.meta = {"check": f"{asset}.{check}"}
-        suites[asset] = gx.ExpectationSuite(
-            name=f"{cfg.suite_prefix}.{asset}", expectations=[exp for _, exp in checks]
-        )
+        suites[asset] = gx.ExpectationSuite(name=f"{cfg.suite_prefix}.{asset}", expectations=[exp for _, exp in checks])
 
     def columns(cols) -> Any:
         return E.ExpectTableColumnsToMatchSet(column_set=list(cols), exact_match=False)
@@ -253,31 +299,54 @@ def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
         ("columns", columns(FINDINGS_COLUMNS)),
         ("group_id_not_null", E.ExpectColumnValuesToNotBeNull(column="group_id", row_condition=per_group)),
         ("topic_not_null", not_null("topic")),
-        ("partition_not_negative", E.ExpectColumnValuesToBeBetween(
-            column="partition", min_value=0)),
-        ("finding_known", E.ExpectColumnValuesToBeInSet(
-            column="finding", value_set=list(cfg.known_findings))),
-        ("severity_known", E.ExpectColumnValuesToBeInSet(
-            column="severity", value_set=list(cfg.known_severities))),
-        ("severity_matches_finding", E.ExpectColumnPairValuesToBeInSet(
-            column_A="finding", column_B="severity",
-            value_pairs_set=cfg.finding_severity_pairs(), ignore_row_if="either_value_is_missing")),
-        ("detail_present", E.ExpectColumnValueLengthsToBeBetween(
-            column="detail", min_value=max(cfg.min_detail_length, 0))),
+        ("partition_not_negative", E.ExpectColumnValuesToBeBetween(column="partition", min_value=0)),
+        ("finding_known", E.ExpectColumnValuesToBeInSet(column="finding", value_set=list(cfg.known_findings))),
+        ("severity_known", E.ExpectColumnValuesToBeInSet(column="severity", value_set=list(cfg.known_severities))),
+        (
+            "severity_matches_finding",
+            E.ExpectColumnPairValuesToBeInSet(
+                column_A="finding",
+                column_B="severity",
+                value_pairs_set=cfg.finding_severity_pairs(),
+                ignore_row_if="either_value_is_missing",
+            ),
+        ),
+        (
+            "detail_present",
+            E.ExpectColumnValueLengthsToBeBetween(column="detail", min_value=max(cfg.min_detail_length, 0)),
+        ),
         ("detail_not_null", not_null("detail")),
-        ("truncation_cause_known", E.ExpectColumnValuesToBeInSet(
-            column="cause", value_set=list(TRUNCATION_CAUSES), row_condition=is_trunc)),
-        ("truncation_has_divergence", E.ExpectColumnValuesToNotBeNull(
-            column="divergence_offset", row_condition=is_trunc)),
-        ("truncation_records_at_risk", E.ExpectColumnValuesToBeBetween(
-            column="records_at_risk", min_value=1, row_condition=is_trunc)),
-        ("truncation_divergence_below_commit", E.ExpectColumnPairValuesAToBeGreaterThanB(
-            column_A="committed_offset", column_B="divergence_offset", or_equal=False,
-            ignore_row_if="either_value_is_missing", row_condition=is_trunc)),
+        (
+            "truncation_cause_known",
+            E.ExpectColumnValuesToBeInSet(column="cause", value_set=list(TRUNCATION_CAUSES), row_condition=is_trunc),
+        ),
+        (
+            "truncation_has_divergence",
+            E.ExpectColumnValuesToNotBeNull(column="divergence_offset", row_condition=is_trunc),
+        ),
+        (
+            "truncation_records_at_risk",
+            E.ExpectColumnValuesToBeBetween(column="records_at_risk", min_value=1, row_condition=is_trunc),
+        ),
+        (
+            "truncation_divergence_below_commit",
+            E.ExpectColumnPairValuesAToBeGreaterThanB(
+                column_A="committed_offset",
+                column_B="divergence_offset",
+                or_equal=False,
+                ignore_row_if="either_value_is_missing",
+                row_condition=is_trunc,
+            ),
+        ),
     ]
     if cfg.fail_on_severities:
-        f_checks.insert(1, ("no_failing_severity", E.ExpectColumnValuesToNotBeInSet(
-            column="severity", value_set=list(cfg.fail_on_severities))))
+        f_checks.insert(
+            1,
+            (
+                "no_failing_severity",
+                E.ExpectColumnValuesToNotBeInSet(column="severity", value_set=list(cfg.fail_on_severities)),
+            ),
+        )
     suite("findings", f_checks)
 
     # committed_offsets ---------------------------------------------------------------
@@ -285,89 +354,135 @@ def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
     c_checks: List[Tuple[str, Any]] = [
         ("columns", columns(COMMITTED_COLUMNS)),
         ("row_count", E.ExpectTableRowCountToBeBetween(min_value=cfg.min_committed_offsets)),
-        ("key_unique", E.ExpectCompoundColumnsToBeUnique(
-            column_list=["group_id", "topic", "partition"])),
+        ("key_unique", E.ExpectCompoundColumnsToBeUnique(column_list=["group_id", "topic", "partition"])),
         ("group_id_not_null", not_null("group_id")),
         ("committed_offset_not_null", not_null("committed_offset")),
-        ("committed_offset_not_negative", E.ExpectColumnValuesToBeBetween(
-            column="committed_offset", min_value=0)),
-        ("leader_epoch_valid", E.ExpectColumnValuesToBeBetween(
-            column="committed_leader_epoch", min_value=-1)),
+        ("committed_offset_not_negative", E.ExpectColumnValuesToBeBetween(column="committed_offset", min_value=0)),
+        ("leader_epoch_valid", E.ExpectColumnValuesToBeBetween(column="committed_leader_epoch", min_value=-1)),
         ("verdict_known", E.ExpectColumnValuesToBeInSet(column="verdict", value_set=verdicts)),
-        ("value_version_known", E.ExpectColumnValuesToBeInSet(
-            column="value_version", value_set=list(cfg.known_value_versions))),
+        (
+            "value_version_known",
+            E.ExpectColumnValuesToBeInSet(column="value_version", value_set=list(cfg.known_value_versions)),
+        ),
     ]
     if cfg.min_verifiable_commit_share > 0:
-        c_checks.append(("verifiable_share", E.ExpectColumnValuesToBeBetween(
-            column="committed_leader_epoch", min_value=0,
-            mostly=float(cfg.min_verifiable_commit_share))))
+        c_checks.append(
+            (
+                "verifiable_share",
+                E.ExpectColumnValuesToBeBetween(
+                    column="committed_leader_epoch", min_value=0, mostly=float(cfg.min_verifiable_commit_share)
+                ),
+            )
+        )
     suite("committed_offsets", c_checks)
 
     # commits (history mode) -------------------------------------------------------
-    suite("commits", [
-        ("columns", columns(COMMITS_COLUMNS)),
-        ("committed_offset_not_negative", E.ExpectColumnValuesToBeBetween(
-            column="committed_offset", min_value=0)),
-        ("leader_epoch_valid", E.ExpectColumnValuesToBeBetween(
-            column="committed_leader_epoch", min_value=-1)),
-        ("value_version_known", E.ExpectColumnValuesToBeInSet(
-            column="value_version", value_set=list(cfg.known_value_versions))),
-    ])
+    suite(
+        "commits",
+        [
+            ("columns", columns(COMMITS_COLUMNS)),
+            ("committed_offset_not_negative", E.ExpectColumnValuesToBeBetween(column="committed_offset", min_value=0)),
+            ("leader_epoch_valid", E.ExpectColumnValuesToBeBetween(column="committed_leader_epoch", min_value=-1)),
+            (
+                "value_version_known",
+                E.ExpectColumnValuesToBeInSet(column="value_version", value_set=list(cfg.known_value_versions)),
+            ),
+        ],
+    )
 
     # epochs -----------------------------------------------------------------------
-    suite("epochs", [
-        ("columns", columns(EPOCHS_COLUMNS)),
-        ("leader_epoch_not_negative", E.ExpectColumnValuesToBeBetween(
-            column="leader_epoch", min_value=0)),
-        ("start_offset_not_negative", E.ExpectColumnValuesToBeBetween(
-            column="start_offset", min_value=0)),
-        ("entry_unique", E.ExpectCompoundColumnsToBeUnique(
-            column_list=["topic", "partition", "broker_id", "leader_epoch"])),
-    ])
+    suite(
+        "epochs",
+        [
+            ("columns", columns(EPOCHS_COLUMNS)),
+            ("leader_epoch_not_negative", E.ExpectColumnValuesToBeBetween(column="leader_epoch", min_value=0)),
+            ("start_offset_not_negative", E.ExpectColumnValuesToBeBetween(column="start_offset", min_value=0)),
+            (
+                "entry_unique",
+                E.ExpectCompoundColumnsToBeUnique(column_list=["topic", "partition", "broker_id", "leader_epoch"]),
+            ),
+        ],
+    )
 
     # bounds -----------------------------------------------------------------------
-    suite("bounds", [
-        ("columns", columns(BOUNDS_COLUMNS)),
-        ("key_unique", E.ExpectCompoundColumnsToBeUnique(column_list=["topic", "partition"])),
-        ("log_start_not_negative", E.ExpectColumnValuesToBeBetween(
-            column="log_start_offset", min_value=0)),
-        ("log_end_not_below_start", E.ExpectColumnPairValuesAToBeGreaterThanB(
-            column_A="log_end_offset", column_B="log_start_offset", or_equal=True,
-            ignore_row_if="either_value_is_missing")),
-        ("high_watermark_not_above_end", E.ExpectColumnPairValuesAToBeGreaterThanB(
-            column_A="log_end_offset", column_B="high_watermark", or_equal=True,
-            ignore_row_if="either_value_is_missing")),
-    ])
+    suite(
+        "bounds",
+        [
+            ("columns", columns(BOUNDS_COLUMNS)),
+            ("key_unique", E.ExpectCompoundColumnsToBeUnique(column_list=["topic", "partition"])),
+            ("log_start_not_negative", E.ExpectColumnValuesToBeBetween(column="log_start_offset", min_value=0)),
+            (
+                "log_end_not_below_start",
+                E.ExpectColumnPairValuesAToBeGreaterThanB(
+                    column_A="log_end_offset",
+                    column_B="log_start_offset",
+                    or_equal=True,
+                    ignore_row_if="either_value_is_missing",
+                ),
+            ),
+            (
+                "high_watermark_not_above_end",
+                E.ExpectColumnPairValuesAToBeGreaterThanB(
+                    column_A="log_end_offset",
+                    column_B="high_watermark",
+                    or_equal=True,
+                    ignore_row_if="either_value_is_missing",
+                ),
+            ),
+        ],
+    )
 
     # groups: the table against the tables it sums (the check_* columns: :func:`_groups_frame`) ---------
-    suite("groups", [
-        ("columns", columns(GROUPS_COLUMNS)),
-        ("key_unique", E.ExpectColumnValuesToBeUnique(column="group_id")),
-        ("status_known", E.ExpectColumnValuesToBeInSet(column="status", value_set=list(GROUP_STATUSES))),
-        ("partitions_match_committed", E.ExpectColumnPairValuesToBeEqual(
-            column_A="partitions_committed", column_B="check_partitions")),
-        ("findings_match", E.ExpectColumnPairValuesToBeEqual(column_A="findings_total", column_B="check_findings")),
-        ("worst_verdict_is_a_partitions", E.ExpectColumnValuesToBeInSet(column="check_worst_present",
-                                                                        value_set=[1])),
-        ("worst_severity_matches", E.ExpectColumnPairValuesToBeEqual(
-            column_A="worst_severity", column_B="check_worst_severity", ignore_row_if="both_values_are_missing")),
-        ("every_committed_group", E.ExpectColumnPairValuesToBeEqual(
-            column_A="groups_rows", column_B="committed_groups")),
-    ])
+    suite(
+        "groups",
+        [
+            ("columns", columns(GROUPS_COLUMNS)),
+            ("key_unique", E.ExpectColumnValuesToBeUnique(column="group_id")),
+            ("status_known", E.ExpectColumnValuesToBeInSet(column="status", value_set=list(GROUP_STATUSES))),
+            (
+                "partitions_match_committed",
+                E.ExpectColumnPairValuesToBeEqual(column_A="partitions_committed", column_B="check_partitions"),
+            ),
+            ("findings_match", E.ExpectColumnPairValuesToBeEqual(column_A="findings_total", column_B="check_findings")),
+            (
+                "worst_verdict_is_a_partitions",
+                E.ExpectColumnValuesToBeInSet(column="check_worst_present", value_set=[1]),
+            ),
+            (
+                "worst_severity_matches",
+                E.ExpectColumnPairValuesToBeEqual(
+                    column_A="worst_severity", column_B="check_worst_severity", ignore_row_if="both_values_are_missing"
+                ),
+            ),
+            (
+                "every_committed_group",
+                E.ExpectColumnPairValuesToBeEqual(column_A="groups_rows", column_B="committed_groups"),
+            ),
+        ],
+    )
 
     # summary ----------------------------------------------------------------------
     s_checks: List[Tuple[str, Any]] = [
-        ("records_read", E.ExpectColumnValuesToBeBetween(
-            column="records_read_total", min_value=cfg.min_records_read)),
-        ("findings_total_matches", E.ExpectColumnPairValuesToBeEqual(
-            column_A="findings_total", column_B="findings_rows")),
+        ("records_read", E.ExpectColumnValuesToBeBetween(column="records_read_total", min_value=cfg.min_records_read)),
+        (
+            "findings_total_matches",
+            E.ExpectColumnPairValuesToBeEqual(column_A="findings_total", column_B="findings_rows"),
+        ),
     ]
     if cfg.max_skipped_fraction is not None:
-        s_checks.append(("skipped_fraction", E.ExpectColumnValuesToBeBetween(
-            column="skipped_fraction", max_value=float(cfg.max_skipped_fraction))))
+        s_checks.append(
+            (
+                "skipped_fraction",
+                E.ExpectColumnValuesToBeBetween(column="skipped_fraction", max_value=float(cfg.max_skipped_fraction)),
+            )
+        )
     if cfg.max_corrupt_batches is not None:
-        s_checks.append(("corrupt_batches", E.ExpectColumnValuesToBeBetween(
-            column="corrupt_batches", max_value=int(cfg.max_corrupt_batches))))
+        s_checks.append(
+            (
+                "corrupt_batches",
+                E.ExpectColumnValuesToBeBetween(column="corrupt_batches", max_value=int(cfg.max_corrupt_batches)),
+            )
+        )
     suite("summary", s_checks)
     return suites
 
@@ -394,9 +509,14 @@ def _summary_row(summary: Dict[str, Any], findings_rows: int) -> Dict[str, Any]:
     where = skipped_block.get("where") or []
     findings_total = _sum_counts((summary.get("findings") or {}).get("by_name") or {})
     total = read + skipped
-    return {"records_read_total": read, "records_skipped_total": skipped,
-            "skipped_fraction": (skipped / total) if total else 0.0, "corrupt_batches": len(where),
-            "findings_total": findings_total, "findings_rows": findings_rows}
+    return {
+        "records_read_total": read,
+        "records_skipped_total": skipped,
+        "skipped_fraction": (skipped / total) if total else 0.0,
+        "corrupt_batches": len(where),
+        "findings_total": findings_total,
+        "findings_rows": findings_rows,
+    }
 
 
 def _summary_frame(spark, summary: Dict[str, Any], findings_rows: int):
@@ -404,8 +524,7 @@ def _summary_frame(spark, summary: Dict[str, Any], findings_rows: int):
     from pyspark.sql.types import DoubleType, LongType, StructField, StructType
 
     row = _summary_row(summary, findings_rows)
-    schema = StructType([StructField(k, DoubleType() if k == "skipped_fraction" else LongType(), False)
-                         for k in row])
+    schema = StructType([StructField(k, DoubleType() if k == "skipped_fraction" else LongType(), False) for k in row])
     return spark.createDataFrame([tuple(row.values())], schema=schema)
 
 
@@ -430,8 +549,12 @@ def _to_pandas(table):
     import pandas as pd
     import pyarrow as pa
 
-    ints = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
-            pa.int64(): pd.Int64Dtype()}
+    ints = {
+        pa.int8(): pd.Int8Dtype(),
+        pa.int16(): pd.Int16Dtype(),
+        pa.int32(): pd.Int32Dtype(),
+        pa.int64(): pd.Int64Dtype(),
+    }
     return table.to_pandas(types_mapper=ints.get)
 
 
@@ -454,8 +577,10 @@ def _table_frame(spark, path: str, cfg: ExpectationsConfig):
     if rows <= cfg.pandas_max_rows:
         return _to_pandas(sdf.toArrow()), rows  # bounded by pandas_max_rows
     if cfg.engine == "pandas":
-        raise ValueError(f"{path} has {rows} rows, above pandas_max_rows={cfg.pandas_max_rows}: "
-                         "raise the limit or use engine 'auto' or 'spark'")
+        raise ValueError(
+            f"{path} has {rows} rows, above pandas_max_rows={cfg.pandas_max_rows}: "
+            "raise the limit or use engine 'auto' or 'spark'"
+        )
     return sdf, None
 
 
@@ -471,47 +596,79 @@ def _groups_frame(spark, tables_dir: str, cfg: ExpectationsConfig):
     g = spark.read.parquet(f"{tables_dir}/groups")
     c = spark.read.parquet(f"{tables_dir}/committed_offsets")
     f = spark.read.parquet(f"{tables_dir}/findings").where(F.col("group_id").isNotNull())
-    rank = F.create_map(*[x for i, sev in enumerate(("info", "warning", "error", "critical"), 1)
-                          for x in (F.lit(sev), F.lit(i))])
-    by_rank = F.create_map(*[x for i, sev in enumerate(("info", "warning", "error", "critical"), 1)
-                             for x in (F.lit(i), F.lit(sev))])
+    rank = F.create_map(
+        *[x for i, sev in enumerate(("info", "warning", "error", "critical"), 1) for x in (F.lit(sev), F.lit(i))]
+    )
+    by_rank = F.create_map(
+        *[x for i, sev in enumerate(("info", "warning", "error", "critical"), 1) for x in (F.lit(i), F.lit(sev))]
+    )
     key = ["group_id", "topic", "partition", "committed_offset"]
-    verdict_sev = (c.join(f.select(*key, F.col("finding").alias("verdict"), rank[F.col("severity")].alias("r")),
-                          key + ["verdict"], "left")
-                   .groupBy("group_id").agg(F.count(F.lit(1)).alias("rows_joined"), F.max("r").alias("r")))
+    verdict_sev = (
+        c.join(
+            f.select(*key, F.col("finding").alias("verdict"), rank[F.col("severity")].alias("r")),
+            key + ["verdict"],
+            "left",
+        )
+        .groupBy("group_id")
+        .agg(F.count(F.lit(1)).alias("rows_joined"), F.max("r").alias("r"))
+    )
     per_committed = c.groupBy("group_id").agg(F.count(F.lit(1)).alias("check_partitions"))
     per_findings = f.groupBy("group_id").agg(F.count(F.lit(1)).alias("check_findings"))
-    worst = (g.alias("g").join(c.alias("c"), (F.col("g.group_id") == F.col("c.group_id"))
-                               & (F.col("g.worst_verdict") == F.col("c.verdict"))
-                               & (F.col("g.worst_topic").isNull() | ((F.col("g.worst_topic") == F.col("c.topic"))
-                                  & (F.col("g.worst_partition") == F.col("c.partition")))), "left_semi")
-             .select("group_id", F.lit(1).alias("check_worst_present")))
+    worst = (
+        g.alias("g")
+        .join(
+            c.alias("c"),
+            (F.col("g.group_id") == F.col("c.group_id"))
+            & (F.col("g.worst_verdict") == F.col("c.verdict"))
+            & (
+                F.col("g.worst_topic").isNull()
+                | ((F.col("g.worst_topic") == F.col("c.topic")) & (F.col("g.worst_partition") == F.col("c.partition")))
+            ),
+            "left_semi",
+        )
+        .select("group_id", F.lit(1).alias("check_worst_present"))
+    )
     counts = g.agg(F.count(F.lit(1)).alias("groups_rows")).crossJoin(
-        c.agg(F.count_distinct("group_id").alias("committed_groups")))
-    out = (g.join(per_committed, "group_id", "left").join(per_findings, "group_id", "left")
-           .join(verdict_sev.select("group_id", by_rank[F.col("r")].alias("check_worst_severity")), "group_id", "left")
-           .join(worst, "group_id", "left").crossJoin(counts)
-           .select(*GROUPS_COLUMNS,
-                   F.coalesce("check_partitions", F.lit(0)).alias("check_partitions"),
-                   (F.col("findings_critical") + F.col("findings_error") + F.col("findings_warning")
-                    + F.col("findings_info")).alias("findings_total"),
-                   F.coalesce("check_findings", F.lit(0)).alias("check_findings"),
-                   F.coalesce("check_worst_present", F.lit(0)).alias("check_worst_present"),
-                   "check_worst_severity",
-                   "groups_rows", "committed_groups"))
+        c.agg(F.count_distinct("group_id").alias("committed_groups"))
+    )
+    out = (
+        g.join(per_committed, "group_id", "left")
+        .join(per_findings, "group_id", "left")
+        .join(verdict_sev.select("group_id", by_rank[F.col("r")].alias("check_worst_severity")), "group_id", "left")
+        .join(worst, "group_id", "left")
+        .crossJoin(counts)
+        .select(
+            *GROUPS_COLUMNS,
+            F.coalesce("check_partitions", F.lit(0)).alias("check_partitions"),
+            (
+                F.col("findings_critical")
+                + F.col("findings_error")
+                + F.col("findings_warning")
+                + F.col("findings_info")
+            ).alias("findings_total"),
+            F.coalesce("check_findings", F.lit(0)).alias("check_findings"),
+            F.coalesce("check_worst_present", F.lit(0)).alias("check_worst_present"),
+            "check_worst_severity",
+            "groups_rows",
+            "committed_groups",
+        )
+    )
     if cfg.engine == "spark":
         return out
     rows = out.count()
     if rows <= cfg.pandas_max_rows:
         return _to_pandas(out.toArrow())
     if cfg.engine == "pandas":
-        raise ValueError(f"groups/ has {rows} rows, above pandas_max_rows={cfg.pandas_max_rows}: "
-                         "raise the limit or use engine 'auto' or 'spark'")
+        raise ValueError(
+            f"groups/ has {rows} rows, above pandas_max_rows={cfg.pandas_max_rows}: "
+            "raise the limit or use engine 'auto' or 'spark'"
+        )
     return out
 
 
-def _read_inputs(spark, tables_dir: str, wanted: Sequence[str],
-                 cfg: Optional[ExpectationsConfig] = None) -> Tuple[Dict[str, Any], List[str]]:
+def _read_inputs(
+    spark, tables_dir: str, wanted: Sequence[str], cfg: Optional[ExpectationsConfig] = None
+) -> Tuple[Dict[str, Any], List[str]]:
     """Read the wanted tables (local path or Hadoop URI), each as a pandas or Spark DataFrame
     (:func:`_table_frame`); report absent optional ones."""
     cfg = cfg or ExpectationsConfig()
@@ -524,9 +681,7 @@ def _read_inputs(spark, tables_dir: str, wanted: Sequence[str],
         path = f"{tables_dir}/{name}"
         if not fs.exists(spark, path):
             if name in REQUIRED_ASSETS and name in wanted:
-                raise FileNotFoundError(
-                    f"audit output table {name}/ is missing under {tables_dir}"
-                )
+                raise FileNotFoundError(f"audit output table {name}/ is missing under {tables_dir}")
             if name in wanted:
                 skipped.append(name)
             continue
@@ -679,15 +834,16 @@ def run_expectations(
                 df = df.persist()
                 cached.append(df)
             if engine not in datasources:
-                datasources[engine] = (ctx.data_sources.add_spark(name="audit_output", persist=False)
-                                       if engine == "spark" else
-                                       ctx.data_sources.add_pandas(name="audit_output_pandas"))
+                datasources[engine] = (
+                    ctx.data_sources.add_spark(name="audit_output", persist=False)
+                    if engine == "spark"
+                    else ctx.data_sources.add_pandas(name="audit_output_pandas")
+                )
             asset = datasources[engine].add_dataframe_asset(name=asset_name)
             batch_def = asset.add_batch_definition_whole_dataframe(name=f"{asset_name}_all")
             gx_suite = ctx.suites.add(suites[asset_name])
             vdef = ctx.validation_definitions.add(
-                gx.ValidationDefinition(name=f"validate_{asset_name}", data=batch_def,
-                                        suite=gx_suite)
+                gx.ValidationDefinition(name=f"validate_{asset_name}", data=batch_def, suite=gx_suite)
             )
             checkpoint = ctx.checkpoints.add(
                 gx.Checkpoint(
@@ -708,6 +864,7 @@ def run_expectations(
             docs_index = index if os.path.isfile(index) else None
             if docs_index:
                 from .offline_docs import make_offline
+
                 make_offline(docs_dir)  # GX's pages load their assets from CDNs: bundle them
     finally:
         for df in cached:
@@ -728,8 +885,9 @@ def _exception_message(info: Any) -> Optional[str]:
         if info.get("raised_exception") or info.get("exception_message"):
             return str(info.get("exception_message"))
         return None
-    messages = [str(v.get("exception_message")) for v in info.values()
-                if isinstance(v, dict) and v.get("exception_message")]
+    messages = [
+        str(v.get("exception_message")) for v in info.values() if isinstance(v, dict) and v.get("exception_message")
+    ]
     return "; ".join(dict.fromkeys(messages)) or None
 
 
@@ -742,13 +900,18 @@ def _write_outcome(
 ) -> ExpectationsOutcome:
     failed: List[FailedExpectation] = []
     by_asset: Dict[str, Dict[str, Any]] = {}
-    totals = {"evaluated_expectations": 0, "successful_expectations": 0,
-              "unsuccessful_expectations": 0}
+    totals = {"evaluated_expectations": 0, "successful_expectations": 0, "unsuccessful_expectations": 0}
     for asset_name, vr in results.items():
         stats = dict(vr.statistics)
-        by_asset[asset_name] = {k: stats.get(k) for k in
-                                ("evaluated_expectations", "successful_expectations",
-                                 "unsuccessful_expectations", "success_percent")}
+        by_asset[asset_name] = {
+            k: stats.get(k)
+            for k in (
+                "evaluated_expectations",
+                "successful_expectations",
+                "unsuccessful_expectations",
+                "success_percent",
+            )
+        }
         for k in totals:
             totals[k] += int(stats.get(k) or 0)
         for r in vr.results:
@@ -769,9 +932,7 @@ def _write_outcome(
             )
     evaluated = totals["evaluated_expectations"]
     statistics: Dict[str, Any] = dict(totals)
-    statistics["success_percent"] = (
-        100.0 * totals["successful_expectations"] / evaluated if evaluated else 100.0
-    )
+    statistics["success_percent"] = 100.0 * totals["successful_expectations"] / evaluated if evaluated else 100.0
     statistics["by_asset"] = by_asset
     success = all(vr.success for vr in results.values())
 
@@ -792,7 +953,8 @@ def _write_outcome(
     log.info(
         "audit output expectations %s: %d of %d met%s; result %s",
         "passed" if success else "FAILED",
-        totals["successful_expectations"], evaluated,
+        totals["successful_expectations"],
+        evaluated,
         f" (failed: {', '.join(sorted(f.check for f in failed))})" if failed else "",
         result_path,
     )

@@ -27,6 +27,7 @@ attempts with a null ``attempt``.
 another run id), keyed by (group_id, topic, partition, finding): ``new``, ``persisted`` or ``resolved``;
 :func:`group_changes` compares the groups' status the same way.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,11 +42,24 @@ from ..sources import fs
 KEY = ["group_id", "topic", "partition", "finding"]
 #: the join key: a REPLICA_DIVERGENCE row has no group, its replica's broker stands for it
 _JOIN = ["_subject", "topic", "partition", "finding"]
-CHANGE_COLUMNS = ["status", "group_id", "topic", "partition", "finding", "severity", "previous_severity",
-                  "committed_offset", "previous_committed_offset", "records_at_risk", "detail"]
-RUNS_SCHEMA = ("run_id string, run_time timestamp, output string, exit_status int, findings_total bigint, "
-               "findings_critical bigint, findings_error bigint, findings_warning bigint, findings_info bigint, "
-               "group_partitions bigint, records_read bigint, records_skipped bigint, summary_json string")
+CHANGE_COLUMNS = [
+    "status",
+    "group_id",
+    "topic",
+    "partition",
+    "finding",
+    "severity",
+    "previous_severity",
+    "committed_offset",
+    "previous_committed_offset",
+    "records_at_risk",
+    "detail",
+]
+RUNS_SCHEMA = (
+    "run_id string, run_time timestamp, output string, exit_status int, findings_total bigint, "
+    "findings_critical bigint, findings_error bigint, findings_warning bigint, findings_info bigint, "
+    "group_partitions bigint, records_read bigint, records_skipped bigint, summary_json string"
+)
 
 
 def default_run_id(started_at: str) -> str:
@@ -75,6 +89,7 @@ def committed(spark: SparkSession, history: str, table: str) -> DataFrame | None
     """``table``'s rows of committed runs only: for each run id, the newest attempt that has a ``runs`` row (see
     the module docstring); None when the history has no committed run."""
     from pyspark.sql.window import Window
+
     runs = _read(spark, history, "runs")
     if runs is None:
         return None
@@ -86,7 +101,7 @@ def committed(spark: SparkSession, history: str, table: str) -> DataFrame | None
     if df is None:
         return None
     keys = latest.select(F.col("run_id").alias("_r"), F.col("attempt").alias("_a"))
-    return (df.join(keys, (df["run_id"] == keys["_r"]) & df["attempt"].eqNullSafe(keys["_a"]), "left_semi"))
+    return df.join(keys, (df["run_id"] == keys["_r"]) & df["attempt"].eqNullSafe(keys["_a"]), "left_semi")
 
 
 def previous_run(spark: SparkSession, history: str, run_id: str) -> dict | None:
@@ -95,9 +110,13 @@ def previous_run(spark: SparkSession, history: str, run_id: str) -> dict | None:
     runs = committed(spark, history, "runs")
     if runs is None:
         return None
-    row = (runs.where(F.col("run_id") != run_id).orderBy(F.col("run_time").desc())
-           .select("run_id", F.date_format("run_time", "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'").alias("run_time"))
-           .limit(1).collect())  # formatted in the session time zone, UTC
+    row = (
+        runs.where(F.col("run_id") != run_id)
+        .orderBy(F.col("run_time").desc())
+        .select("run_id", F.date_format("run_time", "yyyy-MM-dd'T'HH:mm:ss.SSSSSS'Z'").alias("run_time"))
+        .limit(1)
+        .collect()
+    )  # formatted in the session time zone, UTC
     return {"run_id": row[0]["run_id"], "run_time": row[0]["run_time"]} if row else None
 
 
@@ -119,34 +138,56 @@ def finding_changes(spark: SparkSession, history: str, run_id: str, findings: Da
         old = None
     if old is None:
         old = cur.limit(0)
-    o = old.select(*_JOIN, F.col("group_id").alias("_old_group"), F.col("severity").alias("previous_severity"),
-                   F.col("committed_offset").alias("previous_committed_offset"),
-                   F.col("detail").alias("previous_detail"), F.col("records_at_risk").alias("previous_records_at_risk"),
-                   F.lit(True).alias("_old"))
-    c = cur.select(*_JOIN, "group_id", "severity", "committed_offset", "records_at_risk", "detail",
-                   F.lit(True).alias("_cur"))
+    o = old.select(
+        *_JOIN,
+        F.col("group_id").alias("_old_group"),
+        F.col("severity").alias("previous_severity"),
+        F.col("committed_offset").alias("previous_committed_offset"),
+        F.col("detail").alias("previous_detail"),
+        F.col("records_at_risk").alias("previous_records_at_risk"),
+        F.lit(True).alias("_old"),
+    )
+    c = cur.select(
+        *_JOIN, "group_id", "severity", "committed_offset", "records_at_risk", "detail", F.lit(True).alias("_cur")
+    )
     j = c.join(o, _JOIN, "full_outer").withColumn("group_id", F.coalesce("group_id", "_old_group"))
-    status = (F.when(F.col("_cur") & F.col("_old"), "persisted").when(F.col("_cur"), "new").otherwise("resolved"))
+    status = F.when(F.col("_cur") & F.col("_old"), "persisted").when(F.col("_cur"), "new").otherwise("resolved")
     changes = j.select(
-        status.alias("status"), *KEY,
-        F.coalesce("severity", "previous_severity").alias("severity"), "previous_severity",
+        status.alias("status"),
+        *KEY,
+        F.coalesce("severity", "previous_severity").alias("severity"),
+        "previous_severity",
         F.coalesce("committed_offset", "previous_committed_offset").alias("committed_offset"),
         "previous_committed_offset",
         F.coalesce("records_at_risk", "previous_records_at_risk").alias("records_at_risk"),
-        F.coalesce("detail", "previous_detail").alias("detail"))
+        F.coalesce("detail", "previous_detail").alias("detail"),
+    )
     counts = {r["status"]: int(r["n"]) for r in changes.groupBy("status").agg(F.count("*").alias("n")).collect()}
-    info = {"previous_run_id": prev["run_id"] if prev else None,
-            "previous_run_time": prev["run_time"] if prev else None,
-            **{k: counts.get(k, 0) for k in ("new", "persisted", "resolved")}}
+    info = {
+        "previous_run_id": prev["run_id"] if prev else None,
+        "previous_run_time": prev["run_time"] if prev else None,
+        **{k: counts.get(k, 0) for k in ("new", "persisted", "resolved")},
+    }
     return changes, info
 
 
-GROUP_CHANGE_COLUMNS = ["change", "group_id", "status", "previous_status", "worst_verdict", "previous_worst_verdict",
-                        "total_lag", "previous_total_lag", "records_at_risk", "previous_records_at_risk"]
+GROUP_CHANGE_COLUMNS = [
+    "change",
+    "group_id",
+    "status",
+    "previous_status",
+    "worst_verdict",
+    "previous_worst_verdict",
+    "total_lag",
+    "previous_total_lag",
+    "records_at_risk",
+    "previous_records_at_risk",
+]
 
 
-def group_changes(spark: SparkSession, history: str, run_id: str, groups: DataFrame,
-                  previous_run_id: str | None = None) -> tuple[DataFrame, dict]:
+def group_changes(
+    spark: SparkSession, history: str, run_id: str, groups: DataFrame, previous_run_id: str | None = None
+) -> tuple[DataFrame, dict]:
     """This run's ``groups`` table against the previous run's in ``history`` (the newest committed run with another
     run id, or ``previous_run_id``): one row per group whose status changed (``change``: ``new`` -- not in the
     previous run's table, ``gone`` -- only there, ``changed`` -- another status), with both runs' status, worst
@@ -158,17 +199,31 @@ def group_changes(spark: SparkSession, history: str, run_id: str, groups: DataFr
         previous_run_id = prev["run_id"] if prev else None
     old = committed(spark, history, "groups") if previous_run_id is not None else None
     cols = ["group_id", "status", "worst_verdict", "total_lag", "records_at_risk"]
-    old = (old.where(F.col("run_id") == previous_run_id).select(*cols) if old is not None  # type: ignore[arg-type]
-           else groups.select(*cols).limit(0))
+    old = (
+        old.where(F.col("run_id") == previous_run_id).select(*cols)  # type: ignore[arg-type]
+        if old is not None
+        else groups.select(*cols).limit(0)
+    )
     o = old.select("group_id", *[F.col(c).alias(f"previous_{c}") for c in cols[1:]], F.lit(True).alias("_old"))
     c = groups.select(*cols, F.lit(True).alias("_cur"))
     j = c.join(o, "group_id", "full_outer")
-    change = (F.when(F.col("_cur") & F.col("_old"),
-                     F.when(F.col("status") != F.col("previous_status"), F.lit("changed")))
-              .when(F.col("_cur"), F.lit("new")).otherwise(F.lit("gone")))
-    changes = j.select(change.alias("change"), "group_id", "status", "previous_status", "worst_verdict",
-                       "previous_worst_verdict", "total_lag", "previous_total_lag", "records_at_risk",
-                       "previous_records_at_risk").where(F.col("change").isNotNull())
+    change = (
+        F.when(F.col("_cur") & F.col("_old"), F.when(F.col("status") != F.col("previous_status"), F.lit("changed")))
+        .when(F.col("_cur"), F.lit("new"))
+        .otherwise(F.lit("gone"))
+    )
+    changes = j.select(
+        change.alias("change"),
+        "group_id",
+        "status",
+        "previous_status",
+        "worst_verdict",
+        "previous_worst_verdict",
+        "total_lag",
+        "previous_total_lag",
+        "records_at_risk",
+        "previous_records_at_risk",
+    ).where(F.col("change").isNotNull())
     counts = {r["change"]: int(r["n"]) for r in changes.groupBy("change").agg(F.count("*").alias("n")).collect()}
     return changes, {f"groups_{k}": counts.get(k, 0) for k in ("new", "gone", "changed")}
 
@@ -178,16 +233,18 @@ def _one_per_key(findings: DataFrame) -> DataFrame:
     one (REPLICA_DIVERGENCE) its replica's broker, so such rows compare across runs (a null never joins)."""
     from pyspark.sql.window import Window
     from ..judge import SEVERITY_RANK
+
     broker = F.col("replica_broker").cast("string") if "replica_broker" in findings.columns else F.lit(None)
-    findings = findings.withColumn("_subject", F.coalesce(F.col("group_id"), F.concat(F.lit("\u0000replica "), broker),
-                                                          F.lit("\u0000")))
+    findings = findings.withColumn(
+        "_subject", F.coalesce(F.col("group_id"), F.concat(F.lit("\u0000replica "), broker), F.lit("\u0000"))
+    )
     rank = F.create_map(*[x for k, v in SEVERITY_RANK.items() for x in (F.lit(k), F.lit(v))])
     w = Window.partitionBy(*_JOIN).orderBy(rank[F.col("severity")].desc(), F.col("commit_timestamp").desc_nulls_last())
     return findings.withColumn("_n", F.row_number().over(w)).where("_n = 1").drop("_n")
 
 
 #: the characters Spark escapes in a partition directory's value (``ExternalCatalogUtils.escapePathName``)
-_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(1, 0x20)}
+_ESCAPED = set("\"#%'*/:=?\\\x7f{[]^") | {chr(c) for c in range(1, 0x20)}
 
 
 def partition_value(value: str) -> str:
@@ -213,9 +270,10 @@ def _migrate_legacy(spark: SparkSession, base: str) -> list[str]:
             parent = f"{base}/{name}/{date_dir}"
             for child in fs.children(spark, parent) or []:
                 if child.startswith("_legacy-run_id="):
-                    run = child[len("_legacy-"):]
-                elif child.startswith("run_id=") and [n for n in fs.children(spark, f"{parent}/{child}") or []
-                                                       if not n.startswith(("attempt=", "_", "."))]:
+                    run = child[len("_legacy-") :]
+                elif child.startswith("run_id=") and [
+                    n for n in fs.children(spark, f"{parent}/{child}") or [] if not n.startswith(("attempt=", "_", "."))
+                ]:
                     run = child
                     fs.rename(spark, f"{parent}/{run}", f"{parent}/_legacy-{run}")
                 else:
@@ -231,38 +289,68 @@ def new_attempt() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ") + "-" + uuid.uuid4().hex[:8]
 
 
-def append_run(spark: SparkSession, history: str, run_id: str, summary: dict, findings: DataFrame,
-               output: str, groups: DataFrame | None = None) -> dict:
+def append_run(
+    spark: SparkSession,
+    history: str,
+    run_id: str,
+    summary: dict,
+    findings: DataFrame,
+    output: str,
+    groups: DataFrame | None = None,
+) -> dict:
     """Append this run (``summary`` as in summary.json, ``findings`` its findings table) to ``history`` as a new
     attempt, replacing an earlier run with the same ``run_id`` once it is committed (module docstring).  Returns
     ``{"dir", "run_id", "run_date", "attempt", "replaced"}`` (``replaced``: partition dirs of earlier attempts of
     this run id that were removed, committed or not).  ``groups``: the run's groups table, kept next to the
     findings."""
     from .outputs import _step
+
     base = fs.to_uri(history).rstrip("/")
     run_time = datetime.fromisoformat(summary["started_at"]).astimezone(timezone.utc)
     run_date = run_time.strftime("%Y-%m-%d")
     attempt = new_attempt()
     sev = summary["findings"]["by_severity"]
-    row = [(run_id, run_time, output, int(summary.get("exit_status") or 0),
-            int(summary["findings"]["total"]), *(int(sev.get(s, 0)) for s in ("critical", "error", "warning", "info")),
-            int(summary["offset_commits"]["group_partitions"]), int(summary["records_read"]["total"]),
-            int(sum(summary["records_skipped"]["by_reason"].values())), json.dumps(summary, default=str))]
+    row = [
+        (
+            run_id,
+            run_time,
+            output,
+            int(summary.get("exit_status") or 0),
+            int(summary["findings"]["total"]),
+            *(int(sev.get(s, 0)) for s in ("critical", "error", "warning", "info")),
+            int(summary["offset_commits"]["group_partitions"]),
+            int(summary["records_read"]["total"]),
+            int(sum(summary["records_skipped"]["by_reason"].values())),
+            json.dumps(summary, default=str),
+        )
+    ]
     leaf = f"run_date={run_date}/run_id={partition_value(run_id)}/attempt={attempt}"
     _migrate_legacy(spark, base)
     # the findings first, then the runs row: that row commits the attempt
-    (findings.withColumn("run_time", F.lit(run_time.strftime("%Y-%m-%d %H:%M:%S.%f")).cast("timestamp"))
-     .drop("run_id", "run_date", "attempt").write.mode("overwrite").parquet(f"{base}/findings/{leaf}"))
+    (
+        findings.withColumn("run_time", F.lit(run_time.strftime("%Y-%m-%d %H:%M:%S.%f")).cast("timestamp"))
+        .drop("run_id", "run_date", "attempt")
+        .write.mode("overwrite")
+        .parquet(f"{base}/findings/{leaf}")
+    )
     if groups is not None:
-        (groups.withColumn("run_time", F.lit(run_time.strftime("%Y-%m-%d %H:%M:%S.%f")).cast("timestamp"))
-         .drop("run_id", "run_date", "attempt").write.mode("overwrite").parquet(f"{base}/groups/{leaf}"))
+        (
+            groups.withColumn("run_time", F.lit(run_time.strftime("%Y-%m-%d %H:%M:%S.%f")).cast("timestamp"))
+            .drop("run_id", "run_date", "attempt")
+            .write.mode("overwrite")
+            .parquet(f"{base}/groups/{leaf}")
+        )
     _step("history-findings")
     # an aware datetime is converted as UTC whatever the machine's zone; the literal above is read in the
     # session time zone, UTC (audit.spark.build_session)
     spark.createDataFrame(row, RUNS_SCHEMA).drop("run_id").write.mode("overwrite").parquet(f"{base}/runs/{leaf}")
     _step("history-marker")
     replaced = []
-    for name in ("runs", "findings", "groups"):  # the marker's table first: an attempt left with findings only is never read
+    for name in (
+        "runs",
+        "findings",
+        "groups",
+    ):  # the marker's table first: an attempt left with findings only is never read
         for date_dir in fs.children(spark, f"{base}/{name}") or []:
             if not date_dir.startswith("run_date="):
                 continue
@@ -271,7 +359,8 @@ def append_run(spark: SparkSession, history: str, run_id: str, summary: dict, fi
                 if a != f"attempt={attempt}":
                     fs.delete(spark, f"{run_dir}/{a}")
                     replaced.append(f"{name}/{date_dir}/run_id={partition_value(run_id)}/{a}")
-            if date_dir != f"run_date={run_date}" and not [n for n in fs.children(spark, run_dir) or []
-                                                            if not n.startswith(("_", "."))]:
+            if date_dir != f"run_date={run_date}" and not [
+                n for n in fs.children(spark, run_dir) or [] if not n.startswith(("_", "."))
+            ]:
                 fs.delete(spark, run_dir)
     return {"dir": history, "run_id": run_id, "run_date": run_date, "attempt": attempt, "replaced": replaced}

@@ -62,19 +62,44 @@ def _cause_html(r: dict) -> str:
         return ""
     text = cause.replace("_", " ")
     if cause == "unclean_election" and r.get("cause_leader_epoch") is not None:
-        text += (f": epoch {r.get('cause_leader_epoch')}, leader {r.get('cause_leader')}, "
-                 f"at {_fmt_ts(r.get('cause_time'))}")
+        text += (
+            f": epoch {r.get('cause_leader_epoch')}, leader {r.get('cause_leader')}, at {_fmt_ts(r.get('cause_time'))}"
+        )
     return f'<br><small class="cause">{_esc(text)}</small>'
 
 
 _FINDING_COLUMNS = (
-    "group_id", "topic", "partition", "finding", "severity", "committed_offset",
-    "committed_leader_epoch", "commit_timestamp", "divergence_offset", "records_at_risk",
-    "epoch_end_offset", "log_start_offset", "log_end_offset", "previous_offset",
-    "previous_leader_epoch", "answered_by_broker", "detail",
-    "cause", "cause_leader_epoch", "cause_leader", "cause_time",
-    "group_state", "group_protocol", "owner_member_id", "owner_group_instance_id", "owner_client_id",
-    "owner_client_host", "owner_generation", "replica_broker", "groups_consumed", "offset_at_expansion",
+    "group_id",
+    "topic",
+    "partition",
+    "finding",
+    "severity",
+    "committed_offset",
+    "committed_leader_epoch",
+    "commit_timestamp",
+    "divergence_offset",
+    "records_at_risk",
+    "epoch_end_offset",
+    "log_start_offset",
+    "log_end_offset",
+    "previous_offset",
+    "previous_leader_epoch",
+    "answered_by_broker",
+    "detail",
+    "cause",
+    "cause_leader_epoch",
+    "cause_leader",
+    "cause_time",
+    "group_state",
+    "group_protocol",
+    "owner_member_id",
+    "owner_group_instance_id",
+    "owner_client_id",
+    "owner_client_host",
+    "owner_generation",
+    "replica_broker",
+    "groups_consumed",
+    "offset_at_expansion",
     "expansion_partition",
 )
 
@@ -86,7 +111,11 @@ def _group_cell(r: dict) -> str:
         groups = list(r.get("groups_consumed") or [])
         text = f"replica on broker {r.get('replica_broker')}"
         if groups:
-            text += "; consumed by " + ", ".join(groups[:10]) + (f" and {len(groups) - 10} more" if len(groups) > 10 else "")
+            text += (
+                "; consumed by "
+                + ", ".join(groups[:10])
+                + (f" and {len(groups) - 10} more" if len(groups) > 10 else "")
+            )
         return f'<small class="owner">{_esc(text)}</small>'
     return f"{_esc(r.get('group_id'))}{_owner_html(r)}"
 
@@ -104,7 +133,6 @@ def _owner_html(r: dict) -> str:
     if not bits:
         return ""
     return f'<br><small class="owner">{_esc("; ".join(bits))}</small>'
-
 
 
 # --------------------------------------------------------------------------- helpers
@@ -185,8 +213,14 @@ def _collect_findings(findings_df, max_findings: int) -> Tuple[List[Dict[str, An
     rows = (
         findings_df.select(*cols)
         .withColumn("_rank", _severity_rank_expr())
-        .orderBy("_rank", F.col("records_at_risk").desc_nulls_last() if "records_at_risk" in cols
-                 else F.lit(0), "group_id", "topic", "partition", "finding")
+        .orderBy(
+            "_rank",
+            F.col("records_at_risk").desc_nulls_last() if "records_at_risk" in cols else F.lit(0),
+            "group_id",
+            "topic",
+            "partition",
+            "finding",
+        )
         .limit(max_findings)
         .drop("_rank")
         .collect()
@@ -197,13 +231,20 @@ def _collect_findings(findings_df, max_findings: int) -> Tuple[List[Dict[str, An
 def _collect_group_counts(findings_df, max_groups: int) -> Tuple[Dict[str, Dict[str, int]], int]:
     from pyspark.sql import functions as F
 
-    per_group = findings_df.where(F.col("group_id").isNotNull()).groupBy("group_id").agg(
-        *[F.sum(F.when(F.col("severity") == s, 1).otherwise(0)).alias(s) for s in SEVERITY_ORDER],
-        F.count(F.lit(1)).alias("_total"),
+    per_group = (
+        findings_df.where(F.col("group_id").isNotNull())
+        .groupBy("group_id")
+        .agg(
+            *[F.sum(F.when(F.col("severity") == s, 1).otherwise(0)).alias(s) for s in SEVERITY_ORDER],
+            F.count(F.lit(1)).alias("_total"),
+        )
     )
     n_groups = per_group.count()
-    rows = per_group.orderBy(F.col(SEVERITY_ORDER[0]).desc(), F.col("_total").desc(),
-                             "group_id").limit(max_groups).collect()
+    rows = (
+        per_group.orderBy(F.col(SEVERITY_ORDER[0]).desc(), F.col("_total").desc(), "group_id")
+        .limit(max_groups)
+        .collect()
+    )
     return {r["group_id"]: {s: int(r[s] or 0) for s in SEVERITY_ORDER} for r in rows}, n_groups
 
 
@@ -213,19 +254,32 @@ def _collect_plot_partitions(findings_df, max_plots: int):
     from pyspark.sql import functions as F
 
     risk = F.col("records_at_risk") if "records_at_risk" in findings_df.columns else F.lit(0)
-    per_tp = findings_df.withColumn("_rank", _severity_rank_expr()).groupBy("topic", "partition").agg(
-        F.min("_rank").alias("_worst"),
-        F.count(F.lit(1)).alias("_n"),
-        F.coalesce(F.sum(risk), F.lit(0)).alias("records_at_risk"),
-        F.slice(
-            F.array_sort(F.collect_set(
-                F.when(F.col("finding").isin("LOG_TRUNCATION", "REPLICA_DIVERGENCE"), F.col("divergence_offset"))
-            )), 1, 10,
-        ).alias("divergences"),
+    per_tp = (
+        findings_df.withColumn("_rank", _severity_rank_expr())
+        .groupBy("topic", "partition")
+        .agg(
+            F.min("_rank").alias("_worst"),
+            F.count(F.lit(1)).alias("_n"),
+            F.coalesce(F.sum(risk), F.lit(0)).alias("records_at_risk"),
+            F.slice(
+                F.array_sort(
+                    F.collect_set(
+                        F.when(
+                            F.col("finding").isin("LOG_TRUNCATION", "REPLICA_DIVERGENCE"), F.col("divergence_offset")
+                        )
+                    )
+                ),
+                1,
+                10,
+            ).alias("divergences"),
+        )
     )
     n_tp = per_tp.count()
-    rows = per_tp.orderBy(F.col("records_at_risk").desc(), "_worst", F.col("_n").desc(), "topic",
-                          "partition").limit(max_plots).collect()
+    rows = (
+        per_tp.orderBy(F.col("records_at_risk").desc(), "_worst", F.col("_n").desc(), "topic", "partition")
+        .limit(max_plots)
+        .collect()
+    )
     return rows, n_tp
 
 
@@ -245,11 +299,23 @@ def _collect_commits_for_partitions(df, keys_df, max_per_partition: int) -> List
     if df is None:
         return []
     have = set(df.columns)
-    rank = F.when(F.col("verdict") == "OK", F.lit(9)).otherwise(F.lit(0)) if "verdict" in have \
-        else F.lit(0)
+    rank = F.when(F.col("verdict") == "OK", F.lit(9)).otherwise(F.lit(0)) if "verdict" in have else F.lit(0)
     w = Window.partitionBy("topic", "partition").orderBy(rank, "group_id")
-    cols = [c for c in ("group_id", "topic", "partition", "committed_offset", "committed_leader_epoch", "verdict",
-                        "commit_timestamp", "owner_client_id", "owner_client_host") if c in have]
+    cols = [
+        c
+        for c in (
+            "group_id",
+            "topic",
+            "partition",
+            "committed_offset",
+            "committed_leader_epoch",
+            "verdict",
+            "commit_timestamp",
+            "owner_client_id",
+            "owner_client_host",
+        )
+        if c in have
+    ]
     joined = (
         df.select(*cols)
         .join(F.broadcast(keys_df), on=["topic", "partition"], how="inner")
@@ -279,10 +345,17 @@ def _collect_groups(groups_df, max_rows: int) -> Tuple[List[Dict[str, Any]], int
     if groups_df is None:
         return [], 0
     from pyspark.sql import functions as F
+
     order = F.create_map(*[x for i, st in enumerate(GROUP_STATUS_ORDER) for x in (F.lit(st), F.lit(i))])
-    rows = [r.asDict() for r in groups_df.orderBy(F.coalesce(order[F.col("status")], F.lit(9)),
-                                                  F.col("records_at_risk").desc_nulls_last(),
-                                                  F.col("total_lag").desc_nulls_last(), "group_id").take(max_rows)]
+    rows = [
+        r.asDict()
+        for r in groups_df.orderBy(
+            F.coalesce(order[F.col("status")], F.lit(9)),
+            F.col("records_at_risk").desc_nulls_last(),
+            F.col("total_lag").desc_nulls_last(),
+            "group_id",
+        ).take(max_rows)
+    ]
     return rows, (groups_df.count() if len(rows) >= max_rows else len(rows))
 
 
@@ -298,8 +371,13 @@ def _status_counts(groups_df, group_rows: List[Dict[str, Any]], n_groups: int) -
             out[str(r.get("status"))] = (n + 1, risk + int(r.get("records_at_risk") or 0))
         return out
     from pyspark.sql import functions as F
-    return {str(r["status"]): (int(r["n"]), int(r["risk"] or 0)) for r in groups_df.groupBy("status").agg(
-        F.count(F.lit(1)).alias("n"), F.sum("records_at_risk").alias("risk")).collect()}
+
+    return {
+        str(r["status"]): (int(r["n"]), int(r["risk"] or 0))
+        for r in groups_df.groupBy("status")
+        .agg(F.count(F.lit(1)).alias("n"), F.sum("records_at_risk").alias("risk"))
+        .collect()
+    }
 
 
 def _action(detail: Any) -> str:
@@ -308,8 +386,9 @@ def _action(detail: Any) -> str:
     return text.split(" Action: ", 1)[1] if " Action: " in text else text
 
 
-def _todo_section(statuses: Dict[str, Tuple[int, int]], rows: List[Dict[str, Any]], total: int,
-                  max_actions: int = 5) -> str:
+def _todo_section(
+    statuses: Dict[str, Tuple[int, int]], rows: List[Dict[str, Any]], total: int, max_actions: int = 5
+) -> str:
     """'What to do', the report's first screen: how many groups will lose, skip or replay records and on which
     topics, then the first actions, most severe first (each finding's ``Action:``)."""
     parts = ['<section id="todo"><h2>What to do</h2>']
@@ -318,36 +397,43 @@ def _todo_section(statuses: Dict[str, Tuple[int, int]], rows: List[Dict[str, Any
     ok = statuses.get("OK", (0, 0))[0]
     urgent = [r for r in rows if r.get("severity") in ("critical", "error")]
     if not urgent and not at_risk:
-        parts.append('<p class="verdict ok">No consumer group is at risk: every committed offset checked resumes '
-                     "where its group expects." + (f" {look} group(s) need a look (warnings or stale commits)."
-                                                   if look else "") + "</p>")
+        parts.append(
+            '<p class="verdict ok">No consumer group is at risk: every committed offset checked resumes '
+            "where its group expects."
+            + (f" {look} group(s) need a look (warnings or stale commits)." if look else "")
+            + "</p>"
+        )
     else:
         topics = sorted({str(r.get("topic")) for r in urgent})
         more = " (among others)" if total > len(rows) else ""
         parts.append(
             f'<p class="verdict bad"><b>{at_risk} consumer group(s)</b> will lose, skip or replay records when they '
-            f"resume ({risk_records} records at risk)" + (f", on {_esc(', '.join(topics[:12]))}"
-                                                          + (" ..." if len(topics) > 12 else "") + more
-                                                          if topics else "")
-            + f". {look} more need a look (warnings or stale commits); {ok} are OK.</p>")
+            f"resume ({risk_records} records at risk)"
+            + (f", on {_esc(', '.join(topics[:12]))}" + (" ..." if len(topics) > 12 else "") + more if topics else "")
+            + f". {look} more need a look (warnings or stale commits); {ok} are OK.</p>"
+        )
         seen = set()
         items = []
         for r in urgent:
-            who = (r.get("group_id") if r.get("group_id") is not None
-                   else f"broker {r.get('replica_broker')}'s replica of")
+            who = (
+                r.get("group_id") if r.get("group_id") is not None else f"broker {r.get('replica_broker')}'s replica of"
+            )
             where = f"{_esc(who)} {_esc(r.get('topic'))}-{_esc(r.get('partition'))}"
             act = _action(r.get("detail"))
             if (r.get("finding"), act) in seen:
                 continue
             seen.add((r.get("finding"), act))
-            items.append(f'<li><b>{_esc(r.get("severity"))}</b> <code>{_esc(r.get("finding"))}</code> {where}: '
-                         f"{_esc(act)}</li>")
+            items.append(
+                f"<li><b>{_esc(r.get('severity'))}</b> <code>{_esc(r.get('finding'))}</code> {where}: {_esc(act)}</li>"
+            )
             if len(items) >= max_actions:
                 break
         parts.append("<h3>First actions</h3><ol>" + "".join(items) + "</ol>")
-        parts.append('<p class="muted">Every finding, with what it risks and its action, is under '
-                     '<a href="#findings">Findings</a>; each group\'s status under <a href="#groups">Per consumer '
-                     "group</a>.</p>")
+        parts.append(
+            '<p class="muted">Every finding, with what it risks and its action, is under '
+            '<a href="#findings">Findings</a>; each group\'s status under <a href="#groups">Per consumer '
+            "group</a>.</p>"
+        )
     parts.append("</section>")
     return "".join(parts)
 
@@ -356,33 +442,50 @@ def _groups_table(rows: List[Dict[str, Any]], total: int, cap: int) -> str:
     """The per-group table of the ``Per group`` section (from ``groups/``)."""
     if not rows:
         return '<p class="muted">No group has a committed offset.</p>'
-    head = ("<tr><th>group</th><th>status</th><th>type / state</th><th>partitions</th><th>total lag</th>"
-            "<th>max lag</th><th>worst verdict</th><th>findings c/e/w/i</th><th>at risk</th>"
-            "<th>latest commit</th><th>age (s)</th></tr>")
+    head = (
+        "<tr><th>group</th><th>status</th><th>type / state</th><th>partitions</th><th>total lag</th>"
+        "<th>max lag</th><th>worst verdict</th><th>findings c/e/w/i</th><th>at risk</th>"
+        "<th>latest commit</th><th>age (s)</th></tr>"
+    )
     body = []
     for r in rows:
         status = str(r.get("status"))
-        where_lag = (f' <span class="muted">{_esc(r.get("max_lag_topic"))}-{_esc(r.get("max_lag_partition"))}</span>'
-                     if r.get("max_lag_topic") is not None else "")
-        where_worst = (f' <span class="muted">{_esc(r.get("worst_topic"))}-{_esc(r.get("worst_partition"))}</span>'
-                       if r.get("worst_topic") is not None else "")
+        where_lag = (
+            f' <span class="muted">{_esc(r.get("max_lag_topic"))}-{_esc(r.get("max_lag_partition"))}</span>'
+            if r.get("max_lag_topic") is not None
+            else ""
+        )
+        where_worst = (
+            f' <span class="muted">{_esc(r.get("worst_topic"))}-{_esc(r.get("worst_partition"))}</span>'
+            if r.get("worst_topic") is not None
+            else ""
+        )
         kind = " / ".join(str(x) for x in (r.get("group_type"), r.get("group_state")) if x is not None) or "-"
-        counts = "/".join(str(r.get(f"findings_{s}") if r.get(f"findings_{s}") is not None else "-")
-                          for s in ("critical", "error", "warning", "info"))
+        counts = "/".join(
+            str(r.get(f"findings_{s}") if r.get(f"findings_{s}") is not None else "-")
+            for s in ("critical", "error", "warning", "info")
+        )
         body.append(
             f'<tr class="group-row" data-status="{_esc(status)}"><td>{_esc(r.get("group_id"))}</td>'
             f'<td class="status-{_esc(status.lower())}">{_esc(status)}</td><td>{_esc(kind)}</td>'
             f'<td class="num">{_esc(r.get("partitions_committed"))}</td><td class="num">{_esc(r.get("total_lag"))}</td>'
             f'<td class="num">{_esc(r.get("max_lag"))}{where_lag}</td><td>{_esc(r.get("worst_verdict"))}{where_worst}</td>'
             f'<td class="num">{_esc(counts)}</td><td class="num">{_esc(r.get("records_at_risk"))}</td>'
-            f'<td>{_esc(_fmt_ts(r.get("latest_commit_timestamp")))}</td>'
-            f'<td class="num">{_esc(r.get("latest_commit_age_seconds"))}</td></tr>')
-    note = (f'<p class="note" id="groups-left-out">{total - len(rows)} more groups are in groups/ '
-            f"(the {cap} worst are listed).</p>" if total > len(rows) else "")
-    return ('<p class="muted">Lag: log end offset minus committed offset, summed over the group\'s partitions '
-            "and not clamped (negative past the log end). Status: AT_RISK (an error or critical finding), STALE "
-            "(no commit for longer than --stale-after while records waited), WARN (a warning), OK.</p>"
-            f'<table class="groups"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>{note}')
+            f"<td>{_esc(_fmt_ts(r.get('latest_commit_timestamp')))}</td>"
+            f'<td class="num">{_esc(r.get("latest_commit_age_seconds"))}</td></tr>'
+        )
+    note = (
+        f'<p class="note" id="groups-left-out">{total - len(rows)} more groups are in groups/ '
+        f"(the {cap} worst are listed).</p>"
+        if total > len(rows)
+        else ""
+    )
+    return (
+        '<p class="muted">Lag: log end offset minus committed offset, summed over the group\'s partitions '
+        "and not clamped (negative past the log end). Status: AT_RISK (an error or critical finding), STALE "
+        "(no commit for longer than --stale-after while records waited), WARN (a warning), OK.</p>"
+        f'<table class="groups"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>{note}'
+    )
 
 
 def _plot_group_chart(group_counts: Dict[str, Dict[str, int]]) -> Optional[str]:
@@ -419,9 +522,14 @@ def _plot_partition(
     ``epoch_timeline`` from the KRaft metadata log) marks each unclean election where its epoch begins;
     ``findings`` (this partition's) mark where its log stood when the topic grew (PARTITION_EXPANSION_ORDER)
     and the offsets a diverged replica will lose (REPLICA_DIVERGENCE)."""
-    expansions = sorted({(int(f["offset_at_expansion"]), f.get("cause_time")) for f in findings
-                         if f.get("finding") == "PARTITION_EXPANSION_ORDER" and f.get("offset_at_expansion") is not None},
-                        key=lambda x: x[0])
+    expansions = sorted(
+        {
+            (int(f["offset_at_expansion"]), f.get("cause_time"))
+            for f in findings
+            if f.get("finding") == "PARTITION_EXPANSION_ORDER" and f.get("offset_at_expansion") is not None
+        },
+        key=lambda x: x[0],
+    )
     lost = [f for f in findings if f.get("finding") == "REPLICA_DIVERGENCE" and f.get("divergence_offset") is not None]
     by_broker: Dict[Any, List[Tuple[int, int]]] = defaultdict(list)
     leaders = set()
@@ -462,11 +570,23 @@ def _plot_partition(
     y_values: List[int] = []
     for i, (broker, ep) in enumerate(sorted(set(unknown_start), key=lambda x: (x[1], str(x[0])))):
         y_values.append(ep)
-        ax.axhline(ep, color="#495057", lw=1.2, ls=(0, (1, 2)), zorder=1,
-                   label="leader epoch, start offset unknown" if i == 0 else None)
-        ax.annotate(f"e{ep}" + (f" (broker {broker})" if broker is not None else ""), (0.01, ep),
-                    xycoords=("axes fraction", "data"), xytext=(0, 3), textcoords="offset points", fontsize=7,
-                    color="#495057")
+        ax.axhline(
+            ep,
+            color="#495057",
+            lw=1.2,
+            ls=(0, (1, 2)),
+            zorder=1,
+            label="leader epoch, start offset unknown" if i == 0 else None,
+        )
+        ax.annotate(
+            f"e{ep}" + (f" (broker {broker})" if broker is not None else ""),
+            (0.01, ep),
+            xycoords=("axes fraction", "data"),
+            xytext=(0, 3),
+            textcoords="offset points",
+            fontsize=7,
+            color="#495057",
+        )
     for idx, broker in enumerate(sorted(by_broker, key=_broker_order(leaders))):
         entries = sorted(by_broker[broker])
         xs = [o for _, o in entries] + [max(step_end, entries[-1][1])]
@@ -474,7 +594,9 @@ def _plot_partition(
         y_values += ys
         leader = broker in leaders
         ax.step(
-            xs, ys, where="post",
+            xs,
+            ys,
+            where="post",
             lw=3.0 if leader else 1.4,
             ls="-" if leader else "--",
             alpha=0.75 if leader else 0.95,
@@ -484,8 +606,9 @@ def _plot_partition(
         for ep, off in entries:
             ax.plot([off], [ep], marker="o", ms=4, color="#343a40", zorder=5)
             if leader:
-                ax.annotate(f"e{ep}@{off}", (off, ep), textcoords="offset points",
-                            xytext=(3, 5), fontsize=7, color="#343a40")
+                ax.annotate(
+                    f"e{ep}@{off}", (off, ep), textcoords="offset points", xytext=(3, 5), fontsize=7, color="#343a40"
+                )
 
     starts: Dict[int, int] = {}
     for broker in sorted(by_broker, key=_broker_order(leaders)):
@@ -497,33 +620,65 @@ def _plot_partition(
         text = f"unclean election e{ep}: broker {t.get('leader')}"
         y_values.append(ep)
         if ep in starts:
-            ax.plot([starts[ep]], [ep], marker="*", ms=15, color="#e8590c", mec="black", mew=0.6, zorder=9,
-                    label=label)
-            ax.annotate(text, (starts[ep], ep), textcoords="offset points", xytext=(6, 8), fontsize=7,
-                        color="#e8590c")
+            ax.plot([starts[ep]], [ep], marker="*", ms=15, color="#e8590c", mec="black", mew=0.6, zorder=9, label=label)
+            ax.annotate(text, (starts[ep], ep), textcoords="offset points", xytext=(6, 8), fontsize=7, color="#e8590c")
         else:  # no replica's cache has the epoch: mark its level
             ax.axhline(ep, color="#e8590c", lw=1.2, ls=(0, (4, 2)), label=label, zorder=1)
-            ax.annotate(text, (0.01, ep), xycoords=("axes fraction", "data"), xytext=(0, 3),
-                        textcoords="offset points", fontsize=7, color="#e8590c")
+            ax.annotate(
+                text,
+                (0.01, ep),
+                xycoords=("axes fraction", "data"),
+                xytext=(0, 3),
+                textcoords="offset points",
+                fontsize=7,
+                color="#e8590c",
+            )
 
     for i, d in enumerate(divergences):
-        ax.axvline(d, color="#b3001b", lw=1.8, ls=":",
-                   label="divergence" if i == 0 else None, zorder=6)
-        ax.annotate(f"diverges at {d}", (d, 1.0), xycoords=("data", "axes fraction"),
-                    xytext=(3, -12), textcoords="offset points", fontsize=8, color="#b3001b")
+        ax.axvline(d, color="#b3001b", lw=1.8, ls=":", label="divergence" if i == 0 else None, zorder=6)
+        ax.annotate(
+            f"diverges at {d}",
+            (d, 1.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(3, -12),
+            textcoords="offset points",
+            fontsize=8,
+            color="#b3001b",
+        )
 
     for i, (off, when) in enumerate(expansions):
-        ax.axvline(off, color="#6741d9", lw=1.4, ls="--", label="log end when the topic grew" if i == 0 else None,
-                   zorder=6)
-        ax.annotate(f"topic grew at {_fmt_ts(when)}", (off, 0.0), xycoords=("data", "axes fraction"),
-                    xytext=(3, 4), textcoords="offset points", fontsize=7, color="#6741d9")
+        ax.axvline(
+            off, color="#6741d9", lw=1.4, ls="--", label="log end when the topic grew" if i == 0 else None, zorder=6
+        )
+        ax.annotate(
+            f"topic grew at {_fmt_ts(when)}",
+            (off, 0.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(3, 4),
+            textcoords="offset points",
+            fontsize=7,
+            color="#6741d9",
+        )
     for i, f in enumerate(lost):
         d, n = int(f["divergence_offset"]), int(f.get("records_at_risk") or 0)
-        ax.axvspan(d, d + n, color="#b3001b", alpha=0.10, zorder=0,
-                   label="lost lineage (a replica's records past the divergence)" if i == 0 else None)
-        ax.annotate(f"broker {f.get('replica_broker')}: {d}..{d + n - 1} lost", (d + n, 0.0),
-                    xycoords=("data", "axes fraction"), xytext=(-3, 16), textcoords="offset points", fontsize=7,
-                    color="#b3001b", ha="right")
+        ax.axvspan(
+            d,
+            d + n,
+            color="#b3001b",
+            alpha=0.10,
+            zorder=0,
+            label="lost lineage (a replica's records past the divergence)" if i == 0 else None,
+        )
+        ax.annotate(
+            f"broker {f.get('replica_broker')}: {d}..{d + n - 1} lost",
+            (d + n, 0.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(-3, 16),
+            textcoords="offset points",
+            fontsize=7,
+            color="#b3001b",
+            ha="right",
+        )
 
     used_verdicts: Dict[str, str] = {}
     seen_points: Dict[Tuple[int, int], int] = {}
@@ -546,12 +701,17 @@ def _plot_partition(
         right = x_span > 0 and (off - x_lo) > 0.75 * x_span
         n_here = seen_points.get((off, ep), 0)
         seen_points[(off, ep)] = n_here + 1
-        ax.annotate(f"{c['group_id']} {off}@{ep}", (off, ep), textcoords="offset points",
-                    xytext=(-4 if right else 4, -12 - 9 * n_here), fontsize=7, color=color,
-                    ha="right" if right else "left")
+        ax.annotate(
+            f"{c['group_id']} {off}@{ep}",
+            (off, ep),
+            textcoords="offset points",
+            xytext=(-4 if right else 4, -12 - 9 * n_here),
+            fontsize=7,
+            color=color,
+            ha="right" if right else "left",
+        )
     for verdict, color in sorted(used_verdicts.items(), key=lambda kv: _verdict_rank(kv[0])):
-        ax.plot([], [], marker="v", ls="", color=color, mec="black",
-                label=f"committed: {verdict}")
+        ax.plot([], [], marker="v", ls="", color=color, mec="black", label=f"committed: {verdict}")
 
     y_lo = min(y_values + [0]) - 0.6
     y_hi = max(y_values + [0]) + 0.8
@@ -566,9 +726,13 @@ def _plot_partition(
     return _figure_to_data_uri(fig)
 
 
-def _incident_timeline(timeline: Sequence[Dict[str, Any]], commits: Sequence[Dict[str, Any]],
-                       findings: Sequence[Dict[str, Any]], max_events: int = 60,
-                       brokers: Sequence[Dict[str, Any]] = ()) -> str:
+def _incident_timeline(
+    timeline: Sequence[Dict[str, Any]],
+    commits: Sequence[Dict[str, Any]],
+    findings: Sequence[Dict[str, Any]],
+    max_events: int = 60,
+    brokers: Sequence[Dict[str, Any]] = (),
+) -> str:
     """What happened to one partition, in time order: leader epochs from the metadata log (unclean
     elections marked), the fencing, unfencing and controlled shutdowns of the brokers that led it
     (``broker_timeline/``), the groups' latest commits, then what the audit found.  Empty when there is
@@ -580,8 +744,11 @@ def _incident_timeline(timeline: Sequence[Dict[str, Any]], commits: Sequence[Dic
             events.append((b["changed_at"], 0, f"broker {b['broker_id']} {b['event'].replace('_', ' ')}", "broker"))
     for t in timeline:
         leader = t.get("leader")
-        what = (f"leader epoch {t.get('epoch')} began, leader broker {leader}" if leader is not None and leader >= 0
-                else f"leader epoch {t.get('epoch')} began with no leader (no replica in the ISR was online)")
+        what = (
+            f"leader epoch {t.get('epoch')} began, leader broker {leader}"
+            if leader is not None and leader >= 0
+            else f"leader epoch {t.get('epoch')} began with no leader (no replica in the ISR was online)"
+        )
         if t.get("unclean"):
             what += ": UNCLEAN leader election (a replica outside the ISR; records past its log end are lost)"
         events.append((t.get("started_at"), 0, what, "unclean" if t.get("unclean") else "epoch"))
@@ -589,14 +756,26 @@ def _incident_timeline(timeline: Sequence[Dict[str, Any]], commits: Sequence[Dic
         if c.get("commit_timestamp") is None:
             continue
         who = f" by {c['owner_client_id']} on {c.get('owner_client_host')}" if c.get("owner_client_id") else ""
-        events.append((c["commit_timestamp"], 1,
-                       f"group {c.get('group_id')} committed offset {c.get('committed_offset')} "
-                       f"(leader epoch {c.get('committed_leader_epoch')}){who}: {c.get('verdict') or 'OK'}", "commit"))
+        events.append(
+            (
+                c["commit_timestamp"],
+                1,
+                f"group {c.get('group_id')} committed offset {c.get('committed_offset')} "
+                f"(leader epoch {c.get('committed_leader_epoch')}){who}: {c.get('verdict') or 'OK'}",
+                "commit",
+            )
+        )
     for f in findings:
         if f.get("finding") == "PARTITION_EXPANSION_ORDER" and f.get("cause_time") is not None:
-            events.append((f["cause_time"], 0, f"the topic grew (partition {f.get('expansion_partition')} added): "
-                                               f"this partition's log stood at offset {f.get('offset_at_expansion')}",
-                           "expansion"))
+            events.append(
+                (
+                    f["cause_time"],
+                    0,
+                    f"the topic grew (partition {f.get('expansion_partition')} added): "
+                    f"this partition's log stood at offset {f.get('offset_at_expansion')}",
+                    "expansion",
+                )
+            )
     events = list(dict.fromkeys(events))  # one expansion event, however many groups it concerns
     if not events:
         return ""
@@ -605,15 +784,25 @@ def _incident_timeline(timeline: Sequence[Dict[str, Any]], commits: Sequence[Dic
     ordered = unknown + known
     items = []
     for when, _k, what, kind in ordered[-max_events:]:
-        items.append(f'<li class="ev-{kind}"><span class="when">{_esc(_fmt_ts(when) if when else "from snapshot")}'
-                     f"</span> {_esc(what)}</li>")
+        items.append(
+            f'<li class="ev-{kind}"><span class="when">{_esc(_fmt_ts(when) if when else "from snapshot")}'
+            f"</span> {_esc(what)}</li>"
+        )
     for f in findings:
-        whose = (f"for group {f.get('group_id')}" if f.get("group_id") is not None
-                 else f"for broker {f.get('replica_broker')}'s replica")
-        items.append(f'<li class="ev-finding"><span class="when">audit</span> {_esc(f.get("finding"))} '
-                     f'{_esc(whose)}: {_esc(f.get("cause") or f.get("severity"))}</li>')
-    more = (f'<p class="note">{len(ordered) - max_events} earlier events not shown.</p>'
-            if len(ordered) > max_events else "")
+        whose = (
+            f"for group {f.get('group_id')}"
+            if f.get("group_id") is not None
+            else f"for broker {f.get('replica_broker')}'s replica"
+        )
+        items.append(
+            f'<li class="ev-finding"><span class="when">audit</span> {_esc(f.get("finding"))} '
+            f"{_esc(whose)}: {_esc(f.get('cause') or f.get('severity'))}</li>"
+        )
+    more = (
+        f'<p class="note">{len(ordered) - max_events} earlier events not shown.</p>'
+        if len(ordered) > max_events
+        else ""
+    )
     return f'<details class="incident" open><summary>Timeline</summary>{more}<ol>{"".join(items)}</ol></details>'
 
 
@@ -786,8 +975,10 @@ def _value_html(value: Any) -> str:
     if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
         cols = list(dict.fromkeys(k for v in value.values() for k in v))
         head = "<th></th>" + "".join(f"<th>{_esc(c)}</th>" for c in cols)
-        body = "".join(f"<tr><td>{_esc(k)}</td>" + "".join(f"<td>{_esc(v.get(c))}</td>" for c in cols) + "</tr>"
-                       for k, v in list(value.items())[:500])
+        body = "".join(
+            f"<tr><td>{_esc(k)}</td>" + "".join(f"<td>{_esc(v.get(c))}</td>" for c in cols) + "</tr>"
+            for k, v in list(value.items())[:500]
+        )
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     if isinstance(value, dict):
         return _kv_table((str(k), v) for k, v in value.items())
@@ -797,14 +988,13 @@ def _value_html(value: Any) -> str:
 
 
 def _kv_table(items: Iterable[Tuple[str, Any]]) -> str:
-    rows = "".join(
-        f"<tr><td>{_esc(k)}</td><td>{_esc(v)}</td></tr>" for k, v in items
-    )
+    rows = "".join(f"<tr><td>{_esc(k)}</td><td>{_esc(v)}</td></tr>" for k, v in items)
     return f'<table class="kv">{rows}</table>' if rows else '<p class="muted">none</p>'
 
 
 def _counts_card(title: str, counts: Any, order: Sequence[str] = ()) -> str:
     if isinstance(counts, dict) and counts:
+
         def key(kv):
             if kv[0] in order:
                 return (0, order.index(kv[0]), 0, kv[0])
@@ -816,9 +1006,13 @@ def _counts_card(title: str, counts: Any, order: Sequence[str] = ()) -> str:
     return f'<div class="card"><h4>{_esc(title)}</h4>{body}</div>'
 
 
-def _summary_section(summary: Optional[Dict[str, Any]], verdicts: Dict[str, int],
-                     expectations: Optional[Dict[str, Any]], output_dir: str,
-                     max_skipped_locations: int) -> str:
+def _summary_section(
+    summary: Optional[Dict[str, Any]],
+    verdicts: Dict[str, int],
+    expectations: Optional[Dict[str, Any]],
+    output_dir: str,
+    max_skipped_locations: int,
+) -> str:
     parts = ['<section id="summary"><h2>Run summary</h2>']
     if summary is None:
         parts.append('<p class="note">summary.json is missing from the output directory.</p>')
@@ -842,25 +1036,25 @@ def _summary_section(summary: Optional[Dict[str, Any]], verdicts: Dict[str, int]
         stats = expectations.get("statistics") or {}
         failed = expectations.get("failed_checks") or []
         docs = os.path.join(output_dir, "data_docs", "index.html")
-        link = ('<p><a href="data_docs/index.html">Data Docs</a></p>'
-                if os.path.isfile(docs) else "")
+        link = '<p><a href="data_docs/index.html">Data Docs</a></p>' if os.path.isfile(docs) else ""
         parts.append(
             '<div class="card"><h4>Data expectations</h4>'
             f'<p class="{"ok" if ok else "bad"}">{"passed" if ok else "FAILED"}</p>'
-            f'<p>{_esc(stats.get("successful_expectations"))} of '
-            f'{_esc(stats.get("evaluated_expectations"))} expectations met</p>'
-            + ("<ul>" + "".join(f"<li>{_esc(f)}</li>" for f in failed[:50]) + "</ul>"
-               if failed else "")
-            + link + "</div>"
+            f"<p>{_esc(stats.get('successful_expectations'))} of "
+            f"{_esc(stats.get('evaluated_expectations'))} expectations met</p>"
+            + ("<ul>" + "".join(f"<li>{_esc(f)}</li>" for f in failed[:50]) + "</ul>" if failed else "")
+            + link
+            + "</div>"
         )
     parts.append("</div>")
     where = skipped.get("where") or []
     if where:
         shown = where[:max_skipped_locations]
         rows = "".join(
-            f"<tr><td>{_esc(w.get('file'))}</td><td class=\"num\">{_esc(w.get('position'))}</td>"
+            f'<tr><td>{_esc(w.get("file"))}</td><td class="num">{_esc(w.get("position"))}</td>'
             f"<td>{_esc(w.get('reason'))}</td></tr>"
-            for w in shown if isinstance(w, dict)
+            for w in shown
+            if isinstance(w, dict)
         )
         parts.append(
             "<h3>Skipped data (corrupt or partial batches)</h3>"
@@ -868,26 +1062,29 @@ def _summary_section(summary: Optional[Dict[str, Any]], verdicts: Dict[str, int]
             f"<tbody>{rows}</tbody></table>"
         )
         if len(where) > len(shown):
-            parts.append(f'<p class="note">{len(where) - len(shown)} more skipped locations '
-                         "are listed in summary.json.</p>")
+            parts.append(
+                f'<p class="note">{len(where) - len(shown)} more skipped locations are listed in summary.json.</p>'
+            )
     known = {"inputs", "records_read", "records_skipped", "findings", "elapsed_seconds", "history"}
     extra = {k: v for k, v in summary.items() if k not in known}
     if extra:
         text = json.dumps(extra, indent=2, default=str)
         if len(text) > 20000:
             text = text[:20000] + "\n..."
-        parts.append("<details><summary>Other summary fields</summary>"
-                     f"<pre>{_esc(text)}</pre></details>")
+        parts.append(f"<details><summary>Other summary fields</summary><pre>{_esc(text)}</pre></details>")
     if isinstance(inputs, dict) and inputs:
-        parts.append('<details id="inputs"><summary>What the audit read (inputs)</summary><table class="kv">'
-                     + "".join(f"<tr><td>{_esc(k)}</td><td>{_value_html(v)}</td></tr>" for k, v in inputs.items())
-                     + "</table></details>")
+        parts.append(
+            '<details id="inputs"><summary>What the audit read (inputs)</summary><table class="kv">'
+            + "".join(f"<tr><td>{_esc(k)}</td><td>{_value_html(v)}</td></tr>" for k, v in inputs.items())
+            + "</table></details>"
+        )
     parts.append("</section>")
     return "".join(parts)
 
 
-def _changes_section(info: Optional[Dict[str, Any]], rows: List[Dict[str, Any]], cap: int,
-                     group_rows: Sequence[Dict[str, Any]] = ()) -> str:
+def _changes_section(
+    info: Optional[Dict[str, Any]], rows: List[Dict[str, Any]], cap: int, group_rows: Sequence[Dict[str, Any]] = ()
+) -> str:
     """'Since the previous run': counts of new / persisted / resolved findings and up to ``cap`` rows of each,
     then the groups whose status changed (``group_rows``: ``group_changes/``, at most ``cap``)."""
     if not info:
@@ -895,23 +1092,34 @@ def _changes_section(info: Optional[Dict[str, Any]], rows: List[Dict[str, Any]],
     parts = ['<section id="changes"><h2>Since the previous run</h2>']
     prev = info.get("previous_run_id")
     if not prev:
-        parts.append(f'<p class="muted">First run in the history <code>{_esc(info.get("dir"))}</code> '
-                     f'(run id <code>{_esc(info.get("run_id"))}</code>): every finding is new.</p>')
+        parts.append(
+            f'<p class="muted">First run in the history <code>{_esc(info.get("dir"))}</code> '
+            f"(run id <code>{_esc(info.get('run_id'))}</code>): every finding is new.</p>"
+        )
     else:
-        parts.append(f'<p>Run <code>{_esc(info.get("run_id"))}</code> against the previous run '
-                     f'<code>{_esc(prev)}</code> ({_esc(info.get("previous_run_time"))}) in '
-                     f'<code>{_esc(info.get("dir"))}</code>, by group, topic-partition and finding.</p>')
-    parts.append('<div class="cards">' + "".join(
-        f'<div class="card change-{k}"><h4>{k}</h4><p class="big" id="changes-{k}">{int(info.get(k) or 0)}</p></div>'
-        for k in ("new", "persisted", "resolved")) + "</div>")
+        parts.append(
+            f"<p>Run <code>{_esc(info.get('run_id'))}</code> against the previous run "
+            f"<code>{_esc(prev)}</code> ({_esc(info.get('previous_run_time'))}) in "
+            f"<code>{_esc(info.get('dir'))}</code>, by group, topic-partition and finding.</p>"
+        )
+    parts.append(
+        '<div class="cards">'
+        + "".join(
+            f'<div class="card change-{k}"><h4>{k}</h4><p class="big" id="changes-{k}">{int(info.get(k) or 0)}</p></div>'
+            for k in ("new", "persisted", "resolved")
+        )
+        + "</div>"
+    )
     for status in ("new", "resolved", "persisted"):
         these = [r for r in rows if r.get("status") == status]
         if not these:
             continue
         parts.append(f"<h3>{status.capitalize()} ({int(info.get(status) or 0)})</h3>")
-        parts.append('<div class="table-wrap"><table class="changes" data-status="' + status + '"><thead><tr>'
-                     "<th>severity</th><th>finding</th><th>group</th><th>partition</th><th>committed</th>"
-                     "<th>previously</th><th>records at risk</th></tr></thead><tbody>")
+        parts.append(
+            '<div class="table-wrap"><table class="changes" data-status="' + status + '"><thead><tr>'
+            "<th>severity</th><th>finding</th><th>group</th><th>partition</th><th>committed</th>"
+            "<th>previously</th><th>records at risk</th></tr></thead><tbody>"
+        )
         for r in these:
             sev = str(r.get("severity") or "")
             parts.append(
@@ -919,23 +1127,29 @@ def _changes_section(info: Optional[Dict[str, Any]], rows: List[Dict[str, Any]],
                 f'<td>{_esc(r.get("group_id"))}</td><td class="num">{_esc(r.get("topic"))}-{_esc(r.get("partition"))}</td>'
                 f'<td class="num">{_esc(r.get("committed_offset") if status != "resolved" else "-")}</td>'
                 f'<td class="num">{_esc(r.get("previous_committed_offset"))} {_esc(r.get("previous_severity") or "")}</td>'
-                f'<td class="num">{_esc(r.get("records_at_risk"))}</td></tr>')
+                f'<td class="num">{_esc(r.get("records_at_risk"))}</td></tr>'
+            )
         parts.append("</tbody></table></div>")
         if int(info.get(status) or 0) > len(these):
-            parts.append(f'<p class="note">{int(info[status]) - len(these)} more {status} findings are in '
-                         f"finding_changes/ (cap {cap}).</p>")
+            parts.append(
+                f'<p class="note">{int(info[status]) - len(these)} more {status} findings are in '
+                f"finding_changes/ (cap {cap}).</p>"
+            )
     n_group_changes = sum(int(info.get(f"groups_{k}") or 0) for k in ("changed", "new", "gone"))
     if group_rows:
         parts.append(f"<h3>Groups whose status changed ({n_group_changes})</h3>")
-        parts.append('<div class="table-wrap"><table class="group-changes"><thead><tr><th>change</th><th>group</th>'
-                     "<th>status</th><th>previously</th><th>worst verdict</th><th>total lag</th></tr></thead><tbody>")
+        parts.append(
+            '<div class="table-wrap"><table class="group-changes"><thead><tr><th>change</th><th>group</th>'
+            "<th>status</th><th>previously</th><th>worst verdict</th><th>total lag</th></tr></thead><tbody>"
+        )
         for r in group_rows:
             parts.append(
                 f'<tr class="group-change" data-change="{_esc(r.get("change"))}"><td>{_esc(r.get("change"))}</td>'
-                f'<td>{_esc(r.get("group_id"))}</td><td>{_esc(r.get("status") or "-")}</td>'
-                f'<td>{_esc(r.get("previous_status") or "-")}</td>'
-                f'<td>{_esc(r.get("worst_verdict") or r.get("previous_worst_verdict"))}</td>'
-                f'<td class="num">{_esc(r.get("previous_total_lag"))} &rarr; {_esc(r.get("total_lag"))}</td></tr>')
+                f"<td>{_esc(r.get('group_id'))}</td><td>{_esc(r.get('status') or '-')}</td>"
+                f"<td>{_esc(r.get('previous_status') or '-')}</td>"
+                f"<td>{_esc(r.get('worst_verdict') or r.get('previous_worst_verdict'))}</td>"
+                f'<td class="num">{_esc(r.get("previous_total_lag"))} &rarr; {_esc(r.get("total_lag"))}</td></tr>'
+            )
         parts.append("</tbody></table></div>")
         if n_group_changes > len(group_rows):
             parts.append(f'<p class="note">{n_group_changes - len(group_rows)} more in group_changes/ (cap {cap}).</p>')
@@ -950,10 +1164,7 @@ def _findings_section(rows: List[Dict[str, Any]], total: int, cap: int) -> str:
     if total == 0:
         parts.append('<p class="ok">No findings: every committed offset checked out.</p></section>')
         return "".join(parts)
-    parts.append(
-        f'<p>{total} finding(s), most severe first; showing <span id="shown-count">{len(rows)}'
-        "</span>.</p>"
-    )
+    parts.append(f'<p>{total} finding(s), most severe first; showing <span id="shown-count">{len(rows)}</span>.</p>')
     if total > len(rows):
         parts.append(
             f'<p class="note">Only the first {len(rows)} of {total} findings are shown '
@@ -965,16 +1176,33 @@ def _findings_section(rows: List[Dict[str, Any]], total: int, cap: int) -> str:
         f"{options}</select></label>"
         '<label>filter <input id="text-filter" type="search" placeholder="group, topic, text">'
         "</label>"
-        + ('<span class="pager"><button type="button" id="page-prev">&larr; previous</button> '
-           f'<span id="page-info">page 1 of {max(1, -(-len(rows) // FINDINGS_PAGE_SIZE))}</span> '
-           '<button type="button" id="page-next">next &rarr;</button></span>'
-           if len(rows) > FINDINGS_PAGE_SIZE else "")
+        + (
+            '<span class="pager"><button type="button" id="page-prev">&larr; previous</button> '
+            f'<span id="page-info">page 1 of {max(1, -(-len(rows) // FINDINGS_PAGE_SIZE))}</span> '
+            '<button type="button" id="page-next">next &rarr;</button></span>'
+            if len(rows) > FINDINGS_PAGE_SIZE
+            else ""
+        )
         + "</div>"
     )
-    head = ("severity", "finding", "group", "partition", "committed", "commit time",
-            "divergence", "records at risk", "log start..end", "previous", "broker")
-    parts.append('<div class="table-wrap"><table id="findings-table"><thead><tr>'
-                 + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead>")
+    head = (
+        "severity",
+        "finding",
+        "group",
+        "partition",
+        "committed",
+        "commit time",
+        "divergence",
+        "records at risk",
+        "log start..end",
+        "previous",
+        "broker",
+    )
+    parts.append(
+        '<div class="table-wrap"><table id="findings-table"><thead><tr>'
+        + "".join(f"<th>{h}</th>" for h in head)
+        + "</tr></thead>"
+    )
     # One <tbody> per finding: its figures, then its what/risk/action text across the table.
     for i, r in enumerate(rows):
         sev = str(r.get("severity") or "")
@@ -998,7 +1226,7 @@ def _findings_section(rows: List[Dict[str, Any]], total: int, cap: int) -> str:
             f'<td class="num">{_esc(_fmt_offset_epoch(r.get("previous_offset"), r.get("previous_leader_epoch")))}</td>'
             f'<td class="num">{_esc(r.get("answered_by_broker"))}</td></tr>'
             f'<tr class="detail-row"><td class="detail" colspan="{len(head)}">'
-            f'{_esc(r.get("detail"))}</td></tr></tbody>'
+            f"{_esc(r.get('detail'))}</td></tr></tbody>"
         )
     parts.append("</table></div></section>")
     return "".join(parts)
@@ -1112,7 +1340,8 @@ def write_html_report(
             lambda: _collect_group_counts(findings_df, max_groups_in_chart),
             lambda: _collect_plot_partitions(findings_df, max_plots),
             lambda: _verdict_counts(committed_df),
-            lambda: _collect_groups(groups_df, max_groups_in_table))
+            lambda: _collect_groups(groups_df, max_groups_in_table),
+        )
     finally:
         findings_df.unpersist()
 
@@ -1129,16 +1358,23 @@ def write_html_report(
         out: List[Dict[str, Any]] = []
         if changes_df is not None:
             for status in ("new", "resolved", "persisted"):
-                out += [r.asDict() for r in changes_df.where(F.col("status") == status)
-                        .orderBy(_severity_rank_expr(), "group_id", "topic", "partition", "finding")
-                        .limit(max_changes).collect()]
+                out += [
+                    r.asDict()
+                    for r in changes_df.where(F.col("status") == status)
+                    .orderBy(_severity_rank_expr(), "group_id", "topic", "partition", "finding")
+                    .limit(max_changes)
+                    .collect()
+                ]
         return out
 
     def group_change_rows() -> List[Dict[str, Any]]:
         if group_changes_df is None:
             return []
         order = F.create_map(F.lit("changed"), F.lit(0), F.lit("new"), F.lit(1), F.lit("gone"), F.lit(2))
-        return [r.asDict() for r in group_changes_df.orderBy(order[F.col("change")], "group_id").limit(max_changes).collect()]
+        return [
+            r.asDict()
+            for r in group_changes_df.orderBy(order[F.col("change")], "group_id").limit(max_changes).collect()
+        ]
 
     epoch_rows, bound_rows, commit_rows, change_rows, broker_rows, gchange_rows = in_parallel(
         lambda: _collect_for_partitions(spark, epochs_df, keys_df, max_epoch_rows) if keys else [],
@@ -1146,10 +1382,19 @@ def write_html_report(
         lambda: _collect_commits_for_partitions(committed_df, keys_df, max_groups_per_plot) if keys else [],
         changes,
         # the newest broker events only (a long-lived cluster fences and unfences on every restart)
-        lambda: ([r.asDict() for r in broker_df.where("changed_at IS NOT NULL")
-                  .orderBy(F.col("changed_at").desc()).limit(max_epoch_rows).collect()]
-                 if broker_df is not None and keys else []),
-        group_change_rows)
+        lambda: (
+            [
+                r.asDict()
+                for r in broker_df.where("changed_at IS NOT NULL")
+                .orderBy(F.col("changed_at").desc())
+                .limit(max_epoch_rows)
+                .collect()
+            ]
+            if broker_df is not None and keys
+            else []
+        ),
+        group_change_rows,
+    )
 
     epochs_by_tp: Dict[Tuple[str, int], List[Dict[str, Any]]] = defaultdict(list)
     for e in epoch_rows:
@@ -1187,12 +1432,11 @@ def write_html_report(
         if divergences:
             caption_bits.append("divergence at " + ", ".join(str(d) for d in divergences))
         caption_bits += notes
-        alt = (f"Leader-epoch history of {tp[0]}-{tp[1]} with the committed offsets of "
-               f"{len(cs)} group(s)")
+        alt = f"Leader-epoch history of {tp[0]}-{tp[1]} with the committed offsets of {len(cs)} group(s)"
         plot_html.append(
             f'<figure class="partition-plot" id="{_esc(anchor)}" data-topic="{_esc(tp[0])}" '
             f'data-partition="{tp[1]}" data-divergence="{_esc(",".join(map(str, divergences)))}">'
-            f'<h3>{_esc(tp[0])}-{tp[1]}</h3>'
+            f"<h3>{_esc(tp[0])}-{tp[1]}</h3>"
             f'<img class="plot" alt="{_esc(alt)}" src="{uri}">'
             f"<figcaption>{_esc('; '.join(caption_bits))}</figcaption>{story}</figure>"
         )
@@ -1224,12 +1468,16 @@ def write_html_report(
         "<h3>Findings per consumer group</h3>",
     ]
     if group_uri:
-        body.append(f'<figure class="group-chart"><img class="plot" id="group-chart" '
-                    f'alt="Findings per consumer group, stacked by severity" src="{group_uri}">'
-                    "</figure>")
+        body.append(
+            f'<figure class="group-chart"><img class="plot" id="group-chart" '
+            f'alt="Findings per consumer group, stacked by severity" src="{group_uri}">'
+            "</figure>"
+        )
         if n_groups > len(group_counts):
-            body.append(f'<p class="note">{n_groups - len(group_counts)} more groups with findings '
-                        f"are not in the chart (cap {max_groups_in_chart}).</p>")
+            body.append(
+                f'<p class="note">{n_groups - len(group_counts)} more groups with findings '
+                f"are not in the chart (cap {max_groups_in_chart}).</p>"
+            )
     else:
         body.append('<p class="muted">No group has a finding.</p>')
     body.append("</section>")
@@ -1244,15 +1492,17 @@ def write_html_report(
         )
         body.extend(plot_html)
         if n_tp > len(plot_rows):
-            body.append(f'<p class="note" id="plots-left-out">{n_tp - len(plot_rows)} more topic-partitions have '
-                        f"findings but are not plotted (the {max_plots} with the most records at risk are).</p>")
+            body.append(
+                f'<p class="note" id="plots-left-out">{n_tp - len(plot_rows)} more topic-partitions have '
+                f"findings but are not plotted (the {max_plots} with the most records at risk are).</p>"
+            )
     else:
         body.append('<p class="muted">No partition has a finding.</p>')
     body.append("</section>")
     body.append(_summary_section(summary, verdicts, expectations, output_dir, max_skipped_locations))
 
     page = (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_esc(title)}</title><style>{_CSS}</style><script>{_SCRIPT}</script></head>"
         "<body>" + "\n".join(body) + "</body></html>\n"

@@ -38,6 +38,7 @@ written with the judged tables when a later stage failed), ``kafka_offset_audit_
 ``kafka_offset_audit_failed_stage{stage}`` (1 per stage that failed: an internal error, exit status 3) and
 ``kafka_offset_audit_last_success_timestamp_seconds``.
 """
+
 from __future__ import annotations
 
 import re
@@ -77,21 +78,31 @@ def group_partition_rows(committed: DataFrame, findings: DataFrame, bounds: Data
     """
     keys = ["group_id", "topic", "partition", "committed_offset", "commit_timestamp"]
     rank = F.create_map(*[x for k, v in _SEV_RANK.items() for x in (F.lit(k), F.lit(v))])
-    worst = (findings.groupBy(*keys)
-             .agg(F.max(rank[F.col("severity")]).alias("sev_rank"),
-                  F.max(F.coalesce("records_at_risk", F.lit(0))).alias("records_at_risk")))
+    worst = findings.groupBy(*keys).agg(
+        F.max(rank[F.col("severity")]).alias("sev_rank"),
+        F.max(F.coalesce("records_at_risk", F.lit(0))).alias("records_at_risk"),
+    )
     by_rank = F.create_map(*[x for k, v in _SEV_RANK.items() for x in (F.lit(v), F.lit(k))])
-    rows = (committed.select(*keys, "committed_leader_epoch", "verdict")
-            .join(worst, keys, "left")
-            .join(bounds.select("topic", "partition", "log_end_offset"), ["topic", "partition"], "left")
-            .select("group_id", "topic", "partition", "committed_offset", "committed_leader_epoch",
-                    (F.col("log_end_offset") - F.col("committed_offset")).alias("lag"),
-                    F.coalesce("records_at_risk", F.lit(0)).alias("records_at_risk"), "verdict",
-                    F.coalesce(by_rank[F.col("sev_rank")], F.lit("ok")).alias("severity"),
-                    F.coalesce("sev_rank", F.lit(0)).alias("_rank"))
-            .orderBy(F.col("_rank").desc(), F.col("records_at_risk").desc(), "group_id", "topic", "partition")
-            .drop("_rank")
-            .take(limit))
+    rows = (
+        committed.select(*keys, "committed_leader_epoch", "verdict")
+        .join(worst, keys, "left")
+        .join(bounds.select("topic", "partition", "log_end_offset"), ["topic", "partition"], "left")
+        .select(
+            "group_id",
+            "topic",
+            "partition",
+            "committed_offset",
+            "committed_leader_epoch",
+            (F.col("log_end_offset") - F.col("committed_offset")).alias("lag"),
+            F.coalesce("records_at_risk", F.lit(0)).alias("records_at_risk"),
+            "verdict",
+            F.coalesce(by_rank[F.col("sev_rank")], F.lit("ok")).alias("severity"),
+            F.coalesce("sev_rank", F.lit(0)).alias("_rank"),
+        )
+        .orderBy(F.col("_rank").desc(), F.col("records_at_risk").desc(), "group_id", "topic", "partition")
+        .drop("_rank")
+        .take(limit)
+    )
     return [r.asDict() for r in rows]
 
 
@@ -100,10 +111,25 @@ def group_rows(groups: DataFrame, limit: int) -> list[dict]:
     most lag), at most ``limit`` rows (a bounded ``take``): dicts with group_id, status, worst_verdict,
     partitions_committed, total_lag, max_lag, records_at_risk, latest_commit_age_seconds."""
     order = F.create_map(*[x for i, st in enumerate(("AT_RISK", "STALE", "WARN", "OK")) for x in (F.lit(st), F.lit(i))])
-    rows = (groups.orderBy(F.coalesce(order[F.col("status")], F.lit(9)), F.col("records_at_risk").desc_nulls_last(),
-                           F.col("total_lag").desc_nulls_last(), "group_id")
-            .select("group_id", "status", "worst_verdict", "partitions_committed", "total_lag", "max_lag",
-                    "records_at_risk", "latest_commit_age_seconds").take(limit))
+    rows = (
+        groups.orderBy(
+            F.coalesce(order[F.col("status")], F.lit(9)),
+            F.col("records_at_risk").desc_nulls_last(),
+            F.col("total_lag").desc_nulls_last(),
+            "group_id",
+        )
+        .select(
+            "group_id",
+            "status",
+            "worst_verdict",
+            "partitions_committed",
+            "total_lag",
+            "max_lag",
+            "records_at_risk",
+            "latest_commit_age_seconds",
+        )
+        .take(limit)
+    )
     return [r.asDict() for r in rows]
 
 
@@ -112,16 +138,24 @@ def lost_lineage_rows(findings: DataFrame, limit: int) -> list[dict]:
     ``take``): dicts with topic, partition, replica_broker, divergence_offset, records_at_risk, severity."""
     if "replica_broker" not in findings.columns:
         return []
-    rows = (findings.where(F.col("finding") == "REPLICA_DIVERGENCE")
-            .select("topic", "partition", "replica_broker", "divergence_offset", "records_at_risk", "severity")
-            .orderBy(F.col("records_at_risk").desc(), "topic", "partition", "replica_broker")
-            .take(limit))
+    rows = (
+        findings.where(F.col("finding") == "REPLICA_DIVERGENCE")
+        .select("topic", "partition", "replica_broker", "divergence_offset", "records_at_risk", "severity")
+        .orderBy(F.col("records_at_risk").desc(), "topic", "partition", "replica_broker")
+        .take(limit)
+    )
     return [r.asDict() for r in rows]
 
 
-def build_registry(summary: Mapping[str, Any], rows: list[dict], *, success: bool = True,
-                   now: float | None = None, lost: Sequence[dict] = (),
-                   groups: Sequence[dict] = ()) -> CollectorRegistry:
+def build_registry(
+    summary: Mapping[str, Any],
+    rows: list[dict],
+    *,
+    success: bool = True,
+    now: float | None = None,
+    lost: Sequence[dict] = (),
+    groups: Sequence[dict] = (),
+) -> CollectorRegistry:
     """A registry holding the run's metrics (see the module docstring).
 
     ``summary``: the run's ``summary.json`` content (``findings.by_name``/``by_severity``,
@@ -138,11 +172,15 @@ def build_registry(summary: Mapping[str, Any], rows: list[dict], *, success: boo
 
     offset = gauge("committed_offset", "Latest live committed offset of the group-partition (offsets).", gp)
     epoch = gauge("committed_leader_epoch", "Leader epoch committed with that offset (-1: none).", gp)
-    lag = gauge("lag_offsets", "Log end offset minus committed offset, unclamped: negative when the commit "
-                               "is past the log end.", gp)
+    lag = gauge(
+        "lag_offsets",
+        "Log end offset minus committed offset, unclamped: negative when the commit is past the log end.",
+        gp,
+    )
     risk = gauge("records_at_risk", "Records the group would skip or re-read per its worst finding (0: none).", gp)
-    verdict = gauge("verdict", "1 per group-partition; labels give OK or its most severe finding.",
-                    gp + ("verdict", "severity"))
+    verdict = gauge(
+        "verdict", "1 per group-partition; labels give OK or its most severe finding.", gp + ("verdict", "severity")
+    )
     for r in rows:
         key = (str(r["group_id"]), str(r["topic"]), str(r["partition"]))
         offset.labels(*key).set(r["committed_offset"])
@@ -154,14 +192,18 @@ def build_registry(summary: Mapping[str, Any], rows: list[dict], *, success: boo
 
     if groups:
         g = ("group",)
-        g_lag = gauge("group_lag_offsets", "Sum of the group's partitions' lag (log end offset minus committed "
-                                           "offset, unclamped).", g)
+        g_lag = gauge(
+            "group_lag_offsets",
+            "Sum of the group's partitions' lag (log end offset minus committed offset, unclamped).",
+            g,
+        )
         g_max = gauge("group_max_lag_offsets", "Largest lag of the group's partitions (unclamped).", g)
         g_parts = gauge("group_partitions_committed", "Partitions the group has committed offsets for.", g)
         g_risk = gauge("group_records_at_risk", "Records at risk over the group's findings (0: none).", g)
         g_age = gauge("group_latest_commit_age_seconds", "Age of the group's latest commit at the audit.", g)
-        g_status = gauge("group_status", "1 per group; labels give its status and worst verdict.",
-                         g + ("status", "worst_verdict"))
+        g_status = gauge(
+            "group_status", "1 per group; labels give its status and worst verdict.", g + ("status", "worst_verdict")
+        )
         for r in groups:
             gid = str(r["group_id"])
             if r["total_lag"] is not None:
@@ -176,8 +218,12 @@ def build_registry(summary: Mapping[str, Any], rows: list[dict], *, success: boo
 
     if lost:
         lp = ("topic", "partition", "broker", "severity")
-        lost_records = gauge("lost_lineage_records", "Records only this replica holds past the divergence offset: it "
-                                                     "truncates them when it fetches again (REPLICA_DIVERGENCE).", lp)
+        lost_records = gauge(
+            "lost_lineage_records",
+            "Records only this replica holds past the divergence offset: it "
+            "truncates them when it fetches again (REPLICA_DIVERGENCE).",
+            lp,
+        )
         lost_at = gauge("lost_lineage_divergence_offset", "Where this replica's log will be cut (offsets).", lp[:3])
         for r in lost:
             key = (str(r["topic"]), str(r["partition"]), str(r["replica_broker"]))
@@ -194,12 +240,15 @@ def build_registry(summary: Mapping[str, Any], rows: list[dict], *, success: boo
         by_name.labels(f["finding"], f["severity"]).set(int(f["count"]))
     commits = summary.get("offset_commits") or {}
     gauge("group_partitions", "Group-partitions audited (latest live commit each).").set(
-        int(commits.get("group_partitions") or 0))
-    gauge("group_partitions_exported", "Group-partitions in the per-group-partition metrics "
-                                       "(worst first, capped).").set(len(rows))
+        int(commits.get("group_partitions") or 0)
+    )
+    gauge(
+        "group_partitions_exported", "Group-partitions in the per-group-partition metrics (worst first, capped)."
+    ).set(len(rows))
     gauge("offset_commits_live", "Live offset commits read.").set(int(commits.get("live") or 0))
     gauge("records_read", "Records read from __consumer_offsets.").set(
-        int((summary.get("records_read") or {}).get("total") or 0))
+        int((summary.get("records_read") or {}).get("total") or 0)
+    )
     skipped = gauge("records_skipped", "Records or byte ranges skipped as unreadable, by reason.", ("reason",))
     for reason, n in ((summary.get("records_skipped") or {}).get("by_reason") or {}).items():
         skipped.labels(str(reason)).set(int(n))
@@ -208,22 +257,39 @@ def build_registry(summary: Mapping[str, Any], rows: list[dict], *, success: boo
     return reg
 
 
-def _run_gauges(reg: CollectorRegistry, elapsed: float | None, success: bool, exit_status: int | None,
-                now: float | None, failed_stages: Sequence[str] = ()) -> None:
+def _run_gauges(
+    reg: CollectorRegistry,
+    elapsed: float | None,
+    success: bool,
+    exit_status: int | None,
+    now: float | None,
+    failed_stages: Sequence[str] = (),
+) -> None:
     Gauge(f"{PREFIX}_run_duration_seconds", "Wall time of the audit run.", registry=reg).set(float(elapsed or 0))
-    Gauge(f"{PREFIX}_run_success", "1: the audit completed and wrote its output; 0: it failed.",
-          registry=reg).set(1 if success else 0)
+    Gauge(f"{PREFIX}_run_success", "1: the audit completed and wrote its output; 0: it failed.", registry=reg).set(
+        1 if success else 0
+    )
     if exit_status is not None:
-        Gauge(f"{PREFIX}_exit_status", "Exit status (0 clean, 1 findings at --fail-on, 2 bad input, "
-                                        "3 internal error).", registry=reg).set(int(exit_status))
+        Gauge(
+            f"{PREFIX}_exit_status",
+            "Exit status (0 clean, 1 findings at --fail-on, 2 bad input, 3 internal error).",
+            registry=reg,
+        ).set(int(exit_status))
     if failed_stages:
-        stage = Gauge(f"{PREFIX}_failed_stage", "1 per stage of the run that failed (an internal error; exit status 3).",
-                      labelnames=("stage",), registry=reg)
+        stage = Gauge(
+            f"{PREFIX}_failed_stage",
+            "1 per stage of the run that failed (an internal error; exit status 3).",
+            labelnames=("stage",),
+            registry=reg,
+        )
         for name in dict.fromkeys(str(s) for s in failed_stages):
             stage.labels(name).set(1)
     if success:
-        Gauge(f"{PREFIX}_last_success_timestamp_seconds", "When the last successful audit finished (Unix time).",
-              registry=reg).set(now if now is not None else time.time())
+        Gauge(
+            f"{PREFIX}_last_success_timestamp_seconds",
+            "When the last successful audit finished (Unix time).",
+            registry=reg,
+        ).set(now if now is not None else time.time())
 
 
 def render(registry: CollectorRegistry) -> bytes:
@@ -237,8 +303,10 @@ def parse_grouping(pairs: list[str] | None) -> dict[str, str]:
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
         if not sep or not _LABEL_NAME.fullmatch(key) or key.startswith("__") or key == "job" or not value:
-            raise MetricsError(f"--pushgateway-label {pair!r}: give LABEL=VALUE with a Prometheus label name "
-                               "(letters, digits, _; not job or __*) and a non-empty value")
+            raise MetricsError(
+                f"--pushgateway-label {pair!r}: give LABEL=VALUE with a Prometheus label name "
+                "(letters, digits, _; not job or __*) and a non-empty value"
+            )
         out[key] = value
     return out
 
@@ -257,11 +325,20 @@ def check_pushgateway(url: str, timeout: float = 5.0) -> None:
         raise MetricsError(f"--pushgateway {url}: /-/healthy answered HTTP {exc.code}; is it a Pushgateway?") from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise MetricsError(f"--pushgateway {url} is unreachable ({reason}); check the URL or drop --pushgateway") from None
+        raise MetricsError(
+            f"--pushgateway {url} is unreachable ({reason}); check the URL or drop --pushgateway"
+        ) from None
 
 
-def push(url: str, registry: CollectorRegistry, *, job: str = DEFAULT_JOB, grouping: Mapping[str, str] | None = None,
-         replace: bool = True, timeout: float = 30.0) -> None:
+def push(
+    url: str,
+    registry: CollectorRegistry,
+    *,
+    job: str = DEFAULT_JOB,
+    grouping: Mapping[str, str] | None = None,
+    replace: bool = True,
+    timeout: float = 30.0,
+) -> None:
     """Push ``registry`` to the Pushgateway at ``url`` under ``job`` and ``grouping``.
 
     ``replace``: PUT, replacing every metric of the group (a completed run); otherwise POST, replacing

@@ -14,6 +14,7 @@ then show no tables.  :func:`make_offline` rewrites every page of the site to lo
 * everything else remote (Vega: our suites render no charts; the date picker; the dark theme) is
   dropped.  Links (``<a href>``) are left alone: they are not loaded.
 """
+
 from __future__ import annotations
 
 import os
@@ -81,13 +82,16 @@ def _vendor_files() -> Dict[str, str]:
 _RULES = [
     (re.compile(r"bootstrap-table[^\"']*\.js"), "koa-table.js"),
     (re.compile(r"jquery[^\"'/]*\.min\.js"), "jquery.min.js"),
-    (re.compile(r"/bootstrap(?:@[^/]*)?/[^\"']*bootstrap\.min\.js|bootstrapcdn\.com/bootstrap/[^\"']*\.js"),
-     "bootstrap.bundle.min.js"),
+    (
+        re.compile(r"/bootstrap(?:@[^/]*)?/[^\"']*bootstrap\.min\.js|bootstrapcdn\.com/bootstrap/[^\"']*\.js"),
+        "bootstrap.bundle.min.js",
+    ),
     (re.compile(r"bootstrapcdn\.com/bootstrap/[^\"']*bootstrap\.min\.css"), "bootstrap.min.css"),
     (re.compile(r"font-?awesome[^\"']*all\.min\.css"), "fontawesome/css/all.min.css"),
 ]
-_TAG = re.compile(r"<(script|link|img)\b[^>]*?(?:src|href)=[\"'](https?:)?//[^\"']*[\"'][^>]*?>(?:\s*</script>)?",
-                  re.IGNORECASE)
+_TAG = re.compile(
+    r"<(script|link|img)\b[^>]*?(?:src|href)=[\"'](https?:)?//[^\"']*[\"'][^>]*?>(?:\s*</script>)?", re.IGNORECASE
+)
 _URL = re.compile(r"(?:src|href)=[\"']((?:https?:)?//[^\"']*)[\"']", re.IGNORECASE)
 
 

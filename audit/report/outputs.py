@@ -19,6 +19,7 @@ and readable; a killed run leaves only its own ``runs/<run id>/``, which no mark
 removes.  The run before the committed one is kept (a reader that resolved the marker a moment earlier can
 still read it); older ones are removed after each commit.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,18 +53,24 @@ def check_output_parent(output: str, spark: SparkSession | None = None) -> None:
         while anc and not os.path.exists(anc) and os.path.dirname(anc) != anc:
             anc = os.path.dirname(anc)
         if os.path.exists(anc) and not os.path.isdir(anc):
-            raise fs.InputError(f"--output {output!r} cannot be created: {anc!r} is a file, not a directory; "
-                                "give an output path whose parent is a directory (or can be created)")
+            raise fs.InputError(
+                f"--output {output!r} cannot be created: {anc!r} is a file, not a directory; "
+                "give an output path whose parent is a directory (or can be created)"
+            )
         if os.path.isdir(anc) and not os.access(anc, os.W_OK | os.X_OK):
-            raise fs.InputError(f"--output {output!r} cannot be written: no write permission on {anc!r}; "
-                                "give an output path in a directory you can write")
+            raise fs.InputError(
+                f"--output {output!r} cannot be written: no write permission on {anc!r}; "
+                "give an output path in a directory you can write"
+            )
         return
     if spark is None:
         return
     p = fs._store(spark, uri).nearest_existing_ancestor_is_file()
     if p is not None:
-        raise fs.InputError(f"--output {output!r} cannot be created: {p!r} is a file, not a directory; "
-                            "give an output path whose parent is a directory (or can be created)")
+        raise fs.InputError(
+            f"--output {output!r} cannot be created: {p!r} is a file, not a directory; "
+            "give an output path whose parent is a directory (or can be created)"
+        )
 
 
 def check_output_target(spark: SparkSession, output: str, log_dirs: list[str], *, replaced: bool = True) -> None:
@@ -76,6 +83,7 @@ def check_output_target(spark: SparkSession, output: str, log_dirs: list[str], *
     Raises :class:`audit.sources.fs.InputError` naming what to fix.  ``replaced=False`` (``--history``,
     appended to, never replaced) checks only the overlap with ``log_dirs`` and the parent.
     """
+
     def canonical(path: str) -> str:  # symlinks resolved for local paths
         uri = fs.to_uri(path).rstrip("/")
         return "file:" + os.path.realpath(fs.local_path(uri)) if fs.is_local(uri) else uri
@@ -86,7 +94,8 @@ def check_output_target(spark: SparkSession, output: str, log_dirs: list[str], *
         if o == r or o.startswith(r + "/") or r.startswith(o + "/"):
             raise fs.InputError(
                 f"{'--output' if replaced else '--history'} {output!r} overlaps --log-dirs {root!r}: "
-                "choose a directory outside the broker log dirs")
+                "choose a directory outside the broker log dirs"
+            )
     check_output_parent(output, spark)
     if not replaced:
         return
@@ -105,7 +114,8 @@ def check_output_target(spark: SparkSession, output: str, log_dirs: list[str], *
     if not (isinstance(summary, dict) and summary.get("tool") == "kafka-offset-audit"):
         raise fs.InputError(
             f"--output {output!r} is a non-empty directory that is not a kafka-offset-audit output (no summary.json "
-            "of ours): every run replaces the whole directory, so give a new or empty one, or a previous audit's output")
+            "of ours): every run replaces the whole directory, so give a new or empty one, or a previous audit's output"
+        )
 
 
 _HOST = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname())[:64] or "host"
@@ -128,6 +138,7 @@ def _step(name: str) -> None:
     a run killed there loses nothing committed; nothing otherwise."""
     if os.environ.get("KOA_KILL_AT") == name:
         import signal
+
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -179,8 +190,13 @@ class StagedOutput:
         for name in sorted(fs.children(self.spark, parent) or []):
             if not (name.startswith(base + ".staging-") or name.startswith(base + ".old-")):
                 continue
-            m = _LEFTOVER.search(name[len(base):])
-            if m and m.group("host") == _HOST and int(m.group("pid")) != os.getpid() and not pid_alive(int(m.group("pid"))):
+            m = _LEFTOVER.search(name[len(base) :])
+            if (
+                m
+                and m.group("host") == _HOST
+                and int(m.group("pid")) != os.getpid()
+                and not pid_alive(int(m.group("pid")))
+            ):
                 if name.startswith(base + ".old-") and not fs.exists(self.spark, self.output):
                     # killed between its two renames (no atomic exchange there): the previous output comes back
                     fs.rename(self.spark, f"{parent}/{name}", self.output)
@@ -209,6 +225,7 @@ class StagedOutput:
         from concurrent.futures import ThreadPoolExecutor
 
         from ..spark import inheriting
+
         with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="koa-write") as pool:
             futures = [pool.submit(inheriting(self.write_parquet), name, df) for name, df in tables.items()]
         for f in futures:
@@ -221,15 +238,21 @@ class StagedOutput:
         """Object store: remove ``runs/<run>`` dirs of this host's ended processes that the marker names neither
         as the committed run nor as the previous one, nor ``keep`` lists (killed runs; superseded ones)."""
         marker = fs.read_json(self.spark, f"{self.output}/summary.json")
-        named = ({marker.get("run_dir"), marker.get("previous_run_dir"), *keep} if isinstance(marker, dict)
-                 else set(keep))
+        named = (
+            {marker.get("run_dir"), marker.get("previous_run_dir"), *keep} if isinstance(marker, dict) else set(keep)
+        )
         runs = f"{self.output}/{RUNS_DIR}"
         for name in sorted(fs.children(self.spark, runs) or []):
             path = f"{runs}/{name}"
             if path in named or path == self.staging:
                 continue
             m = _RUN_DIR.match(name)
-            if m and m.group("host") == _HOST and int(m.group("pid")) != os.getpid() and not pid_alive(int(m.group("pid"))):
+            if (
+                m
+                and m.group("host") == _HOST
+                and int(m.group("pid")) != os.getpid()
+                and not pid_alive(int(m.group("pid")))
+            ):
                 fs.delete(self.spark, path)
                 res["removed"].append(f"{RUNS_DIR}/{name}")
             else:
@@ -268,8 +291,11 @@ class StagedOutput:
         summary = json.loads(fs.read_small(self.spark, self.path("summary.json"), 64 << 20).decode("utf-8"))
         summary.update(run_dir=self.staging, previous_run_dir=previous_dir)
         _step("before-marker")
-        fs.write_small(self.spark, f"{self.output}/summary.json",
-                       json.dumps(summary, indent=2, sort_keys=False, default=str).encode())
+        fs.write_small(
+            self.spark,
+            f"{self.output}/summary.json",
+            json.dumps(summary, indent=2, sort_keys=False, default=str).encode(),
+        )
         _step("after-marker")
         older = previous.get("previous_run_dir") if isinstance(previous, dict) else None
         if older and older not in (self.staging, previous_dir):
@@ -288,8 +314,13 @@ def _fmt(v) -> str:
 STATUS_ORDER = ["AT_RISK", "STALE", "WARN", "OK"]
 
 
-def console_table(findings: DataFrame, committed: DataFrame, bounds: DataFrame, limit: int = CONSOLE_FINDINGS,
-                  groups: DataFrame | None = None) -> str:
+def console_table(
+    findings: DataFrame,
+    committed: DataFrame,
+    bounds: DataFrame,
+    limit: int = CONSOLE_FINDINGS,
+    groups: DataFrame | None = None,
+) -> str:
     """A ``kafka-consumer-groups --describe``-style text table, findings first, then the groups (``groups``: the
     ``groups`` table, :func:`audit.groups.group_status`; one line per group, worst status first) and the
     committed offsets.
@@ -307,21 +338,53 @@ def console_table(findings: DataFrame, committed: DataFrame, bounds: DataFrame, 
     def opt(cols, name):
         return F.col(name) if name in cols else F.lit(None).cast("string")
 
-    owner = F.when(opt(f_cols, "replica_broker").isNotNull(),  # REPLICA_DIVERGENCE: the replica, not a group
-                   F.concat(F.lit("replica on broker "), opt(f_cols, "replica_broker").cast("string"))).when(
-                   opt(f_cols, "owner_client_id").isNotNull(),
-                   F.concat_ws(" ", opt(f_cols, "owner_client_id"),
-                               F.concat(F.lit("("), F.coalesce(opt(f_cols, "owner_client_host"), F.lit("?")), F.lit(")"))))
+    owner = F.when(
+        opt(f_cols, "replica_broker").isNotNull(),  # REPLICA_DIVERGENCE: the replica, not a group
+        F.concat(F.lit("replica on broker "), opt(f_cols, "replica_broker").cast("string")),
+    ).when(
+        opt(f_cols, "owner_client_id").isNotNull(),
+        F.concat_ws(
+            " ",
+            opt(f_cols, "owner_client_id"),
+            F.concat(F.lit("("), F.coalesce(opt(f_cols, "owner_client_host"), F.lit("?")), F.lit(")")),
+        ),
+    )
     sev = F.create_map(*[x for i, s in enumerate(SEVERITY_ORDER) for x in (F.lit(s), F.lit(i))])
-    frows = (findings.orderBy(sev[F.col("severity")], "group_id", "topic", "partition", "finding")
-             .select("severity", "finding",
-                     opt(f_cols, "cause").alias("cause"),
-                     "group_id", "topic", "partition", "committed_offset",
-                     "committed_leader_epoch", "divergence_offset", "records_at_risk", "log_start_offset",
-                     "log_end_offset", owner.alias("owner")).take(limit + 1))
+    frows = (
+        findings.orderBy(sev[F.col("severity")], "group_id", "topic", "partition", "finding")
+        .select(
+            "severity",
+            "finding",
+            opt(f_cols, "cause").alias("cause"),
+            "group_id",
+            "topic",
+            "partition",
+            "committed_offset",
+            "committed_leader_epoch",
+            "divergence_offset",
+            "records_at_risk",
+            "log_start_offset",
+            "log_end_offset",
+            owner.alias("owner"),
+        )
+        .take(limit + 1)
+    )
     out = []
-    heads = ["SEVERITY", "FINDING", "CAUSE", "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "EPOCH",
-             "DIVERGENCE-OFFSET", "AT-RISK", "LOG-START-OFFSET", "LOG-END-OFFSET", "OWNER"]
+    heads = [
+        "SEVERITY",
+        "FINDING",
+        "CAUSE",
+        "GROUP",
+        "TOPIC",
+        "PARTITION",
+        "CURRENT-OFFSET",
+        "EPOCH",
+        "DIVERGENCE-OFFSET",
+        "AT-RISK",
+        "LOG-START-OFFSET",
+        "LOG-END-OFFSET",
+        "OWNER",
+    ]
     rows = [[_fmt(v) for v in r] for r in frows[:limit]]
     out.append("FINDINGS" if rows else "FINDINGS: none")
     if rows:
@@ -330,33 +393,92 @@ def console_table(findings: DataFrame, committed: DataFrame, bounds: DataFrame, 
             out.append(f"... more findings in findings/ (showing {limit})")
     if groups is not None:
         status = F.create_map(*[x for i, s in enumerate(STATUS_ORDER) for x in (F.lit(s), F.lit(i))])
-        grows = (groups.orderBy(status[F.col("status")], F.col("records_at_risk").desc_nulls_last(),
-                                F.col("total_lag").desc_nulls_last(), "group_id")
-                 .select("group_id", "status", "group_state", "partitions_committed", "total_lag", "max_lag",
-                         "worst_verdict",
-                         F.when(F.col("worst_topic").isNotNull(),
-                                F.concat_ws("-", "worst_topic", F.col("worst_partition").cast("string"))).alias("at"),
-                         "records_at_risk", "latest_commit_age_seconds").take(limit + 1))
+        grows = (
+            groups.orderBy(
+                status[F.col("status")],
+                F.col("records_at_risk").desc_nulls_last(),
+                F.col("total_lag").desc_nulls_last(),
+                "group_id",
+            )
+            .select(
+                "group_id",
+                "status",
+                "group_state",
+                "partitions_committed",
+                "total_lag",
+                "max_lag",
+                "worst_verdict",
+                F.when(
+                    F.col("worst_topic").isNotNull(),
+                    F.concat_ws("-", "worst_topic", F.col("worst_partition").cast("string")),
+                ).alias("at"),
+                "records_at_risk",
+                "latest_commit_age_seconds",
+            )
+            .take(limit + 1)
+        )
         out.append("")
         out.append("GROUPS")
-        out.append(_table(["GROUP", "STATUS", "STATE", "PARTITIONS", "TOTAL-LAG", "MAX-LAG", "WORST", "AT",
-                           "AT-RISK", "LAST-COMMIT-AGE-S"], [[_fmt(v) for v in r] for r in grows[:limit]]))
+        out.append(
+            _table(
+                [
+                    "GROUP",
+                    "STATUS",
+                    "STATE",
+                    "PARTITIONS",
+                    "TOTAL-LAG",
+                    "MAX-LAG",
+                    "WORST",
+                    "AT",
+                    "AT-RISK",
+                    "LAST-COMMIT-AGE-S",
+                ],
+                [[_fmt(v) for v in r] for r in grows[:limit]],
+            )
+        )
         if len(grows) > limit:
             out.append(f"... more in groups/ (showing {limit})")
     if "lag" not in c_cols:
-        committed = (committed.join(bounds.select("topic", "partition", "log_end_offset"), ["topic", "partition"], "left")
-                     .withColumn("lag", F.col("log_end_offset") - F.col("committed_offset")))
-    crow = (committed
-            .orderBy(F.col("verdict") == "OK", "group_id", "topic", "partition")
-            .select("group_id", "topic", "partition", "committed_offset", "committed_leader_epoch", "log_end_offset",
-                    "lag", "verdict",
-                    opt(c_cols, "owner_member_id"), opt(c_cols, "owner_client_host"),
-                    opt(c_cols, "owner_client_id")).take(limit + 1))
+        committed = committed.join(
+            bounds.select("topic", "partition", "log_end_offset"), ["topic", "partition"], "left"
+        ).withColumn("lag", F.col("log_end_offset") - F.col("committed_offset"))
+    crow = (
+        committed.orderBy(F.col("verdict") == "OK", "group_id", "topic", "partition")
+        .select(
+            "group_id",
+            "topic",
+            "partition",
+            "committed_offset",
+            "committed_leader_epoch",
+            "log_end_offset",
+            "lag",
+            "verdict",
+            opt(c_cols, "owner_member_id"),
+            opt(c_cols, "owner_client_host"),
+            opt(c_cols, "owner_client_id"),
+        )
+        .take(limit + 1)
+    )
     out.append("")
     out.append("COMMITTED OFFSETS")
-    out.append(_table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "EPOCH", "LOG-END-OFFSET", "LAG", "VERDICT",
-                       "CONSUMER-ID", "HOST", "CLIENT-ID"],
-                      [[_fmt(v) for v in r] for r in crow[:limit]]))
+    out.append(
+        _table(
+            [
+                "GROUP",
+                "TOPIC",
+                "PARTITION",
+                "CURRENT-OFFSET",
+                "EPOCH",
+                "LOG-END-OFFSET",
+                "LAG",
+                "VERDICT",
+                "CONSUMER-ID",
+                "HOST",
+                "CLIENT-ID",
+            ],
+            [[_fmt(v) for v in r] for r in crow[:limit]],
+        )
+    )
     if len(crow) > limit:
         out.append(f"... more in committed_offsets/ (showing {limit})")
     return "\n".join(out)
@@ -368,7 +490,16 @@ def _table(heads: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(heads)] + [line(r) for r in rows])
 
 
-OUTPUT_TABLES = ("findings", "committed_offsets", "groups", "commits", "epochs", "bounds", "leader_timeline", "broker_timeline")
+OUTPUT_TABLES = (
+    "findings",
+    "committed_offsets",
+    "groups",
+    "commits",
+    "epochs",
+    "bounds",
+    "leader_timeline",
+    "broker_timeline",
+)
 
 
 def register_tables(spark: SparkSession, output: str, prefix: str) -> list[str]:
@@ -379,6 +510,7 @@ def register_tables(spark: SparkSession, output: str, prefix: str) -> list[str]:
     table names created.
     """
     import re
+
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?", prefix + "x"):
         raise ValueError(f"--table-prefix {prefix!r}: use letters, digits and _ (optionally db.prefix)")
     base = fs.to_uri(output).rstrip("/")

@@ -107,10 +107,12 @@ def _scrub_text(text: str) -> str:
     for secret in secrets:
         if secret in text:
             text = text.replace(secret, REDACTED)
+
     def mask(m: re.Match) -> str:
         val = m.group("val")
         quote = val[0] if val[0] in "\"'" else ""
         return m.group("key") + m.group("sep") + quote + REDACTED + quote
+
     return _SECRET_PAIR_RE.sub(mask, text)
 
 
@@ -181,8 +183,8 @@ def _unescape(s: str) -> str:
             i += 1
             continue
         n = s[i + 1]
-        if n == "u" and re.fullmatch(r"[0-9A-Fa-f]{4}", s[i + 2:i + 6] or ""):
-            out.append(chr(int(s[i + 2:i + 6], 16)))
+        if n == "u" and re.fullmatch(r"[0-9A-Fa-f]{4}", s[i + 2 : i + 6] or ""):
+            out.append(chr(int(s[i + 2 : i + 6], 16)))
             i += 6
         else:
             out.append(_ESCAPES.get(n, n))
@@ -227,7 +229,7 @@ def parse_properties(text: str) -> dict[str, str]:
         while i < len(line):
             c = line[i]
             if c == "\\" and i + 1 < len(line):
-                key_chars.append(line[i:i + 2])
+                key_chars.append(line[i : i + 2])
                 i += 2
                 continue
             if c in "=: \t\f":
@@ -266,7 +268,8 @@ def _parse_jaas(value: str) -> tuple[str, dict[str, str]]:
         raise ClientConfigError(
             "sasl.jaas.config: cannot parse; expected exactly one "
             "'<LoginModule> required key=\"value\" ...;' entry (value redacted)",
-            key="sasl.jaas.config")
+            key="sasl.jaas.config",
+        )
     options = {}
     for k, v in _JAAS_OPT_RE.findall(m.group("opts")):
         if len(v) >= 2 and v[0] == v[-1] and v[0] in "\"'":
@@ -278,6 +281,7 @@ def _parse_jaas(value: str) -> tuple[str, dict[str, str]]:
 # --------------------------------------------------------------------------
 # property -> kafka-python mapping
 # --------------------------------------------------------------------------
+
 
 def _int(key: str, value: str, minimum: int | None = None) -> int:
     try:
@@ -365,23 +369,41 @@ _SSL_UNSUPPORTED = {
 }
 
 _KNOWN_SPECIAL = {
-    "bootstrap.servers", "client.id", "client.rack", "client.dns.lookup", "security.protocol",
-    "sasl.mechanism", "sasl.jaas.config", "sasl.kerberos.service.name",
-    "ssl.truststore.location", "ssl.truststore.type", "ssl.keystore.location", "ssl.keystore.type",
-    "ssl.keystore.password", "ssl.key.password", "ssl.endpoint.identification.algorithm",
-    "ssl.cipher.suites", "check.crcs", "receive.buffer.bytes", "send.buffer.bytes",
-    "metadata.recovery.strategy", "metadata.recovery.rebootstrap.trigger.ms",
-    "retry.backoff.max.ms", "default.api.timeout.ms",
+    "bootstrap.servers",
+    "client.id",
+    "client.rack",
+    "client.dns.lookup",
+    "security.protocol",
+    "sasl.mechanism",
+    "sasl.jaas.config",
+    "sasl.kerberos.service.name",
+    "ssl.truststore.location",
+    "ssl.truststore.type",
+    "ssl.keystore.location",
+    "ssl.keystore.type",
+    "ssl.keystore.password",
+    "ssl.key.password",
+    "ssl.endpoint.identification.algorithm",
+    "ssl.cipher.suites",
+    "check.crcs",
+    "receive.buffer.bytes",
+    "send.buffer.bytes",
+    "metadata.recovery.strategy",
+    "metadata.recovery.rebootstrap.trigger.ms",
+    "retry.backoff.max.ms",
+    "default.api.timeout.ms",
 }
 
 
 def _consumer_keys() -> set[str]:
     from kafka import KafkaConsumer
+
     return set(KafkaConsumer.DEFAULT_CONFIG)
 
 
 def _connection_keys() -> set[str]:
     from kafka.net.manager import KafkaConnectionManager
+
     return set(KafkaConnectionManager.DEFAULT_CONFIG)
 
 
@@ -441,10 +463,15 @@ class ClientConfig:
         for k, v in settings.items():
             if is_secret_key(k):
                 _remember_secret(v)
-        return ClientConfig(merged, self.metadata_recovery_strategy,
-                            self.metadata_recovery_rebootstrap_trigger_ms,
-                            self.retry_backoff_max_ms, self.default_api_timeout_ms,
-                            self.ignored, self.source)
+        return ClientConfig(
+            merged,
+            self.metadata_recovery_strategy,
+            self.metadata_recovery_rebootstrap_trigger_ms,
+            self.retry_backoff_max_ms,
+            self.default_api_timeout_ms,
+            self.ignored,
+            self.source,
+        )
 
     def consumer_kwargs(self) -> dict[str, Any]:
         """Settings accepted by ``kafka.KafkaConsumer`` (it rejects unknown keywords)."""
@@ -523,8 +550,7 @@ def parse_client_properties(props: Mapping[str, str], source: str | None = None)
             if short in ("PlainLoginModule", "ScramLoginModule"):
                 for opt in ("username", "password"):
                     if opt not in options:
-                        raise ClientConfigError(f"sasl.jaas.config: {short} needs the {opt} option{where}",
-                                                key=key)
+                        raise ClientConfigError(f"sasl.jaas.config: {short} needs the {opt} option{where}", key=key)
                 settings["sasl_plain_username"] = options["username"]
                 settings["sasl_plain_password"] = options["password"]
                 _remember_secret(options["password"])
@@ -534,7 +560,9 @@ def parse_client_properties(props: Mapping[str, str], source: str | None = None)
             else:
                 raise ClientConfigError(
                     f"sasl.jaas.config: login module {short} is not supported (supported: "
-                    f"PlainLoginModule, ScramLoginModule, Krb5LoginModule){where}", key=key)
+                    f"PlainLoginModule, ScramLoginModule, Krb5LoginModule){where}",
+                    key=key,
+                )
         elif key in ("ssl.truststore.location", "ssl.keystore.location"):
             store = key.split(".")[1]
             type_key = f"ssl.{store}.type"
@@ -542,18 +570,21 @@ def parse_client_properties(props: Mapping[str, str], source: str | None = None)
             if store_type and store_type != "PEM":
                 raise ClientConfigError(
                     f"{type_key}={store_type}: kafka-python reads PEM files only; convert the "
-                    f"{store} (keytool -exportcert / openssl pkcs12) and set {type_key}=PEM", key=type_key)
+                    f"{store} (keytool -exportcert / openssl pkcs12) and set {type_key}=PEM",
+                    key=type_key,
+                )
             if not store_type and not value.lower().endswith(_PEM_SUFFIXES):
                 raise ClientConfigError(
                     f"{key}: {os.path.basename(value)!r} does not look like a PEM file and "
                     f"{type_key} is not set; kafka-python reads PEM files only (set {type_key}=PEM)",
-                    key=key)
+                    key=key,
+                )
             settings["ssl_cafile" if store == "truststore" else "ssl_certfile"] = value
         elif key in ("ssl.truststore.type", "ssl.keystore.type"):
             if value.upper() != "PEM":
                 raise ClientConfigError(
-                    f"{key}={value}: kafka-python reads PEM files only; convert the store and set "
-                    f"{key}=PEM", key=key)
+                    f"{key}={value}: kafka-python reads PEM files only; convert the store and set {key}=PEM", key=key
+                )
         elif key == "ssl.key.password":
             settings["ssl_password"] = raw
         elif key == "ssl.keystore.password":
@@ -585,8 +616,7 @@ def parse_client_properties(props: Mapping[str, str], source: str | None = None)
             ignored.append((key, _OVERRIDDEN_KEYS[key]))
             log.info("client property %s ignored: %s", key, _OVERRIDDEN_KEYS[key])
         else:
-            raise ClientConfigError(f"unknown client property {key!r}{where}; remove it or check the spelling",
-                                    key=key)
+            raise ClientConfigError(f"unknown client property {key!r}{where}; remove it or check the spelling", key=key)
 
     protocol = settings.get("security_protocol", "PLAINTEXT")
     if protocol.startswith("SASL_"):
@@ -594,11 +624,14 @@ def parse_client_properties(props: Mapping[str, str], source: str | None = None)
         if mech in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512") and "sasl_plain_password" not in settings:
             raise ClientConfigError(
                 f"security.protocol={protocol} with sasl.mechanism={mech} needs sasl.jaas.config with "
-                f"username and password{where}", key="sasl.jaas.config")
+                f"username and password{where}",
+                key="sasl.jaas.config",
+            )
         if mech == "OAUTHBEARER":
             raise ClientConfigError(
-                "sasl.mechanism=OAUTHBEARER needs a token provider object; not configurable from a "
-                "properties file", key="sasl.mechanism")
+                "sasl.mechanism=OAUTHBEARER needs a token provider object; not configurable from a properties file",
+                key="sasl.mechanism",
+            )
     return ClientConfig(
         settings=settings,
         metadata_recovery_strategy=strategy,

@@ -11,6 +11,7 @@
 The driver collects only the distinct (topic, partition, epoch) requests: bounded by partitions
 times epochs, never by commit count.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,23 +26,33 @@ from .logdirs import spark_schema
 from ..spark import default_parallelism, distribute, is_connect
 
 EPOCHS_DDL = "topic string, partition int, broker_id int, leader_epoch int, start_offset bigint, is_leader boolean"
-BOUNDS_DDL = ("topic string, partition int, log_start_offset bigint, log_end_offset bigint, high_watermark bigint, "
-              "leader_id int, answered_by_broker int, authority string, history_captured_at timestamp, "
-              "replica_count int, caches_disagree boolean, unclean_elections int, last_unclean_election timestamp")
-EEO_DDL = "topic string, partition int, requested_epoch int, leader_epoch int, end_offset bigint, answered_by_broker int"
+BOUNDS_DDL = (
+    "topic string, partition int, log_start_offset bigint, log_end_offset bigint, high_watermark bigint, "
+    "leader_id int, answered_by_broker int, authority string, history_captured_at timestamp, "
+    "replica_count int, caches_disagree boolean, unclean_elections int, last_unclean_election timestamp"
+)
+EEO_DDL = (
+    "topic string, partition int, requested_epoch int, leader_epoch int, end_offset bigint, answered_by_broker int"
+)
 
 
 def _decode(batches):
     from audit.formats.segments import decode_offsets_rows
+
     for b in batches:
         yield decode_offsets_rows(b)
 
 
-def read_offsets_topic(spark: SparkSession, bootstrap_servers: str, client_config: str | None = None,
-                       consumer_factory: Callable[..., Any] | None = None) -> DataFrame:
+def read_offsets_topic(
+    spark: SparkSession,
+    bootstrap_servers: str,
+    client_config: str | None = None,
+    consumer_factory: Callable[..., Any] | None = None,
+) -> DataFrame:
     """``__consumer_offsets`` of a live cluster as :data:`RAW_SCHEMA` rows plus ``broker_id`` (null), read in at
     most the session's default parallelism of tasks."""
     from .kafka_datasource import register
+
     # as many tasks as the session runs at once: each task reads its partitions with one consumer
     options = {"bootstrap.servers": bootstrap_servers, "tasks": str(default_parallelism(spark))}
     if client_config:
@@ -69,11 +80,19 @@ def _read_planned_here(spark: SparkSession, options: dict, consumer_factory=None
     import pyarrow as pa
 
     from .kafka_datasource import OffsetsTopicPartition, OffsetsTopicTask, reader_from_options
+
     reader = reader_from_options(options, consumer_factory)
     tasks = [[(r.partition, r.start_offset, r.end_offset) for r in t.ranges] for t in reader.partitions()]
     schema = _records_schema()
-    arrow_schema = pa.schema([("source_partition", pa.int32()), ("source_offset", pa.int64()),
-                              ("timestamp", pa.int64()), ("key", pa.binary()), ("value", pa.binary())])
+    arrow_schema = pa.schema(
+        [
+            ("source_partition", pa.int32()),
+            ("source_offset", pa.int64()),
+            ("timestamp", pa.int64()),
+            ("key", pa.binary()),
+            ("value", pa.binary()),
+        ]
+    )
 
     def read_tasks(batches):
         for batch in batches:
@@ -83,42 +102,65 @@ def _read_planned_here(spark: SparkSession, options: dict, consumer_factory=None
                 for rec in reader.read(task):
                     buf.append(rec)
                     if len(buf) >= READ_BATCH_ROWS:
-                        yield pa.RecordBatch.from_arrays([pa.array(c, t.type) for c, t in zip(zip(*buf), arrow_schema)],
-                                                         schema=arrow_schema)
+                        yield pa.RecordBatch.from_arrays(
+                            [pa.array(c, t.type) for c, t in zip(zip(*buf), arrow_schema)], schema=arrow_schema
+                        )
                         buf = []
                 if buf:
-                    yield pa.RecordBatch.from_arrays([pa.array(c, t.type) for c, t in zip(zip(*buf), arrow_schema)],
-                                                     schema=arrow_schema)
+                    yield pa.RecordBatch.from_arrays(
+                        [pa.array(c, t.type) for c, t in zip(zip(*buf), arrow_schema)], schema=arrow_schema
+                    )
+
     if not tasks:
         return spark.createDataFrame([], schema)
-    plan = distribute(spark, [([{"p": p, "s": s, "e": e} for p, s, e in t],) for t in tasks],
-                      "ranges array<struct<p:int,s:bigint,e:bigint>>", len(tasks))
+    plan = distribute(
+        spark,
+        [([{"p": p, "s": s, "e": e} for p, s, e in t],) for t in tasks],
+        "ranges array<struct<p:int,s:bigint,e:bigint>>",
+        len(tasks),
+    )
     return plan.mapInArrow(read_tasks, schema)
 
 
 def _records_schema():
     """:data:`audit.sources.kafka_datasource.SCHEMA` as a ``StructType`` (built here: no DDL parser needed)."""
     from pyspark.sql import types as T
-    return T.StructType([T.StructField("source_partition", T.IntegerType()),
-                         T.StructField("source_offset", T.LongType()), T.StructField("timestamp", T.LongType()),
-                         T.StructField("key", T.BinaryType()), T.StructField("value", T.BinaryType())])
+
+    return T.StructType(
+        [
+            T.StructField("source_partition", T.IntegerType()),
+            T.StructField("source_offset", T.LongType()),
+            T.StructField("timestamp", T.LongType()),
+            T.StructField("key", T.BinaryType()),
+            T.StructField("value", T.BinaryType()),
+        ]
+    )
 
 
 #: Spark's own Kafka connector, matched to the running pyspark (``--source kafka-connector``)
 CONNECTOR_ARTIFACT = "org.apache.spark:spark-sql-kafka-0-10_2.13"
 #: client properties Spark's Kafka connector refuses as ``kafka.*`` options (it sets them itself)
-CONNECTOR_REFUSED = {"group.id", "auto.offset.reset", "key.deserializer", "value.deserializer",
-                     "enable.auto.commit", "interceptor.classes", "bootstrap.servers"}
+CONNECTOR_REFUSED = {
+    "group.id",
+    "auto.offset.reset",
+    "key.deserializer",
+    "value.deserializer",
+    "enable.auto.commit",
+    "interceptor.classes",
+    "bootstrap.servers",
+}
 
 
 def connector_package() -> str:
     """``spark-sql-kafka-0-10`` coordinates for this pyspark's version."""
     import pyspark
+
     return f"{CONNECTOR_ARTIFACT}:{pyspark.__version__}"
 
 
-def read_offsets_connector(spark: SparkSession, bootstrap_servers: str, client_config: str | None = None,
-                           topic: str = "__consumer_offsets") -> DataFrame:
+def read_offsets_connector(
+    spark: SparkSession, bootstrap_servers: str, client_config: str | None = None, topic: str = "__consumer_offsets"
+) -> DataFrame:
     """``__consumer_offsets`` through Spark's Kafka connector (``spark-sql-kafka-0-10``) as :data:`RAW_SCHEMA`
     rows plus ``broker_id`` (null), decoded by the same :func:`audit.formats.segments.decode_offsets_rows`.
 
@@ -140,6 +182,7 @@ def read_offsets_connector(spark: SparkSession, bootstrap_servers: str, client_c
 
     from .client_config import parse_properties
     from .collector import CollectorError, open_collector
+
     with open_collector(client_config, bootstrap_servers=bootstrap_servers) as collector:
         state = collector.fetch_metadata([topic])
     parts = sorted(p for t, p in state if t == topic)
@@ -148,12 +191,15 @@ def read_offsets_connector(spark: SparkSession, bootstrap_servers: str, client_c
     # the connector's default Admin-based offset fetching skips internal topics: __consumer_offsets reads as
     # empty (seen on 4.4.0 and 3.9.2 brokers with spark-sql-kafka 4.2.0); its consumer-based fetching does not
     spark.conf.set("spark.sql.streaming.kafka.useDeprecatedOffsetFetching", "true")
-    reader = (spark.read.format("kafka")
-              .option("kafka.bootstrap.servers", bootstrap_servers)
-              .option("assign", json.dumps({topic: parts}))
-              .option("startingOffsets", "earliest").option("endingOffsets", "latest")
-              .option("kafka.isolation.level", "read_committed")
-              .option("failOnDataLoss", "false"))
+    reader = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap_servers)
+        .option("assign", json.dumps({topic: parts}))
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .option("kafka.isolation.level", "read_committed")
+        .option("failOnDataLoss", "false")
+    )
     if client_config:
         with open(client_config, encoding="utf-8") as fh:
             props = parse_properties(fh.read())
@@ -161,8 +207,12 @@ def read_offsets_connector(spark: SparkSession, bootstrap_servers: str, client_c
             if key not in CONNECTOR_REFUSED:
                 reader = reader.option(f"kafka.{key}", value)
     rows = reader.load().select(
-        F.col("partition").alias("source_partition"), F.col("offset").alias("source_offset"),
-        (F.unix_micros("timestamp") / 1000).cast("long").alias("timestamp"), "key", "value")
+        F.col("partition").alias("source_partition"),
+        F.col("offset").alias("source_offset"),
+        (F.unix_micros("timestamp") / 1000).cast("long").alias("timestamp"),
+        "key",
+        "value",
+    )
     raw = rows.mapInArrow(_decode, spark_schema(RAW_SCHEMA))
     return raw.withColumn("broker_id", F.lit(None).cast("int"))
 
@@ -177,8 +227,9 @@ class ClusterTables:
     topic_names: DataFrame | None = None
 
 
-def cluster_tables(spark: SparkSession, commits: DataFrame, collect: Callable[..., Any],
-                   history: bool = False) -> ClusterTables:
+def cluster_tables(
+    spark: SparkSession, commits: DataFrame, collect: Callable[..., Any], history: bool = False
+) -> ClusterTables:
     """Ask the cluster what the judge needs for ``commits``.
 
     ``collect(epoch_requests, bounds_partitions)`` returns a collector ``CollectionResult``
@@ -188,37 +239,71 @@ def cluster_tables(spark: SparkSession, commits: DataFrame, collect: Callable[..
     commits' epochs are asked for unless ``history``.
     """
     judged = commits if history else commits.where("is_latest")
-    reqs = [(r.topic, r.partition, r.committed_leader_epoch) for r in
-            judged.where("committed_leader_epoch >= 0").select("topic", "partition", "committed_leader_epoch").distinct().collect()]
+    reqs = [
+        (r.topic, r.partition, r.committed_leader_epoch)
+        for r in judged.where("committed_leader_epoch >= 0")
+        .select("topic", "partition", "committed_leader_epoch")
+        .distinct()
+        .collect()
+    ]
     parts = [(r.topic, r.partition) for r in commits.select("topic", "partition").distinct().collect()]
     result = collect(reqs, parts)
     now = datetime.now(timezone.utc).replace(tzinfo=None)
-    bounds_rows = [(b["topic"], b["partition"], b["log_start_offset"], b["log_end_offset"], b["high_watermark"],
-                    b["leader_id"], b["leader_id"], "OffsetsForLeaderEpoch/ListOffsets from the leader", now,
-                    None, False, 0, None) for b in result.bounds]
-    epochs_rows = [(b["topic"], b["partition"], b["leader_id"], b.get("leader_epoch"), None, True)
-                   for b in result.bounds if b.get("leader_epoch") is not None and b.get("leader_epoch") >= 0]
-    eeo_rows = [(e["topic"], e["partition"], e["requested_epoch"], e["leader_epoch"], e["end_offset"], e["answered_by_broker"])
-                for e in result.epoch_end_offsets]
+    bounds_rows = [
+        (
+            b["topic"],
+            b["partition"],
+            b["log_start_offset"],
+            b["log_end_offset"],
+            b["high_watermark"],
+            b["leader_id"],
+            b["leader_id"],
+            "OffsetsForLeaderEpoch/ListOffsets from the leader",
+            now,
+            None,
+            False,
+            0,
+            None,
+        )
+        for b in result.bounds
+    ]
+    epochs_rows = [
+        (b["topic"], b["partition"], b["leader_id"], b.get("leader_epoch"), None, True)
+        for b in result.bounds
+        if b.get("leader_epoch") is not None and b.get("leader_epoch") >= 0
+    ]
+    eeo_rows = [
+        (e["topic"], e["partition"], e["requested_epoch"], e["leader_epoch"], e["end_offset"], e["answered_by_broker"])
+        for e in result.epoch_end_offsets
+    ]
     return ClusterTables(
         epochs=spark.createDataFrame(epochs_rows, EPOCHS_DDL),
         bounds=spark.createDataFrame(bounds_rows, BOUNDS_DDL),
         epoch_end_offsets=spark.createDataFrame(eeo_rows, EEO_DDL),
-        topic_names=spark.createDataFrame(sorted((v, k) for k, v in (getattr(result, "topic_ids", None) or {}).items()),
-                                          "topic_id string, topic string"),
-        info={"epoch_requests": len(reqs), "partitions": len(parts),
-              "problems": [str(p) for p in getattr(result, "problems", [])][:100],
-              "stats": dict(getattr(result, "stats", {}) or {})},
+        topic_names=spark.createDataFrame(
+            sorted((v, k) for k, v in (getattr(result, "topic_ids", None) or {}).items()),
+            "topic_id string, topic string",
+        ),
+        info={
+            "epoch_requests": len(reqs),
+            "partitions": len(parts),
+            "problems": [str(p) for p in getattr(result, "problems", [])][:100],
+            "stats": dict(getattr(result, "stats", {}) or {}),
+        },
     )
 
 
-def live_collect(bootstrap_servers: str, client_config: str | None = None,
-                 max_concurrency: int | None = None) -> Callable[..., Any]:
+def live_collect(
+    bootstrap_servers: str, client_config: str | None = None, max_concurrency: int | None = None
+) -> Callable[..., Any]:
     """A ``collect`` for :func:`cluster_tables` backed by a real :class:`OffsetCollector`
     (``max_concurrency``: requests in flight at once, the collector's default when None)."""
+
     def collect(reqs, parts):
         from .collector import open_collector
+
         overrides = {"max_concurrency": max_concurrency} if max_concurrency else {}
         with open_collector(client_config, bootstrap_servers=bootstrap_servers, **overrides) as collector:
             return collector.collect(reqs, bounds_partitions=parts)
+
     return collect

@@ -92,8 +92,8 @@ EPOCH_END_OFFSETS_COLUMNS = (
     ("topic", "string"),
     ("partition", "int"),
     ("requested_epoch", "int"),
-    ("leader_epoch", "int"),          # -1 when undefined
-    ("end_offset", "bigint"),         # -1 when undefined
+    ("leader_epoch", "int"),  # -1 when undefined
+    ("end_offset", "bigint"),  # -1 when undefined
     ("answered_by_broker", "int"),
 )
 EPOCH_END_OFFSETS_DDL = ", ".join(f"{n} {t}" for n, t in EPOCH_END_OFFSETS_COLUMNS)
@@ -131,14 +131,23 @@ UNKNOWN_TOPIC_ID = 100
 REBOOTSTRAP_REQUIRED = 129  # KIP-1102 (Metadata v13 top-level error)
 
 #: Partition errors after which the collector refreshes metadata and retries (KIP-320).
-RETRY_WITH_REFRESH = frozenset({
-    UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER,
-    REQUEST_TIMED_OUT, NETWORK_EXCEPTION, KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH,
-    UNKNOWN_LEADER_EPOCH, OFFSET_NOT_AVAILABLE, UNKNOWN_TOPIC_ID,
-})
+RETRY_WITH_REFRESH = frozenset(
+    {
+        UNKNOWN_TOPIC_OR_PARTITION,
+        LEADER_NOT_AVAILABLE,
+        NOT_LEADER_OR_FOLLOWER,
+        REQUEST_TIMED_OUT,
+        NETWORK_EXCEPTION,
+        KAFKA_STORAGE_ERROR,
+        FENCED_LEADER_EPOCH,
+        UNKNOWN_LEADER_EPOCH,
+        OFFSET_NOT_AVAILABLE,
+        UNKNOWN_TOPIC_ID,
+    }
+)
 
 EARLIEST = -2  # ListOffsets timestamp spec: log start offset
-LATEST = -1    # ListOffsets timestamp spec: log end (high watermark for READ_UNCOMMITTED)
+LATEST = -1  # ListOffsets timestamp spec: log end (high watermark for READ_UNCOMMITTED)
 CONSUMER_REPLICA_ID = -1
 
 
@@ -156,6 +165,7 @@ def error_name(code: int) -> str:
 
 
 # ------------------------------------------------------------------ errors
+
 
 class CollectorError(RuntimeError):
     """Base class of every collector failure. Messages are redacted."""
@@ -230,18 +240,28 @@ def acl_hint(code: int, resources: Iterable[str], api: str) -> MissingAclError:
         return MissingAclError(
             f"TOPIC_AUTHORIZATION_FAILED from {api}: the client principal needs {op} on Topic:{names} "
             f"(kafka-acls --add --operation {op.capitalize()} --topic <name> --allow-principal <principal>)",
-            op, "TOPIC", resources)
+            op,
+            "TOPIC",
+            resources,
+        )
     if code == GROUP_AUTHORIZATION_FAILED:
         return MissingAclError(
             f"GROUP_AUTHORIZATION_FAILED from {api}: the client principal needs READ on Group:{names}",
-            "READ", "GROUP", resources)
+            "READ",
+            "GROUP",
+            resources,
+        )
     return MissingAclError(
         f"CLUSTER_AUTHORIZATION_FAILED from {api} on {names}: brokers older than Kafka 2.1 require "
         "CLUSTER_ACTION on the Cluster for OffsetsForLeaderEpoch; newer ones need DESCRIBE on the topic",
-        "CLUSTER_ACTION", "CLUSTER", resources)
+        "CLUSTER_ACTION",
+        "CLUSTER",
+        resources,
+    )
 
 
 # ------------------------------------------------------------------ model
+
 
 @dataclass(frozen=True)
 class Broker:
@@ -384,7 +404,7 @@ def _parse_host_port(server: str) -> tuple[str, int]:
 
 def _chunks(items: Sequence, size: int) -> Iterator[list]:
     for i in range(0, len(items), size):
-        yield list(items[i:i + size])
+        yield list(items[i : i + size])
 
 
 def _layers(entries: Sequence[tuple]) -> list[list[tuple]]:
@@ -403,14 +423,22 @@ def _layers(entries: Sequence[tuple]) -> list[list[tuple]]:
 
 
 def _is_auth_failure(exc: BaseException) -> bool:
-    if isinstance(exc, (Errors.SaslAuthenticationFailedError, Errors.UnsupportedSaslMechanismError,
-                        Errors.IllegalSaslStateError, ssl.SSLCertVerificationError)):
+    if isinstance(
+        exc,
+        (
+            Errors.SaslAuthenticationFailedError,
+            Errors.UnsupportedSaslMechanismError,
+            Errors.IllegalSaslStateError,
+            ssl.SSLCertVerificationError,
+        ),
+    ):
         return True
     text = str(exc)
     return "CERTIFICATE_VERIFY_FAILED" in text or "SaslAuthenticationFailed" in text
 
 
 # --------------------------------------------------------------- transport
+
 
 class _CallableTransport:
     def __init__(self, fn: Callable[[Broker, Any], Any]):
@@ -462,11 +490,15 @@ class KafkaPythonTransport:
                 return
             registered = dict(self._registered)
             registered[target.node_id] = addr
-            brokers = [MetadataResponse.MetadataResponseBroker(version=12, node_id=n, host=h, port=p, rack=r)
-                       for n, (h, p, r) in registered.items()]
-            self._manager.cluster.update_metadata(MetadataResponse(
-                version=12, throttle_time_ms=0, brokers=brokers, cluster_id=None,
-                controller_id=-1, topics=[]))
+            brokers = [
+                MetadataResponse.MetadataResponseBroker(version=12, node_id=n, host=h, port=p, rack=r)
+                for n, (h, p, r) in registered.items()
+            ]
+            self._manager.cluster.update_metadata(
+                MetadataResponse(
+                    version=12, throttle_time_ms=0, brokers=brokers, cluster_id=None, controller_id=-1, topics=[]
+                )
+            )
             self._registered = registered
             if known is not None:
                 self._manager.close(target.node_id)  # address changed: reconnect
@@ -520,6 +552,7 @@ class KafkaPythonTransport:
 
 # ---------------------------------------------------------------- collector
 
+
 class OffsetCollector:
     """Collects ``epoch_end_offsets`` and ``bounds`` rows from a live cluster.
 
@@ -535,15 +568,21 @@ class OffsetCollector:
     requests out to at most ``max_concurrency`` threads.
     """
 
-    def __init__(self, transport: Any, config: CollectorConfig | None = None, *,
-                 clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        transport: Any,
+        config: CollectorConfig | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.config = config or CollectorConfig()
         self._transport = transport if hasattr(transport, "send") else _CallableTransport(transport)
         self._clock = clock
         self._sleep = sleep
-        self._bootstrap = [Broker(f"bootstrap-{i}", *_parse_host_port(s))
-                           for i, s in enumerate(self.config.bootstrap_servers)]
+        self._bootstrap = [
+            Broker(f"bootstrap-{i}", *_parse_host_port(s)) for i, s in enumerate(self.config.bootstrap_servers)
+        ]
         self._brokers: dict[int, Broker] = {}
         self._partitions: dict[tuple[str, int], PartitionState] = {}
         self._last_seen_epoch: dict[tuple[str, int], int] = {}
@@ -615,17 +654,20 @@ class OffsetCollector:
                 raise AuthenticationFailedError(
                     f"authentication with broker {broker} failed: {redact(exc)}; check security.protocol, "
                     "sasl.mechanism, sasl.jaas.config username/password and the ssl.* trust/key stores",
-                    str(broker)) from None
+                    str(broker),
+                ) from None
             raise _BrokerFailure(broker, exc) from None
 
     def _fan_out(self, jobs: list[tuple[Broker, Any]]) -> list[Any]:
         """Send each (broker, request); return responses or _BrokerFailure, in job order."""
+
         def one(job):
             broker, request = job
             try:
                 return self._send(broker, request)
             except _BrokerFailure as failure:
                 return failure
+
         workers = min(self.config.max_concurrency, len(jobs))
         if workers <= 1:
             return [one(j) for j in jobs]
@@ -637,15 +679,16 @@ class OffsetCollector:
     def _metadata_candidates(self) -> list[Broker]:
         brokers = sorted(self._brokers.values(), key=lambda b: b.node_id) or list(self._bootstrap)
         self._rr = (self._rr + 1) % len(brokers)
-        rotated = brokers[self._rr:] + brokers[:self._rr]
+        rotated = brokers[self._rr :] + brokers[: self._rr]
         return sorted(rotated, key=lambda b: self._failures.get(str(b), [0])[0])
 
     def _rebootstrap_due(self) -> bool:
         cfg = self.config
-        return (cfg.metadata_recovery_strategy == "rebootstrap"
-                and self._metadata_wait_started is not None
-                and (self._clock() - self._metadata_wait_started) * 1000.0
-                >= cfg.metadata_recovery_rebootstrap_trigger_ms)
+        return (
+            cfg.metadata_recovery_strategy == "rebootstrap"
+            and self._metadata_wait_started is not None
+            and (self._clock() - self._metadata_wait_started) * 1000.0 >= cfg.metadata_recovery_rebootstrap_trigger_ms
+        )
 
     def _rebootstrap(self, reason: str) -> None:
         """KIP-1102: close all connections and start again from bootstrap.servers."""
@@ -678,11 +721,14 @@ class OffsetCollector:
                         f"no metadata for {len(topics)} topic(s) [{preview}] from any broker within the "
                         f"{cfg.deadline_ms} ms deadline (rebootstraps: {self.stats['rebootstraps']}, "
                         f"metadata.recovery.strategy={cfg.metadata_recovery_strategy}); brokers tried: "
-                        f"{self._describe_brokers(dict.fromkeys(tried))}", names)
+                        f"{self._describe_brokers(dict.fromkeys(tried))}",
+                        names,
+                    )
                 tried.append(str(broker))
                 request = MetadataRequest(
                     topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
-                    allow_auto_topic_creation=False)
+                    allow_auto_topic_creation=False,
+                )
                 try:
                     response = self._send(broker, request)
                 except _BrokerFailure as failure:
@@ -695,27 +741,35 @@ class OffsetCollector:
                             self._rebootstrap(f"broker {broker} answered REBOOTSTRAP_REQUIRED")
                             break
                         continue
-                    failure_text = (f"Metadata error {error_name(top)}" if top
-                                    else None if response.brokers else "Metadata response lists no brokers")
+                    failure_text = (
+                        f"Metadata error {error_name(top)}"
+                        if top
+                        else None
+                        if response.brokers
+                        else "Metadata response lists no brokers"
+                    )
                 if failure_text is not None:
                     self._note_failure(broker, failure_text)
                     # KIP-1102: checked after a failed attempt, so every (re)bootstrap gets tried at least once
                     if self._rebootstrap_due():
                         self._rebootstrap(
                             f"no metadata from any known broker for {cfg.metadata_recovery_rebootstrap_trigger_ms} "
-                            "ms (metadata.recovery.rebootstrap.trigger.ms)")
+                            "ms (metadata.recovery.rebootstrap.trigger.ms)"
+                        )
                         break
                     continue
                 self._note_success(broker)
                 self._metadata_wait_started = None
-                self._brokers = {b.node_id: Broker(b.node_id, b.host, b.port, getattr(b, "rack", None))
-                                 for b in response.brokers}
+                self._brokers = {
+                    b.node_id: Broker(b.node_id, b.host, b.port, getattr(b, "rack", None)) for b in response.brokers
+                }
                 return response, broker
             attempt += 1
             self._backoff_sleep(attempt)
 
-    def _apply_metadata(self, response: Any, requested: set[str], broker: Broker,
-                        unauthorized: set[str], topic_errors: dict[str, str]) -> set[str]:
+    def _apply_metadata(
+        self, response: Any, requested: set[str], broker: Broker, unauthorized: set[str], topic_errors: dict[str, str]
+    ) -> set[str]:
         """Merge one MetadataResponse; return the topics to refetch."""
         retry: set[str] = set()
         seen: set[str] = set()
@@ -740,16 +794,27 @@ class OffsetCollector:
                     if epoch >= 0 and epoch < seen_epoch:
                         # KIP-232: never step back to older metadata; keep ours, refetch.
                         self.stats["metadata.stale_partitions_ignored"] += 1
-                        log.info("ignoring stale metadata for %s-%s from %s: leader epoch %s < %s already seen",
-                                 name, p.partition_index, broker, epoch, seen_epoch)
+                        log.info(
+                            "ignoring stale metadata for %s-%s from %s: leader epoch %s < %s already seen",
+                            name,
+                            p.partition_index,
+                            broker,
+                            epoch,
+                            seen_epoch,
+                        )
                         retry.add(name)
                         continue
                     if p.error_code not in (NONE, LEADER_NOT_AVAILABLE, REPLICA_NOT_AVAILABLE):
                         topic_errors[name] = f"partition {p.partition_index}: {error_name(p.error_code)}"
                     self._partitions[tp] = PartitionState(
-                        name, p.partition_index, p.leader_id, epoch,
-                        tuple(p.replica_nodes or ()), tuple(p.isr_nodes or ()),
-                        tuple(getattr(p, "offline_replicas", None) or ()))
+                        name,
+                        p.partition_index,
+                        p.leader_id,
+                        epoch,
+                        tuple(p.replica_nodes or ()),
+                        tuple(p.isr_nodes or ()),
+                        tuple(getattr(p, "offline_replicas", None) or ()),
+                    )
                     if epoch >= 0:
                         self._last_seen_epoch[tp] = max(seen_epoch, epoch)
                     if p.leader_id is None or p.leader_id < 0:
@@ -837,9 +902,15 @@ class OffsetCollector:
         if unknown:
             self.fetch_metadata(unknown)
 
-    def _leader_round_trips(self, stage: str, entries: list[tuple], build: Callable[[list[tuple]], Any],
-                            parse: Callable[[Any], Iterable[tuple]], on_ok: Callable[[tuple, Broker, Any], None],
-                            api: str) -> None:
+    def _leader_round_trips(
+        self,
+        stage: str,
+        entries: list[tuple],
+        build: Callable[[list[tuple]], Any],
+        parse: Callable[[Any], Iterable[tuple]],
+        on_ok: Callable[[tuple, Broker, Any], None],
+        api: str,
+    ) -> None:
         pending = dict.fromkeys(entries)
         last_error: dict[tuple, str] = {}
         involved: set[str] = set()
@@ -850,7 +921,9 @@ class OffsetCollector:
                     f"{api}: {len(pending)} request(s) still unanswered when the {self.config.deadline_ms} ms "
                     f"deadline passed; brokers involved: {self._describe_brokers(sorted(involved))}; e.g. "
                     + "; ".join(f"{e[0]}-{e[1]}: {last_error.get(e, 'no answer')}" for e in list(pending)[:5]),
-                    sorted(involved), list(pending))
+                    sorted(involved),
+                    list(pending),
+                )
             refresh: set[str] = set()
             by_leader: dict[int, list[tuple]] = defaultdict(list)
             for e in list(pending):
@@ -861,8 +934,11 @@ class OffsetCollector:
                     pending.pop(e)
                     continue
                 if state is None:
-                    if topic in self._topic_partitions and partition not in self._topic_partitions[topic] \
-                            and attempt > 0:
+                    if (
+                        topic in self._topic_partitions
+                        and partition not in self._topic_partitions[topic]
+                        and attempt > 0
+                    ):
                         self._problem(stage, topic, partition, "UNKNOWN_PARTITION (not in topic metadata)")
                         pending.pop(e)
                         continue
@@ -913,8 +989,7 @@ class OffsetCollector:
                         last_error[e] = f"{error_name(code)} from {broker}"
                         refresh.add(e[0])
                     else:
-                        raise CollectorError(
-                            f"{api} for {e[0]}-{e[1]} failed at broker {broker}: {error_name(code)}")
+                        raise CollectorError(f"{api} for {e[0]}-{e[1]} failed at broker {broker}: {error_name(code)}")
             for code, names in denied.items():
                 raise acl_hint(code, names, api)
             if not pending:
@@ -927,7 +1002,8 @@ class OffsetCollector:
                         f"{api}: {len(unresolved)} request(s) unanswered after {self.config.max_retries} "
                         f"retries; brokers involved: {self._describe_brokers(sorted(involved))}; "
                         + "; ".join(f"{e[0]}-{e[1]}: {err}" for e, err in list(unresolved.items())[:10]),
-                        unresolved)
+                        unresolved,
+                    )
                 for e, err in unresolved.items():
                     self._problem(stage, e[0], e[1], err)
                 break
@@ -977,11 +1053,16 @@ class OffsetCollector:
                     state = self._partitions[(topic, partition)]
                     topics.setdefault(topic, []).append(
                         OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition(
-                            partition=partition, current_leader_epoch=state.leader_epoch, leader_epoch=epoch))
+                            partition=partition, current_leader_epoch=state.leader_epoch, leader_epoch=epoch
+                        )
+                    )
                 return OffsetForLeaderEpochRequest(
                     replica_id=CONSUMER_REPLICA_ID,
-                    topics=[OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=t, partitions=ps)
-                            for t, ps in topics.items()])
+                    topics=[
+                        OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=t, partitions=ps)
+                        for t, ps in topics.items()
+                    ],
+                )
 
             def parse(response: Any) -> Iterator[tuple]:
                 for t in response.topics:
@@ -992,9 +1073,16 @@ class OffsetCollector:
                 leader_epoch, end_offset = payload
                 if leader_epoch is None or end_offset is None or leader_epoch < 0 or end_offset < 0:
                     leader_epoch, end_offset = -1, -1
-                rows.append({"topic": entry[0], "partition": entry[1], "requested_epoch": entry[2],
-                             "leader_epoch": int(leader_epoch), "end_offset": int(end_offset),
-                             "answered_by_broker": int(broker.node_id)})
+                rows.append(
+                    {
+                        "topic": entry[0],
+                        "partition": entry[1],
+                        "requested_epoch": entry[2],
+                        "leader_epoch": int(leader_epoch),
+                        "end_offset": int(end_offset),
+                        "answered_by_broker": int(broker.node_id),
+                    }
+                )
 
             self._leader_round_trips("epoch_end_offsets", entries, build, parse, on_ok, "OffsetsForLeaderEpoch")
         rows.sort(key=lambda r: (r["topic"], r["partition"], r["requested_epoch"]))
@@ -1040,11 +1128,15 @@ class OffsetCollector:
                     state = self._partitions[(topic, partition)]
                     by_topic.setdefault(topic, []).append(
                         ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
-                            partition_index=partition, current_leader_epoch=state.leader_epoch, timestamp=spec))
+                            partition_index=partition, current_leader_epoch=state.leader_epoch, timestamp=spec
+                        )
+                    )
                 return ListOffsetsRequest(
-                    replica_id=CONSUMER_REPLICA_ID, isolation_level=0,
+                    replica_id=CONSUMER_REPLICA_ID,
+                    isolation_level=0,
                     topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
-                    timeout_ms=self.config.request_timeout_ms)
+                    timeout_ms=self.config.request_timeout_ms,
+                )
 
             def parse(response: Any) -> Iterator[tuple]:
                 for t in response.topics:
@@ -1066,11 +1158,17 @@ class OffsetCollector:
             if EARLIEST not in found or LATEST not in found:
                 continue
             state = self._partitions.get((topic, partition))
-            rows.append({"topic": topic, "partition": partition,
-                         "log_start_offset": found[EARLIEST], "log_end_offset": found[LATEST],
-                         "high_watermark": found[LATEST],
-                         "leader_id": int(answered_by[(topic, partition)].node_id),
-                         "leader_epoch": state.leader_epoch if state else -1})
+            rows.append(
+                {
+                    "topic": topic,
+                    "partition": partition,
+                    "log_start_offset": found[EARLIEST],
+                    "log_end_offset": found[LATEST],
+                    "high_watermark": found[LATEST],
+                    "leader_id": int(answered_by[(topic, partition)].node_id),
+                    "leader_epoch": state.leader_epoch if state else -1,
+                }
+            )
         return rows
 
     # ------------------------------------------------------------- together
@@ -1088,9 +1186,12 @@ class OffsetCollector:
             self._request_metadata([])
         return [f"{b.host}:{b.port}" for b in self._brokers.values()]
 
-    def collect(self, epoch_requests: Iterable[tuple[str, int, int]] = (),
-                bounds_topics: Iterable[str] | None = None,
-                bounds_partitions: Iterable[tuple[str, int]] = ()) -> CollectionResult:
+    def collect(
+        self,
+        epoch_requests: Iterable[tuple[str, int, int]] = (),
+        bounds_topics: Iterable[str] | None = None,
+        bounds_partitions: Iterable[tuple[str, int]] = (),
+    ) -> CollectionResult:
         """Both tables under one deadline.
 
         Args:
@@ -1128,9 +1229,13 @@ class OffsetCollector:
 
 # ------------------------------------------------------------- entry points
 
-def open_collector(client_config: ClientConfig | str | None = None, *,
-                   bootstrap_servers: Sequence[str] | str | None = None,
-                   **config_overrides: Any) -> OffsetCollector:
+
+def open_collector(
+    client_config: ClientConfig | str | None = None,
+    *,
+    bootstrap_servers: Sequence[str] | str | None = None,
+    **config_overrides: Any,
+) -> OffsetCollector:
     """An :class:`OffsetCollector` on the real :class:`KafkaPythonTransport`.
 
     Args:
@@ -1158,9 +1263,12 @@ def open_collector(client_config: ClientConfig | str | None = None, *,
 BOOTSTRAP_CHECK_MS = 15_000
 
 
-def check_bootstrap(client_config: ClientConfig | str | None = None, *,
-                    bootstrap_servers: Sequence[str] | str | None = None,
-                    timeout_ms: int | None = None) -> list[str]:
+def check_bootstrap(
+    client_config: ClientConfig | str | None = None,
+    *,
+    bootstrap_servers: Sequence[str] | str | None = None,
+    timeout_ms: int | None = None,
+) -> list[str]:
     """Driver-side check that the cluster answers before Spark starts reading it.
 
     Opens a real collector whose whole budget, per-request timeout and connection-setup timeout
@@ -1184,39 +1292,53 @@ def check_bootstrap(client_config: ClientConfig | str | None = None, *,
     if isinstance(client_config, str):
         client_config = load_client_config(client_config)
     client_config = (client_config or ClientConfig()).with_overrides(
-        request_timeout_ms=timeout_ms, socket_connection_setup_timeout_ms=timeout_ms,
-        socket_connection_setup_timeout_max_ms=timeout_ms)
+        request_timeout_ms=timeout_ms,
+        socket_connection_setup_timeout_ms=timeout_ms,
+        socket_connection_setup_timeout_max_ms=timeout_ms,
+    )
     try:
-        collector = open_collector(client_config, bootstrap_servers=bootstrap_servers,
-                                   deadline_ms=timeout_ms, request_timeout_ms=timeout_ms)
+        collector = open_collector(
+            client_config, bootstrap_servers=bootstrap_servers, deadline_ms=timeout_ms, request_timeout_ms=timeout_ms
+        )
     except ValueError as exc:  # a bootstrap server that is not host:port (ClientConfigError passes through)
         if isinstance(exc, ClientConfigError):
             raise
-        raise CollectorError(f"--bootstrap-servers {bootstrap_servers!r}: every server must be host:port ({exc})") from None
+        raise CollectorError(
+            f"--bootstrap-servers {bootstrap_servers!r}: every server must be host:port ({exc})"
+        ) from None
     with collector:
         try:
             return collector.check_bootstrap()
         except BrokersUnreachableError as exc:
             servers = ",".join(collector.config.bootstrap_servers)
-            tried = exc.args[0].split('brokers tried: ', 1)[-1]
-            hint = ("check the host:port list, that the brokers run, and that their listener for the configured "
-                    "security.protocol is reachable from here")
+            tried = exc.args[0].split("brokers tried: ", 1)[-1]
+            hint = (
+                "check the host:port list, that the brokers run, and that their listener for the configured "
+                "security.protocol is reachable from here"
+            )
             if "SASL" in str(client_config.settings.get("security_protocol", "")) and "disconnected" in tried:
                 # a broker that rejects SASL credentials may close the connection before its
                 # SaslAuthenticate error reaches the client: then only the disconnect is seen
-                hint = ("the brokers closed the connection during the handshake: with SASL that is how an "
-                        "authentication failure can look (wrong username or password in sasl.jaas.config, or a "
-                        "mechanism the listener does not enable); else " + hint)
+                hint = (
+                    "the brokers closed the connection during the handshake: with SASL that is how an "
+                    "authentication failure can look (wrong username or password in sasl.jaas.config, or a "
+                    "mechanism the listener does not enable); else " + hint
+                )
             raise BrokersUnreachableError(
                 f"no broker of --bootstrap-servers {servers} answered within {timeout_ms} ms "
-                f"(KOA_BOOTSTRAP_CHECK_MS): {tried}; {hint}", exc.brokers) from None
+                f"(KOA_BOOTSTRAP_CHECK_MS): {tried}; {hint}",
+                exc.brokers,
+            ) from None
 
 
-def collect_live(epoch_requests: Iterable[tuple[str, int, int]],
-                 client_config: ClientConfig | str | None = None, *,
-                 bootstrap_servers: Sequence[str] | str | None = None,
-                 bounds_topics: Iterable[str] | None = None,
-                 **config_overrides: Any) -> CollectionResult:
+def collect_live(
+    epoch_requests: Iterable[tuple[str, int, int]],
+    client_config: ClientConfig | str | None = None,
+    *,
+    bootstrap_servers: Sequence[str] | str | None = None,
+    bounds_topics: Iterable[str] | None = None,
+    **config_overrides: Any,
+) -> CollectionResult:
     """Open a real collector, :meth:`OffsetCollector.collect`, close it."""
     with open_collector(client_config, bootstrap_servers=bootstrap_servers, **config_overrides) as collector:
         return collector.collect(epoch_requests, bounds_topics)

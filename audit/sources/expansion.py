@@ -5,6 +5,7 @@ the offset at that time from the authoritative replica's segments and indexes, a
 ListOffsets(timestamp) would (:func:`audit.formats.time_index.offset_for_time`), in Spark executors.  Only
 the old partitions of expansions that some audited group consumed on a new partition of are read.
 """
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -14,10 +15,17 @@ from pyspark.sql import functions as F
 from ..spark import default_parallelism, distribute
 
 #: one row per (old partition, expansion): where its log stood at ``expanded_at``
-OFFSETS_AT_SCHEMA = pa.schema([
-    ("topic", pa.string()), ("partition", pa.int32()), ("expanded_at_ms", pa.int64()),
-    ("new_partitions", pa.list_(pa.int32())), ("offset_at_expansion", pa.int64()), ("offset_from", pa.string()), ("issue", pa.string()),
-])
+OFFSETS_AT_SCHEMA = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("expanded_at_ms", pa.int64()),
+        ("new_partitions", pa.list_(pa.int32())),
+        ("offset_at_expansion", pa.int64()),
+        ("offset_from", pa.string()),
+        ("issue", pa.string()),
+    ]
+)
 
 
 def _offsets_at(batches):
@@ -34,12 +42,13 @@ def _offsets_at(batches):
             out = []
             for suffix in (".log", ".timeindex", ".index"):
                 try:
-                    out.append(_mmap_local(uri[:-len(".log")] + suffix))
+                    out.append(_mmap_local(uri[: -len(".log")] + suffix))
                 except OSError:
                     if suffix == ".log":
                         raise
                     out.append(None)
             return tuple(out)
+
         return load
 
     for rb in batches:
@@ -66,8 +75,9 @@ def _offsets_at(batches):
         yield pa.RecordBatch.from_pydict(out, schema=OFFSETS_AT_SCHEMA)
 
 
-def expansion_offsets(spark: SparkSession, leader_timeline: DataFrame | None, bounds: DataFrame, replicas,
-                      commits: DataFrame) -> DataFrame | None:
+def expansion_offsets(
+    spark: SparkSession, leader_timeline: DataFrame | None, bounds: DataFrame, replicas, commits: DataFrame
+) -> DataFrame | None:
     """The ``expansion_offsets`` view of ``sql/finding_partition_expansion_order.sql``.
 
     ``leader_timeline``: ``sql/leader_timeline.sql`` rows (None without a metadata log: returns None);
@@ -82,31 +92,66 @@ def expansion_offsets(spark: SparkSession, leader_timeline: DataFrame | None, bo
         return None
     from ..judge import load_sql
     from .logdirs import spark_schema
+
     leader_timeline.createOrReplaceTempView("leader_timeline")
     exp = spark.sql(load_sql("partition_expansions"))
     consumed_new = commits.where(F.col("committed_offset") > 0).select("topic", "partition").distinct()
-    used = (exp.join(consumed_new, "topic")
-            .where(F.array_contains("new_partitions", F.col("partition")))
-            .select("topic", "expanded_at", "new_partitions", "old_partitions").distinct())
-    reqs = (used.select("topic", "expanded_at", "new_partitions", F.explode("old_partitions").alias("partition"))
-            .join(bounds.select("topic", "partition", "answered_by_broker", "log_end_offset"),
-                  ["topic", "partition"], "left")
-            .select("topic", "partition", "new_partitions", "answered_by_broker", "log_end_offset",
-                    F.unix_millis("expanded_at").alias("expanded_at_ms"))
-            .collect())
+    used = (
+        exp.join(consumed_new, "topic")
+        .where(F.array_contains("new_partitions", F.col("partition")))
+        .select("topic", "expanded_at", "new_partitions", "old_partitions")
+        .distinct()
+    )
+    reqs = (
+        used.select("topic", "expanded_at", "new_partitions", F.explode("old_partitions").alias("partition"))
+        .join(
+            bounds.select("topic", "partition", "answered_by_broker", "log_end_offset"), ["topic", "partition"], "left"
+        )
+        .select(
+            "topic",
+            "partition",
+            "new_partitions",
+            "answered_by_broker",
+            "log_end_offset",
+            F.unix_millis("expanded_at").alias("expanded_at_ms"),
+        )
+        .collect()
+    )
     if not reqs:
         return None
     segs = {(r.broker_id, r.topic, r.partition): r.segments for r in replicas}
     rows = []
     for r in reqs:
-        seg = sorted((b, u) for b, u, size in segs.get((r["answered_by_broker"], r["topic"], r["partition"]), [])
-                     if size > 0)
-        rows.append((r["topic"], r["partition"], r["expanded_at_ms"], r["new_partitions"], r["log_end_offset"],
-                     [b for b, _ in seg], [u for _, u in seg]))
+        seg = sorted(
+            (b, u) for b, u, size in segs.get((r["answered_by_broker"], r["topic"], r["partition"]), []) if size > 0
+        )
+        rows.append(
+            (
+                r["topic"],
+                r["partition"],
+                r["expanded_at_ms"],
+                r["new_partitions"],
+                r["log_end_offset"],
+                [b for b, _ in seg],
+                [u for _, u in seg],
+            )
+        )
     tasks = distribute(
-        spark, rows, "topic string, partition int, expanded_at_ms long, new_partitions array<int>, log_end_offset long, "
-        "bases array<long>, uris array<string>", max(1, min(len(rows), 2 * default_parallelism(spark))))
+        spark,
+        rows,
+        "topic string, partition int, expanded_at_ms long, new_partitions array<int>, log_end_offset long, "
+        "bases array<long>, uris array<string>",
+        max(1, min(len(rows), 2 * default_parallelism(spark))),
+    )
     # the metadata log's batch timestamps are whole milliseconds: the round trip is exact
-    return (tasks.mapInArrow(_offsets_at, spark_schema(OFFSETS_AT_SCHEMA))
-            .select("topic", "partition", F.timestamp_millis("expanded_at_ms").alias("expanded_at"), "new_partitions",
-                    "offset_at_expansion", "offset_from", "issue")).localCheckpoint()
+    return (
+        tasks.mapInArrow(_offsets_at, spark_schema(OFFSETS_AT_SCHEMA)).select(
+            "topic",
+            "partition",
+            F.timestamp_millis("expanded_at_ms").alias("expanded_at"),
+            "new_partitions",
+            "offset_at_expansion",
+            "offset_from",
+            "issue",
+        )
+    ).localCheckpoint()

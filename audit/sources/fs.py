@@ -8,6 +8,7 @@ local paths are on a filesystem the client shares with the Connect server, and `
 times) and small files (checkpoints, ``meta.properties``, ``summary.json``) pass through
 the driver; segment bytes are read by executors.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,10 +44,10 @@ def local_path(uri: str) -> str:
     """
     if not uri.startswith("file:"):
         return uri
-    rest = uri[len("file:"):]
+    rest = uri[len("file:") :]
     if rest.startswith("//"):
         rest = rest[2:]
-        rest = rest[rest.index("/"):] if "/" in rest else "/"  # drop an authority (file://host/a)
+        rest = rest[rest.index("/") :] if "/" in rest else "/"  # drop an authority (file://host/a)
     return rest
 
 
@@ -114,9 +115,15 @@ class _HadoopStore:
         # "Expect: 100-continue", which some S3-compatible stores (moto) answer in a way the AWS SDK rejects
         self.delete()
         base = os.path.abspath(local)
-        files = ([(base, "")] if os.path.isfile(base) else
-                 [(os.path.join(d, f), os.path.relpath(os.path.join(d, f), base))
-                  for d, _dirs, names in os.walk(base) for f in names])
+        files = (
+            [(base, "")]
+            if os.path.isfile(base)
+            else [
+                (os.path.join(d, f), os.path.relpath(os.path.join(d, f), base))
+                for d, _dirs, names in os.walk(base)
+                for f in names
+            ]
+        )
         root = self.path.toString().rstrip("/")
         for path, rel in files:
             out = self.fs.create(self._p(f"{root}/{rel}" if rel else root), True)
@@ -145,13 +152,15 @@ class _ArrowStore:
 
     def __init__(self, uri: str):
         from pyarrow import fs as pafs
+
         self.pafs = pafs
         scheme, _, rest = uri.partition("://")
         if scheme.lower() not in ARROW_SCHEMES:
             raise InputError(
                 f"{uri!r}: over Spark Connect (--remote) this client reads and writes the output and the log dirs' "
                 f"small files itself, without a JVM; it can reach local paths (a filesystem the Connect server "
-                f"shares) and {', '.join(sorted(s + '://' for s in ARROW_SCHEMES))} URIs, not {scheme}://")
+                f"shares) and {', '.join(sorted(s + '://' for s in ARROW_SCHEMES))} URIs, not {scheme}://"
+            )
         self.scheme = scheme
         self.fs = _arrow_s3()
         self.key = rest.rstrip("/")
@@ -209,8 +218,12 @@ class _ArrowStore:
 
     def upload(self, local: str) -> None:
         self.delete()
-        self.pafs.copy_files(os.path.abspath(local), self.key, source_filesystem=self.pafs.LocalFileSystem(),
-                             destination_filesystem=self.fs)
+        self.pafs.copy_files(
+            os.path.abspath(local),
+            self.key,
+            source_filesystem=self.pafs.LocalFileSystem(),
+            destination_filesystem=self.fs,
+        )
 
     def nearest_existing_ancestor_is_file(self) -> str | None:
         key = self.key
@@ -232,6 +245,7 @@ def _arrow_s3():
     global _S3
     if _S3 is None:
         from pyarrow import fs as pafs
+
         endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
         kw = {}
         if endpoint:
@@ -248,6 +262,7 @@ def _store(spark, uri: str):
     """The non-local filesystem of ``uri``: Hadoop's through the driver JVM, or, over Spark Connect (no JVM in
     this process), :class:`_ArrowStore`."""
     from ..spark import is_connect
+
     if spark is not None and is_connect(spark):
         return _ArrowStore(uri)
     return _HadoopStore(spark, uri)
@@ -261,7 +276,9 @@ def list_files(spark, root: str) -> list[FileInfo]:
     if is_local(root):
         base = os.path.abspath(local_path(root))
         if not os.path.exists(base):
-            raise InputError(f"log dir {root!r} does not exist: give the path of a broker's log.dirs directory (or a folder of them)")
+            raise InputError(
+                f"log dir {root!r} does not exist: give the path of a broker's log.dirs directory (or a folder of them)"
+            )
         if not os.path.isdir(base):
             raise InputError(f"log dir {root!r} is a file, not a directory: give the broker's log.dirs directory")
         out = []
@@ -313,6 +330,7 @@ def delete(spark, uri: str) -> None:
     """Delete recursively if present."""
     if is_local(uri):
         import shutil
+
         path = local_path(uri)
         if os.path.isdir(path):
             shutil.rmtree(path)
@@ -337,6 +355,7 @@ def exchange(a: str, b: str) -> bool:
     import ctypes
     import ctypes.util
     import sys
+
     if not sys.platform.startswith("linux") or not (is_local(a) and is_local(b)):
         return False
     try:

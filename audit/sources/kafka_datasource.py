@@ -77,8 +77,15 @@ SCHEMA = "source_partition int, source_offset bigint, timestamp bigint, key bina
 DEFAULT_POLL_TIMEOUT_MS = 30_000
 _POLL_SLICE_MS = 1_000
 
-_KNOWN_OPTIONS = {"bootstrap.servers", "client.properties", "poll.timeout.ms", "topic", "consumer.factory", "path",
-                  "tasks"}
+_KNOWN_OPTIONS = {
+    "bootstrap.servers",
+    "client.properties",
+    "poll.timeout.ms",
+    "topic",
+    "consumer.factory",
+    "path",
+    "tasks",
+}
 
 
 class KafkaOffsetsTopicError(RuntimeError):
@@ -120,8 +127,10 @@ def spread(ranges: list[OffsetsTopicPartition], tasks: int | None) -> list[Offse
     the fewest records so far; each task's ranges in partition order.  No non-empty range: one empty task (a
     Python data source needs at least one input partition)."""
     import heapq
-    todo = sorted((r for r in ranges if r.end_offset > r.start_offset),
-                  key=lambda r: (r.start_offset - r.end_offset, r.partition))
+
+    todo = sorted(
+        (r for r in ranges if r.end_offset > r.start_offset), key=lambda r: (r.start_offset - r.end_offset, r.partition)
+    )
     if not todo:
         return [OffsetsTopicTask([])]
     n = len(todo) if tasks is None else max(1, min(int(tasks), len(todo)))
@@ -158,6 +167,7 @@ def consumer_settings(client_config: ClientConfig) -> dict[str, Any]:
 
 def _default_consumer_factory(**settings: Any) -> Any:
     from kafka import KafkaConsumer
+
     return KafkaConsumer(**settings)
 
 
@@ -214,9 +224,14 @@ class KafkaOffsetsTopicReader(DataSourceReader):
         tasks: the most Spark tasks to read with (None: one per non-empty partition).
     """
 
-    def __init__(self, client_config: ClientConfig, topic: str = OFFSETS_TOPIC,
-                 poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS,
-                 consumer_factory: Callable[..., Any] | None = None, tasks: int | None = None):
+    def __init__(
+        self,
+        client_config: ClientConfig,
+        topic: str = OFFSETS_TOPIC,
+        poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS,
+        consumer_factory: Callable[..., Any] | None = None,
+        tasks: int | None = None,
+    ):
         self.client_config = client_config
         self.topic = topic
         self.poll_timeout_ms = int(poll_timeout_ms)
@@ -231,14 +246,15 @@ class KafkaOffsetsTopicReader(DataSourceReader):
 
     def _fail(self, stage: str, partitions: list[int] | None, exc: BaseException) -> KafkaOffsetsTopicError:
         import kafka.errors as Errors
+
         tp = self.topic if partitions is None else ", ".join(f"{self.topic}-{p}" for p in partitions)
         if isinstance(exc, Errors.TopicAuthorizationFailedError):
-            hint = (f"TOPIC_AUTHORIZATION_FAILED: the client principal needs READ and DESCRIBE on "
-                    f"Topic:{self.topic}")
+            hint = f"TOPIC_AUTHORIZATION_FAILED: the client principal needs READ and DESCRIBE on Topic:{self.topic}"
         elif isinstance(exc, Errors.GroupAuthorizationFailedError):
             hint = "GROUP_AUTHORIZATION_FAILED: the reader uses no group; check the client configuration"
-        elif isinstance(exc, (Errors.SaslAuthenticationFailedError, Errors.UnsupportedSaslMechanismError)) \
-                or "CERTIFICATE_VERIFY_FAILED" in str(exc):
+        elif isinstance(
+            exc, (Errors.SaslAuthenticationFailedError, Errors.UnsupportedSaslMechanismError)
+        ) or "CERTIFICATE_VERIFY_FAILED" in str(exc):
             hint = "authentication failed; check security.protocol, sasl.jaas.config and ssl.* settings"
         elif isinstance(exc, (Errors.KafkaTimeoutError, Errors.KafkaConnectionError, Errors.NodeNotReadyError)):
             hint = "no broker reachable"
@@ -273,13 +289,14 @@ class KafkaOffsetsTopicReader(DataSourceReader):
             KafkaOffsetsTopicError: topic missing/unauthorized, brokers unreachable.
         """
         from kafka.structs import TopicPartition
+
         consumer = self._consumer("planning: connect for", None)
         try:
             ids = _partitions_for_topic(consumer, self.topic)
             if not ids:
                 raise KafkaOffsetsTopicError(
-                    f"planning: topic {self.topic} not found (or the principal lacks DESCRIBE on it); "
-                    f"{self._where()}")
+                    f"planning: topic {self.topic} not found (or the principal lacks DESCRIBE on it); {self._where()}"
+                )
             tps = [TopicPartition(self.topic, p) for p in sorted(ids)]
             starts = consumer.beginning_offsets(tps)
             ends = consumer.end_offsets(tps)
@@ -308,6 +325,7 @@ class KafkaOffsetsTopicReader(DataSourceReader):
         if not ranges:
             return
         from kafka.structs import TopicPartition
+
         pending = {TopicPartition(self.topic, r.partition): r for r in ranges}
         names = [r.partition for r in ranges]
         consumer = self._consumer("read: connect for", names)
@@ -317,6 +335,7 @@ class KafkaOffsetsTopicReader(DataSourceReader):
             del pending[tp]
             if pause is not None and pending:
                 pause(tp)
+
         try:
             try:
                 consumer.assign(list(pending))
@@ -353,16 +372,23 @@ class KafkaOffsetsTopicReader(DataSourceReader):
                         got = True
                         key = record.key
                         value = record.value
-                        yield (p, int(offset), int(record.timestamp),
-                               bytes(key) if key is not None else None,
-                               bytes(value) if value is not None else None)
+                        yield (
+                            p,
+                            int(offset),
+                            int(record.timestamp),
+                            bytes(key) if key is not None else None,
+                            bytes(value) if value is not None else None,
+                        )
                 if got or moved:
                     last_progress = time.monotonic()
                 elif (time.monotonic() - last_progress) * 1000 >= self.poll_timeout_ms:
-                    left = "; ".join(f"{self.topic}-{tp.partition} at offset {positions.get(tp)} (planned end "
-                                     f"{r.end_offset})" for tp, r in sorted(pending.items(), key=lambda kv: kv[1].partition))
+                    left = "; ".join(
+                        f"{self.topic}-{tp.partition} at offset {positions.get(tp)} (planned end {r.end_offset})"
+                        for tp, r in sorted(pending.items(), key=lambda kv: kv[1].partition)
+                    )
                     raise KafkaOffsetsTopicError(
-                        f"read: no progress for {self.poll_timeout_ms} ms: {left}; {self._where()}")
+                        f"read: no progress for {self.poll_timeout_ms} ms: {left}; {self._where()}"
+                    )
         finally:
             _close(consumer)
 
@@ -375,8 +401,9 @@ def _read_properties(path: str) -> dict[str, str]:
         raise ClientConfigError(f"cannot read client properties {path}: {exc.strerror}") from None
 
 
-def reader_from_options(options: Mapping[str, str],
-                        factory: Callable[..., Any] | None = None) -> KafkaOffsetsTopicReader:
+def reader_from_options(
+    options: Mapping[str, str], factory: Callable[..., Any] | None = None
+) -> KafkaOffsetsTopicReader:
     """Build the reader from data-source options (see the module docstring).
 
     Raises:
@@ -389,14 +416,15 @@ def reader_from_options(options: Mapping[str, str],
     if unknown:
         raise KafkaOffsetsTopicError(
             f"unknown option(s) {', '.join(unknown)} for data source {SHORT_NAME}; known: "
-            f"{', '.join(sorted(_KNOWN_OPTIONS - {'path'}))}, kafka.<client property>")
+            f"{', '.join(sorted(_KNOWN_OPTIONS - {'path'}))}, kafka.<client property>"
+        )
     try:
         props: dict[str, str] = {}
         source = None
         if "client.properties" in opts:
             source = opts["client.properties"]
             props.update(_read_properties(source))
-        inline = {k[len("kafka."):]: v for k, v in opts.items() if k.startswith("kafka.")}
+        inline = {k[len("kafka.") :]: v for k, v in opts.items() if k.startswith("kafka.")}
         if inline:
             props.update(inline)
             source = f"{source} + kafka.* options" if source else "kafka.* options"
@@ -408,14 +436,16 @@ def reader_from_options(options: Mapping[str, str],
         config = config.with_overrides(bootstrap_servers=servers)
     if not config.bootstrap_servers:
         raise KafkaOffsetsTopicError(
-            f"data source {SHORT_NAME} needs the option bootstrap.servers (or bootstrap.servers in client.properties)")
+            f"data source {SHORT_NAME} needs the option bootstrap.servers (or bootstrap.servers in client.properties)"
+        )
     try:
         poll_timeout_ms = int(opts.get("poll.timeout.ms", DEFAULT_POLL_TIMEOUT_MS))
         if poll_timeout_ms <= 0:
             raise ValueError
     except ValueError:
         raise KafkaOffsetsTopicError(
-            f"option poll.timeout.ms={opts.get('poll.timeout.ms')!r}: expected a positive integer (ms)") from None
+            f"option poll.timeout.ms={opts.get('poll.timeout.ms')!r}: expected a positive integer (ms)"
+        ) from None
     tasks = None
     if "tasks" in opts:
         try:
@@ -456,8 +486,11 @@ def with_consumer_factory(factory: Callable[..., Any]) -> type[KafkaOffsetsTopic
     consumers come from ``factory(**kafka_python_settings)`` - for tests and
     for alternative clients. ``factory`` must be picklable (Spark ships it to
     executors)."""
-    return type("KafkaOffsetsTopicDataSource", (KafkaOffsetsTopicDataSource,),
-                {"consumer_factory": staticmethod(factory), "__module__": __name__})
+    return type(
+        "KafkaOffsetsTopicDataSource",
+        (KafkaOffsetsTopicDataSource,),
+        {"consumer_factory": staticmethod(factory), "__module__": __name__},
+    )
 
 
 def register(spark: Any, consumer_factory: Callable[..., Any] | None = None) -> type[KafkaOffsetsTopicDataSource]:

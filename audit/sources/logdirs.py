@@ -16,6 +16,7 @@ Work split:
 Follows Kafka's on-disk layout (``UnifiedLog``, ``LogSegment``, ``LeaderEpochFileCache``,
 ``OffsetCheckpointFile``) and, for the metadata log, ``PartitionRegistration.merge``.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,9 +28,16 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..formats.checkpoints import (ROOT_CHECKPOINTS, SEGMENT_FILE, SNAPSHOT_FILE, broker_id_of,
-                                   checkpoint_header_problem, parse_meta_properties, parse_partition_dir,
-                                   parse_partition_metadata)
+from ..formats.checkpoints import (
+    ROOT_CHECKPOINTS,
+    SEGMENT_FILE,
+    SNAPSHOT_FILE,
+    broker_id_of,
+    checkpoint_header_problem,
+    parse_meta_properties,
+    parse_partition_dir,
+    parse_partition_metadata,
+)
 from ..spark import compact, default_parallelism, distribute, in_parallel, small_settings, small_tables
 from .fs import FileInfo, InputError, is_local, list_files, read_small, to_uri
 
@@ -49,7 +57,7 @@ class Replica:
     partition: int
     dir_uri: str
     segments: list[tuple[int, str, int]] = field(default_factory=list)  # (base offset, uri, size)
-    snapshots: list[tuple[int, str]] = field(default_factory=list)       # KRaft (end offset, uri)
+    snapshots: list[tuple[int, str]] = field(default_factory=list)  # KRaft (end offset, uri)
     epoch_checkpoint: str | None = None
     epoch_checkpoint_mtime: int | None = None
     partition_metadata: str | None = None  #: ``partition.metadata`` (the replica's topic id)
@@ -107,21 +115,27 @@ def discover(spark: SparkSession, roots: list[str]) -> Inventory:
         found = set()
         # a folder holding meta.properties or root checkpoints is a log dir, never a partition dir
         # (``broker-1/`` looks like partition 1 of a topic named "broker")
-        roots_here = {_parent(f.uri) for f in files if _name(f.uri) == "meta.properties" or _name(f.uri) in ROOT_CHECKPOINTS}
+        roots_here = {
+            _parent(f.uri) for f in files if _name(f.uri) == "meta.properties" or _name(f.uri) in ROOT_CHECKPOINTS
+        }
         for f in files:
             parent = _parent(f.uri)
             name = _name(f.uri)
             if parent in roots_here and (name == "meta.properties" or name in ROOT_CHECKPOINTS):
                 found.add(parent)
                 by_dir[parent].append(f)
-            elif (parent not in roots_here and parse_partition_dir(_name(parent))
-                  and (name in PARTITION_FILES or name.endswith(PARTITION_SUFFIXES) or SNAPSHOT_FILE.match(name))):
+            elif (
+                parent not in roots_here
+                and parse_partition_dir(_name(parent))
+                and (name in PARTITION_FILES or name.endswith(PARTITION_SUFFIXES) or SNAPSHOT_FILE.match(name))
+            ):
                 by_dir[_parent(parent)].append(f)
                 found.add(_parent(parent))
         if not found and len(files) == len(listed):
             raise InputError(
                 f"no Kafka log dir found under {root!r}: expected meta.properties or <topic>-<partition>/ "
-                "folders with .log segments (a broker's log.dirs directory)")
+                "folders with .log segments (a broker's log.dirs directory)"
+            )
     log_dirs: list[LogDir] = []
     synthetic = -1
     for uri in sorted(by_dir):
@@ -156,7 +170,9 @@ def discover(spark: SparkSession, roots: list[str]) -> Inventory:
             if rep is None:
                 rep = replicas[key] = Replica(ld.broker_id, ld.uri, tp[0], tp[1], pdir)
             elif rep.dir_uri != pdir:
-                notes.append(f"broker {ld.broker_id} has {tp[0]}-{tp[1]} twice ({rep.dir_uri}, {pdir}); using the first")
+                notes.append(
+                    f"broker {ld.broker_id} has {tp[0]}-{tp[1]} twice ({rep.dir_uri}, {pdir}); using the first"
+                )
                 continue
             name = _name(f.uri)
             m = SEGMENT_FILE.match(name)
@@ -188,6 +204,7 @@ def log_bytes(inv: Inventory) -> int:
 
 # --------------------------------------------------------------------------- executor-side functions
 
+
 def _contents(rb):
     """(path, bytes-like or None) per row of a ``path[, content]`` Arrow batch.
 
@@ -197,6 +214,7 @@ def _contents(rb):
     None: the file could not be opened on the executor (callers report it as ``unreadable_file``).
     """
     from audit.formats.record_batch import byte_view
+
     paths = rb.column("path").to_pylist()
     if "content" in rb.schema.names:
         contents = rb.column("content")
@@ -218,6 +236,7 @@ def _mmap_local(path: str):
     import mmap
 
     from audit.sources.fs import local_path
+
     with open(local_path(path), "rb") as fh:
         if not os.fstat(fh.fileno()).st_size:
             return b""
@@ -225,12 +244,20 @@ def _mmap_local(path: str):
 
 
 #: One row per fact read from a small partition-state file (see :func:`_read_small_files`).
-SMALL_SCHEMA = pa.schema([
-    ("path", pa.string()), ("file_kind", pa.string()),
-    ("topic", pa.string()), ("partition", pa.int32()), ("leader_epoch", pa.int32()), ("value", pa.int64()),
-    ("issue_reason", pa.string()), ("issue_position", pa.int64()), ("issue_detail", pa.string()),
-    ("topic_id", pa.string()),
-])
+SMALL_SCHEMA = pa.schema(
+    [
+        ("path", pa.string()),
+        ("file_kind", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("leader_epoch", pa.int32()),
+        ("value", pa.int64()),
+        ("issue_reason", pa.string()),
+        ("issue_position", pa.int64()),
+        ("issue_detail", pa.string()),
+        ("topic_id", pa.string()),
+    ]
+)
 TAIL, EPOCH_CHECKPOINT, PARTITION_METADATA = "tail", "leader-epoch-checkpoint", "partition.metadata"
 UNREADABLE, UNREADABLE_DETAIL = "unreadable_file", "the file could not be opened on the executor"
 
@@ -246,7 +273,7 @@ def _sibling_index(path: str):
     is preallocated, often 10 MiB, and only a few of its pages are read); None when it is
     missing, empty or unreadable."""
     try:
-        return _mmap_local(path[:-len(".log")] + ".index") or None
+        return _mmap_local(path[: -len(".log")] + ".index") or None
     except OSError:
         return None
 
@@ -280,6 +307,7 @@ def _read_small_files(batches):
     Layouts: ``LeaderEpochCheckpointFile``, ``OffsetCheckpointFile``.
     """
     from audit.formats.record_batch import Issue, scan_tail
+
     names = SMALL_SCHEMA.names
     for rb in batches:
         rows = {n: [] for n in names}
@@ -288,6 +316,7 @@ def _read_small_files(batches):
         def add(**kw):
             for n in names:
                 rows[n].append(kw.get(n))
+
         for path, data in _contents(rb):
             name = path.rsplit("/", 1)[-1]
             if name.endswith(".log"):
@@ -300,8 +329,14 @@ def _read_small_files(batches):
                 epoch = int(scan.partition_leader_epoch[ok].max()) if ok.any() else None
                 fact = dict(path=path, file_kind=TAIL, value=scan.end_offset, leader_epoch=epoch)
                 for iss in scan.issues or [None]:
-                    add(**fact, **({"issue_reason": iss.reason, "issue_position": iss.position,
-                                    "issue_detail": iss.detail} if iss else {}))
+                    add(
+                        **fact,
+                        **(
+                            {"issue_reason": iss.reason, "issue_position": iss.position, "issue_detail": iss.detail}
+                            if iss
+                            else {}
+                        ),
+                    )
                 continue
             if data is None:
                 add(path=path, file_kind=name, issue_reason=UNREADABLE, issue_detail=UNREADABLE_DETAIL)
@@ -309,14 +344,26 @@ def _read_small_files(batches):
             text = bytes(data).decode("utf-8", "replace")
             if name == PARTITION_METADATA:
                 topic_id, problem = parse_partition_metadata(text)
-                add(path=path, file_kind=name, topic_id=topic_id,
-                    **({"issue_reason": "bad_partition_metadata", "issue_position": 0, "issue_detail": problem}
-                       if problem else {}))
+                add(
+                    path=path,
+                    file_kind=name,
+                    topic_id=topic_id,
+                    **(
+                        {"issue_reason": "bad_partition_metadata", "issue_position": 0, "issue_detail": problem}
+                        if problem
+                        else {}
+                    ),
+                )
                 continue
             problem = checkpoint_header_problem(text)
             if problem:
-                add(path=path, file_kind=name, issue_reason="bad_checkpoint_header", issue_position=0,
-                    issue_detail=f"{problem}; the broker could not read this file")
+                add(
+                    path=path,
+                    file_kind=name,
+                    issue_reason="bad_checkpoint_header",
+                    issue_position=0,
+                    issue_detail=f"{problem}; the broker could not read this file",
+                )
             for line, parts in _checkpoint_entries(text):
                 if name == EPOCH_CHECKPOINT:
                     epoch = _as_int(parts[0] if parts else None, 32)
@@ -342,12 +389,12 @@ def _decode_offsets_files(batches, reduce_latest: bool = False):
     from audit.formats.checkpoints import parse_partition_dir
     from audit.formats.record_batch import Issue
     from audit.formats.segments import _issues_batch, decode_offsets_segment
+
     for rb in batches:
         for path, data in _contents(rb):
             tp = parse_partition_dir(path.rsplit("/", 2)[-2])
             if data is None:
-                yield _issues_batch(path, tp[1] if tp else -1,
-                                    [Issue(UNREADABLE, 0, UNREADABLE_DETAIL)])
+                yield _issues_batch(path, tp[1] if tp else -1, [Issue(UNREADABLE, 0, UNREADABLE_DETAIL)])
                 continue
             for out in decode_offsets_segment(data, path, tp[1] if tp else -1, reduce_latest=reduce_latest):
                 yield out
@@ -360,16 +407,26 @@ def _decode_offsets_latest(batches):
 
 def _metadata_schema() -> pa.Schema:
     from audit.formats.metadata_log import METADATA_ROW_FIELDS
+
     # issue_reason/issue_position: set on rows that stand for a batch or file that could not be read
-    return pa.schema([("source_file", pa.string()), ("offset", pa.int64()), ("timestamp", pa.int64()),
-                      ("decode_error", pa.string()), ("issue_reason", pa.string()), ("issue_position", pa.int64())]
-                     + list(METADATA_ROW_FIELDS))
+    return pa.schema(
+        [
+            ("source_file", pa.string()),
+            ("offset", pa.int64()),
+            ("timestamp", pa.int64()),
+            ("decode_error", pa.string()),
+            ("issue_reason", pa.string()),
+            ("issue_position", pa.int64()),
+        ]
+        + list(METADATA_ROW_FIELDS)
+    )
 
 
 def _decode_metadata_files(batches):
     """mapInArrow: (path, content) -> one row per KRaft metadata record (control batches skipped)."""
     from audit.formats.metadata_log import MetadataDecodeError, decode_metadata_value
     from audit.formats.record_batch import ATTR_CONTROL, Issue, extract_records, scan_batches
+
     schema = _metadata_schema()
     names = schema.names
     for rb in batches:
@@ -385,11 +442,13 @@ def _decode_metadata_files(batches):
                     continue
                 s, ln = int(recs.value_start[j]), int(recs.value_len[j])
                 try:
-                    row = decode_metadata_value(recs.data[s:s + ln].tobytes())
+                    row = decode_metadata_value(recs.data[s : s + ln].tobytes())
                     err = None
                 except MetadataDecodeError as exc:
                     row, err = {}, str(exc)[:200]
-                row.update(source_file=path, offset=int(recs.offset[j]), timestamp=int(recs.timestamp[j]), decode_error=err)
+                row.update(
+                    source_file=path, offset=int(recs.offset[j]), timestamp=int(recs.timestamp[j]), decode_error=err
+                )
                 for n in names:
                     rows[n].append(row.get(n))
             for iss in scan.issues + recs.issues:
@@ -398,11 +457,14 @@ def _decode_metadata_files(batches):
                 rows["source_file"][-1] = path
                 rows["offset"][-1] = iss.base_offset
                 rows["issue_reason"][-1], rows["issue_position"][-1] = iss.reason, iss.position
-                rows["decode_error"][-1] = f"{iss.reason} at byte {iss.position}" + (f": {iss.detail}" if iss.detail else "")
+                rows["decode_error"][-1] = f"{iss.reason} at byte {iss.position}" + (
+                    f": {iss.detail}" if iss.detail else ""
+                )
             yield pa.RecordBatch.from_pydict(rows, schema=schema)
 
 
 # --------------------------------------------------------------------------- Spark stages
+
 
 @dataclass
 class LogDirSources:
@@ -443,26 +505,53 @@ def replica_damage(replicas: DataFrame) -> DataFrame:
       was taken while the broker ran.
     """
     from pyspark.sql.window import Window
+
     has_data = F.col("tail_path").isNotNull()
     others = F.max(F.col("max_epoch").isNotNull().cast("int")).over(Window.partitionBy("topic", "partition")) == 1
     # a cache is owed when the newest batches carry a leader epoch (v2), or another replica has one; legacy message
     # sets (magic 0/1, a log from before KIP-101) carry none and may have no cache at all
     owed = has_data & (F.coalesce(F.col("tail_epoch") >= 0, F.lit(False)) | others)
-    where = F.concat(F.lit("broker "), F.col("broker_id").cast("string"), F.lit("'s replica of "),
-                     F.col("topic"), F.lit("-"), F.col("partition").cast("string"), F.lit(": "))
+    where = F.concat(
+        F.lit("broker "),
+        F.col("broker_id").cast("string"),
+        F.lit("'s replica of "),
+        F.col("topic"),
+        F.lit("-"),
+        F.col("partition").cast("string"),
+        F.lit(": "),
+    )
     cases = [
-        (owed & F.col("epoch_checkpoint").isNull(), "leader_epoch_cache_missing",
-         F.concat(F.col("dir_uri"), F.lit("/leader-epoch-checkpoint")),
-         F.concat(where, F.lit("holds records but no leader-epoch-checkpoint"))),
-        (has_data & F.col("cache_issue").isNotNull(), "leader_epoch_cache_unreadable", F.col("epoch_checkpoint"),
-         F.concat(where, F.lit("its leader-epoch-checkpoint does not parse ("), F.col("cache_issue"), F.lit(")"))),
-        (owed & F.col("max_epoch").isNull(), "leader_epoch_cache_empty", F.col("epoch_checkpoint"),
-         F.concat(where, F.lit("holds records with leader epochs but its leader-epoch-checkpoint is empty"))),
-        (F.col("log_end_offset") < F.col("high_watermark"), "log_end_below_high_watermark",
-         F.coalesce("tail_path", "dir_uri"),
-         F.concat(where, F.lit("its segments end at offset "), F.col("log_end_offset").cast("string"),
-                  F.lit(" below its checkpointed high watermark "), F.col("high_watermark").cast("string"),
-                  F.lit(" (records missing, or copied while the broker ran)"))),
+        (
+            owed & F.col("epoch_checkpoint").isNull(),
+            "leader_epoch_cache_missing",
+            F.concat(F.col("dir_uri"), F.lit("/leader-epoch-checkpoint")),
+            F.concat(where, F.lit("holds records but no leader-epoch-checkpoint")),
+        ),
+        (
+            has_data & F.col("cache_issue").isNotNull(),
+            "leader_epoch_cache_unreadable",
+            F.col("epoch_checkpoint"),
+            F.concat(where, F.lit("its leader-epoch-checkpoint does not parse ("), F.col("cache_issue"), F.lit(")")),
+        ),
+        (
+            owed & F.col("max_epoch").isNull(),
+            "leader_epoch_cache_empty",
+            F.col("epoch_checkpoint"),
+            F.concat(where, F.lit("holds records with leader epochs but its leader-epoch-checkpoint is empty")),
+        ),
+        (
+            F.col("log_end_offset") < F.col("high_watermark"),
+            "log_end_below_high_watermark",
+            F.coalesce("tail_path", "dir_uri"),
+            F.concat(
+                where,
+                F.lit("its segments end at offset "),
+                F.col("log_end_offset").cast("string"),
+                F.lit(" below its checkpointed high watermark "),
+                F.col("high_watermark").cast("string"),
+                F.lit(" (records missing, or copied while the broker ran)"),
+            ),
+        ),
     ]
     damage, file, detail = F.lit(None).cast("string"), F.lit(None).cast("string"), F.lit(None).cast("string")
     for cond, reason, f, d in reversed(cases):
@@ -472,19 +561,28 @@ def replica_damage(replicas: DataFrame) -> DataFrame:
     return replicas.withColumn("damage", damage).withColumn("damage_file", file).withColumn("damage_detail", detail)
 
 
-REPLICA_SCHEMA = T.StructType([
-    T.StructField("broker_id", T.IntegerType()), T.StructField("log_dir", T.StringType()),
-    T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
-    T.StructField("first_segment_base", T.LongType()), T.StructField("last_segment_base", T.LongType()),
-    T.StructField("tail_path", T.StringType()), T.StructField("epoch_checkpoint", T.StringType()),
-    T.StructField("epoch_checkpoint_mtime", T.LongType()), T.StructField("segment_count", T.IntegerType()),
-    T.StructField("dir_uri", T.StringType()), T.StructField("partition_metadata", T.StringType()),
-])
+REPLICA_SCHEMA = T.StructType(
+    [
+        T.StructField("broker_id", T.IntegerType()),
+        T.StructField("log_dir", T.StringType()),
+        T.StructField("topic", T.StringType()),
+        T.StructField("partition", T.IntegerType()),
+        T.StructField("first_segment_base", T.LongType()),
+        T.StructField("last_segment_base", T.LongType()),
+        T.StructField("tail_path", T.StringType()),
+        T.StructField("epoch_checkpoint", T.StringType()),
+        T.StructField("epoch_checkpoint_mtime", T.LongType()),
+        T.StructField("segment_count", T.IntegerType()),
+        T.StructField("dir_uri", T.StringType()),
+        T.StructField("partition_metadata", T.StringType()),
+    ]
+)
 
 
 def spark_schema(schema: pa.Schema) -> T.StructType:
     """Arrow schema -> Spark StructType (for ``mapInArrow``)."""
     from pyspark.sql.pandas.types import from_arrow_schema
+
     return from_arrow_schema(schema)
 
 
@@ -504,6 +602,7 @@ def balanced_slices(sizes: list[int], slices: int) -> list[list[int]]:
     files took 1.1-1.6 s each.
     """
     import heapq
+
     slices = max(1, min(slices, len(sizes)))
     heap = [(0, g) for g in range(slices)]
     groups: list[list[int]] = [[] for _ in range(slices)]
@@ -535,13 +634,13 @@ def _binary(spark: SparkSession, uris: list[str], sizes: list[int] | None = None
         # one list of paths per slice: parallelize() batches a list's elements by len // slices, so the last
         # slice of 50 paths in 8 took 8 of them; exploded on the JVM side, partitions unchanged
         groups = [([uris[i] for i in g],) for g in balanced_slices(sizes, slices)]
-        return (distribute(spark, groups, "paths array<string>", len(groups))
-                .select(F.explode("paths").alias("path")))
+        return distribute(spark, groups, "paths array<string>", len(groups)).select(F.explode("paths").alias("path"))
     return spark.read.format("binaryFile").load(uris).select("path", "content")
 
 
-def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = False,
-                  inventory: Inventory | None = None) -> LogDirSources:
+def read_log_dirs(
+    spark: SparkSession, roots: list[str], reduce_latest: bool = False, inventory: Inventory | None = None
+) -> LogDirSources:
     """Read broker log dirs into DataFrames.
 
     Returns :class:`LogDirSources` with
@@ -576,22 +675,43 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
         rows = []
         for r in inv.replicas:
             nonempty = [s for s in r.segments if s[2] > 0]
-            rows.append((r.broker_id, r.log_dir, r.topic, r.partition,
-                         r.segments[0][0] if r.segments else None, r.segments[-1][0] if r.segments else None,
-                         nonempty[-1][1] if nonempty else None, r.epoch_checkpoint, r.epoch_checkpoint_mtime,
-                         len(r.segments), r.dir_uri, r.partition_metadata))
+            rows.append(
+                (
+                    r.broker_id,
+                    r.log_dir,
+                    r.topic,
+                    r.partition,
+                    r.segments[0][0] if r.segments else None,
+                    r.segments[-1][0] if r.segments else None,
+                    nonempty[-1][1] if nonempty else None,
+                    r.epoch_checkpoint,
+                    r.epoch_checkpoint_mtime,
+                    len(r.segments),
+                    r.dir_uri,
+                    r.partition_metadata,
+                )
+            )
         replicas0 = compact(spark.createDataFrame(rows, REPLICA_SCHEMA))
 
         # every small partition-state file in one pass: replicas' last segments (log end offsets),
         # leader-epoch caches, and the root checkpoints (log start offsets, high watermarks)
         tails_uris = sorted({row[6] for row in rows if row[6]})
-        ckpt_uris = sorted({r.epoch_checkpoint for r in inv.replicas if r.epoch_checkpoint}
-                           | {r.partition_metadata for r in inv.replicas if r.partition_metadata})
-        root_rows = [(ld.broker_id, name, uri) for ld in inv.log_dirs for name, uri in ld.root_checkpoints.items()
-                     if name in ("replication-offset-checkpoint", "log-start-offset-checkpoint")]
+        ckpt_uris = sorted(
+            {r.epoch_checkpoint for r in inv.replicas if r.epoch_checkpoint}
+            | {r.partition_metadata for r in inv.replicas if r.partition_metadata}
+        )
+        root_rows = [
+            (ld.broker_id, name, uri)
+            for ld in inv.log_dirs
+            for name, uri in ld.root_checkpoints.items()
+            if name in ("replication-offset-checkpoint", "log-start-offset-checkpoint")
+        ]
         small_uris = tails_uris + ckpt_uris + sorted({r[2] for r in root_rows})
-        small = (_binary(spark, small_uris).mapInArrow(_read_small_files, spark_schema(SMALL_SCHEMA)) if small_uris
-                 else spark.createDataFrame([], spark_schema(SMALL_SCHEMA))).localCheckpoint()
+        small = (
+            _binary(spark, small_uris).mapInArrow(_read_small_files, spark_schema(SMALL_SCHEMA))
+            if small_uris
+            else spark.createDataFrame([], spark_schema(SMALL_SCHEMA))
+        ).localCheckpoint()
         small = compact(small)
         tail_df = small.where(F.col("file_kind") == TAIL)
         tails = tail_df.groupBy("path").agg(F.max("value").alias("tail_end"), F.max("leader_epoch").alias("tail_epoch"))
@@ -599,47 +719,89 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
         epoch_rows = small.where(F.col("file_kind") == EPOCH_CHECKPOINT)
         bad_cache_lines = epoch_rows.where(F.col("issue_reason").isNotNull())
         cache = epoch_rows.where(F.col("issue_reason").isNull()).select(
-            "path", "leader_epoch", F.col("value").alias("start_offset"))
-        rep_cache = (replicas0.select("broker_id", "topic", "partition", F.col("epoch_checkpoint").alias("path"))
-                     .join(cache, "path"))
+            "path", "leader_epoch", F.col("value").alias("start_offset")
+        )
+        rep_cache = replicas0.select("broker_id", "topic", "partition", F.col("epoch_checkpoint").alias("path")).join(
+            cache, "path"
+        )
 
         if root_rows:
             roots_df = spark.createDataFrame(root_rows, "broker_id int, kind string, path string")
-            ck = (small.where(F.col("issue_reason").isNull()).join(F.broadcast(roots_df), "path")
-                  .groupBy("broker_id", "topic", "partition")
-                  .agg(F.max(F.when(F.col("kind") == "log-start-offset-checkpoint", F.col("value"))).alias("ckpt_log_start"),
-                       F.max(F.when(F.col("kind") == "replication-offset-checkpoint", F.col("value"))).alias("high_watermark")))
+            ck = (
+                small.where(F.col("issue_reason").isNull())
+                .join(F.broadcast(roots_df), "path")
+                .groupBy("broker_id", "topic", "partition")
+                .agg(
+                    F.max(F.when(F.col("kind") == "log-start-offset-checkpoint", F.col("value"))).alias(
+                        "ckpt_log_start"
+                    ),
+                    F.max(F.when(F.col("kind") == "replication-offset-checkpoint", F.col("value"))).alias(
+                        "high_watermark"
+                    ),
+                )
+            )
         else:
-            ck = spark.createDataFrame([], "broker_id int, topic string, partition int, ckpt_log_start long, high_watermark long")
+            ck = spark.createDataFrame(
+                [], "broker_id int, topic string, partition int, ckpt_log_start long, high_watermark long"
+            )
 
         max_epoch = rep_cache.groupBy("broker_id", "topic", "partition").agg(F.max("leader_epoch").alias("max_epoch"))
-        cache_issues = (epoch_rows.where(F.col("issue_reason").isNotNull()).groupBy("path")
-                        .agg(F.min("issue_reason").alias("cache_issue")).withColumnRenamed("path", "epoch_checkpoint"))
-        topic_ids = (small.where((F.col("file_kind") == PARTITION_METADATA) & F.col("topic_id").isNotNull())
-                     .select(F.col("path").alias("partition_metadata"), "topic_id"))
-        with_tails = (replicas0.join(tails, replicas0.tail_path == tails.path, "left").drop("path")
-                      .join(topic_ids, "partition_metadata", "left"))
+        cache_issues = (
+            epoch_rows.where(F.col("issue_reason").isNotNull())
+            .groupBy("path")
+            .agg(F.min("issue_reason").alias("cache_issue"))
+            .withColumnRenamed("path", "epoch_checkpoint")
+        )
+        topic_ids = small.where((F.col("file_kind") == PARTITION_METADATA) & F.col("topic_id").isNotNull()).select(
+            F.col("path").alias("partition_metadata"), "topic_id"
+        )
+        with_tails = (
+            replicas0.join(tails, replicas0.tail_path == tails.path, "left")
+            .drop("path")
+            .join(topic_ids, "partition_metadata", "left")
+        )
         log_end_offset = F.greatest("last_segment_base", "tail_end")
 
         def replicas_table():
-            replicas = (with_tails
-                        .join(ck, ["broker_id", "topic", "partition"], "left")
-                        .join(max_epoch, ["broker_id", "topic", "partition"], "left")
-                        .join(cache_issues, "epoch_checkpoint", "left")
-                        .withColumn("log_start_offset", F.greatest("first_segment_base", "ckpt_log_start"))
-                        .withColumn("log_end_offset", log_end_offset))
-            return replica_damage(replicas).select(
-                "broker_id", "log_dir", "topic", "partition", "log_start_offset", "log_end_offset", "high_watermark",
-                "max_epoch", "epoch_checkpoint_mtime", "segment_count", "damage", "damage_file", "damage_detail",
-                "topic_id"
-            ).localCheckpoint()
+            replicas = (
+                with_tails.join(ck, ["broker_id", "topic", "partition"], "left")
+                .join(max_epoch, ["broker_id", "topic", "partition"], "left")
+                .join(cache_issues, "epoch_checkpoint", "left")
+                .withColumn("log_start_offset", F.greatest("first_segment_base", "ckpt_log_start"))
+                .withColumn("log_end_offset", log_end_offset)
+            )
+            return (
+                replica_damage(replicas)
+                .select(
+                    "broker_id",
+                    "log_dir",
+                    "topic",
+                    "partition",
+                    "log_start_offset",
+                    "log_end_offset",
+                    "high_watermark",
+                    "max_epoch",
+                    "epoch_checkpoint_mtime",
+                    "segment_count",
+                    "damage",
+                    "damage_file",
+                    "damage_detail",
+                    "topic_id",
+                )
+                .localCheckpoint()
+            )
 
         # KRaft metadata log (if any replica of __cluster_metadata-0 is among the inputs): its replay needs only the
         # metadata replicas' log end offsets, so it runs beside the replicas table
         meta_reps = [r for r in inv.replicas if r.topic == METADATA_TOPIC and r.segments]
         replicas, (partition_state, metadata_source, meta_issues, meta_uris, timeline, current_ids) = in_parallel(
-            replicas_table, lambda: _metadata_state(spark, meta_reps, _log_end_offsets(
-                small, {row[0]: (row[6], row[5]) for row in rows if row[2] == METADATA_TOPIC})))
+            replicas_table,
+            lambda: _metadata_state(
+                spark,
+                meta_reps,
+                _log_end_offsets(small, {row[0]: (row[6], row[5]) for row in rows if row[2] == METADATA_TOPIC}),
+            ),
+        )
         # replicas of another incarnation of their topic are none of its replicas: out of epochs, bounds and
         # REPLICA_DIVERGENCE (kept in the summary)
         # (all of them, not only the ones the summary lists)
@@ -653,16 +815,28 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
         # the timelines' queries are planned while the bounds are computed
         bounds, timeline = in_parallel(
             lambda: _bounds(_authority(replicas, partition_state), rep_cache, partition_state).localCheckpoint(),
-            timeline or (lambda: None))
-        epochs = (rep_cache.join(bounds.select("topic", "partition", F.col("answered_by_broker").alias("leader_b")),
-                                 ["topic", "partition"], "left")
-                  .select("topic", "partition", "broker_id", "leader_epoch", "start_offset",
-                          F.coalesce(F.col("broker_id") == F.col("leader_b"), F.lit(False)).alias("is_leader")))
+            timeline or (lambda: None),
+        )
+        epochs = rep_cache.join(
+            bounds.select("topic", "partition", F.col("answered_by_broker").alias("leader_b")),
+            ["topic", "partition"],
+            "left",
+        ).select(
+            "topic",
+            "partition",
+            "broker_id",
+            "leader_epoch",
+            "start_offset",
+            F.coalesce(F.col("broker_id") == F.col("leader_b"), F.lit(False)).alias("is_leader"),
+        )
 
         # __consumer_offsets: one replica per partition
-        chosen = {row["partition"]: row.asDict() for row in
-                  bounds.where(F.col("topic") == OFFSETS_TOPIC)
-                  .select("partition", "answered_by_broker", "authority", "replica_count").collect()}
+        chosen = {
+            row["partition"]: row.asDict()
+            for row in bounds.where(F.col("topic") == OFFSETS_TOPIC)
+            .select("partition", "answered_by_broker", "authority", "replica_count")
+            .collect()
+        }
         seg_uris, seg_sizes = [], []
         rep_index = {(r.broker_id, r.topic, r.partition): r for r in inv.replicas}
         for p, info in sorted(chosen.items()):
@@ -676,18 +850,24 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
         # partitions with no epoch cache and no tail still need a replica: take any
         for rep in inv.replicas:
             if rep.topic == OFFSETS_TOPIC and rep.partition not in chosen and rep.segments:
-                chosen[rep.partition] = {"partition": rep.partition, "answered_by_broker": rep.broker_id,
-                                         "authority": "only replica", "replica_count": 1}
+                chosen[rep.partition] = {
+                    "partition": rep.partition,
+                    "answered_by_broker": rep.broker_id,
+                    "authority": "only replica",
+                    "replica_count": 1,
+                }
                 for _b, uri, size in rep.segments:
                     if size > 0:
                         seg_uris.append(uri)
                         seg_sizes.append(size)
     from ..formats.segments import RAW_SCHEMA
+
     if seg_uris:
         decoder = _decode_offsets_latest if reduce_latest else _decode_offsets_files
         raw = _binary(spark, seg_uris, seg_sizes).mapInArrow(decoder, spark_schema(RAW_SCHEMA))
-        pmap = spark.createDataFrame([(int(p), int(v["answered_by_broker"])) for p, v in chosen.items()],
-                                     "source_partition int, broker_id int")
+        pmap = spark.createDataFrame(
+            [(int(p), int(v["answered_by_broker"])) for p, v in chosen.items()], "source_partition int, broker_id int"
+        )
         raw = raw.join(F.broadcast(pmap), "source_partition", "left")
     else:
         raw = spark.createDataFrame([], spark_schema(RAW_SCHEMA)).withColumn("broker_id", F.lit(None).cast("int"))
@@ -701,37 +881,67 @@ def read_log_dirs(spark: SparkSession, roots: list[str], reduce_latest: bool = F
         tail_issues = tail_issues.join(F.broadcast(decoded), "path", "left_anti")
     issues = [
         tail_issues.select(
-            F.col("path").alias("file"), F.col("issue_position").alias("position"),
-            F.col("issue_reason").alias("reason"), F.col("issue_detail").alias("detail"),
-            F.lit(0).alias("records_affected")),
-        bad_cache_lines.select(F.col("path").alias("file"), F.col("issue_position").alias("position"),
-                               F.col("issue_reason").alias("reason"), F.col("issue_detail").alias("detail"),
-                               F.lit(0).alias("records_affected")),
+            F.col("path").alias("file"),
+            F.col("issue_position").alias("position"),
+            F.col("issue_reason").alias("reason"),
+            F.col("issue_detail").alias("detail"),
+            F.lit(0).alias("records_affected"),
+        ),
+        bad_cache_lines.select(
+            F.col("path").alias("file"),
+            F.col("issue_position").alias("position"),
+            F.col("issue_reason").alias("reason"),
+            F.col("issue_detail").alias("detail"),
+            F.lit(0).alias("records_affected"),
+        ),
     ]
     issues.append(
         replicas.where(F.col("damage").isNotNull())
         .join(bounds.select("topic", "partition", "answered_by_broker"), ["topic", "partition"], "left")
-        .select(F.col("damage_file").alias("file"), F.lit(None).cast("long").alias("position"),
-                F.col("damage").alias("reason"),
-                F.concat(F.col("damage_detail"), F.when(
+        .select(
+            F.col("damage_file").alias("file"),
+            F.lit(None).cast("long").alias("position"),
+            F.col("damage").alias("reason"),
+            F.concat(
+                F.col("damage_detail"),
+                F.when(
                     F.col("answered_by_broker") != F.col("broker_id"),
-                    F.concat(F.lit("; the audit used broker "), F.col("answered_by_broker").cast("string"),
-                             F.lit("'s replica instead"))
-                ).otherwise(F.lit("; no intact replica, so this partition's findings rest on it"))).alias("detail"),
-                F.lit(0).alias("records_affected")))
+                    F.concat(
+                        F.lit("; the audit used broker "),
+                        F.col("answered_by_broker").cast("string"),
+                        F.lit("'s replica instead"),
+                    ),
+                ).otherwise(F.lit("; no intact replica, so this partition's findings rest on it")),
+            ).alias("detail"),
+            F.lit(0).alias("records_affected"),
+        )
+    )
     if meta_issues is not None:
         issues.append(meta_issues)
     read_issues = issues[0]
     for d in issues[1:]:
         read_issues = read_issues.unionByName(d)
-    return LogDirSources(raw, replicas, epochs, bounds, partition_state, read_issues, inv, chosen, metadata_source,
-                         leader_timeline=timeline[0] if timeline else None,
-                         broker_timeline=timeline[1] if timeline else None, topic_id_mismatches=stale_replicas)
+    return LogDirSources(
+        raw,
+        replicas,
+        epochs,
+        bounds,
+        partition_state,
+        read_issues,
+        inv,
+        chosen,
+        metadata_source,
+        leader_timeline=timeline[0] if timeline else None,
+        broker_timeline=timeline[1] if timeline else None,
+        topic_id_mismatches=stale_replicas,
+    )
 
 
-PARTITION_STATE_DDL = ("topic string, partition int, last_leader int, leader_epoch int, "
-                       "unclean_elections int, last_unclean_election timestamp, "
-                       "epoch_timeline array<struct<epoch:int, started_at:timestamp, leader:int, unclean:boolean>>")
+PARTITION_STATE_DDL = (
+    "topic string, partition int, last_leader int, leader_epoch int, "
+    "unclean_elections int, last_unclean_election timestamp, "
+    "epoch_timeline array<struct<epoch:int, started_at:timestamp, leader:int, unclean:boolean>>"
+)
 
 
 def _log_end_offsets(small: DataFrame, tail_of: dict[int, tuple[str | None, int | None]]) -> dict[int, int | None]:
@@ -742,9 +952,17 @@ def _log_end_offsets(small: DataFrame, tail_of: dict[int, tuple[str | None, int 
     ``log_end_offset`` column gives it; None when neither is known.  One small job over the materialised
     ``small`` (a row per replica: bounded by the brokers, not the data)."""
     paths = sorted({t for t, _b in tail_of.values() if t})
-    ends = ({row["path"]: row["tail_end"] for row in
-             small.where((F.col("file_kind") == TAIL) & F.col("path").isin(paths))
-             .groupBy("path").agg(F.max("value").alias("tail_end")).collect()} if paths else {})
+    ends = (
+        {
+            row["path"]: row["tail_end"]
+            for row in small.where((F.col("file_kind") == TAIL) & F.col("path").isin(paths))
+            .groupBy("path")
+            .agg(F.max("value").alias("tail_end"))
+            .collect()
+        }
+        if paths
+        else {}
+    )
     out = {}
     for broker, (tail, base) in tail_of.items():
         known = [v for v in (ends.get(tail), base) if v is not None]
@@ -781,21 +999,27 @@ def _metadata_state(spark, meta_reps: list[Replica], ends: dict[int, int | None]
     meta = meta.withColumn("is_snapshot", F.col("source_file").endswith(".checkpoint"))
     if snap_end is not None:
         meta = meta.where(F.col("is_snapshot") | (F.col("offset") >= snap_end))
-    meta = meta.withColumn("seq", F.when(F.col("is_snapshot"), F.col("offset") - F.lit(1 << 50)).otherwise(F.col("offset"))).cache()
+    meta = meta.withColumn(
+        "seq", F.when(F.col("is_snapshot"), F.col("offset") - F.lit(1 << 50)).otherwise(F.col("offset"))
+    ).cache()
     meta = compact(meta)
     issues = meta.where(F.col("decode_error").isNotNull()).select(
-        F.col("source_file").alias("file"), F.col("issue_position").alias("position"),
+        F.col("source_file").alias("file"),
+        F.col("issue_position").alias("position"),
         F.coalesce("issue_reason", F.lit("metadata_record_undecodable")).alias("reason"),
         F.col("decode_error").alias("detail"),
-        F.when(F.col("issue_reason").isNotNull(), F.lit(0)).otherwise(F.lit(1)).alias("records_affected"))
+        F.when(F.col("issue_reason").isNotNull(), F.lit(0)).otherwise(F.lit(1)).alias("records_affected"),
+    )
     meta.createOrReplaceTempView("metadata_records")
     from ..judge import load_sql
+
     state = spark.sql(load_sql("metadata_replay")).localCheckpoint()
 
     current_ids = spark.sql(load_sql("topic_ids"))
 
     def timeline():
         return spark.sql(load_sql("leader_timeline")), spark.sql(load_sql("broker_timeline"))
+
     return state, f"broker {best.broker_id} {best.dir_uri}", issues, uris, timeline, current_ids
 
 
@@ -805,7 +1029,9 @@ MAX_TOPIC_ID_MISMATCHES = 1000
 def topic_id_mismatches(replicas: DataFrame, current_ids: DataFrame | None) -> list[dict]:
     """The first :data:`MAX_TOPIC_ID_MISMATCHES` rows of :func:`topic_id_mismatch_rows`, as dicts (for the summary)."""
     rows = topic_id_mismatch_rows(replicas, current_ids)
-    return [r.asDict() for r in rows.orderBy("topic", "partition", "broker_id").limit(MAX_TOPIC_ID_MISMATCHES).collect()]
+    return [
+        r.asDict() for r in rows.orderBy("topic", "partition", "broker_id").limit(MAX_TOPIC_ID_MISMATCHES).collect()
+    ]
 
 
 def topic_id_mismatch_rows(replicas: DataFrame, current_ids: DataFrame | None) -> DataFrame:
@@ -821,21 +1047,38 @@ def topic_id_mismatch_rows(replicas: DataFrame, current_ids: DataFrame | None) -
     with ``stale`` False (``conflicting_topic_ids``) and stay in the audit.  ``replicas`` needs broker_id, topic,
     partition, topic_id, log_end_offset."""
     from pyspark.sql.window import Window
+
     cols = ["broker_id", "topic", "partition", "topic_id", "log_end_offset"]
     if current_ids is not None:
         named = F.col("topic_ids").isNotNull()
-        rows = (replicas.where(F.col("topic_id").isNotNull()).select(*cols)
-                .join(current_ids, "topic", "left")
-                .where(named & (F.col("current_topic_id").isNull() | (F.col("topic_id") != F.col("current_topic_id"))))
-                .select(*cols, "current_topic_id", F.lit(True).alias("stale"),
-                        F.when(F.col("current_topic_id").isNull(), F.lit("deleted_topic"))
-                        .otherwise(F.lit("stale_incarnation")).alias("reason")))
+        rows = (
+            replicas.where(F.col("topic_id").isNotNull())
+            .select(*cols)
+            .join(current_ids, "topic", "left")
+            .where(named & (F.col("current_topic_id").isNull() | (F.col("topic_id") != F.col("current_topic_id"))))
+            .select(
+                *cols,
+                "current_topic_id",
+                F.lit(True).alias("stale"),
+                F.when(F.col("current_topic_id").isNull(), F.lit("deleted_topic"))
+                .otherwise(F.lit("stale_incarnation"))
+                .alias("reason"),
+            )
+        )
     else:
         w = Window.partitionBy("topic", "partition")
-        rows = (replicas.where(F.col("topic_id").isNotNull()).select(*cols)
-                .withColumn("ids", F.size(F.collect_set("topic_id").over(w))).where(F.col("ids") > 1)
-                .select(*cols, F.lit(None).cast("string").alias("current_topic_id"), F.lit(False).alias("stale"),
-                        F.lit("conflicting_topic_ids").alias("reason")))
+        rows = (
+            replicas.where(F.col("topic_id").isNotNull())
+            .select(*cols)
+            .withColumn("ids", F.size(F.collect_set("topic_id").over(w)))
+            .where(F.col("ids") > 1)
+            .select(
+                *cols,
+                F.lit(None).cast("string").alias("current_topic_id"),
+                F.lit(False).alias("stale"),
+                F.lit("conflicting_topic_ids").alias("reason"),
+            )
+        )
     return rows
 
 
@@ -843,19 +1086,32 @@ def _authority(replicas: DataFrame, state: DataFrame) -> DataFrame:
     """Rank each partition's replicas: intact ones (:func:`replica_damage`) first; among them the metadata
     log's last leader, else the newest epoch, the highest end offset."""
     from pyspark.sql.window import Window
+
     r = replicas.join(state.select("topic", "partition", "last_leader"), ["topic", "partition"], "left")
     is_meta_leader = F.coalesce(F.col("broker_id") == F.col("last_leader"), F.lit(False))
     w = Window.partitionBy("topic", "partition").orderBy(
-        F.col("damage").isNull().desc(), is_meta_leader.desc(), F.col("max_epoch").desc_nulls_last(), F.col("log_end_offset").desc_nulls_last(),
-        F.col("broker_id").asc())
-    return (r.withColumn("rank", F.row_number().over(w))
-            .withColumn("replica_count", F.count(F.lit(1)).over(Window.partitionBy("topic", "partition")))
-            .withColumn("authority", F.concat(
+        F.col("damage").isNull().desc(),
+        is_meta_leader.desc(),
+        F.col("max_epoch").desc_nulls_last(),
+        F.col("log_end_offset").desc_nulls_last(),
+        F.col("broker_id").asc(),
+    )
+    return (
+        r.withColumn("rank", F.row_number().over(w))
+        .withColumn("replica_count", F.count(F.lit(1)).over(Window.partitionBy("topic", "partition")))
+        .withColumn(
+            "authority",
+            F.concat(
                 F.when(is_meta_leader, F.lit("leader per metadata log"))
                 .when(F.col("replica_count") == 1, F.lit("only replica"))
                 .otherwise(F.lit("replica with newest epoch and highest end offset")),
-                F.when(F.col("damage").isNotNull(), F.concat(F.lit(", damaged ("), F.col("damage"),
-                                                             F.lit("): no intact replica"))).otherwise(F.lit("")))))
+                F.when(
+                    F.col("damage").isNotNull(),
+                    F.concat(F.lit(", damaged ("), F.col("damage"), F.lit("): no intact replica")),
+                ).otherwise(F.lit("")),
+            ),
+        )
+    )
 
 
 def cache_disagreements(epochs: DataFrame) -> DataFrame:
@@ -864,40 +1120,72 @@ def cache_disagreements(epochs: DataFrame) -> DataFrame:
     Input: topic, partition, broker_id, leader_epoch, start_offset rows (every replica's cache).
     Output: topic, partition, leader_epoch, start_offset_by_broker map<string, long>.
     """
-    return (epochs.groupBy("topic", "partition", "leader_epoch")
-            .agg(F.countDistinct("start_offset").alias("n"),
-                 F.map_from_entries(F.collect_list(F.struct(F.col("broker_id").cast("string"), "start_offset")))
-                 .alias("start_offset_by_broker"))
-            .where(F.col("n") > 1).drop("n"))
+    return (
+        epochs.groupBy("topic", "partition", "leader_epoch")
+        .agg(
+            F.countDistinct("start_offset").alias("n"),
+            F.map_from_entries(F.collect_list(F.struct(F.col("broker_id").cast("string"), "start_offset"))).alias(
+                "start_offset_by_broker"
+            ),
+        )
+        .where(F.col("n") > 1)
+        .drop("n")
+    )
 
 
 def _bounds(authority: DataFrame, rep_cache: DataFrame, state: DataFrame) -> DataFrame:
     from pyspark.sql.window import Window
+
     # A log start offset never decreases and followers only copy the leader's, so the highest any replica
     # recorded is a lower bound of the leader's: it covers a leader whose log-start-offset-checkpoint has
     # not caught up (a copy taken within the broker's checkpoint interval, 30 s after its start at first).
-    authority = authority.withColumn("log_start_offset", F.max("log_start_offset").over(
-        Window.partitionBy("topic", "partition")))
+    authority = authority.withColumn(
+        "log_start_offset", F.max("log_start_offset").over(Window.partitionBy("topic", "partition"))
+    )
     lead = authority.where(F.col("rank") == 1)
-    disagree = (cache_disagreements(rep_cache).select("topic", "partition").distinct()
-                .withColumn("caches_disagree", F.lit(True)))
-    return (lead.join(state.select("topic", "partition", "unclean_elections", "last_unclean_election",
-                                   F.col("leader_epoch").alias("metadata_leader_epoch"), "epoch_timeline"),
-                      ["topic", "partition"], "left")
-            .join(disagree, ["topic", "partition"], "left")
-            .select("topic", "partition", "log_start_offset", "log_end_offset",
-                    F.coalesce("high_watermark", "log_end_offset").alias("high_watermark"),
-                    F.coalesce("last_leader", "broker_id").alias("leader_id"),
-                    F.col("broker_id").alias("answered_by_broker"), "authority",
-                    F.timestamp_millis("epoch_checkpoint_mtime").alias("history_captured_at"),
-                    "replica_count",
-                    F.coalesce("caches_disagree", F.lit(False)).alias("caches_disagree"),
-                    F.coalesce("unclean_elections", F.lit(0)).alias("unclean_elections"),
-                    "last_unclean_election", "metadata_leader_epoch", "epoch_timeline"))
+    disagree = (
+        cache_disagreements(rep_cache)
+        .select("topic", "partition")
+        .distinct()
+        .withColumn("caches_disagree", F.lit(True))
+    )
+    return (
+        lead.join(
+            state.select(
+                "topic",
+                "partition",
+                "unclean_elections",
+                "last_unclean_election",
+                F.col("leader_epoch").alias("metadata_leader_epoch"),
+                "epoch_timeline",
+            ),
+            ["topic", "partition"],
+            "left",
+        )
+        .join(disagree, ["topic", "partition"], "left")
+        .select(
+            "topic",
+            "partition",
+            "log_start_offset",
+            "log_end_offset",
+            F.coalesce("high_watermark", "log_end_offset").alias("high_watermark"),
+            F.coalesce("last_leader", "broker_id").alias("leader_id"),
+            F.col("broker_id").alias("answered_by_broker"),
+            "authority",
+            F.timestamp_millis("epoch_checkpoint_mtime").alias("history_captured_at"),
+            "replica_count",
+            F.coalesce("caches_disagree", F.lit(False)).alias("caches_disagree"),
+            F.coalesce("unclean_elections", F.lit(0)).alias("unclean_elections"),
+            "last_unclean_election",
+            "metadata_leader_epoch",
+            "epoch_timeline",
+        )
+    )
 
 
-def recover_from_replicas(spark: SparkSession, raw: DataFrame, src: LogDirSources,
-                          reduce_latest: bool = False) -> tuple[DataFrame, list[dict]]:
+def recover_from_replicas(
+    spark: SparkSession, raw: DataFrame, src: LogDirSources, reduce_latest: bool = False
+) -> tuple[DataFrame, list[dict]]:
     """Fill what the chosen replica of a ``__consumer_offsets`` partition could not give from another replica.
 
     ``raw``: the materialised :data:`audit.formats.segments.RAW_SCHEMA` rows (plus ``broker_id``) of the chosen
@@ -912,18 +1200,32 @@ def recover_from_replicas(spark: SparkSession, raw: DataFrame, src: LogDirSource
     """
     from ..formats.segments import RAW_SCHEMA
     from pyspark.sql.window import Window
+
     bad_row = (F.col("kind") == "issue") | ((F.col("kind") == "record") & F.col("decode_error").isNotNull())
-    bad = [r["source_partition"] for r in raw.where(bad_row & F.col("source_partition").isNotNull())
-           .select("source_partition").distinct().collect()]
+    bad = [
+        r["source_partition"]
+        for r in raw.where(bad_row & F.col("source_partition").isNotNull())
+        .select("source_partition")
+        .distinct()
+        .collect()
+    ]
     if not bad:
         return raw, []
     chosen = {p: v["answered_by_broker"] for p, v in src.offsets_replicas.items()}
-    ends = {(r["broker_id"], r["partition"]): (r["damage"] is None, r["log_end_offset"] or -1) for r in
-            src.replicas.where((F.col("topic") == OFFSETS_TOPIC) & F.col("partition").isin(bad)).collect()}
+    ends = {
+        (r["broker_id"], r["partition"]): (r["damage"] is None, r["log_end_offset"] or -1)
+        for r in src.replicas.where((F.col("topic") == OFFSETS_TOPIC) & F.col("partition").isin(bad)).collect()
+    }
     alt, uris = {}, []
     for p in bad:
-        others = [r for r in src.inventory.replicas if r.topic == OFFSETS_TOPIC and r.partition == p
-                  and r.broker_id != chosen.get(p) and any(s[2] for s in r.segments)]
+        others = [
+            r
+            for r in src.inventory.replicas
+            if r.topic == OFFSETS_TOPIC
+            and r.partition == p
+            and r.broker_id != chosen.get(p)
+            and any(s[2] for s in r.segments)
+        ]
         if not others:
             continue
         best = max(others, key=lambda r: (ends.get((r.broker_id, p), (False, -1)), -r.broker_id))
@@ -940,41 +1242,79 @@ def recover_from_replicas(spark: SparkSession, raw: DataFrame, src: LogDirSource
     for r in src.inventory.replicas:
         if r.topic == OFFSETS_TOPIC and r.partition in alt and r.broker_id == chosen.get(r.partition):
             bases = [b for b, _u, _s in r.segments]
-            segs += [(r.partition, u, b, bases[i + 1] if i + 1 < len(bases) else MAX)
-                     for i, (b, u, _s) in enumerate(r.segments)]
+            segs += [
+                (r.partition, u, b, bases[i + 1] if i + 1 < len(bases) else MAX)
+                for i, (b, u, _s) in enumerate(r.segments)
+            ]
     segdf = F.broadcast(spark.createDataFrame(segs, "sp int, seg_file string, base long, next_base long"))
     good = F.col("kind").isin("record", "control") & F.col("decode_error").isNull() & F.col("offset").isNotNull()
     mine = raw.where(F.col("source_partition").isin(list(alt)))
-    by_offset = (mine.where(F.col("kind").isin("record", "control") & F.col("offset").isNotNull())
-                 .join(segdf, (F.col("source_partition") == F.col("sp")) & (F.col("offset") >= F.col("base"))
-                       & (F.col("offset") < F.col("next_base"))))
+    by_offset = mine.where(F.col("kind").isin("record", "control") & F.col("offset").isNotNull()).join(
+        segdf,
+        (F.col("source_partition") == F.col("sp"))
+        & (F.col("offset") >= F.col("base"))
+        & (F.col("offset") < F.col("next_base")),
+    )
     by_file = mine.where(F.col("kind") == "issue").join(segdf, F.col("source_file") == F.col("seg_file"))
-    cols: list = ["source_partition", "seg_file", "base", "next_base", "position", "offset", "kind",
-                  good.alias("good"), bad_row.alias("bad")]
+    cols: list = [
+        "source_partition",
+        "seg_file",
+        "base",
+        "next_base",
+        "position",
+        "offset",
+        "kind",
+        good.alias("good"),
+        bad_row.alias("bad"),
+    ]
     keyed = by_offset.select(*cols).unionByName(by_file.select(*cols))
-    order = Window.partitionBy("source_partition", "seg_file").orderBy(
-        "position", F.col("offset").asc_nulls_first())
+    order = Window.partitionBy("source_partition", "seg_file").orderBy("position", F.col("offset").asc_nulls_first())
     good_offset = F.when(F.col("good"), F.col("offset"))
-    gaps = (keyed.withColumn("lo", F.max(good_offset).over(order.rowsBetween(Window.unboundedPreceding, -1)))
-            .withColumn("hi", F.min(good_offset).over(order.rowsBetween(1, Window.unboundedFollowing)))
-            .where("bad")
-            .select("source_partition",
-                    F.when(F.col("kind") == "record", F.col("offset") - 1)
-                    .otherwise(F.coalesce("lo", F.col("base") - 1)).alias("lo"),
-                    F.when(F.col("kind") == "record", F.col("offset") + 1)
-                    .otherwise(F.coalesce("hi", F.col("next_base"))).alias("hi")))
+    gaps = (
+        keyed.withColumn("lo", F.max(good_offset).over(order.rowsBetween(Window.unboundedPreceding, -1)))
+        .withColumn("hi", F.min(good_offset).over(order.rowsBetween(1, Window.unboundedFollowing)))
+        .where("bad")
+        .select(
+            "source_partition",
+            F.when(F.col("kind") == "record", F.col("offset") - 1)
+            .otherwise(F.coalesce("lo", F.col("base") - 1))
+            .alias("lo"),
+            F.when(F.col("kind") == "record", F.col("offset") + 1)
+            .otherwise(F.coalesce("hi", F.col("next_base")))
+            .alias("hi"),
+        )
+    )
     decoder = _decode_offsets_latest if reduce_latest else _decode_offsets_files
-    other = (_binary(spark, uris).mapInArrow(decoder, spark_schema(RAW_SCHEMA))
-             .where(F.col("kind").isin("record", "control") & F.col("decode_error").isNull())
-             .join(F.broadcast(spark.createDataFrame([(int(p), int(b)) for p, b in alt.items()],
-                                                     "source_partition int, broker_id int")), "source_partition"))
+    other = (
+        _binary(spark, uris)
+        .mapInArrow(decoder, spark_schema(RAW_SCHEMA))
+        .where(F.col("kind").isin("record", "control") & F.col("decode_error").isNull())
+        .join(
+            F.broadcast(
+                spark.createDataFrame([(int(p), int(b)) for p, b in alt.items()], "source_partition int, broker_id int")
+            ),
+            "source_partition",
+        )
+    )
     taken = raw.where(good).select("source_partition", "offset")
-    fill = (other.join(gaps, (other["source_partition"] == gaps["source_partition"]) & (other["offset"] > gaps["lo"])
-                       & (other["offset"] < gaps["hi"]), "left_semi")
-            .join(taken, ["source_partition", "offset"], "left_anti")
-            .dropDuplicates(["source_partition", "offset", "kind"])
-            .select(*raw.columns)).localCheckpoint()
-    counts = {r["source_partition"]: int(r["n"]) for r in
-              fill.where(F.col("kind") == "record").groupBy("source_partition").agg(F.count("*").alias("n")).collect()}
+    fill = (
+        other.join(
+            gaps,
+            (other["source_partition"] == gaps["source_partition"])
+            & (other["offset"] > gaps["lo"])
+            & (other["offset"] < gaps["hi"]),
+            "left_semi",
+        )
+        .join(taken, ["source_partition", "offset"], "left_anti")
+        .dropDuplicates(["source_partition", "offset", "kind"])
+        .select(*raw.columns)
+    ).localCheckpoint()
+    counts = {
+        r["source_partition"]: int(r["n"])
+        for r in fill.where(F.col("kind") == "record")
+        .groupBy("source_partition")
+        .agg(F.count("*").alias("n"))
+        .collect()
+    }
     recovered = [{"partition": int(p), "broker_id": int(alt[p]), "records": counts.get(p, 0)} for p in sorted(alt)]
     return raw.unionByName(fill), recovered

@@ -12,6 +12,7 @@ plus what the summary reports of it (:meth:`AuditSource.inputs`, :attr:`AuditSou
 :attr:`AuditSource.recovered`).  :func:`open_source` picks the implementation from the audit's arguments, so
 :func:`audit.pipeline.run` has no source-specific branch.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -90,21 +91,29 @@ class LogDirSource(AuditSource):
     def input_bytes(self) -> int:
         """Lists the log dirs (driver only, :func:`audit.sources.logdirs.discover`; raises its InputError)."""
         from .logdirs import discover, log_bytes
+
         if self.inventory is None:
             self.inventory = discover(self.spark, self.log_dirs)
         return log_bytes(self.inventory)
 
     def read_offsets(self) -> DataFrame:
         from .logdirs import read_log_dirs, recover_from_replicas
+
         self.src = src = read_log_dirs(self.spark, self.log_dirs, reduce_latest=self.latest, inventory=self.inventory)
         inv = src.inventory
-        self.progress(f"read: {len(inv.log_dirs)} log dirs, {len(inv.replicas)} partition replicas, "
-                      f"{len(src.offsets_replicas)} __consumer_offsets partitions")
+        self.progress(
+            f"read: {len(inv.log_dirs)} log dirs, {len(inv.replicas)} partition replicas, "
+            f"{len(src.offsets_replicas)} __consumer_offsets partitions"
+        )
         raw, self.recovered = recover_from_replicas(self.spark, src.raw_offsets, src, reduce_latest=self.latest)
         if self.recovered:
-            self.progress("recovered " + ", ".join(
-                f"{r['records']} records of __consumer_offsets-{r['partition']} from broker {r['broker_id']}"
-                for r in self.recovered))
+            self.progress(
+                "recovered "
+                + ", ".join(
+                    f"{r['records']} records of __consumer_offsets-{r['partition']} from broker {r['broker_id']}"
+                    for r in self.recovered
+                )
+            )
         return raw
 
     def partition_state(self, commits: DataFrame, history: bool) -> PartitionTables:
@@ -112,9 +121,11 @@ class LogDirSource(AuditSource):
         expansions = None
         if history:  # the group's commits before its first one on a new partition are needed
             from .expansion import expansion_offsets
+
             expansions = expansion_offsets(self.spark, s.leader_timeline, s.bounds, s.inventory.replicas, commits)
-        return PartitionTables(s.epochs, s.bounds, s.epoch_end_offsets, s.leader_timeline, s.broker_timeline,
-                               s.replicas, expansions)
+        return PartitionTables(
+            s.epochs, s.bounds, s.epoch_end_offsets, s.leader_timeline, s.broker_timeline, s.replicas, expansions
+        )
 
     @property
     def read_issues(self) -> DataFrame:
@@ -124,13 +135,20 @@ class LogDirSource(AuditSource):
         src = self.src
         return {
             "log_dirs": self.log_dirs,
-            "brokers": [{"log_dir": ld.uri, "broker_id": ld.broker_id,
-                         "broker_id_from_meta_properties": ld.broker_id_known} for ld in src.inventory.log_dirs],
+            "brokers": [
+                {"log_dir": ld.uri, "broker_id": ld.broker_id, "broker_id_from_meta_properties": ld.broker_id_known}
+                for ld in src.inventory.log_dirs
+            ],
             "partition_replicas": len(src.inventory.replicas),
             "metadata_log": src.metadata_source,
-            "consumer_offsets_replicas": {str(p): {"broker_id": v["answered_by_broker"], "chosen_as": v["authority"],
-                                                   "replicas": v["replica_count"]}
-                                          for p, v in sorted(src.offsets_replicas.items())},
+            "consumer_offsets_replicas": {
+                str(p): {
+                    "broker_id": v["answered_by_broker"],
+                    "chosen_as": v["authority"],
+                    "replicas": v["replica_count"],
+                }
+                for p, v in sorted(src.offsets_replicas.items())
+            },
             # replicas whose partition.metadata topic id is not their topic's (logdirs.topic_id_mismatches);
             # ``stale`` ones are left out of epochs, bounds and REPLICA_DIVERGENCE
             "topic_id_mismatches": src.topic_id_mismatches,
@@ -143,9 +161,16 @@ class LiveSource(AuditSource):
     the partition state through :class:`audit.sources.collector.OffsetCollector` (see :mod:`audit.sources.cluster`).
     ``consumer_factory``/``collect`` replace kafka-python (tests)."""
 
-    def __init__(self, spark: SparkSession, progress: Callable[[str], None], bootstrap_servers: str,
-                 client_config: str | None, max_concurrency: int | None = None,
-                 consumer_factory: Callable[..., Any] | None = None, collect: Callable[..., Any] | None = None):
+    def __init__(
+        self,
+        spark: SparkSession,
+        progress: Callable[[str], None],
+        bootstrap_servers: str,
+        client_config: str | None,
+        max_concurrency: int | None = None,
+        consumer_factory: Callable[..., Any] | None = None,
+        collect: Callable[..., Any] | None = None,
+    ):
         super().__init__(spark, progress)
         self.bootstrap_servers, self.client_config = bootstrap_servers, client_config
         self.max_concurrency, self.consumer_factory, self.collect = max_concurrency, consumer_factory, collect
@@ -153,9 +178,11 @@ class LiveSource(AuditSource):
 
     def read_offsets(self) -> DataFrame:
         from .cluster import read_offsets_topic
+
         try:
-            raw = read_offsets_topic(self.spark, self.bootstrap_servers, self.client_config,
-                                     self.consumer_factory).localCheckpoint()
+            raw = read_offsets_topic(
+                self.spark, self.bootstrap_servers, self.client_config, self.consumer_factory
+            ).localCheckpoint()
         except Exception as exc:  # a worker's failure reaches the driver wrapped by Spark
             raise_live_read_error(exc)
         self.progress(f"read: __consumer_offsets of {self.bootstrap_servers}")
@@ -163,11 +190,14 @@ class LiveSource(AuditSource):
 
     def partition_state(self, commits: DataFrame, history: bool) -> PartitionTables:
         from .cluster import cluster_tables, live_collect
+
         collect = self.collect or live_collect(self.bootstrap_servers, self.client_config, self.max_concurrency)
         live = cluster_tables(self.spark, commits, collect, history=history)
         self.info = live.info
-        self.progress(f"collect: {live.info['epoch_requests']} OffsetsForLeaderEpoch requests, "
-                      f"{live.info['partitions']} partitions")
+        self.progress(
+            f"collect: {live.info['epoch_requests']} OffsetsForLeaderEpoch requests, "
+            f"{live.info['partitions']} partitions"
+        )
         return PartitionTables(live.epochs, live.bounds, live.epoch_end_offsets, topic_names=live.topic_names)
 
     @property
@@ -175,8 +205,11 @@ class LiveSource(AuditSource):
         return self.spark.createDataFrame([], READ_ISSUES_DDL)
 
     def inputs(self) -> dict:
-        return {"bootstrap_servers": self.bootstrap_servers, "client_config": bool(self.client_config),
-                "cluster": self.info}
+        return {
+            "bootstrap_servers": self.bootstrap_servers,
+            "client_config": bool(self.client_config),
+            "cluster": self.info,
+        }
 
 
 class ConnectorSource(LiveSource):
@@ -186,6 +219,7 @@ class ConnectorSource(LiveSource):
     def read_offsets(self) -> DataFrame:
         from .cluster import read_offsets_connector
         from .collector import CollectorError
+
         try:
             raw = read_offsets_connector(self.spark, self.bootstrap_servers, self.client_config).localCheckpoint()
         except CollectorError:
@@ -194,11 +228,17 @@ class ConnectorSource(LiveSource):
             text = str(exc)
             if "Failed to find data source: kafka" in text:
                 from .cluster import connector_package
-                raise CollectorError(f"Spark's Kafka connector is not on the classpath: run with --packages "
-                                     f"{connector_package()} (spark-submit) or let kafka-offset-audit start Spark") from None
+
+                raise CollectorError(
+                    f"Spark's Kafka connector is not on the classpath: run with --packages "
+                    f"{connector_package()} (spark-submit) or let kafka-offset-audit start Spark"
+                ) from None
             first = next((ln.strip() for ln in text.splitlines() if "Exception" in ln or "Error" in ln), text[:300])
             from .client_config import redact
-            raise CollectorError(f"reading __consumer_offsets with Spark's Kafka connector failed: {redact(first)}") from None
+
+            raise CollectorError(
+                f"reading __consumer_offsets with Spark's Kafka connector failed: {redact(first)}"
+            ) from None
         self.progress(f"read: __consumer_offsets of {self.bootstrap_servers} (Spark's Kafka connector)")
         return raw
 
@@ -214,6 +254,7 @@ def raise_live_read_error(exc: BaseException):
     the original message after ``KafkaOffsetsTopicError: ``."""
     from .collector import CollectorError
     from .kafka_datasource import KafkaOffsetsTopicError
+
     marker = "KafkaOffsetsTopicError: "
     text = str(exc)
     if isinstance(exc, KafkaOffsetsTopicError):
@@ -225,14 +266,21 @@ def raise_live_read_error(exc: BaseException):
     raise CollectorError(f"reading __consumer_offsets failed: {message}") from None
 
 
-def open_source(spark: SparkSession, cfg: Any, progress: Callable[[str], None], *,
-                consumer_factory: Callable[..., Any] | None = None,
-                collect: Callable[..., Any] | None = None) -> AuditSource:
+def open_source(
+    spark: SparkSession,
+    cfg: Any,
+    progress: Callable[[str], None],
+    *,
+    consumer_factory: Callable[..., Any] | None = None,
+    collect: Callable[..., Any] | None = None,
+) -> AuditSource:
     """The source ``cfg`` (an :class:`audit.pipeline.AuditConfig`) names: ``--bootstrap-servers`` or ``--log-dirs``."""
     if cfg.bootstrap_servers and getattr(cfg, "source", "kafka-python") == "kafka-connector":
-        return ConnectorSource(spark, progress, cfg.bootstrap_servers, cfg.client_config, cfg.max_concurrency,
-                               consumer_factory, collect)
+        return ConnectorSource(
+            spark, progress, cfg.bootstrap_servers, cfg.client_config, cfg.max_concurrency, consumer_factory, collect
+        )
     if cfg.bootstrap_servers:
-        return LiveSource(spark, progress, cfg.bootstrap_servers, cfg.client_config, cfg.max_concurrency,
-                          consumer_factory, collect)
+        return LiveSource(
+            spark, progress, cfg.bootstrap_servers, cfg.client_config, cfg.max_concurrency, consumer_factory, collect
+        )
     return LogDirSource(spark, progress, cfg.log_dirs, latest=cfg.mode == "latest")

@@ -17,6 +17,7 @@ the JVM's own ``PYTHONPATH`` to every Python process it starts, and Python's ``s
 changes where pyspark comes only from the zip.  The next ``sitecustomize`` on the path (a distribution's, a
 user's) then runs as it would have.  Standard library only; its own work never raises.
 """
+
 from __future__ import annotations
 
 import importlib.machinery
@@ -26,8 +27,10 @@ import sys
 import zipimport
 
 #: (package, the file that holds its version, the pattern that reads it)
-_PACKAGES = (("pyspark", "version.py", r"__version__[^=]*=\s*['\"]([^'\"]+)"),
-             ("py4j", "version.py", r"__version__\s*=\s*['\"]([^'\"]+)"))
+_PACKAGES = (
+    ("pyspark", "version.py", r"__version__[^=]*=\s*['\"]([^'\"]+)"),
+    ("py4j", "version.py", r"__version__\s*=\s*['\"]([^'\"]+)"),
+)
 
 
 def _version(text: str, pattern: str) -> str | None:
@@ -79,6 +82,7 @@ def _chain() -> None:
     if spec is None or spec.loader is None:
         return
     from importlib.util import module_from_spec
+
     module = module_from_spec(spec)
     sys.modules["sitecustomize"] = module
     spec.loader.exec_module(module)

@@ -21,13 +21,28 @@ class LabClient:
     def __init__(self, version: str, bootstrap: str, log: Path | None = None):
         self.version = version
         self._log = open(log, "a") if log else subprocess.DEVNULL
-        cmd = [kafka_dist.java(), "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-               "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-               f"-Dlog4j2.configurationFile={Path(__file__).parent / 'client-log4j2.xml'}",
-               f"-Dlog4j.configuration=file:{Path(__file__).parent / 'client-log4j.properties'}",
-               "-cp", kafka_dist.java_classpath(version, with_client=True), "LabClient", bootstrap]
-        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-                                      text=True, bufsize=1, preexec_fn=_die_with_parent)
+        cmd = [
+            kafka_dist.java(),
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            f"-Dlog4j2.configurationFile={Path(__file__).parent / 'client-log4j2.xml'}",
+            f"-Dlog4j.configuration=file:{Path(__file__).parent / 'client-log4j.properties'}",
+            "-cp",
+            kafka_dist.java_classpath(version, with_client=True),
+            "LabClient",
+            bootstrap,
+        ]
+        self._proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            bufsize=1,
+            preexec_fn=_die_with_parent,
+        )
         self._lock = threading.Lock()
         self._next = 0
 

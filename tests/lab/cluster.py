@@ -115,8 +115,13 @@ class KafkaCluster:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.nodes[CONTROLLER_ID] = Node(CONTROLLER_ID, "controller", _free_port(), self.workdir / "controller-100")
         for i in range(1, self.brokers + 1):
-            self.nodes[i] = Node(i, "broker", _free_port(), self.workdir / f"broker-{i}",
-                                 extra_port=_free_port() if self.extra_listener else None)
+            self.nodes[i] = Node(
+                i,
+                "broker",
+                _free_port(),
+                self.workdir / f"broker-{i}",
+                extra_port=_free_port() if self.extra_listener else None,
+            )
         _LIVE.add(self)
 
     # ----------------------------------------------------------------- config
@@ -149,34 +154,48 @@ class KafkaCluster:
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             "log.dirs": str(node.log_dir),
-            "num.network.threads": 2, "num.io.threads": 2, "background.threads": 2,
+            "num.network.threads": 2,
+            "num.io.threads": 2,
+            "background.threads": 2,
             "num.recovery.threads.per.data.dir": 1,
         }
         if node.role == "controller":
-            return {**common, "process.roles": "controller",
-                    "listeners": f"CONTROLLER://127.0.0.1:{node.port}",
-                    "broker.session.timeout.ms": 4000, "broker.heartbeat.interval.ms": 500,
-                    **self.overrides.get("controller", {})}
+            return {
+                **common,
+                "process.roles": "controller",
+                "listeners": f"CONTROLLER://127.0.0.1:{node.port}",
+                "broker.session.timeout.ms": 4000,
+                "broker.heartbeat.interval.ms": 500,
+                **self.overrides.get("controller", {}),
+            }
         extra = f",{self.extra_listener}://127.0.0.1:{node.extra_port}" if self.extra_listener else ""
         if self.extra_listener:
             common["listener.security.protocol.map"] += f",{self.extra_listener}:{self.extra_listener}"
         return {
-            **common, "process.roles": "broker",
+            **common,
+            "process.roles": "broker",
             "listeners": f"PLAINTEXT://127.0.0.1:{node.port}{extra}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}{extra}",
             "inter.broker.listener.name": "PLAINTEXT",
-            "broker.heartbeat.interval.ms": 500, "broker.session.timeout.ms": 4000,
+            "broker.heartbeat.interval.ms": 500,
+            "broker.session.timeout.ms": 4000,
             "auto.create.topics.enable": "false",
-            "offsets.topic.num.partitions": 5, "offsets.topic.replication.factor": rf,
+            "offsets.topic.num.partitions": 5,
+            "offsets.topic.replication.factor": rf,
             "offsets.topic.segment.bytes": 1 << 20,
-            "transaction.state.log.num.partitions": 2, "transaction.state.log.replication.factor": rf,
-            "transaction.state.log.min.isr": 1, "transaction.state.log.segment.bytes": 1 << 20,
+            "transaction.state.log.num.partitions": 2,
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": 1,
+            "transaction.state.log.segment.bytes": 1 << 20,
             "group.initial.rebalance.delay.ms": 0,
             "log.segment.bytes": 1 << 20,
-            "log.cleaner.threads": 1, "log.cleaner.dedupe.buffer.size": 4 << 20,
-            "log.cleaner.io.buffer.size": 64 << 10, "log.cleaner.backoff.ms": 1000,
+            "log.cleaner.threads": 1,
+            "log.cleaner.dedupe.buffer.size": 4 << 20,
+            "log.cleaner.io.buffer.size": 64 << 10,
+            "log.cleaner.backoff.ms": 1000,
             "log.cleaner.min.cleanable.ratio": 0.01,
-            "num.replica.fetchers": 1, "replica.lag.time.max.ms": 6000,
+            "num.replica.fetchers": 1,
+            "replica.lag.time.max.ms": 6000,
             "replica.fetch.wait.max.ms": 100,
             "unclean.leader.election.enable": "false",
             "min.insync.replicas": 1,
@@ -198,26 +217,53 @@ class KafkaCluster:
                 log4j2 = log4j2.replace("    <Root ", line + "    <Root ")
         (self.workdir / "log4j2.xml").write_text(log4j2)
         (self.workdir / "log4j.properties").write_text(
-            LOG4J1 + "".join(f"log4j.logger.{k}={v}\n" for k, v in self.loggers.items()))
+            LOG4J1 + "".join(f"log4j.logger.{k}={v}\n" for k, v in self.loggers.items())
+        )
         return path
 
     def _jvm(self, main: str, *args: str) -> list[str]:
-        return [kafka_dist.java(), f"-Xmx{self.heap}", "-Xms32m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                "-Xshare:auto", "-Djava.awt.headless=true",
-                f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.xml'}",
-                f"-Dlog4j.configuration=file:{self.workdir / 'log4j.properties'}",
-                f"-Dkafka.logs.dir={self.workdir}",
-                "-cp", kafka_dist.java_classpath(self.version), main, *args]
+        return [
+            kafka_dist.java(),
+            f"-Xmx{self.heap}",
+            "-Xms32m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-Xshare:auto",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.xml'}",
+            f"-Dlog4j.configuration=file:{self.workdir / 'log4j.properties'}",
+            f"-Dkafka.logs.dir={self.workdir}",
+            "-cp",
+            kafka_dist.java_classpath(self.version),
+            main,
+            *args,
+        ]
 
     # -------------------------------------------------------------- lifecycle
     def format(self) -> None:
         procs = []
         for node in self.nodes.values():
             cfg = self._write_config(node)
-            procs.append((node, subprocess.Popen(
-                self._jvm("kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(cfg),
-                          "--ignore-formatted"),
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=_die_with_parent)))
+            procs.append(
+                (
+                    node,
+                    subprocess.Popen(
+                        self._jvm(
+                            "kafka.tools.StorageTool",
+                            "format",
+                            "-t",
+                            self.cluster_id,
+                            "-c",
+                            str(cfg),
+                            "--ignore-formatted",
+                        ),
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT,
+                        text=True,
+                        preexec_fn=_die_with_parent,
+                    ),
+                )
+            )
         for node, p in procs:
             out, _ = p.communicate(timeout=120)
             if p.returncode != 0:
@@ -237,15 +283,20 @@ class KafkaCluster:
         with open(node.log_file, "a") as log:
             log.write(f"\n===== lab: start #{node.starts} of node {node.node_id} at {time.time():.3f} =====\n")
             log.flush()
-            node.proc = subprocess.Popen(self._jvm("kafka.Kafka", str(cfg)), stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+            node.proc = subprocess.Popen(
+                self._jvm("kafka.Kafka", str(cfg)),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,
+            )
 
     def _wait_started(self, node: Node, timeout: float) -> None:
         marker = f"===== lab: start #{node.starts} "
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             text = node.log_file.read_text(errors="replace")
-            tail = text[text.rfind(marker):]
+            tail = text[text.rfind(marker) :]
             if "Kafka Server started" in tail:
                 return
             if not node.running:
@@ -318,8 +369,11 @@ class KafkaCluster:
         return [n.node_id for n in self.broker_nodes() if n.running]
 
     def logs_tail(self, chars: int = 3000) -> str:
-        return "\n".join(f"--- node {n.node_id} ---\n{n.log_file.read_text(errors='replace')[-chars:]}"
-                         for n in self.nodes.values() if n.log_file.exists())
+        return "\n".join(
+            f"--- node {n.node_id} ---\n{n.log_file.read_text(errors='replace')[-chars:]}"
+            for n in self.nodes.values()
+            if n.log_file.exists()
+        )
 
 
 @atexit.register

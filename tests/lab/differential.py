@@ -35,8 +35,10 @@ def read_output(out: Path) -> tuple[dict, dict]:
 
 
 def _log_starts(out: Path) -> dict:
-    return {(r["topic"], r["partition"]): r["log_start_offset"]
-            for r in pq.read_table(Path(out) / "bounds", columns=["topic", "partition", "log_start_offset"]).to_pylist()}
+    return {
+        (r["topic"], r["partition"]): r["log_start_offset"]
+        for r in pq.read_table(Path(out) / "bounds", columns=["topic", "partition", "log_start_offset"]).to_pylist()
+    }
 
 
 def truncation_causes(verdicts: list[dict], out: Path) -> dict[tuple, tuple]:
@@ -79,8 +81,10 @@ def compare(verdicts: list[dict], out: Path, reference: Path | None = None) -> l
         elif c is None:
             why = "audit has no live commit"
         elif (c["committed_offset"], c["committed_leader_epoch"]) != (v["committed_offset"], v["committed_epoch"]):
-            why = (f"committed {c['committed_offset']}@{c['committed_leader_epoch']} but the consumer resumed from "
-                   f"{v['committed_offset']}@{v['committed_epoch']}")
+            why = (
+                f"committed {c['committed_offset']}@{c['committed_leader_epoch']} but the consumer resumed from "
+                f"{v['committed_offset']}@{v['committed_epoch']}"
+            )
         elif oracle == "LogTruncationException":
             div = [f["divergence_offset"] for f in fs if f["finding"] == TRUNC]
             if audit != TRUNC:
@@ -90,8 +94,10 @@ def compare(verdicts: list[dict], out: Path, reference: Path | None = None) -> l
         elif oracle == "OffsetOutOfRangeException":
             tp = (key[1], key[2])
             if audit != OOR and starts.get(tp, 0) <= c["committed_offset"] < ref_starts.get(tp, -1):
-                documented = (f"log start offset {ref_starts[tp]} not on disk in the copy (it shows "
-                              f"{starts[tp]}): the brokers had not checkpointed it yet")
+                documented = (
+                    f"log start offset {ref_starts[tp]} not on disk in the copy (it shows "
+                    f"{starts[tp]}): the brokers had not checkpointed it yet"
+                )
             elif audit != OOR:
                 why = f"verdict {audit}, findings {sorted(names)}"
         elif oracle == "OK":
@@ -102,8 +108,19 @@ def compare(verdicts: list[dict], out: Path, reference: Path | None = None) -> l
                 why = f"verdict {audit}"
         else:
             why = f"the oracle failed: {v.get('message')}"
-        rows.append({"group": key[0], "topic": key[1], "partition": key[2], "oracle": oracle,
-                     "divergent_offset": v.get("divergent_offset"), "audit": audit, "agree": why is None, "why": why, "documented": documented})
+        rows.append(
+            {
+                "group": key[0],
+                "topic": key[1],
+                "partition": key[2],
+                "oracle": oracle,
+                "divergent_offset": v.get("divergent_offset"),
+                "audit": audit,
+                "agree": why is None,
+                "why": why,
+                "documented": documented,
+            }
+        )
     return rows
 
 
@@ -117,9 +134,13 @@ def tally(rows: list[dict]) -> dict:
 
 def describe_disagreements(rows: list[dict], seed: int, version: str, source: str) -> str:
     bad = [r for r in rows if not r["agree"]]
-    lines = [f"{len(bad)} disagreement(s) with Kafka's consumer, {source} audit, Kafka {version}; reproduce with "
-             f"`python -m tests.lab.soak --versions {version} --seeds {seed}`:"]
-    lines += [f"  {r['group']} {r['topic']}-{r['partition']}: consumer {r['oracle']}"
-              f"{'' if r['divergent_offset'] is None else ' @' + str(r['divergent_offset'])}, audit {r['audit']}: {r['why']}"
-              for r in bad]
+    lines = [
+        f"{len(bad)} disagreement(s) with Kafka's consumer, {source} audit, Kafka {version}; reproduce with "
+        f"`python -m tests.lab.soak --versions {version} --seeds {seed}`:"
+    ]
+    lines += [
+        f"  {r['group']} {r['topic']}-{r['partition']}: consumer {r['oracle']}"
+        f"{'' if r['divergent_offset'] is None else ' @' + str(r['divergent_offset'])}, audit {r['audit']}: {r['why']}"
+        for r in bad
+    ]
     return "\n".join(lines)

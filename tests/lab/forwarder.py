@@ -4,6 +4,7 @@ Stands in for the DNS name or load balancer a real deployment's ``bootstrap.serv
 broker restarts on a new port, only this address still reaches the cluster (what KIP-1102 rebootstrap is for).
 ``Forwarder(target_port)``; ``retarget(port)`` sends new connections elsewhere; ``close()`` stops it.
 """
+
 from __future__ import annotations
 
 import socket

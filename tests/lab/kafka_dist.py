@@ -6,7 +6,8 @@
 time it is asked for, and :func:`lab_client` compiles ``tests/lab/java/LabClient.java`` with ``javac``
 against that version's ``kafka-clients`` (the oracle and the Java committer).
 
-Environment: ``KOA_LAB_VERSIONS`` (comma-separated, default :data:`DEFAULT_VERSIONS`), ``KOA_LAB_CACHE``
+Environment: ``KOA_LAB_VERSIONS`` (comma-separated, default :data:`DEFAULT_VERSIONS`), ``KOA_LAB_EVERY_VERSION``
+(``1``: every feature test on every version, not one each), ``KOA_LAB_CACHE``
 (cache directory), ``MVN`` / ``JAVA`` / ``JAVAC`` (the tools' paths).
 """
 
@@ -33,6 +34,16 @@ def versions() -> list[str]:
     return [v.strip() for v in raw.split(",") if v.strip()] or list(DEFAULT_VERSIONS)
 
 
+def feature_versions(index: int) -> list[str]:
+    """The version a feature test runs against: one of :func:`versions`, picked by ``index`` so that the feature
+    tests share the versions out among them (each version brings up its own clusters; the differential and
+    replica-divergence tests run on every version). ``KOA_LAB_EVERY_VERSION=1``: every version."""
+    every = versions()
+    if os.environ.get("KOA_LAB_EVERY_VERSION") == "1":
+        return every
+    return [every[index % len(every)]]
+
+
 def major(version: str) -> int:
     return int(version.split(".")[0])
 
@@ -40,8 +51,7 @@ def major(version: str) -> int:
 def _logging_backend(version: str) -> list[str]:
     # Kafka 4.x logs through log4j2, 3.x through reload4j (both behind SLF4J 1.7).
     if major(version) >= 4:
-        return ["-Dlog.groupId=org.apache.logging.log4j", "-Dlog.artifactId=log4j-slf4j-impl",
-                "-Dlog.version=2.25.3"]
+        return ["-Dlog.groupId=org.apache.logging.log4j", "-Dlog.artifactId=log4j-slf4j-impl", "-Dlog.version=2.25.3"]
     return ["-Dlog.groupId=org.slf4j", "-Dlog.artifactId=slf4j-reload4j", "-Dlog.version=1.7.36"]
 
 
@@ -65,12 +75,22 @@ def _resolved(name: str, pom: Path, version: str, expect: str, extra: list[str] 
             return target
         tmp = CACHE / f".{name}.partial"
         shutil.rmtree(tmp, ignore_errors=True)
-        cmd = [os.environ.get("MVN", "mvn"), "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
-               f"-Dkafka.version={version}", f"-DoutputDirectory={tmp}", *extra]
+        cmd = [
+            os.environ.get("MVN", "mvn"),
+            "-q",
+            "-B",
+            "-f",
+            str(pom),
+            "dependency:copy-dependencies",
+            f"-Dkafka.version={version}",
+            f"-DoutputDirectory={tmp}",
+            *extra,
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0 or not any(tmp.glob(expect)):
-            raise RuntimeError(f"Maven could not resolve {name}: {' '.join(cmd)}\n"
-                               f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+            raise RuntimeError(
+                f"Maven could not resolve {name}: {' '.join(cmd)}\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+            )
         shutil.rmtree(target, ignore_errors=True)
         tmp.rename(target)
         done.write_text(version)
@@ -114,8 +134,17 @@ def lab_client(version: str) -> Path:
             return out
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
-        cmd = [os.environ.get("JAVAC", "javac"), "-nowarn", "-encoding", "UTF-8", "-d", str(out),
-               "-cp", f"{cp}/*", *map(str, sources)]
+        cmd = [
+            os.environ.get("JAVAC", "javac"),
+            "-nowarn",
+            "-encoding",
+            "UTF-8",
+            "-d",
+            str(out),
+            "-cp",
+            f"{cp}/*",
+            *map(str, sources),
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"javac failed for Kafka {version}:\n{proc.stdout}\n{proc.stderr}")

@@ -48,12 +48,22 @@ def record(version: str, seed: int, episodes: list[str], dest: Path) -> Path:
     scenario.finish(sc)
     shutil.rmtree(target, ignore_errors=True)
     for node in sc.cluster.nodes.values():
-        shutil.copytree(node.log_dir, target / "brokers" / node.dir.name,
-                        ignore=shutil.ignore_patterns(".lock"))
+        shutil.copytree(node.log_dir, target / "brokers" / node.dir.name, ignore=shutil.ignore_patterns(".lock"))
     trimmed = trim_preallocated_indexes(target / "brokers")
-    (target / "scenario.json").write_text(json.dumps(
-        {"seed": seed, "version": version, "episodes": sc.episodes, "judged": sc.judged,
-         "verdicts": sc.verdicts, "schedule": sc.steps}, indent=1, default=str))
+    (target / "scenario.json").write_text(
+        json.dumps(
+            {
+                "seed": seed,
+                "version": version,
+                "episodes": sc.episodes,
+                "judged": sc.judged,
+                "verdicts": sc.verdicts,
+                "schedule": sc.steps,
+            },
+            indent=1,
+            default=str,
+        )
+    )
     (target / "README.md").write_text(
         f"# Kafka {version} lab scenario, seed {seed}\n\n"
         f"Recorded {time.strftime('%Y-%m-%d')} by `python -m tests.lab.record --version {version} --seed {seed} "
@@ -66,7 +76,8 @@ def record(version: str, seed: int, episodes: list[str], dest: Path) -> Path:
         "`auto.offset.reset=none`), taken with the cluster up before the shutdown.\n\n"
         f"One change to the bytes: the KRaft metadata log's active segment keeps its `.index` and "
         f"`.timeindex` preallocated (10 MiB of zeros each) after a clean shutdown; their zero padding was cut "
-        f"off the end ({trimmed}), as the broker itself does when it closes a segment.\n")
+        f"off the end ({trimmed}), as the broker itself does when it closes a segment.\n"
+    )
     shutil.rmtree(work, ignore_errors=True)
     return target
 

@@ -44,8 +44,18 @@ from .client import LabClient
 from .cluster import KafkaCluster
 from . import kafka_dist
 
-KINDS = ("unclean", "clean", "stale_epoch", "beyond_end", "delete_records", "recreate", "expansion", "txn",
-         "deleted_group", "upgrade")
+KINDS = (
+    "unclean",
+    "clean",
+    "stale_epoch",
+    "beyond_end",
+    "delete_records",
+    "recreate",
+    "expansion",
+    "txn",
+    "deleted_group",
+    "upgrade",
+)
 
 
 @dataclass
@@ -92,13 +102,20 @@ class Scenario:
     def end_offset(self, topic, partition) -> int:
         return self.client.call("offsets", partitions=[[topic, partition]])[0]["high_watermark"]
 
-    def kafka_python_commit(self, group: str, topic: str, partition: int, offset: int | None = None,
-                            epoch: int = -1, consume: int = 0):
+    def kafka_python_commit(
+        self, group: str, topic: str, partition: int, offset: int | None = None, epoch: int = -1, consume: int = 0
+    ):
         """Commit through kafka-python: consume ``consume`` records and commit the position, or commit an offset."""
         from kafka import KafkaConsumer, TopicPartition
         from kafka.structs import OffsetAndMetadata
-        c = KafkaConsumer(bootstrap_servers=self.cluster.running_bootstrap, group_id=group, enable_auto_commit=False,
-                          auto_offset_reset="earliest", request_timeout_ms=20000)
+
+        c = KafkaConsumer(
+            bootstrap_servers=self.cluster.running_bootstrap,
+            group_id=group,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            request_timeout_ms=20000,
+        )
         try:
             tp = TopicPartition(topic, partition)
             c.assign([tp])
@@ -110,8 +127,13 @@ class Scenario:
             else:
                 c.commit({tp: OffsetAndMetadata(offset, "", epoch)})
             res = c.committed(tp, metadata=True)
-            self.step("kafka_python_commit", group=group, topic=topic, partition=partition,
-                      committed=[res.offset, res.leader_epoch] if res else None)
+            self.step(
+                "kafka_python_commit",
+                group=group,
+                topic=topic,
+                partition=partition,
+                committed=[res.offset, res.leader_epoch] if res else None,
+            )
         finally:
             c.close(autocommit=False)
 
@@ -133,18 +155,22 @@ class Episode:
         return f"{self.name}.{suffix}"
 
     def setup(self): ...
-    def isolated(self): ...   # F is down, L leads
-    def elected(self): ...    # L is down, F leads the unclean partitions
+    def isolated(self): ...  # F is down, L leads
+    def elected(self): ...  # L is down, F leads the unclean partitions
     def recovered(self): ...  # every broker is back
-    def after(self): ...      # leaders settled
+    def after(self): ...  # leaders settled
 
 
 class Unclean(Episode):
     def setup(self):
         sc, r = self.sc, self.rng
         self.parts = r.randint(1, 3)
-        sc.call("create_topic", topic=self.topic, assignments={str(p): [self.L, self.F] for p in range(self.parts)},
-                configs={"min.insync.replicas": "1"})
+        sc.call(
+            "create_topic",
+            topic=self.topic,
+            assignments={str(p): [self.L, self.F] for p in range(self.parts)},
+            configs={"min.insync.replicas": "1"},
+        )
         self.kept = {p: r.randint(5, 60) for p in range(self.parts)}
         for p, n in self.kept.items():
             sc.call("produce", topic=self.topic, partition=p, count=n, acks="all")
@@ -168,12 +194,18 @@ class Unclean(Episode):
         sc.judge(self.g("py-past"), self.topic, [p])
         # exactly at F's end, and one record short of it, with the epoch the records carry
         p = r.randrange(self.parts)
-        sc.call("commit", group=self.g("at-divergence"), offsets=[
-            {"topic": self.topic, "partition": p, "offset": self.kept[p], "epoch": self._epoch(p)}])
+        sc.call(
+            "commit",
+            group=self.g("at-divergence"),
+            offsets=[{"topic": self.topic, "partition": p, "offset": self.kept[p], "epoch": self._epoch(p)}],
+        )
         sc.judge(self.g("at-divergence"), self.topic, [p])
         # Admin reset (epoch -1) into the records that will be lost
-        sc.call("alter_offsets", group=self.g("admin-past"), offsets=[
-            {"topic": self.topic, "partition": p, "offset": self.kept[p] + self.lost[p]}])
+        sc.call(
+            "alter_offsets",
+            group=self.g("admin-past"),
+            offsets=[{"topic": self.topic, "partition": p, "offset": self.kept[p] + self.lost[p]}],
+        )
         sc.judge(self.g("admin-past"), self.topic, [p])
 
     def _epoch(self, p):
@@ -197,9 +229,12 @@ class Clean(Episode):
     def setup(self):
         sc, r = self.sc, self.rng
         self.parts = r.randint(1, 2)
-        sc.call("create_topic", topic=self.topic,
-                assignments={str(p): [self.L, *self.X, self.F][:3] for p in range(self.parts)},
-                configs={"min.insync.replicas": "1"})
+        sc.call(
+            "create_topic",
+            topic=self.topic,
+            assignments={str(p): [self.L, *self.X, self.F][:3] for p in range(self.parts)},
+            configs={"min.insync.replicas": "1"},
+        )
         for p in range(self.parts):
             sc.call("produce", topic=self.topic, partition=p, count=r.randint(10, 40), acks="all")
         sc.call("consume_commit", group=self.g("before"), topics=[self.topic], max_records=r.randint(1, 9), max_poll=1)
@@ -230,8 +265,12 @@ class StaleEpoch(Clean):
     def setup(self):
         sc, r = self.sc, self.rng
         self.parts = 1
-        sc.call("create_topic", topic=self.topic, assignments={"0": [self.L, *self.X, self.F][:3]},
-                configs={"min.insync.replicas": "1"})
+        sc.call(
+            "create_topic",
+            topic=self.topic,
+            assignments={"0": [self.L, *self.X, self.F][:3]},
+            configs={"min.insync.replicas": "1"},
+        )
         sc.call("produce", topic=self.topic, partition=0, count=r.randint(10, 40), acks="all")
         self.first_end = sc.end_offset(self.topic, 0)
 
@@ -252,8 +291,11 @@ class StaleEpoch(Clean):
             "current": (r.randint(0, end), cur),
         }
         for suffix, (off, ep) in commits.items():
-            sc.call("commit", group=self.g(suffix), offsets=[{"topic": self.topic, "partition": 0, "offset": off,
-                                                                "epoch": ep}])
+            sc.call(
+                "commit",
+                group=self.g(suffix),
+                offsets=[{"topic": self.topic, "partition": 0, "offset": off, "epoch": ep}],
+            )
             sc.judge(self.g(suffix), self.topic, [0])
 
 
@@ -267,10 +309,16 @@ class BeyondEnd(Episode):
         sc, r = self.sc, self.rng
         end = sc.end_offset(self.topic, 0)
         cur = sc.client.call("offsets", partitions=[[self.topic, 0]])[0]["leader_epoch"]
-        for suffix, off, ep in (("past-end-epoch", end + r.randint(1, 20), cur), ("past-end-m1", end + r.randint(1, 20), None),
-                                ("at-end", end, cur)):
-            sc.call("commit", group=self.g(suffix), offsets=[{"topic": self.topic, "partition": 0, "offset": off,
-                                                                "epoch": ep}])
+        for suffix, off, ep in (
+            ("past-end-epoch", end + r.randint(1, 20), cur),
+            ("past-end-m1", end + r.randint(1, 20), None),
+            ("at-end", end, cur),
+        ):
+            sc.call(
+                "commit",
+                group=self.g(suffix),
+                offsets=[{"topic": self.topic, "partition": 0, "offset": off, "epoch": ep}],
+            )
             sc.judge(self.g(suffix), self.topic, [0])
 
 
@@ -281,11 +329,21 @@ class DeleteRecords(Episode):
         n = r.randint(20, 60)
         sc.call("produce", topic=self.topic, partition=0, count=n, acks="all")
         self.cut = r.randint(5, n - 5)
-        sc.call("consume_commit", group=self.g("below"), topics=[self.topic], max_records=r.randint(1, self.cut - 1),
-                max_poll=1)
-        sc.call("commit", group=self.g("at-start"), offsets=[{"topic": self.topic, "partition": 0, "offset": self.cut,
-                                                              "epoch": 0}])
-        sc.call("commit", group=self.g("above"), offsets=[{"topic": self.topic, "partition": 0, "offset": n, "epoch": 0}])
+        sc.call(
+            "consume_commit",
+            group=self.g("below"),
+            topics=[self.topic],
+            max_records=r.randint(1, self.cut - 1),
+            max_poll=1,
+        )
+        sc.call(
+            "commit",
+            group=self.g("at-start"),
+            offsets=[{"topic": self.topic, "partition": 0, "offset": self.cut, "epoch": 0}],
+        )
+        sc.call(
+            "commit", group=self.g("above"), offsets=[{"topic": self.topic, "partition": 0, "offset": n, "epoch": 0}]
+        )
         for s in ("below", "at-start", "above"):
             sc.judge(self.g(s), self.topic, [0])
 
@@ -314,8 +372,11 @@ class Recreate(Episode):
             time.sleep(0.5)
         sc.call("produce", topic=self.topic, partition=0, count=r.randint(1, 15), acks="all")
         # a commit on the new topic with the old topic's leader epoch and an offset only the old one had
-        sc.call("commit", group=self.g("new"), offsets=[{"topic": self.topic, "partition": 0,
-                                                          "offset": r.randint(0, 5), "epoch": 0}])
+        sc.call(
+            "commit",
+            group=self.g("new"),
+            offsets=[{"topic": self.topic, "partition": 0, "offset": r.randint(0, 5), "epoch": 0}],
+        )
         sc.judge(self.g("new"), self.topic, [0])
 
 
@@ -342,12 +403,25 @@ class Txn(Episode):
         sc.call("create_topic", topic=self.topic, partitions=1, rf=min(3, sc.brokers))
         n = r.randint(10, 40)
         sc.call("produce", topic=self.topic, partition=0, count=n, acks="all")
-        sc.call("txn_commit", group=self.g("committed"), transactional_id=self.g("tx1"), offsets=[
-            {"topic": self.topic, "partition": 0, "offset": r.randint(0, n), "epoch": 0}], produce_topic=self.topic)
-        sc.call("commit", group=self.g("aborted"), offsets=[{"topic": self.topic, "partition": 0,
-                                                             "offset": r.randint(0, n // 2), "epoch": 0}])
-        sc.call("txn_commit", group=self.g("aborted"), transactional_id=self.g("tx2"), abort=True, offsets=[
-            {"topic": self.topic, "partition": 0, "offset": n + 100, "epoch": 0}])
+        sc.call(
+            "txn_commit",
+            group=self.g("committed"),
+            transactional_id=self.g("tx1"),
+            offsets=[{"topic": self.topic, "partition": 0, "offset": r.randint(0, n), "epoch": 0}],
+            produce_topic=self.topic,
+        )
+        sc.call(
+            "commit",
+            group=self.g("aborted"),
+            offsets=[{"topic": self.topic, "partition": 0, "offset": r.randint(0, n // 2), "epoch": 0}],
+        )
+        sc.call(
+            "txn_commit",
+            group=self.g("aborted"),
+            transactional_id=self.g("tx2"),
+            abort=True,
+            offsets=[{"topic": self.topic, "partition": 0, "offset": n + 100, "epoch": 0}],
+        )
         sc.judge(self.g("committed"), self.topic, [0])
         sc.judge(self.g("aborted"), self.topic, [0])
 
@@ -375,18 +449,36 @@ class Upgrade(Episode):
         sc.call("create_topic", topic=self.topic, partitions=2, rf=min(2, sc.brokers))
         for p in range(2):
             sc.call("produce", topic=self.topic, partition=p, count=r.randint(5, 30), acks="all")
-        sc.call("consume_commit", group=self.g("migrated"), topics=[self.topic], max_records=r.randint(1, 9), max_poll=1)
+        sc.call(
+            "consume_commit", group=self.g("migrated"), topics=[self.topic], max_records=r.randint(1, 9), max_poll=1
+        )
         sc.judge(self.g("migrated"), self.topic, [0, 1])
 
     def after(self):
         if kafka_dist.major(self.sc.version) >= 4:
-            self.sc.call("consume_commit", group=self.g("migrated"), protocol="consumer", topics=[self.topic],
-                         commit=False, max_records=3, max_poll=1)
+            self.sc.call(
+                "consume_commit",
+                group=self.g("migrated"),
+                protocol="consumer",
+                topics=[self.topic],
+                commit=False,
+                max_records=3,
+                max_poll=1,
+            )
 
 
-EPISODES = {"unclean": Unclean, "clean": Clean, "stale_epoch": StaleEpoch, "beyond_end": BeyondEnd,
-            "delete_records": DeleteRecords, "recreate": Recreate, "expansion": Expansion, "txn": Txn,
-            "deleted_group": DeletedGroup, "upgrade": Upgrade}
+EPISODES = {
+    "unclean": Unclean,
+    "clean": Clean,
+    "stale_epoch": StaleEpoch,
+    "beyond_end": BeyondEnd,
+    "delete_records": DeleteRecords,
+    "recreate": Recreate,
+    "expansion": Expansion,
+    "txn": Txn,
+    "deleted_group": DeletedGroup,
+    "upgrade": Upgrade,
+}
 
 
 def plan_episodes(rng: random.Random, unclean: tuple[int, int] = (2, 4)) -> list[str]:
@@ -397,8 +489,9 @@ def plan_episodes(rng: random.Random, unclean: tuple[int, int] = (2, 4)) -> list
     return kinds
 
 
-def run_scenario(seed: int, version: str, workdir: Path, brokers: int = 3, unclean: tuple[int, int] = (2, 4),
-                 hot_copy: bool = True) -> Scenario:
+def run_scenario(
+    seed: int, version: str, workdir: Path, brokers: int = 3, unclean: tuple[int, int] = (2, 4), hot_copy: bool = True
+) -> Scenario:
     """Run seed's schedule on a fresh cluster; returns the Scenario with the cluster still up.
 
     The caller stops ``sc.cluster`` (and ``sc.client``) — see :func:`finish`.
@@ -477,11 +570,15 @@ def run_scenario(seed: int, version: str, workdir: Path, brokers: int = 3, uncle
 def crash_mid_produce(sc: Scenario, tp, broker: int) -> None:
     """SIGKILL ``broker`` while a second client is producing to ``tp`` (acks=1) on it."""
     import threading
+
     producer = LabClient(sc.version, sc.cluster.running_bootstrap, log=sc.workdir / "lab-client-producer.log")
     producer.call("produce", topic=tp[0], partition=tp[1], count=1, acks="1")  # connected, metadata known
     result = {}
-    t = threading.Thread(target=lambda: result.update(
-        r=producer.try_call("produce", topic=tp[0], partition=tp[1], count=5000, acks="1", value_size=200, rounds=1)))
+    t = threading.Thread(
+        target=lambda: result.update(
+            r=producer.try_call("produce", topic=tp[0], partition=tp[1], count=5000, acks="1", value_size=200, rounds=1)
+        )
+    )
     t.start()
     time.sleep(0.4)
     sc.cluster.kill(broker)
@@ -537,10 +634,14 @@ def rolling_restart(sc: Scenario, timeout: float = 90) -> None:
         changes += moved
         state = new
         sc.step("restart", broker=b, clean=True, led=led, leaders_moved=moved, seconds=round(time.monotonic() - t_b, 1))
-    sc.step("rolling restart", brokers=sorted(sc.cluster.running_brokers()), partitions=len(state),
-            leader_changes=changes,
-            leaders_not_where_they_were=sum(1 for k, s in state.items() if first.get(k) != s["leader"]),
-            seconds=round(time.monotonic() - t, 1))
+    sc.step(
+        "rolling restart",
+        brokers=sorted(sc.cluster.running_brokers()),
+        partitions=len(state),
+        leader_changes=changes,
+        leaders_not_where_they_were=sum(1 for k, s in state.items() if first.get(k) != s["leader"]),
+        seconds=round(time.monotonic() - t, 1),
+    )
 
 
 def take_verdicts(sc: Scenario) -> list:
@@ -565,9 +666,21 @@ def copy_log_dirs(cluster: KafkaCluster, dest: Path) -> list[Path]:
 def save(sc: Scenario) -> Path:
     path = sc.workdir / "scenario.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"seed": sc.seed, "version": sc.version, "brokers": sc.brokers,
-                                "episodes": sc.episodes, "judged": sc.judged, "verdicts": sc.verdicts,
-                                "schedule": sc.steps}, indent=1, default=str))
+    path.write_text(
+        json.dumps(
+            {
+                "seed": sc.seed,
+                "version": sc.version,
+                "brokers": sc.brokers,
+                "episodes": sc.episodes,
+                "judged": sc.judged,
+                "verdicts": sc.verdicts,
+                "schedule": sc.steps,
+            },
+            indent=1,
+            default=str,
+        )
+    )
     return path
 
 

@@ -39,8 +39,10 @@ def audit(spark, out: Path, *, log_dirs=None, bootstrap=None) -> dict:
     still has the output tables; the error stays in the result (and fails ``test_audit_with_reports``).
     """
     from audit.pipeline import AuditConfig, run
-    cfg = AuditConfig(log_dirs=[str(d) for d in log_dirs or []], bootstrap_servers=bootstrap, output=str(out),
-                      quiet=True)
+
+    cfg = AuditConfig(
+        log_dirs=[str(d) for d in log_dirs or []], bootstrap_servers=bootstrap, output=str(out), quiet=True
+    )
     res = {"out": Path(out), "exit_code": None, "error": None, "fallback": False}
     try:
         res["exit_code"] = run(cfg, spark).exit_code
@@ -48,10 +50,11 @@ def audit(spark, out: Path, *, log_dirs=None, bootstrap=None) -> dict:
         res["error"] = traceback.format_exc()
     summary_path = Path(out) / "summary.json"
     summary = json.loads(summary_path.read_text()) if res["error"] is None and summary_path.exists() else {}
-    res.update(report_html=res["error"] is None and (Path(out) / "report.html").is_file(),
-               validation_result=res["error"] is None
-               and (Path(out) / "expectations" / "validation_result.json").is_file(),
-               summary_reports="reports" in summary)
+    res.update(
+        report_html=res["error"] is None and (Path(out) / "report.html").is_file(),
+        validation_result=res["error"] is None and (Path(out) / "expectations" / "validation_result.json").is_file(),
+        summary_reports="reports" in summary,
+    )
     if res["error"] is not None:
         res["fallback"] = True
         run(cfg.model_copy(update={"reports": False}), spark)
@@ -60,8 +63,13 @@ def audit(spark, out: Path, *, log_dirs=None, bootstrap=None) -> dict:
 
 def _audit_ok(a: dict) -> bool:
     """The audit with reports ran to its end (exit 0 or 1) and wrote report.html and the suite's result."""
-    return a["error"] is None and a["exit_code"] in (0, 1) and a["report_html"] and a["validation_result"] \
+    return (
+        a["error"] is None
+        and a["exit_code"] in (0, 1)
+        and a["report_html"]
+        and a["validation_result"]
         and a["summary_reports"]
+    )
 
 
 def check_seed(seed: int, version: str, workdir: Path, spark, sources=SOURCES) -> dict:
@@ -80,21 +88,42 @@ def check_seed(seed: int, version: str, workdir: Path, spark, sources=SOURCES) -
     if "hot" in sources:
         audits["hot"] = audit(spark, workdir / "out-hot", log_dirs=sorted((workdir / "hot-copy").iterdir()))
     outs = {s: a["out"] for s, a in audits.items()}
-    rows = {s: differential.compare(sc.verdicts, o, reference=outs.get("offline") if s == "hot" else None)
-            for s, o in outs.items()}
+    rows = {
+        s: differential.compare(sc.verdicts, o, reference=outs.get("offline") if s == "hot" else None)
+        for s, o in outs.items()
+    }
     cross = []
     if "live" in rows and "offline" in rows:
         off = {(r["group"], r["topic"], r["partition"]): r["audit"] for r in rows["offline"]}
-        cross = [{"group": r["group"], "topic": r["topic"], "partition": r["partition"], "live": r["audit"],
-                  "offline": off.get((r["group"], r["topic"], r["partition"]))}
-                 for r in rows["live"] if r["audit"] != off.get((r["group"], r["topic"], r["partition"]))]
+        cross = [
+            {
+                "group": r["group"],
+                "topic": r["topic"],
+                "partition": r["partition"],
+                "live": r["audit"],
+                "offline": off.get((r["group"], r["topic"], r["partition"])),
+            }
+            for r in rows["live"]
+            if r["audit"] != off.get((r["group"], r["topic"], r["partition"]))
+        ]
     started = next((st for st in sc.steps if st.get("step") == "started"), {})
     # [group, topic, partition, cause, cause_leader_epoch, cause_leader] (cause None: no LOG_TRUNCATION) per source
-    causes = {s: [[*k, *(v or (None, None, None))] for k, v in differential.truncation_causes(sc.verdicts, o).items()]
-              for s, o in outs.items()}
-    return {"seed": seed, "version": version, "episodes": sc.episodes, "rows": rows, "live_vs_offline": cross,
-            "causes": causes, "unclean_leader": started.get("F"), "audits": audits, "outs": outs,
-            "steps": sc.steps}
+    causes = {
+        s: [[*k, *(v or (None, None, None))] for k, v in differential.truncation_causes(sc.verdicts, o).items()]
+        for s, o in outs.items()
+    }
+    return {
+        "seed": seed,
+        "version": version,
+        "episodes": sc.episodes,
+        "rows": rows,
+        "live_vs_offline": cross,
+        "causes": causes,
+        "unclean_leader": started.get("F"),
+        "audits": audits,
+        "outs": outs,
+        "steps": sc.steps,
+    }
 
 
 def _seeds(text: str) -> list[int]:
@@ -106,10 +135,12 @@ def _seeds(text: str) -> list[int]:
 
 
 def table(results: list[dict]) -> str:
-    lines = ["| Kafka | audit | scenarios | group-partitions judged | OK | LogTruncationException "
-             "(of which after an unclean election) | OffsetOutOfRange | NoOffset | NO_VERDICT | agreements | "
-             "documented differences | disagreements (seeds) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| Kafka | audit | scenarios | group-partitions judged | OK | LogTruncationException "
+        "(of which after an unclean election) | OffsetOutOfRange | NoOffset | NO_VERDICT | agreements | "
+        "documented differences | disagreements (seeds) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for version in sorted({r["version"] for r in results}, reverse=True):
         for source in SOURCES:
             rs = [r for r in results if r["version"] == version and source in r["rows"]]
@@ -125,7 +156,8 @@ def table(results: list[dict]) -> str:
                 f"| {version} | {source} | {len(rs)} | {len(rows)} | {kinds['OK']} | {kinds['LogTruncationException']} ({unclean}) | "
                 f"{kinds['OffsetOutOfRangeException']} | {kinds['NoOffsetForPartitionException']} | {kinds['NO_VERDICT']} | "
                 f"{agree} ({100.0 * agree / max(1, len(rows)):.1f}%) | {documented} | {len(rows) - agree - documented} "
-                f"{bad_seeds or ''} |")
+                f"{bad_seeds or ''} |"
+            )
     return "\n".join(lines)
 
 
@@ -136,14 +168,20 @@ def cause_summary(results: list[dict]) -> str:
     lines = []
     for version in dict.fromkeys(r["version"] for r in results):
         for src in ("offline", "hot"):
-            rows = [(c, r.get("unclean_leader")) for r in results if r["version"] == version
-                    for c in (r.get("causes") or {}).get(src, [])]
+            rows = [
+                (c, r.get("unclean_leader"))
+                for r in results
+                if r["version"] == version
+                for c in (r.get("causes") or {}).get(src, [])
+            ]
             unclean = [(c, f) for c, f in rows if ".unclean." in c[0]]
             right = sum(1 for c, f in unclean if c[3] == "unclean_election" and c[5] == f)
             stale = [c for c, _f in rows if ".stale_epoch." in c[0]]
-            lines.append(f"- Kafka {version}, {src}: `cause` of the unclean episodes' truncations is `unclean_election` "
-                         f"naming the uncleanly elected broker for {right} of {len(unclean)}; stale-epoch episodes' "
-                         f"`stale_client_epoch` for {sum(1 for c in stale if c[3] == 'stale_client_epoch')} of {len(stale)}")
+            lines.append(
+                f"- Kafka {version}, {src}: `cause` of the unclean episodes' truncations is `unclean_election` "
+                f"naming the uncleanly elected broker for {right} of {len(unclean)}; stale-epoch episodes' "
+                f"`stale_client_epoch` for {sum(1 for c in stale if c[3] == 'stale_client_epoch')} of {len(stale)}"
+            )
     return "\n".join(lines)
 
 
@@ -155,14 +193,46 @@ def merge(json_paths: list[str], out: Path) -> str:
             runs.append(r)
             if r.get("error"):
                 continue
-            rows = {s: [dict(zip(("group", "topic", "partition", "oracle", "divergent_offset", "audit", "agree", "documented"), x))
-                        for x in xs] for s, xs in r["rows"].items()}
-            results.append({"seed": r["seed"], "version": r["version"], "rows": rows,
-                            "live_vs_offline": r.get("live_vs_offline") or []})
+            rows = {
+                s: [
+                    dict(
+                        zip(
+                            (
+                                "group",
+                                "topic",
+                                "partition",
+                                "oracle",
+                                "divergent_offset",
+                                "audit",
+                                "agree",
+                                "documented",
+                            ),
+                            x,
+                        )
+                    )
+                    for x in xs
+                ]
+                for s, xs in r["rows"].items()
+            }
+            results.append(
+                {
+                    "seed": r["seed"],
+                    "version": r["version"],
+                    "rows": rows,
+                    "live_vs_offline": r.get("live_vs_offline") or [],
+                }
+            )
     failed = [(r["version"], r["seed"], r["error"]) for r in runs if r.get("error")]
-    md = (table(results) + "\n" + (f"\nScenarios that could not run: {failed}\n" if failed else "")
-          + "".join(f"\nlive vs offline, Kafka {r['version']} seed {r['seed']}: {r['live_vs_offline']}\n"
-                    for r in results if r["live_vs_offline"]))
+    md = (
+        table(results)
+        + "\n"
+        + (f"\nScenarios that could not run: {failed}\n" if failed else "")
+        + "".join(
+            f"\nlive vs offline, Kafka {r['version']} seed {r['seed']}: {r['live_vs_offline']}\n"
+            for r in results
+            if r["live_vs_offline"]
+        )
+    )
     (out.parent / (out.name + ".json")).write_text(json.dumps(runs, indent=1, default=str))
     return md
 
@@ -172,8 +242,11 @@ def main(argv=None) -> int:
     ap.add_argument("--versions", default=",".join(kafka_dist.versions()))
     ap.add_argument("--seeds", default="1-20", help="e.g. 1-20 or 3,7,11")
     ap.add_argument("--out", default="bench/lab_soak", help="writes OUT.md and OUT.json")
-    ap.add_argument("--workdir", default=None, help="where scenarios run (default: a temp dir, removed after "
-                                                    "each agreeing seed; disagreeing seeds are kept)")
+    ap.add_argument(
+        "--workdir",
+        default=None,
+        help="where scenarios run (default: a temp dir, removed after each agreeing seed; disagreeing seeds are kept)",
+    )
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--merge", nargs="+", metavar="JSON", help="only combine earlier soaks' JSON files into OUT")
     args = ap.parse_args(argv)
@@ -183,6 +256,7 @@ def main(argv=None) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("KOA_SHUFFLE_PARTITIONS", "2")
     from audit.spark import build_session
+
     spark = build_session(args.master)
     base = Path(args.workdir or tempfile.mkdtemp(prefix="koa-soak-"))
     results, started = [], time.time()
@@ -202,45 +276,96 @@ def main(argv=None) -> int:
             results.append(res)
             bad = {s: [x for x in rows if not x["agree"]] for s, rows in res["rows"].items()}
             n = len(next(iter(res["rows"].values())))
-            print(f"Kafka {version} seed {seed}: {n} group-partitions, "
-                  + ", ".join(f"{s} {len(rows) - len(bad[s])}/{len(rows)}" for s, rows in res["rows"].items())
-                  + f", live≠offline {len(res['live_vs_offline'])}, {time.time() - t:.0f} s", flush=True)
+            print(
+                f"Kafka {version} seed {seed}: {n} group-partitions, "
+                + ", ".join(f"{s} {len(rows) - len(bad[s])}/{len(rows)}" for s, rows in res["rows"].items())
+                + f", live≠offline {len(res['live_vs_offline'])}, {time.time() - t:.0f} s",
+                flush=True,
+            )
             for s, rows in res["rows"].items():
                 if bad[s]:
                     print(differential.describe_disagreements(rows, seed, version, s), flush=True)
             for s, a in res["audits"].items():
                 if not _audit_ok(a):
-                    print(f"Kafka {version} seed {seed}: {s} audit with reports: exit {a['exit_code']}, "
-                          f"report.html {a['report_html']}, validation_result.json {a['validation_result']}"
-                          + (f"\n{a['error']}" if a["error"] else ""), flush=True)
-            if (not any(bad.values()) and not res["live_vs_offline"] and all(map(_audit_ok, res["audits"].values()))
-                    and not args.workdir):
+                    print(
+                        f"Kafka {version} seed {seed}: {s} audit with reports: exit {a['exit_code']}, "
+                        f"report.html {a['report_html']}, validation_result.json {a['validation_result']}"
+                        + (f"\n{a['error']}" if a["error"] else ""),
+                        flush=True,
+                    )
+            if (
+                not any(bad.values())
+                and not res["live_vs_offline"]
+                and all(map(_audit_ok, res["audits"].values()))
+                and not args.workdir
+            ):
                 shutil.rmtree(wd, ignore_errors=True)
             ok_results = [r for r in results if "error" not in r]
             failed = [(r["version"], r["seed"], r["error"]) for r in results if "error" in r]
             md_path.write_text(
                 f"# Kafka lab soak: the audit against Kafka's own consumer\n\n"
                 f"`python -m tests.lab.soak --versions {args.versions} --seeds {args.seeds}`, "
-                f"{time.strftime('%Y-%m-%d')}, {time.time() - started:.0f} s.\n\n" + table(ok_results) + "\n\n"
-                + cause_summary(ok_results) + "\n\n"
+                f"{time.strftime('%Y-%m-%d')}, {time.time() - started:.0f} s.\n\n"
+                + table(ok_results)
+                + "\n\n"
+                + cause_summary(ok_results)
+                + "\n\n"
                 + (f"Scenarios that could not run: {failed}\n" if failed else "")
-                + "".join(f"\nlive vs offline, Kafka {r['version']} seed {r['seed']}: {r['live_vs_offline']}\n"
-                          for r in ok_results if r["live_vs_offline"]))
-            json_path.write_text(json.dumps(
-                [{"version": r["version"], "seed": r["seed"], "error": r.get("error"),
-                  "episodes": r.get("episodes"),
-                  "judged": {s: len(rows) for s, rows in r["rows"].items()},
-                  "rows": {s: [[x["group"], x["topic"], x["partition"], x["oracle"], x["divergent_offset"], x["audit"],
-                                x["agree"], x.get("documented")] for x in rows] for s, rows in r["rows"].items()},
-                  "causes": r.get("causes"), "unclean_leader": r.get("unclean_leader"),
-                  "disagreements": {s: [x for x in rows if not x["agree"]] for s, rows in r["rows"].items()},
-                  "live_vs_offline": r.get("live_vs_offline"),
-                  "audits": {s: {k: v for k, v in a.items() if k != "out"} for s, a in (r.get("audits") or {}).items()}}
-                 for r in results], indent=1, default=str))
+                + "".join(
+                    f"\nlive vs offline, Kafka {r['version']} seed {r['seed']}: {r['live_vs_offline']}\n"
+                    for r in ok_results
+                    if r["live_vs_offline"]
+                )
+            )
+            json_path.write_text(
+                json.dumps(
+                    [
+                        {
+                            "version": r["version"],
+                            "seed": r["seed"],
+                            "error": r.get("error"),
+                            "episodes": r.get("episodes"),
+                            "judged": {s: len(rows) for s, rows in r["rows"].items()},
+                            "rows": {
+                                s: [
+                                    [
+                                        x["group"],
+                                        x["topic"],
+                                        x["partition"],
+                                        x["oracle"],
+                                        x["divergent_offset"],
+                                        x["audit"],
+                                        x["agree"],
+                                        x.get("documented"),
+                                    ]
+                                    for x in rows
+                                ]
+                                for s, rows in r["rows"].items()
+                            },
+                            "causes": r.get("causes"),
+                            "unclean_leader": r.get("unclean_leader"),
+                            "disagreements": {s: [x for x in rows if not x["agree"]] for s, rows in r["rows"].items()},
+                            "live_vs_offline": r.get("live_vs_offline"),
+                            "audits": {
+                                s: {k: v for k, v in a.items() if k != "out"}
+                                for s, a in (r.get("audits") or {}).items()
+                            },
+                        }
+                        for r in results
+                    ],
+                    indent=1,
+                    default=str,
+                )
+            )
     spark.stop()
     print(md_path.read_text())
-    bad = any("error" in r or r["live_vs_offline"] or any(not x["agree"] for rows in r["rows"].values() for x in rows)
-              or not all(map(_audit_ok, r["audits"].values())) for r in results)
+    bad = any(
+        "error" in r
+        or r["live_vs_offline"]
+        or any(not x["agree"] for rows in r["rows"].values() for x in rows)
+        or not all(map(_audit_ok, r["audits"].values()))
+        for r in results
+    )
     return 1 if bad else 0
 
 
