@@ -43,6 +43,7 @@ from collections import defaultdict
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..sources import fs
+from ..tables import TABLES
 from .plots import fmt_ts as _fmt_ts
 from .plots import SEVERITY_ORDER, plot_group_chart, plot_partition
 
@@ -64,40 +65,8 @@ def _cause_text(r: dict) -> str:
     return text
 
 
-_FINDING_COLUMNS = (
-    "group_id",
-    "topic",
-    "partition",
-    "finding",
-    "severity",
-    "committed_offset",
-    "committed_leader_epoch",
-    "commit_timestamp",
-    "divergence_offset",
-    "records_at_risk",
-    "epoch_end_offset",
-    "log_start_offset",
-    "log_end_offset",
-    "previous_offset",
-    "previous_leader_epoch",
-    "answered_by_broker",
-    "detail",
-    "cause",
-    "cause_leader_epoch",
-    "cause_leader",
-    "cause_time",
-    "group_state",
-    "group_protocol",
-    "owner_member_id",
-    "owner_group_instance_id",
-    "owner_client_id",
-    "owner_client_host",
-    "owner_generation",
-    "replica_broker",
-    "groups_consumed",
-    "offset_at_expansion",
-    "expansion_partition",
-)
+#: The findings table's columns (the output contract, :data:`audit.tables.TABLES`); those present are collected.
+_FINDING_COLUMNS = tuple(c.name for c in TABLES["findings"])
 
 
 def _replica_text(r: dict) -> str:
