@@ -28,13 +28,14 @@ SHARED_UNITS = {
         "test_spark_standalone.py",
         "test_spark_connect.py",
     ),
-    "tests/[lab_live]": ("test_object_store.py", "test_lab_lag.py", "test_cluster_integration.py"),
+    "tests/[lab_live]": ("test_lab_lag.py", "test_cluster_integration.py"),
 }
 _UNIT_OF = {f: unit for unit, files in SHARED_UNITS.items() for f in files}
 LONGEST_FIRST = (
     "tests/[spark clusters]",
-    "tests/[lab_live]",
+    "test_object_store.py",
     "test_lab_differential.py",
+    "tests/[lab_live]",
     "test_commit_kills.py",
     "test_fault_injection.py",
     "test_lab_connector.py",

@@ -268,31 +268,3 @@ def test_the_connect_clients_object_store_access(s3, tmp_path, monkeypatch):
     assert not fs._ArrowStore(f"{root}/b").exists()
     with pytest.raises(fs.InputError, match="s3a://"):
         fs._ArrowStore("hdfs://namenode:8020/x")
-
-
-def test_live_audit_of_a_lab_cluster_into_s3_equals_the_local_run(s3, lab_live):
-    """A real Kafka cluster audited live, its output committed to the object store: the findings equal the
-    embedded local run's."""
-    bootstrap, local = lab_live
-    prefix = f"{BUCKET}/out-live"
-    proc = subprocess.run(
-        [
-            os.path.join(os.path.dirname(sys.executable), "kafka-offset-audit"),
-            "audit",
-            "--bootstrap-servers",
-            bootstrap,
-            "--output",
-            f"s3a://{prefix}",
-            *s3a_conf(s3["endpoint"]),
-            "--quiet",
-        ],
-        env=run_env(s3),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert proc.returncode == 1, _out(proc)  # OFFSET_OUT_OF_RANGE: error
-    marker = read_json(s3, f"{prefix}/summary.json")
-    assert marker["failed_stages"] == [] and marker["run_dir"].startswith(f"s3a://{prefix}/runs/")
-    got = findings(s3, marker["run_dir"])
-    assert got == local_findings(local) and ("replayer", "events", 0, "OFFSET_OUT_OF_RANGE", "error") in got

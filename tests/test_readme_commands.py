@@ -157,10 +157,14 @@ def test_offline_audit_and_spark_submit_from_a_regular_install(user_checkout):
         out = dest / f"out-{name.replace(' ', '-')}"
         cmd = cmd.replace(LOG_DIRS, str(SCENARIO / "brokers")).replace("--output audit-out", f"--output {out}")
         assert str(SCENARIO) in cmd and str(out) in cmd, cmd
-        proc = _bash(cmd, dest, 900)
+        scratch = dest.parent / f"tmp-{name.replace(' ', '-')}"
+        scratch.mkdir(exist_ok=True)
+        proc = _bash(f"export TMPDIR={scratch}\n" + cmd, dest, 900)
         summary = _check_audit(proc, out)
         assert proc.returncode == 1  # the scenario has critical findings; --fail-on defaults to error
         runs[name] = (_findings(out), summary["findings"]["by_severity"])
+        # the zip of the audit package a submitted job ships to its executors is removed when the job ends
+        assert not list(scratch.glob("koa-pyfiles-*")), name
     assert runs["offline-audit"] == runs["spark-submit"] == runs["checkout job"]
     assert sum(runs["offline-audit"][1].values()) == 15
 
