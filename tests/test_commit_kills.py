@@ -19,9 +19,9 @@ from pathlib import Path
 from .paths import SCENARIO
 
 
-def _run(out: Path, hist: Path, kill_at: str | None = None) -> subprocess.CompletedProcess:
-    """The CLI with the user's defaults (reports on); a run to be killed skips the reports (the commit's steps
-    come after them and do not depend on them), which keeps the test short."""
+def _run(out: Path, hist: Path, kill_at: str | None = None, reports: bool = True) -> subprocess.CompletedProcess:
+    """The CLI with the user's defaults (reports on); a run to be killed, and the last one, skip the reports (the
+    commit's steps come after them and do not depend on them), which keeps the test short."""
     env = dict(os.environ)
     env.pop("KOA_KILL_AT", None)
     if kill_at:
@@ -41,7 +41,7 @@ def _run(out: Path, hist: Path, kill_at: str | None = None) -> subprocess.Comple
             "--groups",
             "dev-settlement|dev-archiver",
             "--quiet",
-            *(["--skip-reports"] if kill_at else []),
+            *(["--skip-reports"] if kill_at or not reports else []),
         ],
         env=env,
         capture_output=True,
@@ -101,7 +101,7 @@ def test_killed_at_every_commit_step_nothing_committed_is_lost(spark, tmp_path):
     assert left, "the killed runs' staging dirs are beside the output"
 
     # the next run removes what the killed ones left, in the output's parent and in the history
-    last = _run(out, hist)
+    last = _run(out, hist, reports=False)
     assert last.returncode == 1, last.stderr[-3000:]
     assert sorted(_summary(out)["output_leftovers"]["removed"]) == left
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("out.")]
