@@ -36,8 +36,8 @@ def versions() -> list[str]:
 
 def feature_versions(index: int) -> list[str]:
     """The version a feature test runs against: one of :func:`versions`, picked by ``index`` so that the feature
-    tests share the versions out among them (each version brings up its own clusters; the differential and
-    replica-divergence tests run on every version). ``KOA_LAB_EVERY_VERSION=1``: every version."""
+    tests share the versions out among them (each version brings up its own clusters; the differential test,
+    Kafka's consumer as the judge, runs on every version). ``KOA_LAB_EVERY_VERSION=1``: every version."""
     every = versions()
     if os.environ.get("KOA_LAB_EVERY_VERSION") == "1":
         return every
