@@ -12,8 +12,9 @@ Three measures, one table:
    possible; the target is the cluster's overhead: <= 1.3x.  A third run in each round gives the executors
    :data:`SMALL_NODE_EXECUTOR_OPTIONS` (the advice of docs/spark-cluster.md for nodes of one or two cores).
 2. **Memory flat**: on the standalone cluster, the driver's Python and JVM peaks (from the child) and each
-   executor JVM's and its Python workers' peak RSS (sampled here from ``/proc`` every 0.5 s), at ``--n-small``
-   and ``--n-large``: largest ÷ smallest <= 1.5x.
+   executor JVM's and its Python workers' peak RSS (sampled here from ``/proc`` every 0.5 s: the largest one
+   Python worker process, and the sum over the workers alive at once), at ``--n-small`` and ``--n-large``:
+   largest ÷ smallest <= 1.5x.
 3. **Connect, warm server**: the small audit of the shared scenario (reports on) by a fresh CLI process with
    ``--remote`` against a Spark Connect server that has already run one audit (no JVM start to pay), ÷ the bare
    Spark process of :mod:`bench.small_audit` (a fresh ``local[2]`` session, one ``mapInArrow`` job, one Parquet
@@ -174,6 +175,7 @@ class ExecutorSampler:
         self.work, self.interval = str(work), interval
         self.jvm: dict[int, float] = {}
         self.python_sum = 0.0
+        self.python_one = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -205,7 +207,9 @@ class ExecutorSampler:
                     except OSError:
                         cwd = ""
                     if cwd.startswith(self.work):
-                        py += self._rss_mib(int(d))
+                        rss = self._rss_mib(int(d))
+                        py += rss
+                        self.python_one = max(self.python_one, rss)
             self.python_sum = max(self.python_sum, py)
             self._stop.wait(self.interval)
 
@@ -221,6 +225,7 @@ class ExecutorSampler:
         return {
             "executor_jvm_peak_rss_mib": round(max(self.jvm.values(), default=0.0), 1),
             "executor_python_peak_rss_sum_mib": round(self.python_sum, 1),
+            "executor_python_peak_rss_one_mib": round(self.python_one, 1),
         }
 
 
@@ -408,6 +413,7 @@ def print_table(res: dict) -> None:
         ("driver_python_peak_rss_mib", "driver Python peak RSS"),
         ("jvm_heap_live_at_stage_ends_mib", "driver JVM heap live at stage ends"),
         ("executor_jvm_peak_rss_mib", "executor JVM peak RSS"),
+        ("executor_python_peak_rss_one_mib", "executors' Python workers, largest one process's peak RSS"),
         ("executor_python_peak_rss_sum_mib", "executors' Python workers, peak RSS sum"),
     ):
         fig, g = _growth(small, large, key)

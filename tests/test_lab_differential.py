@@ -86,6 +86,16 @@ def test_truncation_causes_match_the_faults_the_scenario_made(lab, source):
     assert all(c[3] == "stale_client_epoch" for c in stale), stale
 
 
+def test_live_read_of_the_offsets_topic_is_kafkas_consumers(lab):
+    """The records the live source reads from __consumer_offsets (Fetch requests, decoded vectorised) are exactly
+    those Kafka's Java consumer returns under read_committed: none missing, none extra (aborted transactional
+    commits and transaction markers left out alike), none twice."""
+    r = lab["reader"]
+    assert r is not None and r["kafka_records"] > 0, r
+    assert (r["missing"], r["extra"], r["duplicates"]) == ([], [], 0), r
+    assert r["ours"] == r["kafka_records"], r
+
+
 def test_live_and_offline_audits_agree(lab):
     assert lab["live_vs_offline"] == [], f"seed {lab['seed']} Kafka {lab['version']}: {lab['live_vs_offline']}"
 

@@ -1,9 +1,9 @@
 """Live cluster -> the same tables as the log-dir source, read-only.
 
 * ``__consumer_offsets`` through the Spark 4 Python data source ``kafka_offsets_topic``
-  (:mod:`audit.sources.kafka_datasource`: one input partition per ``__consumer_offsets``
-  partition, ``read_committed``, no group, never commits), decoded by
-  :func:`audit.formats.segments.decode_offsets_rows` in ``mapInArrow``;
+  (:mod:`audit.sources.kafka_datasource`: the partitions spread over the session's parallelism,
+  ``read_committed``, no group, never commits), read with Fetch requests and decoded in the same
+  task (``decoded=true``: :mod:`audit.sources.fetch`);
 * OffsetsForLeaderEpoch answers for every (topic-partition, committed epoch) of a live commit and
   ListOffsets bounds from the leaders, through :class:`audit.sources.collector.OffsetCollector`
   (KIP-320 fencing, KIP-232 stale-metadata rejection, KIP-1102 rebootstrap, KIP-526 scoped metadata).
@@ -50,24 +50,19 @@ def read_offsets_topic(
     consumer_factory: Callable[..., Any] | None = None,
 ) -> DataFrame:
     """``__consumer_offsets`` of a live cluster as :data:`RAW_SCHEMA` rows plus ``broker_id`` (null), read in at
-    most the session's default parallelism of tasks."""
+    most the session's default parallelism of tasks, decoded where they are read (``decoded=true``)."""
     from .kafka_datasource import register
 
-    # as many tasks as the session runs at once: each task reads its partitions with one consumer
-    options = {"bootstrap.servers": bootstrap_servers, "tasks": str(default_parallelism(spark))}
+    # as many tasks as the session runs at once: each task reads its partitions with one client
+    options = {"bootstrap.servers": bootstrap_servers, "tasks": str(default_parallelism(spark)), "decoded": "true"}
     if client_config:
         options["client.properties"] = client_config
     if is_connect(spark):
-        rows = _read_planned_here(spark, options, consumer_factory)
+        raw = _read_planned_here(spark, options, consumer_factory)
     else:
         register(spark, consumer_factory)
-        rows = spark.read.format("kafka_offsets_topic").options(**options).load()
-    raw = rows.mapInArrow(_decode, spark_schema(RAW_SCHEMA))
+        raw = spark.read.format("kafka_offsets_topic").options(**options).load()
     return raw.withColumn("broker_id", F.lit(None).cast("int"))
-
-
-#: records per Arrow batch a task of :func:`_read_planned_here` yields
-READ_BATCH_ROWS = 10_000
 
 
 def _read_planned_here(spark: SparkSession, options: dict, consumer_factory=None) -> DataFrame:
@@ -76,40 +71,20 @@ def _read_planned_here(spark: SparkSession, options: dict, consumer_factory=None
     session's ``--python-env``) and whose files (``--client-config``) are not this client's.  Here the reader
     is built and its partitions listed (ListOffsets) by this client, exactly as the data source's planner does
     (:func:`audit.sources.kafka_datasource.reader_from_options`), then each task's ranges are read by
-    ``mapInArrow`` on the executors, which run the session's Python.  Same rows, same snapshot."""
-    import pyarrow as pa
-
+    ``mapInArrow`` on the executors, which run the session's Python.  Same rows (``options['decoded']`` must be
+    true: :data:`RAW_SCHEMA`), same snapshot."""
     from .kafka_datasource import OffsetsTopicPartition, OffsetsTopicTask, reader_from_options
 
     reader = reader_from_options(options, consumer_factory)
+    assert reader.decoded, "the Connect read yields decoded rows"
     tasks = [[(r.partition, r.start_offset, r.end_offset) for r in t.ranges] for t in reader.partitions()]
-    schema = _records_schema()
-    arrow_schema = pa.schema(
-        [
-            ("source_partition", pa.int32()),
-            ("source_offset", pa.int64()),
-            ("timestamp", pa.int64()),
-            ("key", pa.binary()),
-            ("value", pa.binary()),
-        ]
-    )
+    schema = spark_schema(RAW_SCHEMA)
 
     def read_tasks(batches):
         for batch in batches:
             for ranges in batch.column(0).to_pylist():
                 task = OffsetsTopicTask([OffsetsTopicPartition(r["p"], r["s"], r["e"]) for r in ranges])
-                buf = []
-                for rec in reader.read(task):
-                    buf.append(rec)
-                    if len(buf) >= READ_BATCH_ROWS:
-                        yield pa.RecordBatch.from_arrays(
-                            [pa.array(c, t.type) for c, t in zip(zip(*buf), arrow_schema)], schema=arrow_schema
-                        )
-                        buf = []
-                if buf:
-                    yield pa.RecordBatch.from_arrays(
-                        [pa.array(c, t.type) for c, t in zip(zip(*buf), arrow_schema)], schema=arrow_schema
-                    )
+                yield from reader.read(task)
 
     if not tasks:
         return spark.createDataFrame([], schema)
@@ -120,21 +95,6 @@ def _read_planned_here(spark: SparkSession, options: dict, consumer_factory=None
         len(tasks),
     )
     return plan.mapInArrow(read_tasks, schema)
-
-
-def _records_schema():
-    """:data:`audit.sources.kafka_datasource.SCHEMA` as a ``StructType`` (built here: no DDL parser needed)."""
-    from pyspark.sql import types as T
-
-    return T.StructType(
-        [
-            T.StructField("source_partition", T.IntegerType()),
-            T.StructField("source_offset", T.LongType()),
-            T.StructField("timestamp", T.LongType()),
-            T.StructField("key", T.BinaryType()),
-            T.StructField("value", T.BinaryType()),
-        ]
-    )
 
 
 #: Spark's own Kafka connector, matched to the running pyspark (``--source kafka-connector``)

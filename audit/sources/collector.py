@@ -674,6 +674,32 @@ class OffsetCollector:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="offset-audit") as pool:
             return list(pool.map(one, jobs))
 
+    def send_all(self, jobs: list[tuple[Broker, Any]]) -> list[Any]:
+        """Send each ``(broker, request)`` (at most ``max_concurrency`` in flight) and return, in job order, the
+        response or the exception of a broker that failed (the failure is noted against the broker, as for the
+        collector's own requests).
+
+        Raises:
+            AuthenticationFailedError: SASL/TLS failure with a broker.
+        """
+        out = []
+        for (broker, _), outcome in zip(jobs, self._fan_out(jobs)):
+            if isinstance(outcome, _BrokerFailure):
+                self._note_failure(broker, outcome.error)
+                out.append(outcome.error)
+            else:
+                self._note_success(broker)
+                out.append(outcome)
+        return out
+
+    def leader(self, topic: str, partition: int) -> Broker | None:
+        """The leader of ``topic``-``partition`` in the accepted metadata (None: unknown, offline, or not a
+        known broker)."""
+        state = self._partitions.get((topic, partition))
+        if state is None or state.leader_id is None or state.leader_id < 0:
+            return None
+        return self._brokers.get(state.leader_id)
+
     # ------------------------------------------------------------ metadata
 
     def _metadata_candidates(self) -> list[Broker]:

@@ -1,11 +1,18 @@
 """Spark 4 Python data source ``kafka_offsets_topic``: the live ``__consumer_offsets`` topic.
 
-Reads the raw records of ``__consumer_offsets`` with kafka-python's
-``KafkaConsumer`` - read-only: no ``group_id``, ``enable_auto_commit=False``,
-partitions assigned explicitly, nothing ever committed - with
-``isolation_level='read_committed'`` so that offsets written in aborted
-transactions (TxnOffsetCommit, KIP-98) and the transaction control batches are
-dropped exactly as Kafka's own readers drop them.
+Reads the records of ``__consumer_offsets`` read-only - no group, partitions
+named explicitly, nothing ever committed - under ``read_committed`` so that
+offsets written in aborted transactions (TxnOffsetCommit, KIP-98) and the
+transaction control batches are dropped exactly as Kafka's own readers drop
+them.  Two engines:
+
+* ``fetch`` (the default): Fetch requests to each partition's leader, the
+  response's record batches decoded vectorised by the segment decoder
+  (:mod:`audit.sources.fetch`, :mod:`audit.formats.fetched`); rows reach Spark
+  as Arrow record batches;
+* ``consumer``: kafka-python's ``KafkaConsumer`` (``group_id=None``,
+  ``enable_auto_commit=False``, ``isolation_level='read_committed'``), record by
+  record; used when ``consumer.factory`` replaces it (tests, other clients).
 
 Planning (``reader.partitions()``) captures, per ``__consumer_offsets``
 partition, the log start offset (ListOffsets EARLIEST) and the read_committed
@@ -19,8 +26,9 @@ its first Fetch (about 0.2 s on a local cluster), whatever it reads.
 
 Rows (``SCHEMA``): ``source_partition int, source_offset bigint,
 timestamp bigint (ms since epoch, the record timestamp), key binary,
-value binary (null for tombstones)``.  Decoding keys/values is left to
-``audit.formats.offsets``.
+value binary (null for tombstones)``.  With ``decoded=true`` the rows are
+:data:`audit.formats.segments.RAW_SCHEMA` instead (keys and values decoded by
+:mod:`audit.formats.offsets` in the same task; what the audit reads).
 
 Usage::
 
@@ -37,7 +45,8 @@ Options: ``bootstrap.servers``; ``client.properties`` (path to a Kafka client
 ``.properties`` file, parsed by :mod:`audit.sources.client_config`);
 ``kafka.<property>`` (one client property, overrides the file);
 ``poll.timeout.ms`` (how long a task may wait without progress before it
-fails, default 30000); ``tasks`` (the most Spark tasks to read with, default
+fails, default 30000); ``engine`` (``fetch`` or ``consumer``); ``decoded``
+(``true``/``false``, default false); ``tasks`` (the most Spark tasks to read with, default
 one per non-empty partition; :func:`audit.sources.cluster.read_offsets_topic`
 passes the session's default parallelism); ``topic`` (default ``__consumer_offsets``, e.g. for a
 mirrored copy); ``consumer.factory`` (``module:callable`` used instead of
@@ -85,7 +94,10 @@ _KNOWN_OPTIONS = {
     "consumer.factory",
     "path",
     "tasks",
+    "engine",
+    "decoded",
 }
+ENGINES = ("fetch", "consumer")
 
 
 class KafkaOffsetsTopicError(RuntimeError):
@@ -222,6 +234,9 @@ class KafkaOffsetsTopicReader(DataSourceReader):
             ``end_offsets``, ``assign``, ``seek``, ``poll``, ``position``, ``close``
             (and ``pause``, used when there).
         tasks: the most Spark tasks to read with (None: one per non-empty partition).
+        engine: ``fetch`` (Fetch requests, vectorised decoding; the default without a ``consumer_factory``)
+            or ``consumer`` (kafka-python's consumer, or ``consumer_factory``'s).
+        decoded: yield :data:`audit.formats.segments.RAW_SCHEMA` Arrow batches instead of :data:`SCHEMA` rows.
     """
 
     def __init__(
@@ -231,12 +246,18 @@ class KafkaOffsetsTopicReader(DataSourceReader):
         poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS,
         consumer_factory: Callable[..., Any] | None = None,
         tasks: int | None = None,
+        engine: str | None = None,
+        decoded: bool = False,
     ):
         self.client_config = client_config
         self.topic = topic
         self.poll_timeout_ms = int(poll_timeout_ms)
         self.consumer_factory = consumer_factory or _default_consumer_factory
         self.tasks = tasks
+        self.engine = engine or ("consumer" if consumer_factory is not None else "fetch")
+        if self.engine not in ENGINES:
+            raise KafkaOffsetsTopicError(f"option engine={engine!r}: expected one of {', '.join(ENGINES)}")
+        self.decoded = bool(decoded)
 
     # -- helpers
 
@@ -310,8 +331,35 @@ class KafkaOffsetsTopicReader(DataSourceReader):
 
     # -- reading
 
-    def read(self, partition: OffsetsTopicTask | OffsetsTopicPartition) -> Iterator[tuple]:  # type: ignore[override]
-        """Yield ``(source_partition, source_offset, timestamp_ms, key, value)``
+    def read(self, partition: OffsetsTopicTask | OffsetsTopicPartition) -> Iterator[Any]:  # type: ignore[override]
+        """Every committed record with ``start_offset <= offset < end_offset`` of each range of ``partition``:
+        Arrow record batches (:data:`SCHEMA` columns, or ``RAW_SCHEMA`` when ``decoded``) from the ``fetch``
+        engine; ``(source_partition, source_offset, timestamp_ms, key, value)`` tuples from the ``consumer``
+        engine (Arrow ``RAW_SCHEMA`` batches when ``decoded``).
+
+        Raises:
+            KafkaOffsetsTopicError: as :meth:`read_records`; for the ``fetch`` engine, also a Fetch error that
+                is not retriable (named partitions, redacted configuration).
+        """
+        ranges = [r for r in getattr(partition, "ranges", [partition]) if r.end_offset > r.start_offset]
+        if self.engine == "fetch":
+            from .fetch import read_ranges
+
+            yield from read_ranges(
+                self.client_config,
+                self.topic,
+                [(r.partition, r.start_offset, r.end_offset) for r in ranges],
+                poll_timeout_ms=self.poll_timeout_ms,
+                decoded=self.decoded,
+                fail=self._fail,
+            )
+        elif self.decoded:
+            yield from _decoded_batches(self.read_records(partition))
+        else:
+            yield from self.read_records(partition)
+
+    def read_records(self, partition: OffsetsTopicTask | OffsetsTopicPartition) -> Iterator[tuple]:
+        """The ``consumer`` engine: yield ``(source_partition, source_offset, timestamp_ms, key, value)``
         for every committed record with ``start_offset <= offset < end_offset``
         of each range of ``partition``, all read with one consumer (a partition
         that reaches its end is paused).
@@ -393,6 +441,31 @@ class KafkaOffsetsTopicReader(DataSourceReader):
             _close(consumer)
 
 
+#: records per Arrow batch the ``consumer`` engine decodes at once when ``decoded``
+DECODE_BATCH_ROWS = 10_000
+
+
+def _decoded_batches(records: Iterator[tuple]) -> Iterator[Any]:
+    import pyarrow as pa
+
+    from ..formats.fetched import RECORDS_SCHEMA
+    from ..formats.segments import decode_offsets_rows
+
+    buf: list[tuple] = []
+
+    def flush():
+        cols = [pa.array(c, f.type) for c, f in zip(zip(*buf), RECORDS_SCHEMA)]
+        return decode_offsets_rows(pa.RecordBatch.from_arrays(cols, schema=RECORDS_SCHEMA))
+
+    for rec in records:
+        buf.append(rec)
+        if len(buf) >= DECODE_BATCH_ROWS:
+            yield flush()
+            buf = []
+    if buf:
+        yield flush()
+
+
 def _read_properties(path: str) -> dict[str, str]:
     try:
         with open(path, encoding="utf-8") as fh:
@@ -456,7 +529,21 @@ def reader_from_options(
             raise KafkaOffsetsTopicError(f"option tasks={opts['tasks']!r}: expected a positive integer") from None
     if "consumer.factory" in opts:
         factory = _load_factory(opts["consumer.factory"])
-    return KafkaOffsetsTopicReader(config, opts.get("topic", OFFSETS_TOPIC), poll_timeout_ms, factory, tasks)
+    decoded = opts.get("decoded", "false").strip().lower()
+    if decoded not in ("true", "false"):
+        raise KafkaOffsetsTopicError(f"option decoded={opts['decoded']!r}: expected true or false")
+    engine = opts.get("engine")
+    if engine is not None and engine.strip().lower() not in ENGINES:
+        raise KafkaOffsetsTopicError(f"option engine={engine!r}: expected one of {', '.join(ENGINES)}")
+    return KafkaOffsetsTopicReader(
+        config,
+        opts.get("topic", OFFSETS_TOPIC),
+        poll_timeout_ms,
+        factory,
+        tasks,
+        engine.strip().lower() if engine else None,
+        decoded == "true",
+    )
 
 
 class KafkaOffsetsTopicDataSource(DataSource):
@@ -473,7 +560,12 @@ class KafkaOffsetsTopicDataSource(DataSource):
     def name(cls) -> str:
         return SHORT_NAME
 
-    def schema(self) -> str:
+    def schema(self) -> Any:
+        if str(dict(self.options).get("decoded", "false")).strip().lower() == "true":
+            from ..formats.segments import RAW_SCHEMA
+            from .logdirs import spark_schema
+
+            return spark_schema(RAW_SCHEMA)
         return SCHEMA
 
     def reader(self, schema: Any) -> KafkaOffsetsTopicReader:

@@ -144,3 +144,36 @@ def describe_disagreements(rows: list[dict], seed: int, version: str, source: st
         for r in bad
     ]
     return "\n".join(lines)
+
+
+def reader_agreement(spark, bootstrap: str, client) -> dict:
+    """The live source's read of ``__consumer_offsets`` (the ``kafka_offsets_topic`` data source as the audit
+    runs it: ``fetch`` engine, decoded) against Kafka's Java consumer reading the same topic (no group,
+    ``read_committed``, from the beginning to the last stable offset; ``LabClient``'s ``read_topic``), on a
+    cluster nobody writes to: ``{"kafka_records", "ours", "missing", "extra", "duplicates"}`` (the offsets
+    Kafka returned that we did not, and the other way round, as ``[partition, offset]``, at most 20 each)."""
+    from pyspark.sql import functions as F
+
+    from audit.sources.kafka_datasource import register
+
+    kafka = client.call("read_topic", topic="__consumer_offsets")
+    theirs = {(int(p), int(o)) for p, offsets in kafka.items() for o in offsets}
+    register(spark)
+    rows = (
+        spark.read.format("kafka_offsets_topic")
+        .option("bootstrap.servers", bootstrap)
+        .option("decoded", "true")
+        .load()
+        .where(F.col("kind") == "record")
+        .select("source_partition", "offset")
+        .collect()
+    )
+    ours = [(r.source_partition, r.offset) for r in rows]
+    mine = set(ours)
+    return {
+        "kafka_records": len(theirs),
+        "ours": len(ours),
+        "missing": sorted(theirs - mine)[:20],
+        "extra": sorted(mine - theirs)[:20],
+        "duplicates": len(ours) - len(mine),
+    }

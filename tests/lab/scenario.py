@@ -490,11 +490,18 @@ def plan_episodes(rng: random.Random, unclean: tuple[int, int] = (2, 4)) -> list
 
 
 def run_scenario(
-    seed: int, version: str, workdir: Path, brokers: int = 3, unclean: tuple[int, int] = (2, 4), hot_copy: bool = True
+    seed: int,
+    version: str,
+    workdir: Path,
+    brokers: int = 3,
+    unclean: tuple[int, int] = (2, 4),
+    hot_copy: bool = True,
+    cluster_options: dict | None = None,
 ) -> Scenario:
     """Run seed's schedule on a fresh cluster; returns the Scenario with the cluster still up.
 
-    The caller stops ``sc.cluster`` (and ``sc.client``) — see :func:`finish`.
+    ``cluster_options``: more :class:`KafkaCluster` fields (``overrides``, ``heap``, ``loggers``), e.g. for a
+    benchmark that keeps the cluster.  The caller stops ``sc.cluster`` (and ``sc.client``) — see :func:`finish`.
     """
     workdir = Path(workdir)
     shutil.rmtree(workdir, ignore_errors=True)
@@ -502,7 +509,7 @@ def run_scenario(
     sc = Scenario(seed, version, workdir, brokers)
     L, F = rng.sample(range(1, brokers + 1), 2)
     X = [b for b in range(1, brokers + 1) if b not in (L, F)]
-    sc.cluster = KafkaCluster(version, workdir / "cluster", brokers=brokers)
+    sc.cluster = KafkaCluster(version, workdir / "cluster", brokers=brokers, **(cluster_options or {}))
     try:
         sc.cluster.start()
         sc.client = LabClient(version, sc.cluster.bootstrap, log=workdir / "lab-client.log")

@@ -78,9 +78,11 @@ def check_seed(seed: int, version: str, workdir: Path, spark, sources=SOURCES) -
     output dir}, "steps": the scenario's schedule}``."""
     sc = scenario.run_scenario(seed, version, workdir, hot_copy="hot" in sources)
     audits = {}
+    reader = None
     try:
         if "live" in sources:
             audits["live"] = audit(spark, workdir / "out-live", bootstrap=sc.cluster.bootstrap)
+            reader = differential.reader_agreement(spark, sc.cluster.bootstrap, sc.client)
     finally:
         scenario.finish(sc)
     if "offline" in sources:
@@ -123,6 +125,8 @@ def check_seed(seed: int, version: str, workdir: Path, spark, sources=SOURCES) -
         "audits": audits,
         "outs": outs,
         "steps": sc.steps,
+        # the live read of __consumer_offsets against Kafka's consumer reading it (differential.reader_agreement)
+        "reader": reader,
     }
 
 

@@ -238,6 +238,24 @@ public final class LabClient {
                 return null;
             case "list_offsets": return listGroupOffsets(r.get("group").asText());
             case "verdicts": return verdicts(r);
+            case "read_topic": return readTopic(r);
+            case "bulk_commit": return bulkCommit(r);
+            case "set_quota": {  // a client quota on a client.id (null rate: removed): {"client_id", "key", "rate"}
+                var entity = new org.apache.kafka.common.quota.ClientQuotaEntity(
+                        Map.of(org.apache.kafka.common.quota.ClientQuotaEntity.CLIENT_ID, r.get("client_id").asText()));
+                Double rate = r.path("rate").isNull() || r.path("rate").isMissingNode() ? null : r.get("rate").asDouble();
+                var op = new org.apache.kafka.common.quota.ClientQuotaAlteration.Op(r.get("key").asText(), rate);
+                admin.alterClientQuotas(List.of(new org.apache.kafka.common.quota.ClientQuotaAlteration(entity, List.of(op))))
+                        .all().get();
+                return null;
+            }
+            case "set_logger": {  // a broker's log4j logger level, changed live (KIP-412): {"broker", "logger", "level"}
+                ConfigResource res = new ConfigResource(ConfigResource.Type.BROKER_LOGGER, r.get("broker").asText());
+                AlterConfigOp op = new AlterConfigOp(new ConfigEntry(r.get("logger").asText(), r.get("level").asText()),
+                        AlterConfigOp.OpType.SET);
+                admin.incrementalAlterConfigs(Map.of(res, List.of(op))).all().get();
+                return null;
+            }
             case "create_acls": admin.createAcls(aclBindings(r)).all().get(); return null;
             case "create_topics": {  // many topics in one CreateTopics request: {"names": [...], "partitions", "rf"}
                 List<NewTopic> ts = new ArrayList<>();
@@ -531,6 +549,60 @@ public final class LabClient {
         return null;
     }
 
+    /**
+     * Offset commits in bulk for groups with no members (the live-scale benchmark fills __consumer_offsets with
+     * them): {"groups": [g, ...], "topics": [[t, ...] per group], "partitions": n, "rounds": r, "offset": o,
+     * "epoch": e, "in_flight": k}. Each round commits, for every group, every partition 0..n-1 of its topics at
+     * offset o with leader epoch e in one OffsetCommit (Admin.alterConsumerGroupOffsets), k calls in flight.
+     * Returns {"requests", "records", "errors", "first_error"}.
+     */
+    private JsonNode bulkCommit(JsonNode r) throws Exception {
+        int parts = r.get("partitions").asInt();
+        int rounds = r.path("rounds").asInt(1);
+        long offset = r.path("offset").asLong(0);
+        Optional<Integer> epoch = Optional.of(r.path("epoch").asInt(0));
+        int inFlight = r.path("in_flight").asInt(64);
+        List<String> groups = new ArrayList<>();
+        List<Map<TopicPartition, OffsetAndMetadata>> commits = new ArrayList<>();
+        Map<String, Map<TopicPartition, OffsetAndMetadata>> byTopics = new HashMap<>();
+        for (int i = 0; i < r.get("groups").size(); i++) {
+            groups.add(r.get("groups").get(i).asText());
+            JsonNode ts = r.get("topics").get(i);
+            commits.add(byTopics.computeIfAbsent(ts.toString(), k -> {
+                Map<TopicPartition, OffsetAndMetadata> m = new HashMap<>();
+                for (JsonNode t : ts)
+                    for (int p = 0; p < parts; p++) m.put(new TopicPartition(t.asText(), p), new OffsetAndMetadata(offset, epoch, ""));
+                return m;
+            }));
+        }
+        java.util.concurrent.Semaphore sem = new java.util.concurrent.Semaphore(inFlight);
+        java.util.concurrent.atomic.AtomicLong errors = new java.util.concurrent.atomic.AtomicLong();
+        java.util.concurrent.atomic.AtomicReference<String> firstError = new java.util.concurrent.atomic.AtomicReference<>();
+        long requests = 0, records = 0;
+        for (int round = 0; round < rounds; round++) {
+            for (int i = 0; i < groups.size(); i++) {
+                sem.acquire();
+                admin.alterConsumerGroupOffsets(groups.get(i), commits.get(i)).all().whenComplete((v, e) -> {
+                    if (e != null) {
+                        errors.incrementAndGet();
+                        firstError.compareAndSet(null, e.toString());
+                    }
+                    sem.release();
+                });
+                requests++;
+                records += commits.get(i).size();
+            }
+        }
+        sem.acquire(inFlight);
+        sem.release(inFlight);
+        ObjectNode o = JSON.createObjectNode();
+        o.put("requests", requests);
+        o.put("records", records);
+        o.put("errors", errors.get());
+        o.put("first_error", firstError.get());
+        return o;
+    }
+
     /** A transactional offset commit (sendOffsetsToTransaction), committed or aborted. */
     private JsonNode txnCommit(JsonNode r) throws Exception {
         Properties p = new Properties();
@@ -585,6 +657,41 @@ public final class LabClient {
         pool.shutdown();
         pool.awaitTermination(10, TimeUnit.SECONDS);
         return arr;
+    }
+
+    /**
+     * Kafka's consumer as the reference reader of a topic (the audit's reads of __consumer_offsets are compared
+     * with it): no group, read_committed, every partition assigned from the beginning and read up to the
+     * read_committed end offset (the last stable offset) captured first. Returns, per partition, the offsets of
+     * the records returned, in order: {"<partition>": [offset, ...], ...}.
+     */
+    private JsonNode readTopic(JsonNode r) throws Exception {
+        String topic = r.get("topic").asText();
+        Properties p = consumerProps(null, "classic");
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        p.put(ConsumerConfig.EXCLUDE_INTERNAL_TOPICS_CONFIG, "false");
+        ObjectNode out = JSON.createObjectNode();
+        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            List<TopicPartition> tps = new ArrayList<>();
+            for (var info : c.partitionsFor(topic, Duration.ofSeconds(20))) tps.add(new TopicPartition(topic, info.partition()));
+            c.assign(tps);
+            c.seekToBeginning(tps);
+            Map<TopicPartition, Long> ends = c.endOffsets(tps, Duration.ofSeconds(20));
+            Map<TopicPartition, ArrayNode> got = new HashMap<>();
+            for (TopicPartition t : tps) got.put(t, out.putArray(Integer.toString(t.partition())));
+            long deadline = System.currentTimeMillis() + r.path("timeout_ms").asLong(60000);
+            Set<TopicPartition> left = new HashSet<>(tps);
+            while (!left.isEmpty() && System.currentTimeMillis() < deadline) {
+                left.removeIf(t -> c.position(t) >= ends.get(t));
+                if (left.isEmpty()) break;
+                for (var rec : c.poll(Duration.ofMillis(200))) {
+                    TopicPartition t = new TopicPartition(rec.topic(), rec.partition());
+                    if (rec.offset() < ends.get(t)) got.get(t).add(rec.offset());
+                }
+            }
+            if (!left.isEmpty()) throw new IllegalStateException("read_topic: not at the end offsets of " + left);
+        }
+        return out;
     }
 
     private ObjectNode verdict(String group, TopicPartition t, long timeoutMs) {

@@ -1,0 +1,262 @@
+"""Read planned ranges of ``__consumer_offsets`` with Fetch requests, decoded vectorised (one Spark task's read).
+
+The ``kafka_offsets_topic`` data source's default engine (:mod:`audit.sources.kafka_datasource`).  A task sends
+``Fetch`` requests (API key 1, v4-v12, ``isolation_level = READ_COMMITTED``, no fetch session, no group: the
+read-only shape of Kafka's own consumer with ``group.id`` unset) to the leader of each of its partitions, all of
+a leader's partitions in one request, every leader at once, and decodes each partition's ``Records`` bytes with
+the segment decoder (:func:`audit.formats.fetched.decode_fetched`): no per-record Python object, the same code
+that reads the log dirs.  Kafka's consumer is followed where it matters (``org.apache.kafka.clients.consumer.
+internals.AbstractFetch``/``CompletedFetch``): ``current_leader_epoch`` from metadata (KIP-320 fencing), a
+metadata refresh on ``NOT_LEADER_OR_FOLLOWER``/``FENCED_LEADER_EPOCH``/``UNKNOWN_LEADER_EPOCH``/
+``UNKNOWN_TOPIC_OR_PARTITION``/``KAFKA_STORAGE_ERROR`` and other retriable errors, ``throttle_time_ms`` honoured
+before the next request to that broker (KIP-219: a client quota slows the read, never fails it).
+
+Sizes: ``fetch.max.bytes`` (default 52428800) per request, ``max.partition.fetch.bytes`` (default 1048576) per
+partition, ``fetch.max.wait.ms`` (default 500), ``fetch.min.bytes`` (default 1), ``check.crcs`` (default true):
+the Java client's properties and defaults, from the client configuration.
+
+A partition whose log start moves past the position during the read (retention, ``DeleteRecords``) continues
+from the new log start (the records before it are gone, as a consumer with ``auto.offset.reset=earliest``
+would find); one whose log end falls below the planned end (an unclean election truncated it mid-read) ends
+there.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Iterator
+
+import pyarrow as pa
+
+from ..formats.fetched import FetchedChunk, decode_fetched_many
+from .client_config import ClientConfig, redact
+
+log = logging.getLogger(__name__)
+
+__all__ = ["FetchSettings", "read_ranges"]
+
+NONE, OFFSET_OUT_OF_RANGE, TOPIC_AUTHORIZATION_FAILED = 0, 1, 29
+#: partition errors after which the leader is looked up again (``AbstractFetch.handleInitializeErrors``)
+REFRESH_METADATA = {3, 6, 9, 56, 74, 75}  # UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER,
+# REPLICA_NOT_AVAILABLE, KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH
+READ_COMMITTED = 1
+
+
+class FetchSettings:
+    """The fetch sizes of a client configuration (the Java client's defaults where unset)."""
+
+    def __init__(self, client_config: ClientConfig):
+        s = client_config.settings
+        self.max_bytes = int(s.get("fetch_max_bytes", 52_428_800))
+        self.partition_max_bytes = int(s.get("max_partition_fetch_bytes", 1_048_576))
+        self.max_wait_ms = int(s.get("fetch_max_wait_ms", 500))
+        self.min_bytes = int(s.get("fetch_min_bytes", 1))
+        self.check_crcs = bool(s.get("check_crcs", True))
+        # a response may pass fetch.max.bytes by up to one partition's share (KIP-74: the first batch always comes
+        # whole); the frame guard follows, as kafka-python's consumer sets it (KafkaConsumer.__init__)
+        self.receive_max_bytes = max(
+            int(s.get("receive_message_max_bytes", 100_000_000)), self.max_bytes + self.partition_max_bytes
+        )
+
+
+def _fetch_request(topic: str, parts: list[tuple[int, int, int]], cfg: FetchSettings) -> Any:
+    """One Fetch request for ``(partition, fetch_offset, current_leader_epoch)`` of ``topic``."""
+    from kafka.protocol.consumer import FetchRequest
+
+    return FetchRequest(
+        replica_id=-1,
+        max_wait_ms=cfg.max_wait_ms,
+        min_bytes=cfg.min_bytes,
+        max_bytes=cfg.max_bytes,
+        isolation_level=READ_COMMITTED,
+        session_id=0,
+        session_epoch=-1,  # FINAL_EPOCH: a full fetch, no incremental session kept on the broker
+        topics=[
+            FetchRequest.FetchTopic(
+                topic=topic,
+                partitions=[
+                    FetchRequest.FetchTopic.FetchPartition(
+                        partition=p,
+                        current_leader_epoch=epoch,
+                        fetch_offset=offset,
+                        last_fetched_epoch=-1,
+                        log_start_offset=-1,
+                        partition_max_bytes=cfg.partition_max_bytes,
+                    )
+                    for p, offset, epoch in parts
+                ],
+            )
+        ],
+        forgotten_topics_data=[],
+        rack_id="",
+        min_version=4,  # read_committed needs v4 (KIP-98); Kafka 4.0 removed v0-v3 (KIP-896)
+        max_version=12,  # v13+ name topics by id
+    )
+
+
+def read_ranges(
+    client_config: ClientConfig,
+    topic: str,
+    ranges: list[tuple[int, int, int]],
+    *,
+    poll_timeout_ms: int,
+    decoded: bool,
+    fail: Any,
+) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of every committed record of ``topic`` in the ``(partition, start, end)`` ranges
+    (``start <= offset < end``), read with Fetch requests; see the module docstring.
+
+    Args:
+        client_config: connection and security settings (bootstrap servers included).
+        topic: ``__consumer_offsets`` (or a mirrored copy).
+        ranges: the planned ``(partition, start_offset, end_offset)``.
+        poll_timeout_ms: longest time without progress on any partition before failing, ms.
+        decoded: :data:`audit.formats.segments.RAW_SCHEMA` rows (True) or
+            :data:`audit.formats.fetched.RECORDS_SCHEMA` rows (False).
+        fail: ``fail(stage, partitions, exc) -> Exception`` building the error to raise (redacted, with the
+            client configuration named): the data source's.
+
+    Raises:
+        whatever ``fail`` builds: a broker unreachable past the collector's retries, an authorization failure
+        (READ on the topic), an unexpected partition error, or no progress for ``poll_timeout_ms``.
+    """
+    from .collector import CollectorError, acl_hint, error_name, open_collector
+
+    todo = {p: [s, e] for p, s, e in ranges if e > s}
+    if not todo:
+        return
+    cfg = FetchSettings(client_config)
+    try:
+        collector = open_collector(client_config.with_overrides(receive_message_max_bytes=cfg.receive_max_bytes))
+    except Exception as exc:  # noqa: BLE001
+        raise fail("read: connect for", sorted(todo), exc) from None
+    not_before: dict[int | str, float] = {}
+    last_error: dict[int, str] = {}  # partition -> why its last fetch did not move it
+    try:
+        try:
+            collector.fetch_metadata([topic])
+        except Exception as exc:  # noqa: BLE001
+            raise fail("read: metadata for", sorted(todo), exc) from None
+        last_progress = time.monotonic()
+        attempt = 0
+        while todo:
+            by_leader: dict[int | str, list[tuple[int, int, int]]] = {}
+            brokers = {}
+            refresh = False
+            for p, (pos, _) in sorted(todo.items()):
+                broker = collector.leader(topic, p)
+                if broker is None:
+                    last_error[p] = "no leader in the metadata"
+                    refresh = True
+                    continue
+                state = collector.partition_state(topic, p)
+                by_leader.setdefault(broker.node_id, []).append((p, pos, state.leader_epoch if state else -1))
+                brokers[broker.node_id] = broker
+            now = time.monotonic()
+            ready = [n for n in sorted(by_leader) if not_before.get(n, 0.0) <= now]
+            if by_leader and not ready:
+                time.sleep(max(0.0, min(not_before[n] for n in by_leader) - now))
+                last_progress += time.monotonic() - now  # a quota's wait is not a lack of progress
+                continue
+            jobs = [(brokers[n], _fetch_request(topic, by_leader[n], cfg)) for n in ready]
+            try:
+                outcomes = collector.send_all(jobs) if jobs else []
+            except CollectorError as exc:
+                raise fail("read: fetch", sorted(todo), exc) from None
+            moved = False
+            chunks: list[FetchedChunk] = []
+            stable: dict[int, int] = {}
+            for (broker, _), outcome in zip(jobs, outcomes):
+                if isinstance(outcome, BaseException):
+                    log.warning("fetch from broker %s failed: %s", broker, redact(outcome))
+                    for p, _, _ in by_leader[broker.node_id]:
+                        last_error[p] = f"broker {broker}: {type(outcome).__name__}: {redact(outcome)}"
+                    refresh = True
+                    continue
+                throttle = getattr(outcome, "throttle_time_ms", 0) or 0
+                if throttle > 0:
+                    not_before[broker.node_id] = time.monotonic() + throttle / 1000.0
+                top = getattr(outcome, "error_code", 0) or 0
+                if top:
+                    log.warning("fetch from broker %s: %s", broker, error_name(top))
+                    for p, _, _ in by_leader[broker.node_id]:
+                        last_error[p] = f"broker {broker}: {error_name(top)}"
+                    refresh = True
+                    continue
+                for t in outcome.responses:
+                    for pd in t.partitions:
+                        p = pd.partition_index
+                        if p not in todo:
+                            continue
+                        pos, end = todo[p]
+                        code = pd.error_code
+                        if code == NONE:
+                            aborted = [(a.producer_id, a.first_offset) for a in (pd.aborted_transactions or [])]
+                            chunks.append(FetchedChunk(p, pd.records, pos, end, aborted))
+                            stable[p] = min(
+                                x if x is not None and x >= 0 else 1 << 62
+                                for x in (pd.last_stable_offset, pd.high_watermark)
+                            )
+                        elif code == OFFSET_OUT_OF_RANGE:
+                            bounds = collector.log_bounds(partitions=[(topic, p)])
+                            if not bounds:
+                                refresh = True
+                                continue
+                            start, log_end = bounds[0]["log_start_offset"], bounds[0]["log_end_offset"]
+                            if pos < start:
+                                log.warning("%s-%d: log start moved to %d past position %d", topic, p, start, pos)
+                                todo[p][0] = start
+                                moved = True
+                            if log_end < end:
+                                log.warning("%s-%d: log end %d below the planned end %d", topic, p, log_end, end)
+                                todo[p][1] = log_end
+                                moved = True
+                            if todo[p][0] >= todo[p][1]:
+                                del todo[p]
+                        elif code == TOPIC_AUTHORIZATION_FAILED:
+                            raise fail("read: fetch", [p], acl_hint(code, [topic], "Fetch")) from None
+                        elif code in REFRESH_METADATA or _retriable(code):
+                            last_error[p] = f"broker {broker}: {error_name(code)}"
+                            refresh = True
+                        else:
+                            raise fail("read: fetch", [p], CollectorError(f"{error_name(code)} from broker {broker}"))
+            # every partition of the round decoded at once: many batches frame in lock-step
+            got = decode_fetched_many(chunks, decoded=decoded, topic=topic, verify_crc=cfg.check_crcs)
+            yield from got.batches
+            for c in chunks:
+                p, (pos, end) = c.partition, todo[c.partition]
+                nxt = got.next_offsets.get(p)
+                if nxt is not None and nxt > pos:
+                    todo[p][0] = pos = nxt
+                    moved = True
+                elif stable[p] <= pos:
+                    # nothing left below the log's end: the planned end was above it (truncated meanwhile)
+                    todo[p][1] = end = pos
+                if pos >= end:
+                    del todo[p]
+            if moved:
+                last_progress = time.monotonic()
+                attempt = 0
+            elif (time.monotonic() - last_progress) * 1000 >= poll_timeout_ms:
+                left = "; ".join(
+                    f"{topic}-{p} at offset {pos} (planned end {end}"
+                    + (f"; last: {last_error[p]})" if p in last_error else ")")
+                    for p, (pos, end) in todo.items()
+                )
+                raise fail("read: fetch", sorted(todo), TimeoutError(f"no progress for {poll_timeout_ms} ms: {left}"))
+            if refresh:
+                attempt += 1
+                time.sleep(min(0.05 * 2**attempt, 1.0))
+                try:
+                    collector.fetch_metadata([topic])
+                except Exception as exc:  # noqa: BLE001
+                    raise fail("read: metadata for", sorted(todo), exc) from None
+    finally:
+        collector.close()
+
+
+def _retriable(code: int) -> bool:
+    import kafka.errors as Errors
+
+    return bool(getattr(Errors.for_code(code), "retriable", False))

@@ -1,0 +1,199 @@
+"""``audit.formats.fetched``: a Fetch response's records as Kafka's consumer returns them (read_committed).
+
+The bytes are real broker-written ``__consumer_offsets`` segments (a Fetch response carries the log's own batches);
+the aborted transactions are the segment's ``.txnindex`` entries (what the broker puts in a response's
+``AbortedTransactions``); the reference is Kafka's own record classes' decoding of the same segments
+(``*.decoded.jsonl``: committed, non-control records kept as a read_committed consumer keeps them).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pyarrow as pa
+import pytest
+from crc32c import crc32c
+
+from audit.formats.fetched import RECORDS_SCHEMA, committed_batches, decode_fetched
+from audit.formats.record_batch import scan_batches
+from audit.formats.segments import RAW_SCHEMA, decode_offsets_rows
+
+from .paths import SCENARIO
+
+BROKER = SCENARIO / "brokers" / "broker-1"
+DUMPS = SCENARIO / "dumps" / "broker-1"
+pytestmark = pytest.mark.skipif(not BROKER.is_dir(), reason=f"scenario data missing: {BROKER}")
+END = 2**62
+
+
+def _segment(p: int) -> tuple[bytes, list[tuple[int, int]]]:
+    """(the .log bytes, the .txnindex's aborted transactions as (producer_id, first_offset)) of partition p."""
+    d = BROKER / f"__consumer_offsets-{p}"
+    txn = (d / "00000000000000000000.txnindex").read_bytes() if (d / "00000000000000000000.txnindex").exists() else b""
+    # AbortedTxn: version int16, producer_id int64, first_offset int64, last_offset int64, last_stable_offset int64
+    aborted = [struct.unpack_from(">hqqqq", txn, i)[1:3] for i in range(0, len(txn) - 33, 34)]
+    return (d / "00000000000000000000.log").read_bytes(), aborted
+
+
+def _kafka_read_committed(p: int) -> list[dict]:
+    """Kafka's decoding of the segment, as a read_committed consumer returns it: no control records, no record
+    of a transaction whose marker is ABORT."""
+    lines = [json.loads(x) for x in open(DUMPS / f"__consumer_offsets-{p}" / "00000000000000000000.log.decoded.jsonl")]
+    kept = []
+    for i, rec in enumerate(lines):
+        if rec["type"] == "control":
+            continue
+        if rec["is_transactional"]:
+            marker = next(
+                m for m in lines[i + 1 :] if m["type"] == "control" and m["producer_id"] == rec["producer_id"]
+            )
+            if marker["control_type"] == "ABORT":
+                continue
+        kept.append(rec)
+    return kept
+
+
+def _rows(got) -> list[dict]:
+    return pa.Table.from_batches(got.batches, schema=RAW_SCHEMA).to_pylist() if got.batches else []
+
+
+PARTITIONS = [p for p in range(50) if (BROKER / f"__consumer_offsets-{p}" / "00000000000000000000.log").exists()]
+
+
+@pytest.mark.parametrize("p", PARTITIONS)
+def test_a_fetched_segment_gives_what_kafkas_read_committed_consumer_gets(p):
+    buf, aborted = _segment(p)
+    got = decode_fetched(buf, p, 0, END, aborted)
+    rows = [r for r in _rows(got) if r["kind"] == "record"]
+    kafka = _kafka_read_committed(p)
+    assert [r["offset"] for r in rows] == [r["offset"] for r in kafka]
+    assert [r["timestamp"] for r in rows] == [r["timestamp"] for r in kafka]
+    for ours, theirs in zip(rows, kafka):
+        if theirs.get("committed_offset") is not None:
+            assert (ours["group_id"], ours["topic"], ours["partition"], ours["committed_offset"]) == (
+                theirs["group"],
+                theirs["topic"],
+                theirs["partition"],
+                theirs["committed_offset"],
+            )
+        assert ours["is_transactional"] is False  # the outcome is applied: nothing downstream waits for a marker
+        assert ours["source_file"] is None or ours["decode_error"] is not None
+    assert got.issues == 0
+    scan = scan_batches(buf)
+    if len(scan):
+        assert got.next_offset == int(scan.base_offset[-1]) + int(scan.last_offset_delta[-1]) + 1
+    else:
+        assert (got.next_offset, got.batches) == (None, [])
+
+
+def test_the_scenario_has_aborted_transactional_commits_to_leave_out():
+    aborted = [(p, a) for p in PARTITIONS for a in _segment(p)[1]]
+    assert aborted, "no .txnindex entry: the test above would not see an aborted transaction"
+    p = aborted[0][0]
+    buf, txns = _segment(p)
+    keep, dropped = committed_batches(buf, scan_batches(buf), txns)
+    assert dropped.any() and not (keep & dropped).any()
+    # without the response's AbortedTransactions the aborted commits come back (Kafka's consumer needs them too)
+    with_list = {r["offset"] for r in _rows(decode_fetched(buf, p, 0, END, txns))}
+    without = {r["offset"] for r in _rows(decode_fetched(buf, p, 0, END, []))}
+    assert with_list < without
+
+
+def test_offsets_before_the_fetch_offset_and_from_the_planned_end_are_left_out():
+    p = max(PARTITIONS, key=lambda q: len(_kafka_read_committed(q)))
+    buf, aborted = _segment(p)
+    offsets = [r["offset"] for r in _kafka_read_committed(p)]
+    lo, hi = offsets[len(offsets) // 4], offsets[3 * len(offsets) // 4]
+    got = decode_fetched(buf, p, lo, hi, aborted)
+    assert [r["offset"] for r in _rows(got) if r["kind"] == "record"] == [o for o in offsets if lo <= o < hi]
+
+
+def test_a_partial_batch_at_the_end_is_the_response_limit_not_an_issue():
+    p = max(PARTITIONS, key=lambda q: len(_segment(q)[0]))
+    buf, aborted = _segment(p)
+    scan = scan_batches(buf)
+    assert len(scan) >= 3
+    cut = int(scan.position[-2]) + 30  # inside the second last batch
+    got = decode_fetched(buf[:cut], p, 0, END, aborted)
+    assert got.issues == 0 and not any(r["kind"] == "issue" for r in _rows(got))
+    # the next fetch starts at the cut batch, which comes whole the next time
+    assert got.next_offset == int(scan.base_offset[-3]) + int(scan.last_offset_delta[-3]) + 1
+    rest = decode_fetched(buf, p, got.next_offset, END, aborted)
+    both = [r["offset"] for r in _rows(got) + _rows(rest) if r["kind"] == "record"]
+    assert both == [r["offset"] for r in _kafka_read_committed(p)]
+
+
+def test_a_corrupt_batch_is_an_issue_named_by_offset_and_stepped_over():
+    p = max(PARTITIONS, key=lambda q: len(_segment(q)[0]))
+    buf, aborted = _segment(p)
+    scan = scan_batches(buf)
+    bad = bytearray(buf)
+    pos = int(scan.position[1])
+    bad[pos + 70] ^= 0xFF  # a byte of the second batch's records: its CRC no longer holds
+    got = decode_fetched(bytes(bad), p, 0, END, aborted)
+    issues = [r for r in _rows(got) if r["kind"] == "issue"]
+    assert [(i["decode_error"], i["offset"], i["position"]) for i in issues] == [
+        ("crc_mismatch", int(scan.base_offset[1]), None)
+    ]
+    assert issues[0]["source_file"] == f"__consumer_offsets-{p}" and issues[0]["detail"].startswith(
+        f"batch at offset {int(scan.base_offset[1])} (fetched from offset 0): stored crc"
+    )
+    first, last = int(scan.base_offset[1]), int(scan.base_offset[1]) + int(scan.last_offset_delta[1])
+    expected = [r["offset"] for r in _kafka_read_committed(p) if not first <= r["offset"] <= last]
+    assert [r["offset"] for r in _rows(got) if r["kind"] == "record"] == expected
+    assert got.next_offset == int(scan.base_offset[-1]) + int(scan.last_offset_delta[-1]) + 1
+
+
+def test_an_abort_marker_ends_the_producers_aborted_range():
+    """A later transaction of the same producer, after its ABORT marker, is committed: kept."""
+    key, value = b"\x00\x01k", b"v"
+
+    def record(delta: int, k: bytes = key, v: bytes = value) -> bytes:
+        # length, attributes, timestamp delta, offset delta, key, value, no headers (DefaultRecord)
+        body = bytes([0]) + _varint(0) + _varint(delta) + _varint(len(k)) + k + _varint(len(v)) + v + _varint(0)
+        return _varint(len(body)) + body
+
+    def batch(base: int, n: int, attrs: int, pid: int, payload: bytes | None = None) -> bytes:
+        recs = payload if payload is not None else b"".join(record(i) for i in range(n))
+        body = struct.pack(">hiqqqhii", attrs, n - 1, 1000, 1000, pid, 0, 0, n) + recs
+        return struct.pack(">qiib", base, len(body) + 9, 0, 2) + struct.pack(">I", crc32c(body)) + body
+
+    def marker(base: int, ctype: int, pid: int) -> bytes:
+        # a control batch's one record: key (version, ControlRecordType 0 ABORT / 1 COMMIT), value EndTxnMarker
+        return batch(base, 1, 0x30, pid, record(0, struct.pack(">hh", 0, ctype), struct.pack(">hi", 0, 0)))
+
+    txn = 0x10
+    buf = (
+        batch(0, 2, txn, 7)  # aborted
+        + marker(2, 0, 7)  # ABORT
+        + batch(3, 2, txn, 7)  # the producer's next transaction: committed
+        + marker(5, 1, 7)  # COMMIT
+        + batch(6, 1, 0, -1)  # not transactional
+    )
+    got = decode_fetched(buf, 0, 0, END, [(7, 0)], decoded=False)
+    table = pa.Table.from_batches(got.batches, schema=RECORDS_SCHEMA)
+    assert table.column("source_offset").to_pylist() == [3, 4, 6]
+    assert (got.skipped_aborted, got.skipped_control, got.next_offset) == (1, 2, 7)
+
+
+def test_raw_rows_decode_to_the_same_rows():
+    p = max(PARTITIONS, key=lambda q: len(_kafka_read_committed(q)))
+    buf, aborted = _segment(p)
+    raw = decode_fetched(buf, p, 0, END, aborted, decoded=False)
+    again = decode_offsets_rows(
+        pa.Table.from_batches(raw.batches, schema=RECORDS_SCHEMA).combine_chunks().to_batches()[0]
+    )
+    cols = ["offset", "timestamp", "group_id", "topic", "partition", "committed_offset", "leader_epoch", "metadata"]
+    ours = pa.Table.from_batches(decode_fetched(buf, p, 0, END, aborted).batches).select(cols).to_pylist()
+    assert pa.Table.from_batches([again]).select(cols).to_pylist() == ours
+
+
+def _varint(v: int) -> bytes:
+    v = (v << 1) ^ (v >> 63)  # zigzag
+    out = bytearray()
+    while v & ~0x7F:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
