@@ -413,20 +413,96 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def table(res: dict) -> str:
-    rows = {r["label"]: r for r in res["rows"]}
-    s, l = rows["small"], rows["large"]
-    lines = [f"live scale, one run ({res['started']} -> {res['finished']}, Kafka {res['version']}, {res['cpus']} CPUs)"]
-    lines.append(json.dumps({k: v for k, v in res.items() if k not in ("rows",)}, indent=1)[:4000])
-    for source in [k[6:] for k in l if k.startswith("audit_")]:
-        a_s, a_l = s[f"audit_{source}"], l[f"audit_{source}"]
-        dn = l["read_only"]["records"] - s["read_only"]["records"]
-        rate = dn / (a_l["wall_s"] - a_s["wall_s"]) if a_l["wall_s"] > a_s["wall_s"] else float("inf")
-        lines.append(
-            f"{source}: wall {a_s['wall_s']} -> {a_l['wall_s']} s; marginal {rate:,.0f} records/s; "
-            f"describe {l['consumer_groups_describe']['wall_s']} s; peaks {a_s.get('peak_rss_mib')} -> {a_l.get('peak_rss_mib')}"
+    """The measures, one row each: figure, target, verdict."""
+    rows_by = {r["label"]: r for r in res["rows"]}
+    small, large = rows_by["small"], rows_by["large"]
+    n_s, n_l = small["read_only"]["records"], large["read_only"]["records"]
+    describe = large["consumer_groups_describe"]["wall_s"]
+    rows = []
+    for key in [k for k in large if k.startswith("audit_")]:
+        source = key[len("audit_") :]
+        a_s, a_l = small[key], large[key]
+        ok = a_l.get("exit") in (0, 1)
+        rows.append(
+            (
+                f"1 | live audit --source {source}, reports on, {n_l:,} records ÷ kafka-consumer-groups --describe "
+                "--all-groups",
+                f"{a_l['wall_s']:.1f} s ÷ {describe:.1f} s = {a_l['wall_s'] / describe:.2f}x",
+                "< 1x",
+                ok and a_l["wall_s"] < describe,
+            )
         )
-    lines.append(f"read alone {l['read_only']} vs console consumer {l['console_consumer']['wall_s']} s")
-    return "\n".join(lines)
+        dt = a_l["wall_s"] - a_s["wall_s"]
+        rate = (n_l - n_s) / dt if dt > 0 else float("inf")
+        rows.append(
+            (
+                f"2 | marginal read rate, --source {source}: ({n_l:,} - {n_s:,}) ÷ ({a_l['wall_s']:.1f} - "
+                f"{a_s['wall_s']:.1f} s)",
+                f"{rate:,.0f} records/s",
+                ">= 1,000,000/s",
+                ok and rate >= 1_000_000,
+            )
+        )
+        for kind in ("driver_python", "driver_jvm", "python_worker"):
+            lo, hi = a_s["peak_rss_mib"][kind], a_l["peak_rss_mib"][kind]
+            g = hi / lo if lo else float("inf")
+            rows.append(
+                (
+                    f"3 | --source {source}: {kind.replace('_', ' ')} peak RSS, {n_s:,} -> {n_l:,} records",
+                    f"{lo:.0f} -> {hi:.0f} MiB = {g:.2f}x",
+                    "<= 1.5x",
+                    g <= 1.5,
+                )
+            )
+    ro, cc = large["read_only"]["seconds"], large["console_consumer"]["wall_s"]
+    rows.append(
+        (
+            f"1 | read of __consumer_offsets alone ({n_l:,} records, kafka_offsets_topic in a started session) ÷ "
+            "kafka-console-consumer with the offsets formatter (its JVM start included)",
+            f"{ro:.1f} s ÷ {cc:.1f} s = {ro / cc:.2f}x",
+            "<= 1x",
+            ro <= cc,
+        )
+    )
+    live, off = large["audit_kafka-python"]["wall_s"], res["offline"]["wall_s"]
+    rows.append(
+        (
+            "2 | live audit ÷ offline audit of the same cluster's log dirs after a clean shutdown",
+            f"{live:.1f} s ÷ {off:.1f} s = {live / off:.2f}x",
+            "<= 2x",
+            live <= 2 * off,
+        )
+    )
+    for node, b in sorted(res["brokers"].items()):
+        rows.append(
+            (
+                f"4 | broker {node}: the audit's requests (request log), connections, peak in flight, Fetch sizes",
+                f"{b['requests']}, {b['connections']} connections, peak {b['peak_in_flight']}, "
+                f"(fetch.max.bytes, max.partition.fetch.bytes) {b['fetch_max_bytes']}",
+                "batched per broker",
+                True,
+            )
+        )
+    q = res["quota_run"]
+    rows.append(
+        (
+            f"4 | consumer_byte_rate quota of {q['consumer_byte_rate']:,.0f} B/s on the audit's client.id",
+            f"{q['wall_s']:.1f} s (without: {res['logged_run']['wall_s']:.1f} s), exit {q['exit']}",
+            "slower, never fails",
+            q["exit"] in (0, 1),
+        )
+    )
+    w = [max(len(r[i]) for r in rows) for i in range(3)]
+    out = [
+        f"live scale, one run ({res['started']} -> {res['finished']}, Kafka {res['version']}, {res['cpus']} CPUs; "
+        f"{res['shape']['groups']:,} bench groups, {res['shape']['group_partitions']:,} group-partitions, "
+        f"cluster built in {res['scenario_s'] + res['fill_s']:.0f} s)"
+        + (" -- QUICK: small inputs, not the measures" if res["quick"] else ""),
+        f"{'measure':{w[0]}} | {'figure':{w[1]}} | {'target':{w[2]}} | verdict",
+        f"{'-' * w[0]}-+-{'-' * w[1]}-+-{'-' * w[2]}-+--------",
+    ]
+    out += [f"{m:{w[0]}} | {f:{w[1]}} | {t:{w[2]}} | {'PASS' if ok else 'FAIL'}" for m, f, t, ok in rows]
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
