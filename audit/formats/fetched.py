@@ -37,9 +37,13 @@ from .record_batch import (
     extract_records,
     scan_batches,
 )
-from .segments import RAW_SCHEMA, RECORDS_PER_STEP, _issues_batch, _record_rows
+from .latest import MAX_KEY_BYTES, group_equal_bytes, summarise_latest
+from .segments import RAW_SCHEMA, RECORDS_PER_STEP, _counts_batch, _issues_batch, _record_rows, _summary_columns
 
 __all__ = [
+    "PreparedChunk",
+    "decode_prepared",
+    "prepare_fetched",
     "RECORDS_SCHEMA",
     "FetchedChunk",
     "FetchedRecords",
@@ -178,69 +182,104 @@ def _merge(scans: list[BatchScan], shifts: list[int]) -> BatchScan:
     )
 
 
-def decode_fetched_many(
-    chunks: list[FetchedChunk],
+@dataclass
+class PreparedChunk:
+    """A :class:`FetchedChunk` after its batch walk (:func:`prepare_fetched`): the bytes of its complete batches,
+    their scan, which batches a read_committed consumer returns within the range, and the offset to fetch next."""
+
+    partition: int
+    buf: bytes
+    scan: BatchScan
+    keep: np.ndarray
+    fetch_offset: int
+    end_offset: int
+    next_offset: int | None
+    issues: list
+    skipped_aborted: int = 0
+    skipped_control: int = 0
+
+    @property
+    def size(self) -> int:
+        return len(self.buf)
+
+
+def prepare_fetched(chunk: FetchedChunk, verify_crc: bool = True) -> PreparedChunk:
+    """Walk one partition's ``Records`` bytes (CRC-32C checked when ``verify_crc``): the complete batches, the
+    batches to read (:func:`committed_batches` within ``[fetch_offset, end_offset)``), the next fetch offset and
+    the unreadable batches (a partial batch at the end is the response's size limit, not an issue)."""
+    buf = bytes(chunk.records or b"")
+    scan = scan_batches(buf, verify_crc=verify_crc)
+    issues = []
+    for i in scan.issues:
+        if i.reason != "partial_batch":  # the broker cut the response at partition_max_bytes: fetched again
+            where = f"batch at offset {i.base_offset}" if i.base_offset >= 0 else "batch"
+            i.detail = f"{where} (fetched from offset {chunk.fetch_offset}): {i.detail}".rstrip(": ")
+            issues.append(i)
+    scan.issues = []
+    if not len(scan):
+        return PreparedChunk(
+            chunk.partition, b"", scan, np.zeros(0, bool), chunk.fetch_offset, chunk.end_offset, None, issues
+        )
+    keep, aborted = committed_batches(buf, scan, chunk.aborted_transactions)
+    last = scan.base_offset + scan.last_offset_delta.astype(np.int64)
+    in_range = (last >= chunk.fetch_offset) & (scan.base_offset < chunk.end_offset)
+    return PreparedChunk(
+        chunk.partition,
+        buf[: scan.bytes_read],
+        scan,
+        keep & in_range,
+        chunk.fetch_offset,
+        chunk.end_offset,
+        int(scan.base_offset[-1]) + int(scan.last_offset_delta[-1]) + 1,
+        issues,
+        int((aborted & in_range).sum()),
+        int(((scan.attributes.astype(np.int64) & ATTR_CONTROL) != 0).sum()),
+    )
+
+
+def decode_prepared(
+    prepared: list[PreparedChunk],
     *,
     decoded: bool = True,
     topic: str = "__consumer_offsets",
-    verify_crc: bool = True,
+    reduce_latest: bool = False,
 ) -> FetchedRecords:
-    """The records of the partitions of a Fetch response (``read_committed``) with ``fetch_offset <= offset <
-    end_offset``, decoded together: the complete batches of every partition are laid end to end and framed at
-    once, so a response of few, large batches (a commit of thousands of partitions is one batch) still frames
-    in lock-step (:func:`audit.formats.record_batch.extract_records`) rather than record by record.
+    """The records of ``prepared`` chunks (one partition's in offset order; several partitions may be mixed),
+    decoded together: their complete batches are laid end to end and framed at once, so a response of few,
+    large batches (a commit of thousands of partitions is one batch) still frames in lock-step
+    (:func:`audit.formats.record_batch.extract_records`) rather than record by record.
 
     Args:
-        chunks: each partition's :class:`FetchedChunk`.
+        prepared: :func:`prepare_fetched` results.
         decoded: True: :data:`RAW_SCHEMA` rows (``kind='record'``, keys and values decoded as
             :func:`audit.formats.segments.decode_offsets_rows` gives them, ``is_transactional`` false because
             the transaction outcome is already applied, ``batch_leader_epoch`` of the batch, ``position`` null);
             unreadable batches as ``kind='issue'`` rows.  False: :data:`RECORDS_SCHEMA` rows (raw key and value).
         topic: named in ``source_file`` (``<topic>-<partition>``) of issues and undecodable records.
-        verify_crc: check each batch's CRC-32C as the consumer does (``check.crcs``).
+        reduce_latest: (decoded only) ``--mode latest``: only the records
+            :func:`audit.formats.latest.summarise_latest` keeps, plus ``kind='count'`` rows for those it folded
+            away, as the log-dir source does per segment; a key's records are all in one ``__consumer_offsets``
+            partition, so the more of a partition one call holds, the fewer rows leave it.
 
     Never raises on bad bytes: a batch with a CRC mismatch or broken framing is an issue (decoded form) and is
     stepped over.
     """
     out = FetchedRecords()
-    parts, scans, shifts, bufs, issues = [], [], [], [], []
-    keep_parts, lo_parts, hi_parts = [], [], []
-    shift = 0
-    for c in chunks:
-        if not c.records:
-            continue
-        buf = bytes(c.records)
-        scan = scan_batches(buf, verify_crc=verify_crc)
-        for i in scan.issues:
-            if i.reason != "partial_batch":  # the broker cut the response at partition_max_bytes: fetched again
-                where = f"batch at offset {i.base_offset}" if i.base_offset >= 0 else "batch"
-                i.detail = f"{where} (fetched from offset {c.fetch_offset}): {i.detail}".rstrip(": ")
-                issues.append((c.partition, i))
-        scan.issues = []
-        if not len(scan):
-            continue
-        out.next_offsets[c.partition] = int(scan.base_offset[-1]) + int(scan.last_offset_delta[-1]) + 1
-        keep, aborted = committed_batches(buf, scan, c.aborted_transactions)
-        last = scan.base_offset + scan.last_offset_delta.astype(np.int64)
-        in_range = (last >= c.fetch_offset) & (scan.base_offset < c.end_offset)
-        out.skipped_aborted += int((aborted & in_range).sum())
-        out.skipped_control += int(((scan.attributes.astype(np.int64) & ATTR_CONTROL) != 0).sum())
-        n = len(scan)
-        parts.append(np.full(n, c.partition, dtype=np.int32))
-        lo_parts.append(np.full(n, c.fetch_offset, dtype=np.int64))
-        hi_parts.append(np.full(n, c.end_offset, dtype=np.int64))
-        keep_parts.append(keep & in_range)
-        scans.append(scan)
-        shifts.append(shift)
-        bufs.append(buf[: scan.bytes_read])
-        shift += scan.bytes_read
-    if len(chunks) == 1 and chunks[0].partition in out.next_offsets:
-        out.next_offset = out.next_offsets[chunks[0].partition]
-    if scans:
-        scan = _merge(scans, shifts)
-        buf = b"".join(bufs)
-        keep = np.concatenate(keep_parts)
-        bpart, blo, bhi = np.concatenate(parts), np.concatenate(lo_parts), np.concatenate(hi_parts)
+    issues = [(c.partition, i) for c in prepared for i in c.issues]
+    for c in prepared:
+        out.skipped_aborted += c.skipped_aborted
+        out.skipped_control += c.skipped_control
+        if c.next_offset is not None:
+            out.next_offsets[c.partition] = max(c.next_offset, out.next_offsets.get(c.partition, c.next_offset))
+    use = [c for c in prepared if len(c.scan)]
+    if use:
+        shifts = np.cumsum([0] + [c.size for c in use[:-1]]).tolist()
+        scan = _merge([c.scan for c in use], shifts)
+        buf = b"".join(c.buf for c in use)
+        keep = np.concatenate([c.keep for c in use])
+        bpart = np.concatenate([np.full(len(c.scan), c.partition, dtype=np.int32) for c in use])
+        blo = np.concatenate([np.full(len(c.scan), c.fetch_offset, dtype=np.int64) for c in use])
+        bhi = np.concatenate([np.full(len(c.scan), c.end_offset, dtype=np.int64) for c in use])
         recs = extract_records(buf, scan, keep) if keep.any() else None
         if recs is not None:
             for i in recs.issues:
@@ -248,42 +287,65 @@ def decode_fetched_many(
                 i.detail = f"batch at offset {i.base_offset}: {i.detail}"
                 issues.append((p, i))
         if recs is not None and len(recs):
-            rb = recs.batch
-            sel = np.nonzero((recs.offset >= blo[rb]) & (recs.offset < bhi[rb]))[0]
-            out.records = len(sel)
-            for lo in range(0, len(sel), RECORDS_PER_STEP):
-                idx = sel[lo : lo + RECORDS_PER_STEP]
-                rows_part = bpart[rb[idx]]
-                if not decoded:
-                    out.batches.append(_records_batch(recs, idx, rows_part))
-                    continue
-                m = len(idx)
-                rows = _record_rows(
-                    recs,
-                    scan,
-                    idx,
-                    np.zeros(m, dtype=bool),
-                    np.zeros(m, dtype=bool),
-                    np.ones(m, dtype=np.int64),
-                    np.ones(m, dtype=np.int64),
-                    "",
-                    0,
+            sel = np.nonzero((recs.offset >= blo[recs.batch]) & (recs.offset < bhi[recs.batch]))[0]
+            sub = RecordTable(
+                recs.data,
+                recs.batch[sel],
+                recs.offset[sel],
+                recs.timestamp[sel],
+                recs.key_start[sel],
+                recs.key_len[sel],
+                recs.value_start[sel],
+                recs.value_len[sel],
+            )
+            n = out.records = len(sel)
+            zeros = np.zeros(n, dtype=bool)
+            counts: list = []
+            if decoded and reduce_latest:
+                key_ids = group_equal_bytes(sub.data, sub.key_start, sub.key_len, max_bytes=MAX_KEY_BYTES + 2)
+                summary = summarise_latest(
+                    sub.data,
+                    sub.key_start,
+                    sub.key_len,
+                    _summary_columns(sub, zeros, key_ids),
+                    zeros,
+                    zeros,
+                    full_key_ids=key_ids,
                 )
-                err = rows.column("decode_error")
-                files = pa.nulls(m, pa.string())
-                if err.null_count < m:  # undecodable records are reported with their partition
-                    bad = err.is_valid().to_numpy(zero_copy_only=False)
-                    files = pa.array(
-                        [f"{topic}-{q}" if b else None for q, b in zip(rows_part.tolist(), bad)], pa.string()
+                keep_rows, live_count, record_count, counts = (
+                    summary.keep,
+                    summary.live_count,
+                    summary.record_count,
+                    summary.counts,
+                )
+            else:
+                keep_rows = np.arange(n, dtype=np.int64)
+                live_count = record_count = np.ones(n, dtype=np.int64)
+            for lo in range(0, len(keep_rows), RECORDS_PER_STEP):
+                idx = keep_rows[lo : lo + RECORDS_PER_STEP]
+                rows_part = bpart[sub.batch[idx]]
+                if not decoded:
+                    out.batches.append(_records_batch(sub, idx, rows_part))
+                    continue
+                out.batches.append(
+                    _located(
+                        _record_rows(
+                            sub,
+                            scan,
+                            idx,
+                            zeros[idx],
+                            zeros[idx],
+                            live_count[lo : lo + RECORDS_PER_STEP],
+                            record_count[lo : lo + RECORDS_PER_STEP],
+                            "",
+                            0,
+                        ),
+                        rows_part,
+                        topic,
                     )
-                for name, col in (
-                    ("source_partition", pa.array(rows_part)),
-                    ("source_file", files),
-                    ("position", pa.nulls(m, pa.int64())),
-                ):
-                    i = RAW_SCHEMA.get_field_index(name)
-                    rows = rows.set_column(i, RAW_SCHEMA.field(name), col)
-                out.batches.append(rows)
+                )
+            if counts:
+                out.batches.append(_counts_batch(int(bpart[0]), counts))
     if issues:
         out.issues = len(issues)
         if decoded:
@@ -293,6 +355,42 @@ def decode_fetched_many(
                 out.batches.append(
                     batch.set_column(i, RAW_SCHEMA.field("position"), pa.nulls(batch.num_rows, pa.int64()))
                 )
+    return out
+
+
+def _located(rows: pa.RecordBatch, partitions: np.ndarray, topic: str) -> pa.RecordBatch:
+    """``rows`` with each row's ``source_partition``, ``source_file`` on undecodable records only, no ``position``."""
+    m = rows.num_rows
+    err = rows.column("decode_error")
+    files = pa.nulls(m, pa.string())
+    if err.null_count < m:  # undecodable records are reported with their partition
+        bad = err.is_valid().to_numpy(zero_copy_only=False)
+        files = pa.array([f"{topic}-{q}" if b else None for q, b in zip(partitions.tolist(), bad)], pa.string())
+    for name, col in (
+        ("source_partition", pa.array(partitions.astype(np.int32))),
+        ("source_file", files),
+        ("position", pa.nulls(m, pa.int64())),
+    ):
+        rows = rows.set_column(RAW_SCHEMA.get_field_index(name), RAW_SCHEMA.field(name), col)
+    return rows
+
+
+def decode_fetched_many(
+    chunks: list[FetchedChunk],
+    *,
+    decoded: bool = True,
+    topic: str = "__consumer_offsets",
+    verify_crc: bool = True,
+    reduce_latest: bool = False,
+) -> FetchedRecords:
+    """:func:`decode_prepared` of :func:`prepare_fetched` of each of ``chunks`` (the partitions of one Fetch
+    response, or one partition's responses in order): the records with ``fetch_offset <= offset < end_offset``
+    as a ``read_committed`` consumer gets them.  ``next_offsets`` holds each partition's next fetch offset."""
+    out = decode_prepared(
+        [prepare_fetched(c, verify_crc) for c in chunks], decoded=decoded, topic=topic, reduce_latest=reduce_latest
+    )
+    if len(chunks) == 1:
+        out.next_offset = out.next_offsets.get(chunks[0].partition)
     return out
 
 

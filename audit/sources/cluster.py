@@ -48,13 +48,20 @@ def read_offsets_topic(
     bootstrap_servers: str,
     client_config: str | None = None,
     consumer_factory: Callable[..., Any] | None = None,
+    latest: bool = False,
 ) -> DataFrame:
     """``__consumer_offsets`` of a live cluster as :data:`RAW_SCHEMA` rows plus ``broker_id`` (null), read in at
-    most the session's default parallelism of tasks, decoded where they are read (``decoded=true``)."""
+    most the session's default parallelism of tasks, decoded where they are read (``decoded=true``); ``latest``
+    (``--mode latest``): summarised per partition there too, as the log-dir source does per segment."""
     from .kafka_datasource import register
 
     # as many tasks as the session runs at once: each task reads its partitions with one client
-    options = {"bootstrap.servers": bootstrap_servers, "tasks": str(default_parallelism(spark)), "decoded": "true"}
+    options = {
+        "bootstrap.servers": bootstrap_servers,
+        "tasks": str(default_parallelism(spark)),
+        "decoded": "true",
+        "latest": str(bool(latest)).lower(),
+    }
     if client_config:
         options["client.properties"] = client_config
     if is_connect(spark):

@@ -29,7 +29,7 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
-from ..formats.fetched import FetchedChunk, decode_fetched_many
+from ..formats.fetched import FetchedChunk, PreparedChunk, decode_prepared, prepare_fetched
 from .client_config import ClientConfig, redact
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,10 @@ NONE, OFFSET_OUT_OF_RANGE, TOPIC_AUTHORIZATION_FAILED = 0, 1, 29
 REFRESH_METADATA = {3, 6, 9, 56, 74, 75}  # UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER,
 # REPLICA_NOT_AVAILABLE, KAFKA_STORAGE_ERROR, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH
 READ_COMMITTED = 1
+#: raw record bytes a task holds before decoding when it summarises (``reduce_latest``), and the most of one
+#: partition: a key's records are all in one partition, so a partition held whole folds to a few rows per key
+HOLD_BYTES = 128 << 20
+PARTITION_HOLD_BYTES = 32 << 20
 
 
 class FetchSettings:
@@ -103,6 +107,7 @@ def read_ranges(
     poll_timeout_ms: int,
     decoded: bool,
     fail: Any,
+    reduce_latest: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Arrow batches of every committed record of ``topic`` in the ``(partition, start, end)`` ranges
     (``start <= offset < end``), read with Fetch requests; see the module docstring.
@@ -116,6 +121,9 @@ def read_ranges(
             :data:`audit.formats.fetched.RECORDS_SCHEMA` rows (False).
         fail: ``fail(stage, partitions, exc) -> Exception`` building the error to raise (redacted, with the
             client configuration named): the data source's.
+        reduce_latest: (``decoded``) ``--mode latest``: each partition's records summarised
+            (:func:`audit.formats.fetched.decode_prepared`), at most :data:`PARTITION_HOLD_BYTES` of one partition
+            and :data:`HOLD_BYTES` in all held at once.
 
     Raises:
         whatever ``fail`` builds: a broker unreachable past the collector's retries, an authorization failure
@@ -132,6 +140,7 @@ def read_ranges(
     except Exception as exc:  # noqa: BLE001
         raise fail("read: connect for", sorted(todo), exc) from None
     not_before: dict[int | str, float] = {}
+    held: dict[int, list[PreparedChunk]] = {}  # fetched, not decoded yet (latest mode: summarised together)
     last_error: dict[int, str] = {}  # partition -> why its last fetch did not move it
     try:
         try:
@@ -221,20 +230,38 @@ def read_ranges(
                             refresh = True
                         else:
                             raise fail("read: fetch", [p], CollectorError(f"{error_name(code)} from broker {broker}"))
-            # every partition of the round decoded at once: many batches frame in lock-step
-            got = decode_fetched_many(chunks, decoded=decoded, topic=topic, verify_crc=cfg.check_crcs)
-            yield from got.batches
-            for c in chunks:
+            finished = []
+            for c in map(lambda ch: prepare_fetched(ch, cfg.check_crcs), chunks):
                 p, (pos, end) = c.partition, todo[c.partition]
-                nxt = got.next_offsets.get(p)
-                if nxt is not None and nxt > pos:
-                    todo[p][0] = pos = nxt
+                if len(c.scan) or c.issues:
+                    held.setdefault(p, []).append(c)
+                if c.next_offset is not None and c.next_offset > pos:
+                    todo[p][0] = pos = c.next_offset
                     moved = True
                 elif stable[p] <= pos:
                     # nothing left below the log's end: the planned end was above it (truncated meanwhile)
                     todo[p][1] = end = pos
                 if pos >= end:
                     del todo[p]
+                    finished.append(p)
+            # decode what is held: every partition of the round at once (many batches frame in lock-step) when
+            # nothing is summarised; else a partition when it is done or when the task holds too much, the
+            # fullest first (the more of a partition one summary sees, the fewer rows leave the task)
+            if not reduce_latest:
+                flush = sorted(held)
+            else:
+                sizes = {q: sum(c.size for c in cs) for q, cs in held.items()}
+                flush = [q for q in held if q in finished or sizes[q] >= PARTITION_HOLD_BYTES]
+                size = sum(sizes[q] for q in held if q not in flush)
+                if size > HOLD_BYTES:
+                    for q in sorted((q for q in held if q not in flush), key=lambda q: -sizes[q]):
+                        flush.append(q)
+                        size -= sizes[q]
+                        if size <= HOLD_BYTES // 2:
+                            break
+            if flush:
+                batch = [c for p in flush for c in held.pop(p)]
+                yield from decode_prepared(batch, decoded=decoded, topic=topic, reduce_latest=reduce_latest).batches
             if moved:
                 last_progress = time.monotonic()
                 attempt = 0
@@ -252,6 +279,8 @@ def read_ranges(
                     collector.fetch_metadata([topic])
                 except Exception as exc:  # noqa: BLE001
                     raise fail("read: metadata for", sorted(todo), exc) from None
+        for p in sorted(held):
+            yield from decode_prepared(held[p], decoded=decoded, topic=topic, reduce_latest=reduce_latest).batches
     finally:
         collector.close()
 

@@ -46,7 +46,8 @@ Options: ``bootstrap.servers``; ``client.properties`` (path to a Kafka client
 ``kafka.<property>`` (one client property, overrides the file);
 ``poll.timeout.ms`` (how long a task may wait without progress before it
 fails, default 30000); ``engine`` (``fetch`` or ``consumer``); ``decoded``
-(``true``/``false``, default false); ``tasks`` (the most Spark tasks to read with, default
+(``true``/``false``, default false); ``latest`` (``true``/``false``, default false: with ``decoded``,
+``--mode latest``'s per-partition summary in the task); ``tasks`` (the most Spark tasks to read with, default
 one per non-empty partition; :func:`audit.sources.cluster.read_offsets_topic`
 passes the session's default parallelism); ``topic`` (default ``__consumer_offsets``, e.g. for a
 mirrored copy); ``consumer.factory`` (``module:callable`` used instead of
@@ -96,6 +97,7 @@ _KNOWN_OPTIONS = {
     "tasks",
     "engine",
     "decoded",
+    "latest",
 }
 ENGINES = ("fetch", "consumer")
 
@@ -237,6 +239,8 @@ class KafkaOffsetsTopicReader(DataSourceReader):
         engine: ``fetch`` (Fetch requests, vectorised decoding; the default without a ``consumer_factory``)
             or ``consumer`` (kafka-python's consumer, or ``consumer_factory``'s).
         decoded: yield :data:`audit.formats.segments.RAW_SCHEMA` Arrow batches instead of :data:`SCHEMA` rows.
+        latest: (``fetch`` engine, ``decoded``) ``--mode latest``: each partition's records summarised before they
+            leave the task (:func:`audit.sources.fetch.read_ranges`), ``kind='count'`` rows for those folded away.
     """
 
     def __init__(
@@ -248,6 +252,7 @@ class KafkaOffsetsTopicReader(DataSourceReader):
         tasks: int | None = None,
         engine: str | None = None,
         decoded: bool = False,
+        latest: bool = False,
     ):
         self.client_config = client_config
         self.topic = topic
@@ -258,6 +263,7 @@ class KafkaOffsetsTopicReader(DataSourceReader):
         if self.engine not in ENGINES:
             raise KafkaOffsetsTopicError(f"option engine={engine!r}: expected one of {', '.join(ENGINES)}")
         self.decoded = bool(decoded)
+        self.latest = bool(latest) and self.decoded
 
     # -- helpers
 
@@ -352,6 +358,7 @@ class KafkaOffsetsTopicReader(DataSourceReader):
                 poll_timeout_ms=self.poll_timeout_ms,
                 decoded=self.decoded,
                 fail=self._fail,
+                reduce_latest=self.latest,
             )
         elif self.decoded:
             yield from _decoded_batches(self.read_records(partition))
@@ -530,8 +537,10 @@ def reader_from_options(
     if "consumer.factory" in opts:
         factory = _load_factory(opts["consumer.factory"])
     decoded = opts.get("decoded", "false").strip().lower()
-    if decoded not in ("true", "false"):
-        raise KafkaOffsetsTopicError(f"option decoded={opts['decoded']!r}: expected true or false")
+    latest = opts.get("latest", "false").strip().lower()
+    for name, value in (("decoded", decoded), ("latest", latest)):
+        if value not in ("true", "false"):
+            raise KafkaOffsetsTopicError(f"option {name}={opts[name]!r}: expected true or false")
     engine = opts.get("engine")
     if engine is not None and engine.strip().lower() not in ENGINES:
         raise KafkaOffsetsTopicError(f"option engine={engine!r}: expected one of {', '.join(ENGINES)}")
@@ -543,6 +552,7 @@ def reader_from_options(
         tasks,
         engine.strip().lower() if engine else None,
         decoded == "true",
+        latest == "true",
     )
 
 

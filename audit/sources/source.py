@@ -170,8 +170,10 @@ class LiveSource(AuditSource):
         max_concurrency: int | None = None,
         consumer_factory: Callable[..., Any] | None = None,
         collect: Callable[..., Any] | None = None,
+        latest: bool = False,
     ):
         super().__init__(spark, progress)
+        self.latest = latest
         self.bootstrap_servers, self.client_config = bootstrap_servers, client_config
         self.max_concurrency, self.consumer_factory, self.collect = max_concurrency, consumer_factory, collect
         self.info: dict = {}
@@ -181,7 +183,7 @@ class LiveSource(AuditSource):
 
         try:
             raw = read_offsets_topic(
-                self.spark, self.bootstrap_servers, self.client_config, self.consumer_factory
+                self.spark, self.bootstrap_servers, self.client_config, self.consumer_factory, latest=self.latest
             ).localCheckpoint()
         except Exception as exc:  # a worker's failure reaches the driver wrapped by Spark
             raise_live_read_error(exc)
@@ -281,6 +283,13 @@ def open_source(
         )
     if cfg.bootstrap_servers:
         return LiveSource(
-            spark, progress, cfg.bootstrap_servers, cfg.client_config, cfg.max_concurrency, consumer_factory, collect
+            spark,
+            progress,
+            cfg.bootstrap_servers,
+            cfg.client_config,
+            cfg.max_concurrency,
+            consumer_factory,
+            collect,
+            latest=cfg.mode == "latest",
         )
     return LogDirSource(spark, progress, cfg.log_dirs, latest=cfg.mode == "latest")
