@@ -58,8 +58,10 @@ def peak_open(intervals: list[tuple[float, float]]) -> int:
     return best
 
 
-def load_of(cluster, marks: dict[int, int]) -> dict:
-    """The audit's requests on each broker since ``marks`` (log file offsets)."""
+def load_of(cluster, marks: dict[int, int], client_id: str = CLIENT_ID) -> dict:
+    """The requests of ``client_id`` on each broker since ``marks`` (log file offsets): per kind, connections, the
+    peak of connections open and of requests in flight at once, and the (``maxBytes``, largest
+    ``partitionMaxBytes``) pairs of its Fetch requests."""
     per_broker = {}
     for n in cluster.broker_nodes():
         with open(n.log_file, "rb") as fh:
@@ -67,19 +69,38 @@ def load_of(cluster, marks: dict[int, int]) -> dict:
             reqs = [
                 (end, r)
                 for end, r in _requests(fh.read().decode(errors="replace"))
-                if r["requestHeader"].get("clientId") == CLIENT_ID
+                if r["requestHeader"].get("clientId") == client_id
             ]
         kinds = Counter(r["requestHeader"]["requestApiKeyName"] for _, r in reqs)
         conns: dict[str, list[float]] = defaultdict(lambda: [float("inf"), 0.0])
+        spans = []
         for end, r in reqs:
+            start = end - float(r.get("totalTimeMs", 0)) / 1000
+            spans.append((start, end))
             c = conns[r.get("connection", "?")]
-            c[0] = min(c[0], end - float(r.get("totalTimeMs", 0)) / 1000)
-            c[1] = max(c[1], end)
+            c[0], c[1] = min(c[0], start), max(c[1], end)
+        fetch_sizes = {
+            (
+                r.get("request", {}).get("maxBytes"),
+                max(
+                    (
+                        p.get("partitionMaxBytes", 0)
+                        for t in r.get("request", {}).get("topics", [])
+                        for p in t.get("partitions", [])
+                    ),
+                    default=None,
+                ),
+            )
+            for _, r in reqs
+            if r["requestHeader"]["requestApiKeyName"] == "FETCH"
+        }
         per_broker[n.node_id] = {
             "requests": dict(sorted(kinds.items())),
             "total": sum(kinds.values()),
             "connections": len(conns),
             "peak_open_connections": peak_open(list(map(tuple, conns.values()))),
+            "peak_in_flight": peak_open(spans),
+            "fetch_max_bytes": sorted(f for f in fetch_sizes if f[0] is not None),
         }
     return per_broker
 

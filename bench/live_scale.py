@@ -38,7 +38,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter, defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -183,52 +182,6 @@ def fill(lab, groups: list[str], topics: list[list[str]], target: int, done: int
     return done
 
 
-def broker_view(cluster, marks: dict[int, int]) -> dict:
-    """The audit's requests (``client.id`` :data:`CLIENT_ID`) in each broker's log since ``marks``."""
-    from bench.live_load import _requests, peak_open
-
-    per_broker = {}
-    for n in cluster.broker_nodes():
-        with open(n.log_file, "rb") as fh:
-            fh.seek(marks[n.node_id])
-            reqs = [
-                (end, r)
-                for end, r in _requests(fh.read().decode(errors="replace"))
-                if r["requestHeader"].get("clientId") == CLIENT_ID
-            ]
-        kinds = Counter(r["requestHeader"]["requestApiKeyName"] for _, r in reqs)
-        conns: dict[str, list[float]] = defaultdict(lambda: [float("inf"), 0.0])
-        spans = []
-        for end, r in reqs:
-            start = end - float(r.get("totalTimeMs", 0)) / 1000
-            spans.append((start, end))
-            c = conns[r.get("connection", "?")]
-            c[0], c[1] = min(c[0], start), max(c[1], end)
-        fetch_max = [
-            (
-                r.get("request", {}).get("maxBytes"),
-                max(
-                    (
-                        p.get("partitionMaxBytes", 0)
-                        for t in r.get("request", {}).get("topics", [])
-                        for p in t.get("partitions", [])
-                    ),
-                    default=None,
-                ),
-            )
-            for _, r in reqs
-            if r["requestHeader"]["requestApiKeyName"] == "FETCH"
-        ]
-        per_broker[n.node_id] = {
-            "requests": dict(sorted(kinds.items())),
-            "total": sum(kinds.values()),
-            "connections": len(conns),
-            "peak_in_flight": peak_open(spans),
-            "fetch_max_bytes": sorted({f for f in fetch_max if f[0] is not None}),
-        }
-    return per_broker
-
-
 def marks_of(cluster) -> dict[int, int]:
     return {n.node_id: n.log_file.stat().st_size for n in cluster.broker_nodes()}
 
@@ -319,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.quick:
         a.n_small, a.n_large, a.topics, a.small, a.big = 20_000, 100_000, 20, 100, 5
     sys.path.insert(0, str(REPO))
+    from bench.live_load import load_of
     from tests.lab import scenario
 
     work = Path(tempfile.mkdtemp(prefix="koa-live-scale-"))
@@ -377,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         res["logged_run"] = timed(audit_cmd(cluster.bootstrap, work / "out-logged", "kafka-python", props), env)
         for n in cluster.broker_nodes():
             lab.call("set_logger", broker=str(n.node_id), logger="kafka.request.logger", level="WARN")
-        res["brokers"] = broker_view(cluster, marks)
+        res["brokers"] = load_of(cluster, marks, CLIENT_ID)
         print(f"[scale] brokers saw: {json.dumps(res['brokers'])}", flush=True)
         lab.call("set_quota", client_id=CLIENT_ID, key="consumer_byte_rate", rate=a.quota)
         time.sleep(2)

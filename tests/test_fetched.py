@@ -8,7 +8,7 @@ the aborted transactions are the segment's ``.txnindex`` entries (what the broke
 
 from __future__ import annotations
 
-import json
+import functools
 import struct
 
 import pyarrow as pa
@@ -20,9 +20,9 @@ from audit.formats.record_batch import scan_batches
 from audit.formats.segments import RAW_SCHEMA, decode_offsets_rows
 
 from .paths import SCENARIO
+from .test_kafka_datasource import expected_rows
 
 BROKER = SCENARIO / "brokers" / "broker-1"
-DUMPS = SCENARIO / "dumps" / "broker-1"
 pytestmark = pytest.mark.skipif(not BROKER.is_dir(), reason=f"scenario data missing: {BROKER}")
 END = 2**62
 
@@ -36,22 +36,11 @@ def _segment(p: int) -> tuple[bytes, list[tuple[int, int]]]:
     return (d / "00000000000000000000.log").read_bytes(), aborted
 
 
+@functools.cache
 def _kafka_read_committed(p: int) -> list[dict]:
     """Kafka's decoding of the segment, as a read_committed consumer returns it: no control records, no record
-    of a transaction whose marker is ABORT."""
-    lines = [json.loads(x) for x in open(DUMPS / f"__consumer_offsets-{p}" / "00000000000000000000.log.decoded.jsonl")]
-    kept = []
-    for i, rec in enumerate(lines):
-        if rec["type"] == "control":
-            continue
-        if rec["is_transactional"]:
-            marker = next(
-                m for m in lines[i + 1 :] if m["type"] == "control" and m["producer_id"] == rec["producer_id"]
-            )
-            if marker["control_type"] == "ABORT":
-                continue
-        kept.append(rec)
-    return kept
+    of a transaction whose marker is ABORT (the same reference as the data source's tests)."""
+    return [rec for _, _, rec in expected_rows().get(p, [])]
 
 
 def _rows(got) -> list[dict]:

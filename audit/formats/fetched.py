@@ -37,8 +37,7 @@ from .record_batch import (
     extract_records,
     scan_batches,
 )
-from .latest import MAX_KEY_BYTES, group_equal_bytes, summarise_latest
-from .segments import RAW_SCHEMA, RECORDS_PER_STEP, _counts_batch, _issues_batch, _record_rows, _summary_columns
+from .segments import RAW_SCHEMA, RECORDS_PER_STEP, _counts_batch, _issues_batch, _record_rows, kept_records
 
 __all__ = [
     "PreparedChunk",
@@ -300,27 +299,8 @@ def decode_prepared(
             )
             n = out.records = len(sel)
             zeros = np.zeros(n, dtype=bool)
-            counts: list = []
-            if decoded and reduce_latest:
-                key_ids = group_equal_bytes(sub.data, sub.key_start, sub.key_len, max_bytes=MAX_KEY_BYTES + 2)
-                summary = summarise_latest(
-                    sub.data,
-                    sub.key_start,
-                    sub.key_len,
-                    _summary_columns(sub, zeros, key_ids),
-                    zeros,
-                    zeros,
-                    full_key_ids=key_ids,
-                )
-                keep_rows, live_count, record_count, counts = (
-                    summary.keep,
-                    summary.live_count,
-                    summary.record_count,
-                    summary.counts,
-                )
-            else:
-                keep_rows = np.arange(n, dtype=np.int64)
-                live_count = record_count = np.ones(n, dtype=np.int64)
+            # the transaction outcome is applied already: nothing here is a control or pending record
+            keep_rows, live_count, record_count, counts = kept_records(sub, zeros, zeros, decoded and reduce_latest)
             for lo in range(0, len(keep_rows), RECORDS_PER_STEP):
                 idx = keep_rows[lo : lo + RECORDS_PER_STEP]
                 rows_part = bpart[sub.batch[idx]]

@@ -359,6 +359,21 @@ def _record_rows(
     return pa.RecordBatch.from_arrays([cols[f.name].cast(f.type) for f in RAW_SCHEMA], schema=RAW_SCHEMA)
 
 
+def kept_records(
+    recs, is_control: np.ndarray, is_txn: np.ndarray, reduce_latest: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
+    """``(keep, live_count, record_count, counts)`` of the records of ``recs`` (a
+    :class:`audit.formats.record_batch.RecordTable`, in offset order): every record, one each, or with
+    ``reduce_latest`` what :func:`audit.formats.latest.summarise_latest` keeps and the counts of the rest."""
+    n = len(recs)
+    if not reduce_latest:
+        return np.arange(n, dtype=np.int64), np.ones(n, dtype=np.int64), np.ones(n, dtype=np.int64), []
+    key_ids = group_equal_bytes(recs.data, recs.key_start, recs.key_len, max_bytes=MAX_KEY_BYTES + 2)
+    num = _summary_columns(recs, is_control, key_ids)
+    s = summarise_latest(recs.data, recs.key_start, recs.key_len, num, is_txn, is_control, full_key_ids=key_ids)
+    return s.keep, s.live_count, s.record_count, s.counts
+
+
 def decode_offsets_segment(
     buf: bytes | memoryview,
     source_file: str,
@@ -388,23 +403,7 @@ def decode_offsets_segment(
         is_control = (attrs & ATTR_CONTROL) != 0
         is_txn = (attrs & ATTR_TRANSACTIONAL) != 0
         del attrs
-        counts = []
-        if reduce_latest:
-            key_ids = group_equal_bytes(recs.data, recs.key_start, recs.key_len, max_bytes=MAX_KEY_BYTES + 2)
-            num = _summary_columns(recs, is_control, key_ids)
-            summary = summarise_latest(
-                recs.data, recs.key_start, recs.key_len, num, is_txn, is_control, full_key_ids=key_ids
-            )
-            del num
-            keep, live_count, record_count, counts = (
-                summary.keep,
-                summary.live_count,
-                summary.record_count,
-                summary.counts,
-            )
-        else:
-            keep = np.arange(n, dtype=np.int64)
-            live_count = record_count = np.ones(n, dtype=np.int64)
+        keep, live_count, record_count, counts = kept_records(recs, is_control, is_txn, reduce_latest)
         for lo in range(0, len(keep), RECORDS_PER_STEP):
             idx = keep[lo : lo + RECORDS_PER_STEP]
             out.append(
