@@ -218,3 +218,28 @@ def _latest_rows(p: int) -> list[dict]:
     buf, aborted = _segment(p)
     got = decode_fetched_many([FetchedChunk(p, buf, 0, END, aborted)], reduce_latest=True)
     return pa.Table.from_batches(got.batches).to_pylist()
+
+
+def test_latest_mode_over_a_clients_records_keeps_what_the_log_dir_source_keeps():
+    """Spark's connector hands the audit records a client read (key, value, offset): ``--mode latest`` folds them
+    as the log-dir source folds the segment they came from."""
+    from audit.formats.segments import decode_offsets_rows_latest, decode_offsets_segment
+
+    cols = ["kind", "offset", "group_id", "topic", "partition", "committed_offset", "live_count", "record_count"]
+    folded = False
+    for p in PARTITIONS:
+        if any(r["is_transactional"] for r in _kafka_read_committed(p)) or not _kafka_read_committed(p):
+            continue
+        buf, aborted = _segment(p)
+        raw = pa.Table.from_batches(
+            decode_fetched(buf, p, 0, END, aborted, decoded=False).batches, schema=RECORDS_SCHEMA
+        )
+        ours = pa.Table.from_batches(decode_offsets_rows_latest(raw))
+        offline = pa.Table.from_batches(decode_offsets_segment(buf, "x", p, reduce_latest=True))
+        key = lambda r: (r["kind"], r["offset"] or -1, r["record_type"] or -1, r["value_version"] or -1)  # noqa: E731
+        cols_all = cols + ["record_type", "value_version", "is_tombstone"]
+        assert sorted(ours.select(cols_all).to_pylist(), key=key) == sorted(
+            offline.select(cols_all).to_pylist(), key=key
+        ), p
+        folded |= "count" in ours.column("kind").to_pylist()
+    assert folded

@@ -25,7 +25,7 @@ from .offsets import (
     decode_offsets_summary,
     materialise_offsets_kv,
 )
-from .record_batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, extract_records, read_int, scan_batches
+from .record_batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, RecordTable, extract_records, read_int, scan_batches
 
 #: Rows produced per segment (``source_file`` is set on issue rows and records with a ``decode_error``).
 #: ``kind``: ``record`` (a data record of a __consumer_offsets
@@ -485,3 +485,41 @@ def decode_offsets_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
         "live_count": pa.array(np.ones(n, dtype=np.int64)),
     }
     return pa.RecordBatch.from_arrays([cols[f.name].cast(f.type) for f in RAW_SCHEMA], schema=RAW_SCHEMA)
+
+
+def decode_offsets_rows_latest(records: pa.Table) -> list[pa.RecordBatch]:
+    """:func:`decode_offsets_rows` of only the records ``--mode latest`` keeps of ``records`` (a Kafka client's
+    read_committed rows, each ``__consumer_offsets`` partition's in offset order), with the live commits each
+    kept one stands for (``live_count``), plus ``kind='count'`` rows for the records folded away: what
+    :func:`decode_offsets_segment` gives for a segment with ``reduce_latest``."""
+    n = records.num_rows
+    if not n:
+        return []
+    kd, ks, kl = _binary_parts(records.column("key").combine_chunks())
+    vd, vs, vl = _binary_parts(records.column("value").combine_chunks())
+    table = RecordTable(
+        np.concatenate([kd, vd]),
+        np.zeros(n, dtype=np.int64),
+        records.column("source_offset").to_numpy(),
+        records.column("timestamp").to_numpy(),
+        ks,
+        kl,
+        vs + len(kd),
+        vl,
+    )
+    zeros = np.zeros(n, dtype=bool)
+    keep, live_count, record_count, counts = kept_records(table, zeros, zeros, True)
+    out = []
+    for lo in range(0, len(keep), RECORDS_PER_STEP):
+        idx = keep[lo : lo + RECORDS_PER_STEP]
+        rows = decode_offsets_rows(records.take(pa.array(idx)).combine_chunks().to_batches()[0])
+        for name, values in (
+            ("live_count", live_count[lo : lo + RECORDS_PER_STEP]),
+            ("record_count", record_count[lo : lo + RECORDS_PER_STEP]),
+        ):
+            i = RAW_SCHEMA.get_field_index(name)
+            rows = rows.set_column(i, RAW_SCHEMA.field(name), pa.array(np.asarray(values, dtype=np.int64)))
+        out.append(rows)
+    if counts:
+        out.append(_counts_batch(int(records.column("source_partition")[0].as_py()), counts))
+    return out

@@ -43,6 +43,29 @@ def _decode(batches):
         yield decode_offsets_rows(b)
 
 
+#: key and value bytes a connector task holds before summarising them (``--mode latest``)
+CONNECTOR_HOLD_BYTES = 32 << 20
+
+
+def _decode_latest(batches):
+    """``--mode latest`` over the connector's rows: a task reads one ``__consumer_offsets`` partition in offset
+    order, summarised :data:`CONNECTOR_HOLD_BYTES` of records at a time as the log-dir source summarises a
+    segment (:func:`audit.formats.segments.decode_offsets_rows_latest`)."""
+    import pyarrow as pa
+
+    from audit.formats.segments import decode_offsets_rows_latest
+
+    held, size = [], 0
+    for b in batches:
+        held.append(b)
+        size += b.nbytes
+        if size >= CONNECTOR_HOLD_BYTES:
+            yield from decode_offsets_rows_latest(pa.Table.from_batches(held))
+            held, size = [], 0
+    if held:
+        yield from decode_offsets_rows_latest(pa.Table.from_batches(held))
+
+
 def read_offsets_topic(
     spark: SparkSession,
     bootstrap_servers: str,
@@ -126,7 +149,11 @@ def connector_package() -> str:
 
 
 def read_offsets_connector(
-    spark: SparkSession, bootstrap_servers: str, client_config: str | None = None, topic: str = "__consumer_offsets"
+    spark: SparkSession,
+    bootstrap_servers: str,
+    client_config: str | None = None,
+    topic: str = "__consumer_offsets",
+    latest: bool = False,
 ) -> DataFrame:
     """``__consumer_offsets`` through Spark's Kafka connector (``spark-sql-kafka-0-10``) as :data:`RAW_SCHEMA`
     rows plus ``broker_id`` (null), decoded by the same :func:`audit.formats.segments.decode_offsets_rows`.
@@ -180,7 +207,7 @@ def read_offsets_connector(
         "key",
         "value",
     )
-    raw = rows.mapInArrow(_decode, spark_schema(RAW_SCHEMA))
+    raw = rows.mapInArrow(_decode_latest if latest else _decode, spark_schema(RAW_SCHEMA))
     return raw.withColumn("broker_id", F.lit(None).cast("int"))
 
 

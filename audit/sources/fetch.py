@@ -235,6 +235,8 @@ def read_ranges(
                 p, (pos, end) = c.partition, todo[c.partition]
                 if len(c.scan) or c.issues:
                     held.setdefault(p, []).append(c)
+                if c.next_offset is None and c.issues:  # an unreadable batch first: named if the read gives up
+                    last_error[p] = f"{c.issues[0].reason} {c.issues[0].detail}"
                 if c.next_offset is not None and c.next_offset > pos:
                     todo[p][0] = pos = c.next_offset
                     moved = True

@@ -223,7 +223,9 @@ class ConnectorSource(LiveSource):
         from .collector import CollectorError
 
         try:
-            raw = read_offsets_connector(self.spark, self.bootstrap_servers, self.client_config).localCheckpoint()
+            raw = read_offsets_connector(
+                self.spark, self.bootstrap_servers, self.client_config, latest=self.latest
+            ).localCheckpoint()
         except CollectorError:
             raise
         except Exception as exc:  # noqa: BLE001 - the JVM's error, shortened
@@ -279,7 +281,14 @@ def open_source(
     """The source ``cfg`` (an :class:`audit.pipeline.AuditConfig`) names: ``--bootstrap-servers`` or ``--log-dirs``."""
     if cfg.bootstrap_servers and getattr(cfg, "source", "kafka-python") == "kafka-connector":
         return ConnectorSource(
-            spark, progress, cfg.bootstrap_servers, cfg.client_config, cfg.max_concurrency, consumer_factory, collect
+            spark,
+            progress,
+            cfg.bootstrap_servers,
+            cfg.client_config,
+            cfg.max_concurrency,
+            consumer_factory,
+            collect,
+            latest=cfg.mode == "latest",
         )
     if cfg.bootstrap_servers:
         return LiveSource(
