@@ -279,19 +279,9 @@ def open_source(
     collect: Callable[..., Any] | None = None,
 ) -> AuditSource:
     """The source ``cfg`` (an :class:`audit.pipeline.AuditConfig`) names: ``--bootstrap-servers`` or ``--log-dirs``."""
-    if cfg.bootstrap_servers and getattr(cfg, "source", "kafka-python") == "kafka-connector":
-        return ConnectorSource(
-            spark,
-            progress,
-            cfg.bootstrap_servers,
-            cfg.client_config,
-            cfg.max_concurrency,
-            consumer_factory,
-            collect,
-            latest=cfg.mode == "latest",
-        )
     if cfg.bootstrap_servers:
-        return LiveSource(
+        connector = getattr(cfg, "source", "kafka-python") == "kafka-connector"
+        return (ConnectorSource if connector else LiveSource)(
             spark,
             progress,
             cfg.bootstrap_servers,
