@@ -242,6 +242,7 @@ def decode_prepared(
     decoded: bool = True,
     topic: str = "__consumer_offsets",
     reduce_latest: bool = False,
+    consume: bool = False,
 ) -> FetchedRecords:
     """The records of ``prepared`` chunks (one partition's in offset order; several partitions may be mixed),
     decoded together: their complete batches are laid end to end and framed at once, so a response of few,
@@ -254,6 +255,8 @@ def decode_prepared(
             :func:`audit.formats.segments.decode_offsets_rows` gives them, ``is_transactional`` false because
             the transaction outcome is already applied, ``batch_leader_epoch`` of the batch, ``position`` null);
             unreadable batches as ``kind='issue'`` rows.  False: :data:`RECORDS_SCHEMA` rows (raw key and value).
+        consume: the chunks' bytes are let go of (``buf`` emptied) once laid end to end, so a caller handing
+            over what it held does not hold it twice while it is decoded.
         topic: named in ``source_file`` (``<topic>-<partition>``) of issues and undecodable records.
         reduce_latest: (decoded only) ``--mode latest``: only the records
             :func:`audit.formats.latest.summarise_latest` keeps, plus ``kind='count'`` rows for those it folded
@@ -275,6 +278,9 @@ def decode_prepared(
         shifts = np.cumsum([0] + [c.size for c in use[:-1]]).tolist()
         scan = _merge([c.scan for c in use], shifts)
         buf = b"".join(c.buf for c in use)
+        if consume:
+            for c in use:
+                c.buf = b""
         keep = np.concatenate([c.keep for c in use])
         bpart = np.concatenate([np.full(len(c.scan), c.partition, dtype=np.int32) for c in use])
         blo = np.concatenate([np.full(len(c.scan), c.fetch_offset, dtype=np.int64) for c in use])
