@@ -243,3 +243,130 @@ def test_latest_mode_over_a_clients_records_keeps_what_the_log_dir_source_keeps(
         ), p
         folded |= "count" in ours.column("kind").to_pylist()
     assert folded
+
+
+# ------------------------------------------------------- read_ranges, --mode latest: a few partitions at a time
+
+
+class _SegmentLeaders:
+    """A stand-in for the collector of :func:`audit.sources.fetch.read_ranges`: three leaders serving the real
+    segments of :data:`PARTITIONS` as a broker serves a Fetch (the batches from the one holding the fetch offset,
+    whole, up to ``partition_max_bytes`` but at least one; the ``.txnindex`` entries as aborted transactions).
+    It records the partitions asked for in each round."""
+
+    def __init__(self):
+        from types import SimpleNamespace as NS
+
+        self.ns = NS
+        self.rounds: list[list[int]] = []  # the partitions asked for in each round (all leaders)
+        self.logs = {p: _segment(p) for p in PARTITIONS}
+        self.scans = {p: scan_batches(buf) for p, (buf, _) in self.logs.items()}
+
+    def fetch_metadata(self, topics):
+        return {}
+
+    def leader(self, topic, p):
+        return self.ns(node_id=p % 3)
+
+    def partition_state(self, topic, p):
+        return self.ns(leader_epoch=0)
+
+    def send_all(self, jobs):
+        self.rounds.append(sorted(fp.partition for _, req in jobs for t in req.topics for fp in t.partitions))
+        return [self._fetch(req) for _, req in jobs]
+
+    def _fetch(self, req):
+        ns, parts = self.ns, []
+        for t in req.topics:
+            for fp in t.partitions:
+                buf, aborted = self.logs[fp.partition]
+                sc = self.scans[fp.partition]
+                last = sc.base_offset + sc.last_offset_delta
+                first = int((last < fp.fetch_offset).sum())
+                lo, n = int(sc.position[first]) if first < len(sc) else len(buf), first
+                while n < len(sc) and (
+                    n == first or sc.position[n] + sc.batch_length[n] + 12 - lo <= fp.partition_max_bytes
+                ):
+                    n += 1
+                hi = int(sc.position[n - 1] + sc.batch_length[n - 1] + 12) if n > first else lo
+                end = int(last[-1]) + 1 if len(sc) else 0
+                parts.append(
+                    ns(
+                        partition_index=fp.partition,
+                        error_code=0,
+                        records=buf[lo:hi],
+                        aborted_transactions=[ns(producer_id=a, first_offset=b) for a, b in aborted],
+                        last_stable_offset=end,
+                        high_watermark=end,
+                    )
+                )
+        return ns(throttle_time_ms=0, error_code=0, responses=[ns(partitions=parts)])
+
+    def log_bounds(self, **kw):
+        return []
+
+    def close(self):
+        pass
+
+
+def test_latest_mode_reads_a_few_partitions_at_a_time_and_folds_to_what_kafka_committed(monkeypatch):
+    """With holds far smaller than the partitions, ``--mode latest`` asks for at most ``HOLD_BYTES //
+    PARTITION_HOLD_BYTES`` partitions at once, decodes at most about ``HOLD_BYTES`` at a time, and what it keeps
+    still says what Kafka's read_committed consumer read: every record counted once, each group-partition's last
+    commit (offset and committed offset) kept.  Every leader is asked each round."""
+    from audit.sources import fetch
+    from audit.sources.client_config import ClientConfig
+
+    leaders = _SegmentLeaders()
+    monkeypatch.setattr("audit.sources.collector.open_collector", lambda *a, **k: leaders)
+    hold, partition_hold, partition_max = 1024, 256, 120  # 4 partitions at a time
+    monkeypatch.setattr(fetch, "HOLD_BYTES", hold)
+    monkeypatch.setattr(fetch, "PARTITION_HOLD_BYTES", partition_hold)
+    decoded_sizes: list[int] = []
+    real = fetch.decode_prepared
+
+    def spy(chunks, **kw):
+        decoded_sizes.append(sum(c.size for c in chunks))
+        return real(chunks, **kw)
+
+    monkeypatch.setattr(fetch, "decode_prepared", spy)
+    ranges = [(p, 0, END) for p in PARTITIONS]
+    cfg = ClientConfig(settings={"bootstrap_servers": ["x:9092"], "max_partition_fetch_bytes": partition_max})
+
+    def fail(stage, parts, exc):
+        return AssertionError(f"{stage} {parts}: {exc}")
+
+    rows = pa.Table.from_batches(
+        list(
+            fetch.read_ranges(
+                cfg, "__consumer_offsets", ranges, poll_timeout_ms=5000, decoded=True, fail=fail, reduce_latest=True
+            )
+        ),
+        schema=RAW_SCHEMA,
+    ).to_pylist()
+
+    asked = [p for r in leaders.rounds for p in r]
+    assert len(asked) > len(PARTITIONS) * 2  # the larger partitions took several rounds each
+    assert sorted(set(asked)) == sorted(PARTITIONS)
+    window = hold // partition_hold
+    assert max(len(r) for r in leaders.rounds) == window  # every leader asked each round, for its share only
+    assert [p for p in PARTITIONS if len(leaders.logs[p][0]) > hold], "a partition larger than the hold"
+    biggest_batch = max(int(sc.batch_length.max()) + 12 for sc in leaders.scans.values() if len(sc))
+    assert max(decoded_sizes) <= hold + window * max(partition_max, biggest_batch)
+    assert len(decoded_sizes) > len([p for p in PARTITIONS if leaders.logs[p][0]])  # partitions folded in parts
+
+    kafka = {p: _kafka_read_committed(p) for p in PARTITIONS}
+    counted = sum(r["record_count"] for r in rows if r["kind"] in ("record", "count"))
+    assert counted == sum(map(len, kafka.values()))
+    last: dict = {}
+    for p, recs in kafka.items():
+        for r in recs:
+            if r["type"] == "offset_commit":
+                last[(r["group"], r["topic"], r["partition"])] = (p, r["offset"], r["committed_offset"])
+    ours: dict = {}
+    for r in rows:
+        if r["kind"] == "record" and r["record_type"] in (0, 1) and not r["is_tombstone"]:
+            k = (r["group_id"], r["topic"], r["partition"])
+            if k not in ours or r["offset"] > ours[k][1]:
+                ours[k] = (r["source_partition"], r["offset"], r["committed_offset"])
+    assert ours == last
