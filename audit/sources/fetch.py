@@ -43,9 +43,10 @@ REFRESH_METADATA = {3, 6, 9, 56, 74, 75}  # UNKNOWN_TOPIC_OR_PARTITION, NOT_LEAD
 READ_COMMITTED = 1
 #: raw record bytes a task holds before decoding when it summarises (``reduce_latest``), and the most of one
 #: partition: a key's records are all in one partition, so a partition held whole folds to a few rows per key.
-#: Decoding takes a few times the bytes decoded (measured: a 20M-record live audit's Python worker peaked at
-#: 845 MiB holding 128 MiB across 25 partitions, 450 MiB reading 4 partitions at a time with these values)
-HOLD_BYTES = 64 << 20
+#: Decoding takes a few times the bytes decoded (measured, a 20M-record live audit's Python worker: 845 MiB
+#: holding 128 MiB over 25 partitions at once; 450 MiB holding 64 MiB, 4 partitions at a time; 300 MiB with these
+#: values, 2 at a time, and no slower)
+HOLD_BYTES = 32 << 20
 PARTITION_HOLD_BYTES = 16 << 20
 
 
@@ -285,6 +286,8 @@ def read_ranges(
                 yield from decode_prepared(
                     batch, decoded=decoded, topic=topic, reduce_latest=reduce_latest, consume=True
                 ).batches
+                del batch
+                pa.default_memory_pool().release_unused()  # the decoding's buffers back to the OS, not kept
             if moved:
                 last_progress = time.monotonic()
                 attempt = 0
