@@ -34,8 +34,8 @@ from .record_batch import read_int, read_varint
 OFFSET_COMMIT_TYPES = (0, 1)
 GROUP_METADATA_TYPE = 2
 #: Names of the record types Kafka defines (``CoordinatorRecordType``; the ``apiKey`` of each
-#: ``*Key.json``), for counting.  9 (ShareGroupPartitionMetadata, 3.9.x) and 18
-#: (StreamsGroupPartitionMetadata, early 4.x) are gone from 4.4.0 but may still be in a log.
+#: ``*Key.json``), for counting.  9 (ShareGroupPartitionMetadata, 3.9 and 4.0) and 18
+#: (StreamsGroupPartitionMetadata, early 4.x development) are no longer written but may still be in a log.
 RECORD_TYPE_NAMES = {
     0: "OffsetCommit(legacy)",
     1: "OffsetCommit",
