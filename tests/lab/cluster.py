@@ -62,6 +62,15 @@ def _die_with_parent():  # runs in the child between fork and exec
     os.setsid()
 
 
+def _replace_text(path: Path, text: str) -> None:
+    """``path`` holds ``text``: left alone when it already does, else replaced whole (``os.replace``)."""
+    if path.exists() and path.read_text() == text:
+        return
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 def new_cluster_id() -> str:
     """A random cluster id as Kafka's ``Uuid.randomUuid`` makes them: never starting with '-', which
     kafka-storage's argument parser would take for an option."""
@@ -215,9 +224,12 @@ class KafkaCluster:
                 log4j2 = re.sub(rf'    <Logger name="{re.escape(k)}" level="\w+"/>\n', line, log4j2)
             else:
                 log4j2 = log4j2.replace("    <Root ", line + "    <Root ")
-        (self.workdir / "log4j2.xml").write_text(log4j2)
-        (self.workdir / "log4j.properties").write_text(
-            LOG4J1 + "".join(f"log4j.logger.{k}={v}\n" for k, v in self.loggers.items())
+        # shared by the nodes: a node starting while another's JVM reads it must never see it half written (a
+        # truncated log4j2.xml leaves that JVM without logging, so its start is never seen)
+        _replace_text(self.workdir / "log4j2.xml", log4j2)
+        _replace_text(
+            self.workdir / "log4j.properties",
+            LOG4J1 + "".join(f"log4j.logger.{k}={v}\n" for k, v in self.loggers.items()),
         )
         return path
 
