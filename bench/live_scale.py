@@ -269,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sources", default="kafka-python,kafka-connector")
     ap.add_argument("--quota", type=float, default=20 * 1024 * 1024, help="consumer_byte_rate on the audit, bytes/s")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the work dir (the cluster's log dirs, the outputs)")
     ap.add_argument("--out", default="bench/live_scale")
     a = ap.parse_args(argv)
     if a.quick:
@@ -365,6 +366,10 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(res, indent=2))
     print(table(res))
+    if not a.keep:  # the cluster's log dirs: about 5 GB at 20M records
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
