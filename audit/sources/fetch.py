@@ -156,9 +156,9 @@ def read_ranges(
         # latest mode reads a few partitions at a time, each held whole (up to PARTITION_HOLD_BYTES) before it
         # is summarised: the task holds at most HOLD_BYTES and few summaries leave it.  The partitions wait in
         # turn, their leaders interleaved so each round still asks every broker.
-        waiting = _interleaved(collector, topic, sorted(todo)) if reduce_latest else []
+        waiting = _interleaved(collector, topic, sorted(todo)) if reduce_latest else sorted(todo)
         window = max(1, HOLD_BYTES // PARTITION_HOLD_BYTES) if reduce_latest else len(todo)
-        active: list[int] = [] if reduce_latest else sorted(todo)
+        active: list[int] = []
         while todo:
             active = [p for p in active if p in todo]
             while waiting and len(active) < window:
@@ -321,7 +321,7 @@ def _interleaved(collector, topic: str, partitions: list[int]) -> list[int]:
         b = collector.leader(topic, p)
         by.setdefault(b.node_id if b is not None else None, []).append(p)
     lists = [by[k] for k in sorted(by, key=lambda k: (k is None, str(k)))]
-    return [p for i in range(max(map(len, lists), default=0)) for ps in lists if i < len(ps) for p in [ps[i]]]
+    return [ps[i] for i in range(max(map(len, lists), default=0)) for ps in lists if i < len(ps)]
 
 
 def _retriable(code: int) -> bool:
