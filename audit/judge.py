@@ -111,6 +111,17 @@ def load_sql(name: str) -> str:
     return sql_dir().joinpath(f"{name}.sql").read_text()
 
 
+def epoch_end_offsets_sql(epoch_requests: str = "commits", epochs: str = "epochs", bounds: str = "bounds") -> str:
+    """``sql/epoch_end_offsets.sql`` answering the (topic, partition, committed_leader_epoch) rows of the view
+    ``epoch_requests`` from the views ``epochs`` and ``bounds``."""
+    return (
+        load_sql("epoch_end_offsets")
+        .replace("{epoch_requests}", epoch_requests)
+        .replace("{epochs}", epochs)
+        .replace("{bounds}", bounds)
+    )
+
+
 def parse_ahead(spark: SparkSession):
     """Parse every ``sql/*.sql`` query once in a background (daemon) thread and return it; nothing is analysed or
     run.  A fresh JVM parses its first SQL texts slowly (the ANTLR parser's set-up and decision caches: the
@@ -132,6 +143,10 @@ def parse_ahead(spark: SparkSession):
     for f in sql_dir().iterdir():
         if f.name.endswith(".sql"):
             text = f.read_text().replace("{judge_all}", "false")
+            for placeholder in ("epoch_requests", "epochs", "bounds"):
+                text = text.replace(
+                    "{" + placeholder + "}", "commits" if placeholder == "epoch_requests" else placeholder
+                )
             for placeholder, value in PARSE_DEFAULTS.items():
                 text = text.replace(placeholder, value)
             texts.append(text)
@@ -170,7 +185,7 @@ def register_context(
     bounds.createOrReplaceTempView("bounds")
     if epoch_end_offsets is None:
         # materialised on its own: inlined into the context query its shuffles cost more than the query
-        epoch_end_offsets = spark.sql(load_sql("epoch_end_offsets")).localCheckpoint()
+        epoch_end_offsets = spark.sql(epoch_end_offsets_sql()).localCheckpoint()
     epoch_end_offsets.createOrReplaceTempView("epoch_end_offsets")
     ctx = spark.sql(load_sql("commit_context").replace("{judge_all}", "true" if history else "false"))
     # every rule reads the context: compute it once
@@ -181,7 +196,12 @@ def register_context(
 
 def run_rule(spark: SparkSession, finding: str) -> DataFrame:
     """Run one rule over the registered ``commit_context`` view; returns FINDING_COLUMNS rows."""
-    df = spark.sql(load_sql(RULES[finding]))
+    return project_findings(spark.sql(load_sql(RULES[finding])))
+
+
+def project_findings(df: DataFrame) -> DataFrame:
+    """``df`` (a rule's result) as :data:`FINDING_COLUMNS` in that order, typed; a column the rule does not fill is
+    null."""
     have = set(df.columns)
     # columns a rule does not fill (``cause*`` belong to LOG_TRUNCATION) are null.  One projection of SQL
     # expressions: built from Column objects it took some 290 py4j calls per rule (a call per function, cast,

@@ -19,10 +19,12 @@ from pyspark.sql import functions as F
 from .judge import load_sql
 
 #: classic GroupMetadata (2), KIP-848 ConsumerGroupMetadata (3), ConsumerGroupMemberMetadata (5),
-#: ConsumerGroupCurrentMemberAssignment (8)
-GROUP_RECORD_TYPES = (2, 3, 5, 8)
+#: ConsumerGroupCurrentMemberAssignment (8), KIP-932 ShareGroupMemberMetadata (10) and ShareGroupMetadata (11),
+#: KIP-1071 StreamsGroupMetadata (17) and StreamsGroupMemberMetadata (19)
+GROUP_RECORD_TYPES = (2, 3, 5, 8, 10, 11, 17, 19)
 #: columns :func:`with_owners` adds, in order, with their types
 OWNER_TYPES = {
+    "group_type": "string",
     "group_state": "string",
     "group_protocol_type": "string",
     "group_protocol": "string",
@@ -81,10 +83,10 @@ def group_tables(
 
 
 def with_owners(df: DataFrame, group_state: DataFrame, owners: DataFrame) -> DataFrame:
-    """``df`` (keyed by group_id, topic, partition) with :data:`OWNER_COLUMNS` appended: the group's state,
-    protocol type and assignor, and the partition's last owner (null for a group with no GroupMetadataValue:
+    """``df`` (keyed by group_id, topic, partition) with :data:`OWNER_COLUMNS` appended: the group's type (Kafka's
+    GroupType: classic, consumer, share, streams), state, protocol type and assignor, and the partition's last owner (null for a group with no GroupMetadataValue:
     standalone consumers that only commit, KIP-848 consumer groups)."""
-    gs = group_state.select("group_id", "group_state", "group_protocol_type", "group_protocol")
+    gs = group_state.select("group_id", "group_type", "group_state", "group_protocol_type", "group_protocol")
     ow = owners.select("group_id", "topic", "partition", *[c for c in OWNER_COLUMNS if c.startswith("owner_")])
     out = df.join(gs, "group_id", "left").join(ow, ["group_id", "topic", "partition"], "left")
     # SQL expressions: one py4j call per column instead of three or four

@@ -328,10 +328,31 @@ def _audit(
             expansion_offsets=state.expansion_offsets,
         ).localCheckpoint()
 
-    # independent: the owners and the judge overlap (their temp views have different names)
-    (group_state, owners), findings = in_parallel(owner_tables, all_findings)
+    share_raw = src.read_share_state()
+
+    def share_tables():
+        if share_raw is None:
+            return None
+        from .share import judge_shares
+
+        # share states name their topic by id: the metadata log's names, and each replica's partition.metadata
+        share_names = state.replicas.select("topic_id", "topic") if state.replicas is not None else None
+        if names is not None:
+            share_names = names if share_names is None else share_names.unionByName(names.select("topic_id", "topic"))
+        return judge_shares(spark, share_raw, state.epochs, state.bounds, share_names)
+
+    # independent: the owners, the judge and the share groups' judge overlap (their temp views have different names)
+    (group_state, owners), findings, shares = in_parallel(owner_tables, all_findings, share_tables)
     # one schema per table whatever the source (audit.tables): what the writers and every reader see
-    findings = conform("findings", with_owners(findings, group_state, owners).localCheckpoint())
+    findings = with_owners(findings, group_state, owners)
+    share_partitions = None
+    if shares is not None:
+        share_findings = with_owners(shares[0], group_state, owners).withColumn(
+            "group_type", F.coalesce(F.col("group_type"), F.lit("share"))
+        )
+        findings = findings.unionByName(share_findings)
+        share_partitions = conform("share_partitions", shares[1]).localCheckpoint()
+    findings = conform("findings", findings.localCheckpoint())
     committed = conform(
         "committed_offsets",
         with_owners(with_verdicts(commits, findings, state.bounds), group_state, owners).localCheckpoint(),
@@ -407,6 +428,8 @@ def _audit(
         if history:
             tables["commits"] = conform("commits", commits.drop("is_latest", "broker_id", "live_count"))
         tables.update(epochs=conform("epochs", state.epochs), bounds=conform("bounds", state.bounds))
+        if share_partitions is not None:
+            tables["share_partitions"] = share_partitions
         if state.leader_timeline is not None:
             tables["leader_timeline"] = conform("leader_timeline", state.leader_timeline)
         if state.broker_timeline is not None:

@@ -29,6 +29,12 @@ def _c(name: str, type_: str, null_when: str | None = None) -> Column:
 
 
 _OWNER = [
+    _c(
+        "group_type",
+        "string",
+        "the group wrote no group record (commits made by Admin or a standalone consumer, or the group's records "
+        "were removed)",
+    ),
     _c("group_state", "string", "the group's metadata record is gone (deleted group, or commits made by Admin only)"),
     _c("group_protocol_type", "string", "as group_state"),
     _c("group_protocol", "string", "as group_state, or no member chose a protocol"),
@@ -177,6 +183,25 @@ TABLES: dict[str, list[Column]] = {
             "as metadata_leader_epoch",
         ),
     ],
+    "share_partitions": [
+        _c("group_id", "string"),
+        _c("topic", "string"),
+        _c("partition", "int"),
+        _c("topic_id", "string"),
+        _c("start_offset", "bigint"),
+        _c("leader_epoch", "int", "no record of the share-partition's state carried a leader epoch"),
+        _c("state_epoch", "int", "the state's snapshot is gone (pruned) and only updates remain"),
+        _c("delivery_complete_count", "int"),
+        _c("state_written_at", "timestamp", "the record carried no timestamp"),
+        _c("log_start_offset", "bigint", "the partition's bounds are unknown (no replica read, no leader answered)"),
+        _c("log_end_offset", "bigint", "as log_start_offset"),
+        _c("high_watermark", "bigint", "as log_start_offset, or no replica's checkpoint holds it"),
+        _c("lag", "bigint", "as log_start_offset"),
+        _c("verdict", "string"),
+        _c("records_at_risk", "bigint", "no finding on the share-partition counts records"),
+        _c("divergence_offset", "bigint", "no LOG_TRUNCATION on the share-partition"),
+        _c("records_in_flight_lost", "bigint", "no state of the share-partition sits past a divergence point"),
+    ],
     "leader_timeline": [
         _c("topic", "string", "the topic's TopicRecord is not in the metadata log read"),
         _c("topic_id", "string"),
@@ -265,6 +290,8 @@ TABLE_SUMMARY = {
     "commits": "every live commit with its `__consumer_offsets` position (`--mode history`)",
     "epochs": "every replica's leader-epoch cache entries",
     "bounds": "log start and end offsets, high watermark and leader per partition",
+    "share_partitions": "one row per share-partition of a share group (KIP-932, `__share_group_state` among the "
+    "inputs): its start offset, lag and verdict",
     "leader_timeline": "every partition state change of the KRaft metadata log (when it is among the inputs)",
     "broker_timeline": "every broker registration, fencing and shutdown event of the KRaft metadata log",
     "finding_changes": "this run's findings against the previous run's (`--history`)",

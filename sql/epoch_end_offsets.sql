@@ -10,12 +10,14 @@
 -- cache when it takes over (Partition.makeLeader -> maybeAssignEpochStartOffset), so the cache of the
 -- leader of that epoch ends it at the log end offset; a replica that only followed then has no entry,
 -- because no batch carried that epoch. Answer as that leader would: (floor epoch or requested, log end).
+-- {epoch_requests}: the view of (topic, partition, committed_leader_epoch) to answer (the judge: commits; share
+-- groups: share_epoch_requests); {epochs}, {bounds}: the views of those tables.
 WITH leader_cache AS (
-  SELECT topic, partition, leader_epoch, start_offset FROM epochs WHERE is_leader
+  SELECT topic, partition, leader_epoch, start_offset FROM {epochs} WHERE is_leader
 ),
 requests AS (
   SELECT DISTINCT topic, partition, committed_leader_epoch AS requested_epoch
-  FROM commits WHERE committed_leader_epoch >= 0
+  FROM {epoch_requests} WHERE committed_leader_epoch >= 0
 ),
 latest AS (
   SELECT topic, partition, max(leader_epoch) AS latest_epoch FROM leader_cache GROUP BY topic, partition
@@ -52,4 +54,4 @@ FROM requests r
 LEFT JOIN latest l ON r.topic = l.topic AND r.partition = l.partition
 LEFT JOIN higher h ON r.topic = h.topic AND r.partition = h.partition AND r.requested_epoch = h.requested_epoch
 LEFT JOIN floor f ON r.topic = f.topic AND r.partition = f.partition AND r.requested_epoch = f.requested_epoch
-LEFT JOIN bounds b ON r.topic = b.topic AND r.partition = b.partition
+LEFT JOIN {bounds} b ON r.topic = b.topic AND r.partition = b.partition

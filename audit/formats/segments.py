@@ -92,6 +92,17 @@ RAW_SCHEMA = pa.schema(
 )
 
 
+#: record types whose key is (GroupId, MemberId): KIP-848 member metadata (5) and current assignment (8), share
+#: group member metadata (10, ``ShareGroupMemberMetadataKey.json``), streams group member metadata (19,
+#: ``StreamsGroupMemberMetadataKey.json``)
+MEMBER_KEY_TYPES = (
+    CONSUMER_GROUP_MEMBER_METADATA_TYPE,
+    CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE,
+    10,
+    19,
+)
+
+
 def _group_metadata(
     data, record_type, value_start, value_len, err: pa.Array, group_id: pa.Array, key_start=None, key_len=None
 ) -> dict:
@@ -100,7 +111,7 @@ def _group_metadata(
 
     Returns the RAW_SCHEMA columns (Arrow arrays) ``group_generation`` (-1 elsewhere; the member epoch
     on type 8), ``group_protocol_type``, ``group_protocol``, ``group_members`` (member count, -1
-    elsewhere), ``group_owners``, ``member_id`` (types 5 and 8, from the key) and ``decode_error`` with
+    elsewhere), ``group_owners``, ``member_id`` (types 5, 8, 10 and 19, from the key) and ``decode_error`` with
     failures marked (``malformed_value``, ``unknown_value_version``; a member assignment that does not
     decode: ``malformed_assignment``, the other members kept; ``owners_over_limit``, see
     :data:`MAX_OWNER_ENTRIES`).
@@ -116,9 +127,7 @@ def _group_metadata(
     proto, protocol, member_ids = [None] * n, [None] * n, [None] * n
     rows = np.nonzero((record_type == GROUP_METADATA_TYPE) & (value_len >= 0))[0]
     cg_rows = (
-        np.nonzero(np.isin(record_type, (CONSUMER_GROUP_MEMBER_METADATA_TYPE, CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE)))[
-            0
-        ]
+        np.nonzero(np.isin(record_type, (*MEMBER_KEY_TYPES,)))[0]
         if key_start is not None
         else np.zeros(0, dtype=np.int64)
     )
@@ -172,8 +181,11 @@ def _group_metadata(
         i = int(i)
         ks, kl = int(key_start[i]), int(key_len[i])
         member_ids[i] = decode_member_key(data[ks : ks + kl].tobytes())
-        if value_len[i] < 0:
-            continue
+        if value_len[i] < 0 or record_type[i] not in (
+            CONSUMER_GROUP_MEMBER_METADATA_TYPE,
+            CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE,
+        ):
+            continue  # a share or streams member's record: its member id (from the key) is all that is read
         s, ln = int(value_start[i]), int(value_len[i])
         value = data[s : s + ln].tobytes()
         try:

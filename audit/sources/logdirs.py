@@ -43,6 +43,7 @@ from .fs import FileInfo, InputError, is_local, list_files, read_small, to_uri
 
 OFFSETS_TOPIC = "__consumer_offsets"
 METADATA_TOPIC = "__cluster_metadata"
+SHARE_STATE_TOPIC = "__share_group_state"
 PARTITION_FILES = {"leader-epoch-checkpoint", "partition.metadata", "quorum-state"}
 PARTITION_SUFFIXES = (".log", ".index", ".timeindex", ".snapshot", ".txnindex", ".deleted", ".cleaned", ".swap")
 
@@ -400,6 +401,53 @@ def _decode_offsets_files(batches, reduce_latest: bool = False):
                 yield out
 
 
+def _decode_share_state_files(batches):
+    """mapInArrow: (path, content) -> SHARE_RAW_SCHEMA rows of every record of each ``__share_group_state`` segment."""
+    from audit.formats.checkpoints import parse_partition_dir
+    from audit.formats.record_batch import Issue
+    from audit.formats.share_state import SHARE_RAW_SCHEMA, decode_share_state_segment
+
+    for rb in batches:
+        for path, data in _contents(rb):
+            tp = parse_partition_dir(path.rsplit("/", 2)[-2])
+            part = tp[1] if tp else -1
+            if data is None:
+                i = Issue(UNREADABLE, 0, UNREADABLE_DETAIL)
+                values = {
+                    "source_file": [path],
+                    "source_partition": [part],
+                    "kind": ["issue"],
+                    "position": [0],
+                    "decode_error": [i.reason],
+                    "detail": [i.detail],
+                    "records_affected": [0],
+                }
+                yield pa.RecordBatch.from_arrays(
+                    [
+                        pa.array(values[f.name], f.type) if f.name in values else pa.nulls(1, f.type)
+                        for f in SHARE_RAW_SCHEMA
+                    ],
+                    schema=SHARE_RAW_SCHEMA,
+                )
+                continue
+            yield from decode_share_state_segment(data, path, part)
+
+
+def _chosen_segments(inv: Inventory, topic: str, chosen: dict[int, int]) -> list[tuple[str, int]]:
+    """(uri, size) of the non-empty segments of ``topic``'s chosen replica per partition (``chosen``: partition ->
+    broker id, from the bounds' authority); a partition whose chosen replica is missing takes any replica with
+    segments."""
+    by_partition: dict[int, list[Replica]] = defaultdict(list)
+    for r in inv.replicas:
+        if r.topic == topic and r.segments:
+            by_partition[r.partition].append(r)
+    out = []
+    for p, reps in sorted(by_partition.items()):
+        rep = next((r for r in reps if r.broker_id == chosen.get(p)), reps[0])
+        out.extend((uri, size) for _b, uri, size in rep.segments if size > 0)
+    return out
+
+
 def _decode_offsets_latest(batches):
     """mapInArrow: :func:`_decode_offsets_files` with the latest-mode summary."""
     return _decode_offsets_files(batches, reduce_latest=True)
@@ -483,6 +531,9 @@ class LogDirSources:
     leader_timeline: DataFrame | None = None
     broker_timeline: DataFrame | None = None
     topic_id_mismatches: list[dict] = field(default_factory=list)
+    #: ``__share_group_state`` rows (:data:`audit.formats.share_state.SHARE_RAW_SCHEMA`) of the chosen replica of each
+    #: of its partitions, materialised; None when the log dirs hold none
+    share_raw: DataFrame | None = None
 
 
 def replica_damage(replicas: DataFrame) -> DataFrame:
@@ -830,13 +881,18 @@ def read_log_dirs(
             F.coalesce(F.col("broker_id") == F.col("leader_b"), F.lit(False)).alias("is_leader"),
         )
 
-        # __consumer_offsets: one replica per partition
-        chosen = {
-            row["partition"]: row.asDict()
-            for row in bounds.where(F.col("topic") == OFFSETS_TOPIC)
-            .select("partition", "answered_by_broker", "authority", "replica_count")
+        # __consumer_offsets and __share_group_state: one replica per partition (a few rows per partition)
+        chosen_rows = (
+            bounds.where(F.col("topic").isin(OFFSETS_TOPIC, SHARE_STATE_TOPIC))
+            .select("topic", "partition", "answered_by_broker", "authority", "replica_count")
             .collect()
-        }
+        )
+        chosen = {row["partition"]: row.asDict() for row in chosen_rows if row["topic"] == OFFSETS_TOPIC}
+        share_uris = _chosen_segments(
+            inv,
+            SHARE_STATE_TOPIC,
+            {r["partition"]: r["answered_by_broker"] for r in chosen_rows if r["topic"] == SHARE_STATE_TOPIC},
+        )
         seg_uris, seg_sizes = [], []
         rep_index = {(r.broker_id, r.topic, r.partition): r for r in inv.replicas}
         for p, info in sorted(chosen.items()):
@@ -871,13 +927,26 @@ def read_log_dirs(
         raw = raw.join(F.broadcast(pmap), "source_partition", "left")
     else:
         raw = spark.createDataFrame([], spark_schema(RAW_SCHEMA)).withColumn("broker_id", F.lit(None).cast("int"))
+    share_raw = None
+    if share_uris:
+        from ..formats.share_state import SHARE_RAW_SCHEMA
+
+        share_raw = _binary(spark, [u for u, _ in share_uris], [z for _, z in share_uris]).mapInArrow(
+            _decode_share_state_files, spark_schema(SHARE_RAW_SCHEMA)
+        )
     # materialised: the decode runs once (and query plans stay short); the epochs table beside it
-    raw, epochs = in_parallel(raw.localCheckpoint, epochs.localCheckpoint)
+    raw, epochs, share_raw = in_parallel(
+        raw.localCheckpoint,
+        epochs.localCheckpoint,
+        (share_raw.localCheckpoint if share_raw is not None else lambda: None),
+    )
     raw = compact(raw)
 
     tail_issues = small.where((F.col("file_kind") != EPOCH_CHECKPOINT) & F.col("issue_reason").isNotNull())
-    if seg_uris or meta_uris:  # the decoders report those files' issues themselves
-        decoded = spark.createDataFrame([(u,) for u in seg_uris + meta_uris], "path string")
+    if seg_uris or meta_uris or share_uris:  # the decoders report those files' issues themselves
+        decoded = spark.createDataFrame(
+            [(u,) for u in seg_uris + meta_uris + [u for u, _ in share_uris]], "path string"
+        )
         tail_issues = tail_issues.join(F.broadcast(decoded), "path", "left_anti")
     issues = [
         tail_issues.select(
@@ -918,6 +987,19 @@ def read_log_dirs(
     )
     if meta_issues is not None:
         issues.append(meta_issues)
+    if share_raw is not None:
+        issues.append(
+            share_raw.where(F.col("decode_error").isNotNull()).select(
+                F.col("source_file").alias("file"),
+                "position",
+                F.col("decode_error").alias("reason"),
+                F.coalesce(
+                    F.col("detail"),
+                    F.concat(F.lit("__share_group_state record at offset "), F.col("offset").cast("string")),
+                ).alias("detail"),
+                F.col("records_affected"),
+            )
+        )
     read_issues = issues[0]
     for d in issues[1:]:
         read_issues = read_issues.unionByName(d)
@@ -934,6 +1016,7 @@ def read_log_dirs(
         leader_timeline=timeline[0] if timeline else None,
         broker_timeline=timeline[1] if timeline else None,
         topic_id_mismatches=stale_replicas,
+        share_raw=share_raw,
     )
 
 

@@ -68,6 +68,11 @@ class AuditSource(ABC):
         """Epochs, bounds and epoch end offsets for the partitions of ``commits`` (``audit.commits.live_commits``
         rows; ``history``: every live commit is judged, not only the latest)."""
 
+    def read_share_state(self) -> DataFrame | None:
+        """The raw ``__share_group_state`` records (:data:`audit.formats.share_state.SHARE_RAW_SCHEMA`),
+        materialised, after :meth:`read_offsets`; None when the source holds none (or does not read them)."""
+        return None
+
     @property
     @abstractmethod
     def read_issues(self) -> DataFrame:
@@ -115,6 +120,9 @@ class LogDirSource(AuditSource):
                 )
             )
         return raw
+
+    def read_share_state(self) -> DataFrame | None:
+        return self.src.share_raw if self.src is not None else None
 
     def partition_state(self, commits: DataFrame, history: bool) -> PartitionTables:
         s = self.src
