@@ -336,7 +336,8 @@ def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
                 or_equal=False,
                 ignore_row_if="either_value_is_missing",
                 # a share group's state can sit below the divergence point with acknowledged batches past it
-                row_condition=(is_trunc & Column("group_type").is_null()) | (is_trunc & (Column("group_type") != "share")),
+                row_condition=(is_trunc & Column("group_type").is_null())
+                | (is_trunc & (Column("group_type") != "share")),
             ),
         ),
     ]
