@@ -70,10 +70,16 @@ def judge_shares(
     ).distinct().createOrReplaceTempView("share_topic_names")
     states = spark.sql(load_sql("share_states")).localCheckpoint()
     states.createOrReplaceTempView("share_states")
-    if "metadata_leader_epoch" not in bounds.columns:
-        bounds = bounds.withColumn("metadata_leader_epoch", F.lit(None).cast("int"))
-    if "epoch_timeline" not in bounds.columns:
-        bounds = bounds.withColumn("epoch_timeline", F.lit(None).cast(TIMELINE_TYPE))
+    # columns only some sources give (a live cluster has no metadata log, no replica files)
+    for name, type_ in (
+        ("metadata_leader_epoch", "int"),
+        ("epoch_timeline", TIMELINE_TYPE),
+        ("caches_disagree", "boolean"),
+        ("unclean_elections", "int"),
+        ("authority", "string"),
+    ):
+        if name not in bounds.columns:
+            bounds = bounds.withColumn(name, F.lit(None).cast(type_))
     epochs.createOrReplaceTempView("share_epochs")
     bounds.createOrReplaceTempView("share_bounds")
     states.where("judged AND topic IS NOT NULL").selectExpr(

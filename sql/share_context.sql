@@ -21,7 +21,7 @@ WITH j AS (
          e.leader_epoch AS end_epoch, e.end_offset AS epoch_end_offset,
          coalesce(e.answered_by_broker, b.answered_by_broker) AS answered_by_broker,
          b.log_start_offset, b.log_end_offset, b.high_watermark, b.caches_disagree, b.unclean_elections,
-         b.last_unclean_election, b.epoch_timeline, b.authority, b.topic IS NOT NULL AS partition_known
+         b.epoch_timeline, b.authority, b.topic IS NOT NULL AS partition_known
   FROM share_states s
   LEFT JOIN share_bounds b ON s.topic = b.topic AND s.partition = b.partition
   LEFT JOIN share_epoch_end_offsets e
