@@ -19,9 +19,9 @@ from pyspark.sql import functions as F
 from .judge import load_sql
 
 #: classic GroupMetadata (2), KIP-848 ConsumerGroupMetadata (3), ConsumerGroupMemberMetadata (5),
-#: ConsumerGroupCurrentMemberAssignment (8), KIP-932 ShareGroupMemberMetadata (10) and ShareGroupMetadata (11),
-#: KIP-1071 StreamsGroupMetadata (17) and StreamsGroupMemberMetadata (19)
-GROUP_RECORD_TYPES = (2, 3, 5, 8, 10, 11, 17, 19)
+#: ConsumerGroupCurrentMemberAssignment (8), KIP-932 ShareGroupMemberMetadata (10), ShareGroupMetadata (11) and
+#: ShareGroupCurrentMemberAssignment (14), KIP-1071 StreamsGroupMetadata (17) and StreamsGroupMemberMetadata (19)
+GROUP_RECORD_TYPES = (2, 3, 5, 8, 10, 11, 14, 17, 19)
 #: columns :func:`with_owners` adds, in order, with their types
 OWNER_TYPES = {
     "group_type": "string",

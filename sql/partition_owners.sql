@@ -5,7 +5,8 @@
 -- members' Assignment bytes (ConsumerProtocolAssignment.json); the decoder fills group_owners only on that
 -- record.  KIP-848 consumer groups: per member its newest ConsumerGroupCurrentMemberAssignment (type 8) that
 -- is not a tombstone, the partition going to the member whose record is newest; client.id, host and
--- group.instance.id from the member's newest ConsumerGroupMemberMetadata (type 5).  Assignments name topic
+-- group.instance.id from the member's newest ConsumerGroupMemberMetadata (type 5).  Share groups (KIP-932) the
+-- same way with ShareGroupCurrentMemberAssignment (14) and ShareGroupMemberMetadata (10; no group.instance.id).  Assignments name topic
 -- ids: without the metadata log (live mode, or no controller dir) they cannot be named and give no owner.
 -- Either way records up to the group's latest tombstone (type 2 or 3) do not count, and a member that left
 -- (its records tombstoned since) is still named: when the group is Empty, that is the consumer that read the
@@ -15,7 +16,7 @@
 -- int (classic generation; KIP-848: the member epoch), owner_assigned_at timestamp (the record's timestamp).
 WITH deleted AS (
   SELECT group_id, max(struct(source_partition, offset)) AS deleted_at
-  FROM group_records WHERE is_tombstone AND record_type IN (2, 3) GROUP BY group_id
+  FROM group_records WHERE is_tombstone AND record_type IN (2, 3, 11) GROUP BY group_id
 ),
 live AS (
   SELECT g.* FROM group_records g LEFT JOIN deleted d ON g.group_id = d.group_id
@@ -33,12 +34,12 @@ classic_parts AS (
 ),
 cg_assign AS (
   SELECT *, row_number() OVER (PARTITION BY group_id, member_id ORDER BY source_partition DESC, offset DESC) AS rn
-  FROM live WHERE record_type = 8 AND member_id IS NOT NULL AND group_owners IS NOT NULL
+  FROM live WHERE record_type IN (8, 14) AND member_id IS NOT NULL AND group_owners IS NOT NULL
 ),
 cg_info AS (
   SELECT group_id, member_id, group_owners[0] AS info,
          row_number() OVER (PARTITION BY group_id, member_id ORDER BY source_partition DESC, offset DESC) AS rn
-  FROM live WHERE record_type = 5 AND member_id IS NOT NULL AND size(group_owners) > 0
+  FROM live WHERE record_type IN (5, 10) AND member_id IS NOT NULL AND size(group_owners) > 0
 ),
 cg_entries AS (
   SELECT group_id, member_id, source_partition, offset, timestamp, group_generation,

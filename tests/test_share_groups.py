@@ -306,3 +306,27 @@ def test_deleted_states_and_unknown_topic_ids_are_not_judged(judged):
     findings, parts = judged
     assert "deleted" not in parts and "orphan" not in parts
     assert not [k for k in findings if k[0] in ("deleted", "orphan")]
+
+
+# --------------------------------------------------------------------------- share group members (owners)
+
+
+def _compact(s: str | None) -> bytes:
+    return b"\x00" if s is None else uvarint(len(s.encode()) + 1) + s.encode()
+
+
+def test_share_group_member_and_assignment_values_decode_per_the_schema():
+    from audit.formats.offsets import decode_share_group_assignment_value, decode_share_group_member_value
+
+    member = struct.pack(">h", 0) + _compact(None) + _compact("c-1") + _compact("/10.0.0.7")
+    member += uvarint(2) + _compact("t") + b"\x00"  # SubscribedTopicNames, no tags
+    assert decode_share_group_member_value(member) == {"rack_id": None, "client_id": "c-1", "client_host": "/10.0.0.7"}
+    assignment = struct.pack(">hiib", 0, 5, 4, 0) + uvarint(2) + TOPIC_ID + uvarint(3) + struct.pack(">ii", 0, 2)
+    assignment += b"\x00" + b"\x00"  # the topic's tags, the value's tags
+    a = decode_share_group_assignment_value(assignment)
+    assert (a["member_epoch"], a["previous_member_epoch"], a["state"]) == (5, 4, 0)
+    assert [(t, p.tolist()) for t, p in a["assigned"]] == [(TOPIC_ID_STR, [0, 2])]
+    with pytest.raises(ValueError):
+        decode_share_group_assignment_value(assignment + b"\x00")
+    with pytest.raises(ValueError):
+        decode_share_group_member_value(member[:5])

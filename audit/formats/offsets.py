@@ -678,3 +678,56 @@ def decode_consumer_group_assignment_value(value: bytes, max_entries: int | None
     if r.p != len(value):
         raise ValueError("bytes after the value")
     return out
+
+
+# --------------------------------------------------------------------------- KIP-932 share groups
+
+SHARE_GROUP_MEMBER_METADATA_TYPE = 10
+SHARE_GROUP_CURRENT_ASSIGNMENT_TYPE = 14
+
+
+def decode_share_group_member_value(value: bytes) -> dict:
+    """A ``ShareGroupMemberMetadataValue`` (record type 10, KIP-932; version 0, flexible, per
+    ``ShareGroupMemberMetadataValue.json`` of Kafka 4.0-4.4: RackId, ClientId, ClientHost, SubscribedTopicNames):
+    returns ``rack_id``, ``client_id``, ``client_host`` (a share member has no ``group.instance.id``).  Raises
+    ``ValueError`` for a version other than 0, truncated bytes or a null ClientId/ClientHost."""
+    r = _Reader(value)
+    if r.i16() != 0:
+        raise ValueError("unknown ShareGroupMemberMetadataValue version")
+    out = {"rack_id": r.string(True)}
+    out["client_id"], out["client_host"] = r.string(True), r.string(True)
+    if out["client_id"] is None or out["client_host"] is None:
+        raise ValueError("null ClientId or ClientHost")
+    return out
+
+
+def decode_share_group_assignment_value(value: bytes, max_entries: int | None = None) -> dict:
+    """A ``ShareGroupCurrentMemberAssignmentValue`` (record type 14, KIP-932; version 0, flexible, per
+    ``ShareGroupCurrentMemberAssignmentValue.json`` of Kafka 4.0-4.4): ``member_epoch``, ``previous_member_epoch``,
+    ``state`` (int8, ``MemberState``) and ``assigned``: ``[(topic id as Uuid.toString(), partitions int32
+    ndarray)]`` (topics without partitions left out).  Raises ``ValueError`` for another version, truncated bytes
+    or bytes left over, :class:`AssignmentLimitError` past ``max_entries`` topics."""
+    r = _Reader(value)
+    if r.i16() != 0:
+        raise ValueError("unknown ShareGroupCurrentMemberAssignmentValue version")
+    out = {"member_epoch": r.i32(), "previous_member_epoch": r.i32(), "state": struct.unpack(">b", r.take(1))[0]}
+    n = r.uvarint() - 1
+    if n < 0 or n > len(value):
+        raise ValueError("bad AssignedPartitions count")
+    topics = []
+    for _ in range(n):
+        topic_id = uuid_to_str(r.take(16))
+        k = r.uvarint() - 1
+        if k < 0 or 4 * k > len(value) - r.p:
+            raise ValueError("bad partitions")
+        if k:
+            if max_entries is not None and len(topics) >= max_entries:
+                raise AssignmentLimitError(f"more than {max_entries} assigned topics")
+            topics.append((topic_id, np.frombuffer(value, ">i4", k, r.p).astype(np.int32)))
+        r.p += 4 * k
+        r.tags()
+    out["assigned"] = topics
+    r.tags()
+    if r.p != len(value):
+        raise ValueError("bytes after the value")
+    return out

@@ -15,6 +15,8 @@ from .offsets import (
     CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE,
     CONSUMER_GROUP_MEMBER_METADATA_TYPE,
     GROUP_METADATA_TYPE,
+    SHARE_GROUP_CURRENT_ASSIGNMENT_TYPE,
+    SHARE_GROUP_MEMBER_METADATA_TYPE,
     AssignmentLimitError,
     decode_consumer_group_assignment_value,
     decode_consumer_group_member_value,
@@ -23,6 +25,8 @@ from .offsets import (
     decode_offsets_kv,
     decode_offsets_numeric,
     decode_offsets_summary,
+    decode_share_group_assignment_value,
+    decode_share_group_member_value,
     materialise_offsets_kv,
 )
 from .record_batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, RecordTable, extract_records, read_int, scan_batches
@@ -93,14 +97,18 @@ RAW_SCHEMA = pa.schema(
 
 
 #: record types whose key is (GroupId, MemberId): KIP-848 member metadata (5) and current assignment (8), share
-#: group member metadata (10, ``ShareGroupMemberMetadataKey.json``), streams group member metadata (19,
-#: ``StreamsGroupMemberMetadataKey.json``)
+#: group member metadata (10) and current assignment (14) (``ShareGroup*Key.json``), streams group member metadata
+#: (19, ``StreamsGroupMemberMetadataKey.json``)
 MEMBER_KEY_TYPES = (
     CONSUMER_GROUP_MEMBER_METADATA_TYPE,
     CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE,
-    10,
+    SHARE_GROUP_MEMBER_METADATA_TYPE,
+    SHARE_GROUP_CURRENT_ASSIGNMENT_TYPE,
     19,
 )
+#: member records whose value gives owners: client fields (5, 10) or assigned partitions (8, 14)
+_MEMBER_INFO_TYPES = (CONSUMER_GROUP_MEMBER_METADATA_TYPE, SHARE_GROUP_MEMBER_METADATA_TYPE)
+_MEMBER_ASSIGNMENT_TYPES = (CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE, SHARE_GROUP_CURRENT_ASSIGNMENT_TYPE)
 
 
 def _group_metadata(
@@ -181,19 +189,24 @@ def _group_metadata(
         i = int(i)
         ks, kl = int(key_start[i]), int(key_len[i])
         member_ids[i] = decode_member_key(data[ks : ks + kl].tobytes())
-        if value_len[i] < 0 or record_type[i] not in (
-            CONSUMER_GROUP_MEMBER_METADATA_TYPE,
-            CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE,
-        ):
-            continue  # a share or streams member's record: its member id (from the key) is all that is read
+        rt = record_type[i]
+        if value_len[i] < 0 or rt not in _MEMBER_INFO_TYPES + _MEMBER_ASSIGNMENT_TYPES:
+            continue  # a streams member's record: its member id (from the key) is all that is read
         s, ln = int(value_start[i]), int(value_len[i])
         value = data[s : s + ln].tobytes()
         try:
-            if record_type[i] == CONSUMER_GROUP_MEMBER_METADATA_TYPE:
+            if rt == CONSUMER_GROUP_MEMBER_METADATA_TYPE:
                 m = decode_consumer_group_member_value(value)
                 add(i, member_ids[i], m["group_instance_id"], m["client_id"], m["client_host"], None, None)
+            elif rt == SHARE_GROUP_MEMBER_METADATA_TYPE:
+                m = decode_share_group_member_value(value)
+                add(i, member_ids[i], None, m["client_id"], m["client_host"], None, None)
             else:
-                a = decode_consumer_group_assignment_value(value, max_entries=left)
+                a = (
+                    decode_consumer_group_assignment_value(value, max_entries=left)
+                    if rt == CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE
+                    else decode_share_group_assignment_value(value, max_entries=left)
+                )
                 generation[i] = a["member_epoch"]
                 for topic_id, parts in a["assigned"]:
                     add(i, member_ids[i], None, None, None, topic_id, parts)
