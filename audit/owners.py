@@ -93,3 +93,17 @@ def with_owners(df: DataFrame, group_state: DataFrame, owners: DataFrame) -> Dat
     return out.selectExpr(
         *[f"`{c}`" for c in df.columns], *[f"CAST(`{c}` AS {OWNER_TYPES[c]}) AS `{c}`" for c in OWNER_COLUMNS]
     )
+
+
+def subscribed_topics(records: DataFrame) -> list[str]:
+    """The topic names share groups' members subscribe to (ShareGroupMemberMetadataValue, record type 10, in
+    ``records``: RAW_SCHEMA ``kind='record'`` rows): on a live cluster they name the topic ids of
+    ``__share_group_state``.  A distinct collect: one row per topic."""
+    return sorted(
+        r.topic
+        for r in records.where((F.col("record_type") == 10) & F.col("group_owners").isNotNull())
+        .select(F.explode("group_owners.topic").alias("topic"))
+        .where("topic IS NOT NULL")
+        .distinct()
+        .collect()
+    )

@@ -22,7 +22,7 @@ from .commits import live_commits, with_transaction_state
 from .formats.offsets import RECORD_TYPE_NAMES
 from .groups import DEFAULT_STALE_AFTER_SECONDS, group_status
 from .judge import SEVERITY_RANK, judge, with_verdicts
-from .owners import group_tables, with_owners
+from .owners import group_tables, subscribed_topics, with_owners
 from .report.outputs import StagedOutput, check_output_parent, check_output_target, console_table
 from .sources.logdirs import cache_disagreements
 from .sources.source import open_source
@@ -304,8 +304,10 @@ def _audit(
     tuning.decide(int(n_rows))  # what the rest of the audit handles is known only now
     _progress(cfg, f"decode: {n_live} live commits of {n_latest} group-partitions")
     history = cfg.mode == "history"
+    share_raw = src.read_share_state()
+    share_topics = subscribed_topics(records) if share_raw is not None else None
     stage("partition state")
-    state = src.partition_state(commits, history=history)
+    state = src.partition_state(commits, history=history, share_raw=share_raw, share_topics=share_topics)
     stage("judge")
 
     # whose consumer is it: the groups' state and each partition's last owner (classic GroupMetadataValue)
@@ -328,8 +330,6 @@ def _audit(
             expansion_offsets=state.expansion_offsets,
         ).localCheckpoint()
 
-    share_raw = src.read_share_state()
-
     def share_tables():
         if share_raw is None:
             return None
@@ -339,7 +339,9 @@ def _audit(
         share_names = state.replicas.select("topic_id", "topic") if state.replicas is not None else None
         if names is not None:
             share_names = names if share_names is None else share_names.unionByName(names.select("topic_id", "topic"))
-        return judge_shares(spark, share_raw, state.epochs, state.bounds, share_names)
+        # a live cluster answered OffsetsForLeaderEpoch for the states' epochs; log dirs: computed from the caches
+        live_eeo = state.epoch_end_offsets if cfg.bootstrap_servers else None
+        return judge_shares(spark, share_raw, state.epochs, state.bounds, share_names, live_eeo)
 
     # independent: the owners, the judge and the share groups' judge overlap (their temp views have different names)
     (group_state, owners), findings, shares = in_parallel(owner_tables, all_findings, share_tables)

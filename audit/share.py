@@ -49,11 +49,15 @@ def judge_shares(
     epochs: DataFrame,
     bounds: DataFrame,
     topic_names: DataFrame | None,
+    epoch_end_offsets: DataFrame | None = None,
 ) -> tuple[DataFrame, DataFrame]:
     """``(findings, share_partitions)`` of the share groups in ``share_raw``.
 
     ``epochs``, ``bounds``: the judge's views of those names (:mod:`audit.judge`); ``topic_names`` (topic_id
     string, topic string) names the states' topic ids: a state whose topic id it does not hold is not judged.
+    ``epoch_end_offsets``: OffsetsForLeaderEpoch answers (topic, partition, requested_epoch, leader_epoch,
+    end_offset, answered_by_broker) when a live cluster gave them; None: computed from ``epochs`` by
+    ``sql/epoch_end_offsets.sql``.
     ``findings``: :data:`audit.judge.FINDING_COLUMNS` rows of ``sql/finding_share_log_truncation.sql`` and
     ``sql/finding_share_offset_out_of_range.sql`` (``committed_offset`` = the share-partition start offset,
     ``committed_leader_epoch`` = the leader epoch the state was written under, ``commit_timestamp`` = when).
@@ -85,9 +89,9 @@ def judge_shares(
     states.where("judged AND topic IS NOT NULL").selectExpr(
         "topic", "partition", "written_leader_epoch AS committed_leader_epoch"
     ).createOrReplaceTempView("share_epoch_requests")
-    spark.sql(epoch_end_offsets_sql("share_epoch_requests", "share_epochs", "share_bounds")).createOrReplaceTempView(
-        "share_epoch_end_offsets"
-    )
+    if epoch_end_offsets is None:
+        epoch_end_offsets = spark.sql(epoch_end_offsets_sql("share_epoch_requests", "share_epochs", "share_bounds"))
+    epoch_end_offsets.createOrReplaceTempView("share_epoch_end_offsets")
     ctx = spark.sql(load_sql("share_context")).localCheckpoint()
     ctx.createOrReplaceTempView("share_context")
     parts = [project_findings(spark.sql(load_sql(sql))) for sql in SHARE_RULES.values()]

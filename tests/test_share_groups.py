@@ -320,7 +320,12 @@ def test_share_group_member_and_assignment_values_decode_per_the_schema():
 
     member = struct.pack(">h", 0) + _compact(None) + _compact("c-1") + _compact("/10.0.0.7")
     member += uvarint(2) + _compact("t") + b"\x00"  # SubscribedTopicNames, no tags
-    assert decode_share_group_member_value(member) == {"rack_id": None, "client_id": "c-1", "client_host": "/10.0.0.7"}
+    assert decode_share_group_member_value(member) == {
+        "rack_id": None,
+        "client_id": "c-1",
+        "client_host": "/10.0.0.7",
+        "subscribed_topics": ["t"],
+    }
     assignment = struct.pack(">hiib", 0, 5, 4, 0) + uvarint(2) + TOPIC_ID + uvarint(3) + struct.pack(">ii", 0, 2)
     assignment += b"\x00" + b"\x00"  # the topic's tags, the value's tags
     a = decode_share_group_assignment_value(assignment)

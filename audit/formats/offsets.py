@@ -689,8 +689,9 @@ SHARE_GROUP_CURRENT_ASSIGNMENT_TYPE = 14
 def decode_share_group_member_value(value: bytes) -> dict:
     """A ``ShareGroupMemberMetadataValue`` (record type 10, KIP-932; version 0, flexible, per
     ``ShareGroupMemberMetadataValue.json`` of Kafka 4.0-4.4: RackId, ClientId, ClientHost, SubscribedTopicNames):
-    returns ``rack_id``, ``client_id``, ``client_host`` (a share member has no ``group.instance.id``).  Raises
-    ``ValueError`` for a version other than 0, truncated bytes or a null ClientId/ClientHost."""
+    returns ``rack_id``, ``client_id``, ``client_host`` (a share member has no ``group.instance.id``) and
+    ``subscribed_topics`` (topic names).  Raises ``ValueError`` for a version other than 0, truncated bytes or a
+    null ClientId/ClientHost/topic name."""
     r = _Reader(value)
     if r.i16() != 0:
         raise ValueError("unknown ShareGroupMemberMetadataValue version")
@@ -698,6 +699,16 @@ def decode_share_group_member_value(value: bytes) -> dict:
     out["client_id"], out["client_host"] = r.string(True), r.string(True)
     if out["client_id"] is None or out["client_host"] is None:
         raise ValueError("null ClientId or ClientHost")
+    n = r.uvarint() - 1
+    if n > len(value):
+        raise ValueError("bad SubscribedTopicNames count")
+    topics = []
+    for _ in range(max(n, 0)):
+        name = r.string(True)
+        if name is None:
+            raise ValueError("null subscribed topic name")
+        topics.append(name)
+    out["subscribed_topics"] = topics
     return out
 
 

@@ -126,8 +126,9 @@ def _group_metadata(
 
     ``group_owners`` (one entry per member and topic, ``partitions`` a list) is filled on each classic
     group's newest record with members among these rows (``sql/partition_owners.sql`` reads no other, and
-    older generations' assignments would cost memory for nothing), on type 8 (``topic`` is the topic id,
-    Kafka's ``Uuid.toString()``, client fields null) and on type 5 (one entry: client fields, no topic).
+    older generations' assignments would cost memory for nothing), on types 8 and 14 (``topic`` is the topic id,
+    Kafka's ``Uuid.toString()``, client fields null), on type 5 (one entry: client fields, no topic) and on type 10
+    (that entry first, then one per subscribed topic: ``topic`` its name, no partitions).
     """
     n = len(record_type)
     generation = np.full(n, -1, dtype=np.int32)
@@ -201,6 +202,9 @@ def _group_metadata(
             elif rt == SHARE_GROUP_MEMBER_METADATA_TYPE:
                 m = decode_share_group_member_value(value)
                 add(i, member_ids[i], None, m["client_id"], m["client_host"], None, None)
+                for name in m["subscribed_topics"][:left]:  # named topics: a live audit resolves their ids
+                    add(i, member_ids[i], None, None, None, name, None)
+                    left -= 1
             else:
                 a = (
                     decode_consumer_group_assignment_value(value, max_entries=left)

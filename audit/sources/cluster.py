@@ -222,9 +222,19 @@ class ClusterTables:
 
 
 def cluster_tables(
-    spark: SparkSession, commits: DataFrame, collect: Callable[..., Any], history: bool = False
+    spark: SparkSession,
+    commits: DataFrame,
+    collect: Callable[..., Any],
+    history: bool = False,
+    share_topics: list[str] | None = None,
+    share_requests: Callable[[dict], tuple[list, list]] | None = None,
 ) -> ClusterTables:
     """Ask the cluster what the judge needs for ``commits``.
+
+    Share groups (KIP-932): ``share_topics`` (topic names the share groups' members subscribe to) are looked up
+    with the commits' topics, then ``share_requests(topic_ids)`` (``topic_ids``: name -> ``Uuid.toString()`` of
+    every topic looked up) gives the ``(epoch_requests, bounds_partitions)`` of the share-partition states, asked
+    in a second round; its answers join the tables.
 
     ``collect(epoch_requests, bounds_partitions)`` returns a collector ``CollectionResult``
     (rows ``epoch_end_offsets`` and ``bounds``; see :mod:`audit.sources.collector`).  The live
@@ -241,7 +251,20 @@ def cluster_tables(
         .collect()
     ]
     parts = [(r.topic, r.partition) for r in commits.select("topic", "partition").distinct().collect()]
-    result = collect(reqs, parts)
+    result = collect(reqs, parts + [(t, 0) for t in sorted(set(share_topics or ()))])
+    topic_ids = dict(getattr(result, "topic_ids", None) or {})
+    bounds_list, eeo_list = list(result.bounds), list(result.epoch_end_offsets)
+    problems = list(getattr(result, "problems", []))
+    share_reqs: list = []
+    if share_requests is not None:
+        share_reqs, share_parts = share_requests(topic_ids)
+        if share_reqs or share_parts:
+            more = collect(share_reqs, share_parts)
+            known = {(b["topic"], b["partition"]) for b in bounds_list}
+            bounds_list += [b for b in more.bounds if (b["topic"], b["partition"]) not in known]
+            eeo_list += list(more.epoch_end_offsets)
+            topic_ids.update(getattr(more, "topic_ids", None) or {})
+            problems += list(getattr(more, "problems", []))
     now = datetime.now(timezone.utc).replace(tzinfo=None)
     bounds_rows = [
         (
@@ -259,29 +282,29 @@ def cluster_tables(
             0,
             None,
         )
-        for b in result.bounds
+        for b in bounds_list
     ]
     epochs_rows = [
         (b["topic"], b["partition"], b["leader_id"], b.get("leader_epoch"), None, True)
-        for b in result.bounds
+        for b in bounds_list
         if b.get("leader_epoch") is not None and b.get("leader_epoch") >= 0
     ]
     eeo_rows = [
         (e["topic"], e["partition"], e["requested_epoch"], e["leader_epoch"], e["end_offset"], e["answered_by_broker"])
-        for e in result.epoch_end_offsets
+        for e in eeo_list
     ]
     return ClusterTables(
         epochs=spark.createDataFrame(epochs_rows, EPOCHS_DDL),
         bounds=spark.createDataFrame(bounds_rows, BOUNDS_DDL),
         epoch_end_offsets=spark.createDataFrame(eeo_rows, EEO_DDL),
         topic_names=spark.createDataFrame(
-            sorted((v, k) for k, v in (getattr(result, "topic_ids", None) or {}).items()),
+            sorted((v, k) for k, v in topic_ids.items()),
             "topic_id string, topic string",
         ),
         info={
-            "epoch_requests": len(reqs),
+            "epoch_requests": len(reqs) + len(share_reqs),
             "partitions": len(parts),
-            "problems": [str(p) for p in getattr(result, "problems", [])][:100],
+            "problems": [str(p) for p in problems][:100],
             "stats": dict(getattr(result, "stats", {}) or {}),
         },
     )
@@ -301,3 +324,64 @@ def live_collect(
             return collector.collect(reqs, bounds_partitions=parts)
 
     return collect
+
+
+def read_share_state_topic(
+    spark: SparkSession,
+    bootstrap_servers: str,
+    client_config: str | None = None,
+    consumer_factory: Callable[..., Any] | None = None,
+) -> DataFrame | None:
+    """``__share_group_state`` of a live cluster (KIP-932 share groups) as
+    :data:`audit.formats.share_state.SHARE_RAW_SCHEMA` rows, read-only like ``__consumer_offsets``: each
+    partition's ``[log start, read_committed end)`` captured here (ListOffsets), read by Fetch requests to the
+    leaders in at most the session's default parallelism of tasks and decoded there.  None when the cluster has no
+    such topic (before Kafka 4.0, or no share group ever initialised).  Raises
+    :class:`audit.sources.kafka_datasource.KafkaOffsetsTopicError` as the ``__consumer_offsets`` read does."""
+    import pyarrow as pa
+
+    from ..formats.share_state import SHARE_RAW_SCHEMA, SHARE_STATE_TOPIC, decode_share_state_rows
+    from .kafka_datasource import KafkaOffsetsTopicError, OffsetsTopicPartition, OffsetsTopicTask, reader_from_options
+
+    options = {
+        "bootstrap.servers": bootstrap_servers,
+        "tasks": str(default_parallelism(spark)),
+        "topic": SHARE_STATE_TOPIC,
+    }
+    if client_config:
+        options["client.properties"] = client_config
+    reader = reader_from_options(options, consumer_factory)
+    try:
+        tasks = [[(r.partition, r.start_offset, r.end_offset) for r in t.ranges] for t in reader.partitions()]
+    except KafkaOffsetsTopicError as exc:
+        if "not found" in str(exc):
+            return None
+        raise
+    schema = spark_schema(SHARE_RAW_SCHEMA)
+    tasks = [t for t in tasks if any(e > s for _, s, e in t)]
+    if not tasks:
+        return spark.createDataFrame([], schema)
+
+    def read_tasks(batches):
+        from audit.formats.fetched import RECORDS_SCHEMA
+
+        for batch in batches:
+            for ranges in batch.column(0).to_pylist():
+                task = OffsetsTopicTask([OffsetsTopicPartition(r["p"], r["s"], r["e"]) for r in ranges])
+                rows: list = []
+                for item in reader.read(task):
+                    if isinstance(item, tuple):  # the consumer engine's records
+                        rows.append(item)
+                        continue
+                    yield decode_share_state_rows(item)
+                if rows:
+                    cols = [pa.array(c, f.type) for c, f in zip(zip(*rows), RECORDS_SCHEMA)]
+                    yield decode_share_state_rows(pa.RecordBatch.from_arrays(cols, schema=RECORDS_SCHEMA))
+
+    plan = distribute(
+        spark,
+        [([{"p": p, "s": s, "e": e} for p, s, e in t],) for t in tasks],
+        "ranges array<struct<p:int,s:bigint,e:bigint>>",
+        len(tasks),
+    )
+    return plan.mapInArrow(read_tasks, schema)

@@ -64,9 +64,13 @@ class AuditSource(ABC):
         :class:`audit.sources.fs.InputError` or :class:`audit.sources.collector.CollectorError` naming what to fix."""
 
     @abstractmethod
-    def partition_state(self, commits: DataFrame, history: bool) -> PartitionTables:
+    def partition_state(
+        self, commits: DataFrame, history: bool, share_raw: DataFrame | None = None, share_topics: list | None = None
+    ) -> PartitionTables:
         """Epochs, bounds and epoch end offsets for the partitions of ``commits`` (``audit.commits.live_commits``
-        rows; ``history``: every live commit is judged, not only the latest)."""
+        rows; ``history``: every live commit is judged, not only the latest), and for the share-partition states of
+        ``share_raw`` (:meth:`read_share_state`; ``share_topics``: the topic names share group members subscribe
+        to, which name the states' topic ids on a live cluster)."""
 
     def read_share_state(self) -> DataFrame | None:
         """The raw ``__share_group_state`` records (:data:`audit.formats.share_state.SHARE_RAW_SCHEMA`),
@@ -124,8 +128,10 @@ class LogDirSource(AuditSource):
     def read_share_state(self) -> DataFrame | None:
         return self.src.share_raw if self.src is not None else None
 
-    def partition_state(self, commits: DataFrame, history: bool) -> PartitionTables:
-        s = self.src
+    def partition_state(
+        self, commits: DataFrame, history: bool, share_raw: DataFrame | None = None, share_topics: list | None = None
+    ) -> PartitionTables:
+        s = self.src  # the log dirs' epochs and bounds cover every partition, the share-partitions' too
         expansions = None
         if history:  # the group's commits before its first one on a new partition are needed
             from .expansion import expansion_offsets
@@ -198,12 +204,52 @@ class LiveSource(AuditSource):
         self.progress(f"read: __consumer_offsets of {self.bootstrap_servers}")
         return raw
 
-    def partition_state(self, commits: DataFrame, history: bool) -> PartitionTables:
+    def read_share_state(self) -> DataFrame | None:
+        from .cluster import read_share_state_topic
+
+        try:
+            raw = read_share_state_topic(self.spark, self.bootstrap_servers, self.client_config, self.consumer_factory)
+            if raw is not None:
+                raw = raw.localCheckpoint()
+        except Exception as exc:  # noqa: BLE001 - share groups are optional: the consumer groups' audit goes on
+            from .client_config import redact
+
+            text = str(exc)
+            marker = "KafkaOffsetsTopicError: "
+            message = text.rsplit(marker, 1)[1].strip().splitlines()[0] if marker in text else redact(exc)[:500]
+            self.info["share_state_error"] = message
+            self.progress(f"read: __share_group_state not read, share groups not audited: {message}")
+            return None
+        if raw is not None:
+            self.progress(f"read: __share_group_state of {self.bootstrap_servers}")
+        return raw
+
+    def partition_state(
+        self, commits: DataFrame, history: bool, share_raw: DataFrame | None = None, share_topics: list | None = None
+    ) -> PartitionTables:
         from .cluster import cluster_tables, live_collect
 
         collect = self.collect or live_collect(self.bootstrap_servers, self.client_config, self.max_concurrency)
-        live = cluster_tables(self.spark, commits, collect, history=history)
-        self.info = live.info
+        share_requests = None
+        if share_raw is not None:
+
+            def share_requests(topic_ids: dict) -> tuple[list, list]:
+                # every (topic, partition, leader epoch) a state was written under: a few per share-partition
+                names = {v: k for k, v in topic_ids.items()}
+                rows = (
+                    share_raw.where("kind = 'record' AND decode_error IS NULL AND NOT is_tombstone")
+                    .select("topic_id", "partition", "leader_epoch")
+                    .distinct()
+                    .collect()
+                )
+                known = [(names[r.topic_id], r.partition, r.leader_epoch) for r in rows if r.topic_id in names]
+                reqs = sorted({k for k in known if k[2] is not None and k[2] >= 0})
+                return reqs, sorted({(t, p) for t, p, _ in known})
+
+        live = cluster_tables(
+            self.spark, commits, collect, history=history, share_topics=share_topics, share_requests=share_requests
+        )
+        self.info = {**live.info, **{k: v for k, v in self.info.items() if k == "share_state_error"}}
         self.progress(
             f"collect: {live.info['epoch_requests']} OffsetsForLeaderEpoch requests, "
             f"{live.info['partitions']} partitions"
