@@ -383,6 +383,7 @@ def _audit(
 
     def summarize():
         summary = _summary(cfg, src, raw, (n_live, n_latest), findings, started_at, state.epochs)
+        summary["share_groups"] = _share_summary(share_raw, share_partitions)
         summary["records_recovered"] = {"total": sum(r["records"] for r in recovered), "from_replicas": recovered}
         summary["rules_not_run"] = _rules_not_run(cfg, state)
         changes = None
@@ -701,6 +702,28 @@ def _reports(
 
 def _inputs(cfg, src) -> dict:
     return {"mode": cfg.mode, "fail_on": cfg.fail_on, "groups": cfg.groups, "topics": cfg.topics, **src.inputs()}
+
+
+def _share_summary(share_raw, share_partitions) -> dict:
+    """summary.json's ``share_groups``: whether ``__share_group_state`` was read, its records by outcome, and the
+    share-partitions judged (an aggregate collect each)."""
+    if share_raw is None:
+        return {"state_read": False}
+    counts = {
+        (r["kind"], r["decode_error"]): int(r["n"])
+        for r in share_raw.groupBy("kind", "decode_error").agg(F.count("*").alias("n")).collect()
+    }
+    judged = share_partitions.agg(
+        F.count("*").alias("n"), F.count_distinct("group_id").alias("groups"), F.count_if(F.col("verdict") != "OK")
+    ).first()
+    return {
+        "state_read": True,
+        "state_records": sum(n for (kind, err), n in counts.items() if kind == "record" and err is None),
+        "state_records_skipped": {err: n for (kind, err), n in counts.items() if err is not None},
+        "share_partitions": int(judged[0]),
+        "share_groups": int(judged[1]),
+        "share_partitions_with_findings": int(judged[2] or 0),
+    }
 
 
 def _summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
