@@ -639,3 +639,42 @@ def test_kip848_assignments_need_topic_names_and_the_newest_member_record(spark)
     dead = spark.createDataFrame(rows + [rec(3, 10, None, None, tomb=True)], _SCHEMA)
     gs3, ow3 = group_tables(spark, dead, names)
     assert gs3.collect()[0]["group_state"] == "Dead" and ow3.count() == 0
+
+
+def test_share_and_streams_groups_have_their_group_type_state_and_share_owners(spark):
+    """Share groups (KIP-932: ShareGroupMetadata 11, ShareGroupMemberMetadata 10 with the subscribed topics after
+    the client entry, ShareGroupCurrentMemberAssignment 14) and streams groups (KIP-1071: StreamsGroupMetadata 17,
+    StreamsGroupMemberMetadata 19) as the decoder gives them."""
+
+    def rec(group, rtype, offset, member, owners, tomb=False, epoch=-1):
+        return (rtype, "none", None, group, member, 3, offset, 1_000 * offset, tomb, epoch, None, None, -1, owners)
+
+    def entry(m, client=None, topic=None, parts=None):
+        return Row(
+            member_id=m,
+            group_instance_id=None,
+            client_id=client,
+            client_host="/h" if client else None,
+            topic=topic,
+            partitions=parts,
+        )
+
+    rows = [
+        rec("sg", 11, 1, None, None),
+        rec("sg", 10, 2, "s1", [entry("s1", "share-app"), entry("s1", topic="orders")]),
+        rec("sg", 14, 3, "s1", [entry("s1", topic="TID", parts=[0, 2])], epoch=4),
+        rec("sg-left", 11, 4, None, None),
+        rec("sg-left", 10, 5, "x", [entry("x", "gone")]),
+        rec("sg-left", 10, 6, "x", None, tomb=True),
+        rec("app", 17, 7, None, None),
+        rec("app", 19, 8, "p1", None),
+    ]
+    df = spark.createDataFrame(rows, _SCHEMA)
+    names = spark.createDataFrame([("TID", "orders")], "topic_id string, topic string")
+    gs, ow = group_tables(spark, df, names)
+    gs = {r["group_id"]: (r["group_type"], r["group_state"], r["group_members"]) for r in gs.collect()}
+    assert gs == {"sg": ("share", "Stable", 1), "sg-left": ("share", "Empty", 0), "app": ("streams", "Stable", 1)}
+    ow = {
+        (r["group_id"], r["topic"], r["partition"]): (r["owner_member_id"], r["owner_client_id"]) for r in ow.collect()
+    }
+    assert ow == {("sg", "orders", 0): ("s1", "share-app"), ("sg", "orders", 2): ("s1", "share-app")}
