@@ -31,6 +31,7 @@ raises on bad bytes: each record gets a ``decode_error`` (``malformed_key``, ``n
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -128,7 +129,7 @@ def _batches(c: _Cursor, limit: int) -> list[tuple[int, int, int, int]]:
 def _value_layout(value: bytes, record_type: int, layout: str) -> dict:
     c = _Cursor(value, 2)
     snap = record_type == SHARE_SNAPSHOT
-    out = {"snapshot_epoch": c.num(">H" if layout == "4.0" else ">i")}
+    out: dict[str, Any] = {"snapshot_epoch": c.num(">H" if layout == "4.0" else ">i")}
     out["state_epoch"] = c.num(">i") if snap else None
     out["leader_epoch"] = c.num(">i")
     out["start_offset"] = c.num(">q")

@@ -441,7 +441,7 @@ def _chosen_segments(inv: Inventory, topic: str, chosen: dict[int, int]) -> list
     for r in inv.replicas:
         if r.topic == topic and r.segments:
             by_partition[r.partition].append(r)
-    out = []
+    out: list[tuple[str, int]] = []
     for p, reps in sorted(by_partition.items()):
         rep = next((r for r in reps if r.broker_id == chosen.get(p)), reps[0])
         out.extend((uri, size) for _b, uri, size in rep.segments if size > 0)
