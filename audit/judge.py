@@ -199,9 +199,9 @@ def run_rule(spark: SparkSession, finding: str) -> DataFrame:
     return project_findings(spark.sql(load_sql(RULES[finding])))
 
 
-def project_findings(df: DataFrame) -> DataFrame:
-    """``df`` (a rule's result) as :data:`FINDING_COLUMNS` in that order, typed; a column the rule does not fill is
-    null."""
+def project_findings(df: DataFrame, extra: tuple[str, ...] = ()) -> DataFrame:
+    """``df`` (a rule's result) as :data:`FINDING_COLUMNS` in that order, typed, then the ``extra`` columns; a column
+    the rule does not fill is null."""
     have = set(df.columns)
     # columns a rule does not fill (``cause*`` belong to LOG_TRUNCATION) are null.  One projection of SQL
     # expressions: built from Column objects it took some 290 py4j calls per rule (a call per function, cast,
@@ -212,7 +212,8 @@ def project_findings(df: DataFrame) -> DataFrame:
             if c in FINDING_TYPES
             else f"`{c}`"
             for c in FINDING_COLUMNS
-        ]
+        ],
+        *[f"`{c}`" for c in extra],
     )
 
 

@@ -94,7 +94,7 @@ def judge_shares(
     epoch_end_offsets.createOrReplaceTempView("share_epoch_end_offsets")
     ctx = spark.sql(load_sql("share_context")).localCheckpoint()
     ctx.createOrReplaceTempView("share_context")
-    parts = [project_findings(spark.sql(load_sql(sql))) for sql in SHARE_RULES.values()]
-    findings = parts[0].union(parts[1]).localCheckpoint()
-    findings.createOrReplaceTempView("share_findings")
-    return findings, spark.sql(load_sql("share_partitions"))
+    parts = [project_findings(spark.sql(load_sql(sql)), ("records_in_log",)) for sql in SHARE_RULES.values()]
+    full = parts[0].union(parts[1]).localCheckpoint()
+    full.createOrReplaceTempView("share_findings")
+    return full.drop("records_in_log"), spark.sql(load_sql("share_partitions"))

@@ -199,7 +199,8 @@ TABLES: dict[str, list[Column]] = {
         _c("lag", "bigint", "as log_start_offset"),
         _c("verdict", "string"),
         _c("records_at_risk", "bigint", "no finding on the share-partition counts records"),
-        _c("divergence_offset", "bigint", "no LOG_TRUNCATION on the share-partition"),
+        _c("records_in_log", "bigint", "as records_at_risk"),
+        _c("divergence_offset", "bigint", "no state of the share-partition sits past a divergence point"),
         _c("records_in_flight_lost", "bigint", "no state of the share-partition sits past a divergence point"),
     ],
     "leader_timeline": [

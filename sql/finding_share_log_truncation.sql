@@ -53,7 +53,8 @@ SELECT group_id, topic, partition,
               ELSE 'Why: the inputs show no unclean election or cache disagreement. ' END,
          format_string(
            'Risk: Kafka loads share-partition state unchanged after a truncation: the %d records the new lineage holds or will hold at the offsets this state counts as done (from %d on: below its start offset or acknowledged) are never delivered to the group, with no error to any client (%d of them are in the log now). ',
-           at_risk, epoch_end_offset, greatest(least(start_offset, coalesce(log_end_offset, start_offset)) - epoch_end_offset, 0) + trunc_log_done),
+           at_risk, epoch_end_offset,
+           greatest(least(start_offset, coalesce(log_end_offset, start_offset)) - epoch_end_offset, 0) + trunc_log_done),
          CASE WHEN in_flight_lost > 0 THEN format_string(
            '%d records delivered to the group but not yet acknowledged were lost with the truncated lineage: the records now at those offsets will come as redeliveries. ',
            in_flight_lost)
@@ -64,5 +65,8 @@ SELECT group_id, topic, partition,
        cause,
        CASE WHEN cause = 'unclean_election' THEN ue.epoch END AS cause_leader_epoch,
        CASE WHEN cause = 'unclean_election' THEN ue.leader END AS cause_leader,
-       CASE WHEN cause = 'unclean_election' THEN ue.started_at END AS cause_time
+       CASE WHEN cause = 'unclean_election' THEN ue.started_at END AS cause_time,
+       -- of records_at_risk, those in the log now (below its log end offset): skipped already or when next fetched
+       greatest(least(start_offset, coalesce(log_end_offset, start_offset)) - epoch_end_offset, 0) + trunc_log_done
+         AS records_in_log
 FROM c

@@ -19,6 +19,7 @@ SELECT group_id, topic, partition,
        format_string('Share group %s: the start offset %d of its share-partition %s-%d (__share_group_state-%d offset %d) is below the log start offset %d: %d records it had not acknowledged were deleted (retention or delete-records) before the group finished them%s. Risk: Kafka moves the share-partition start offset to the log start offset on the next fetch: those records are never delivered (or redelivered), with no error to any client. Action: account for the %d lost records downstream; raise the topic''s retention if the group cannot keep up (kafka-share-groups --bootstrap-server <broker> --describe --group %s shows its lag).',
                      group_id, start_offset, topic, partition, source_partition, state_offset, log_start_offset, lost,
                      CASE WHEN unfinished > 0 THEN format_string(' (%d of them delivered but never acknowledged)', unfinished) ELSE '' END,
-                     lost, group_id) AS detail
+                     lost, group_id) AS detail,
+       CAST(0 AS BIGINT) AS records_in_log  -- deleted: none of them is in the log
 FROM t
 WHERE lost > 0

@@ -269,13 +269,14 @@ def test_state_past_the_divergence_point_is_log_truncation_even_when_the_newest_
     )  # bounds: 1 unclean election
     assert "never delivered" in f.detail and "Action:" in f.detail
     assert (parts["past"].start_offset, parts["past"].leader_epoch, parts["past"].verdict) == (70, 3, "LOG_TRUNCATION")
-    assert parts["past"].lag == 0 and parts["past"].records_at_risk == 20
+    assert parts["past"].lag == 0 and parts["past"].records_at_risk == parts["past"].records_in_log == 20
 
 
 def test_acknowledged_batches_past_the_divergence_point_are_skipped_records(judged):
     findings, parts = judged
     f = findings[("acked-past", "LOG_TRUNCATION")]
     assert (f.committed_offset, f.divergence_offset, f.records_at_risk) == (30, 40, 20)
+    assert parts["acked-past"].records_in_log == 20
     assert parts["acked-past"].records_in_flight_lost in (None, 0)
     # 30..39 are available again and 40..59 done: lag = 70 - 30 - 20
     assert parts["acked-past"].lag == 20
@@ -293,12 +294,14 @@ def test_delivered_but_unacknowledged_records_lost_with_the_lineage_are_named_wi
     findings, parts = judged
     assert not [k for k in findings if k[0] == "in-flight"]
     assert parts["in-flight"].records_in_flight_lost == 5 and parts["in-flight"].verdict == "OK"
+    assert parts["in-flight"].divergence_offset == 40 and parts["at-divergence"].divergence_offset is None
 
 
 def test_start_offset_below_the_log_start_counts_records_deleted_before_the_group_finished_them(judged):
     findings, parts = judged
     f = findings[("behind", "OFFSET_OUT_OF_RANGE")]
     assert (f.severity, f.committed_offset, f.log_start_offset, f.records_at_risk) == ("error", 5, 10, 3)
+    assert parts["behind"].records_in_log == 0  # deleted
     assert parts["behind"].verdict == "OFFSET_OUT_OF_RANGE"
 
 

@@ -70,6 +70,7 @@ class Scenario:
     judged: list = field(default_factory=list)  # [group, topic, partition]
     episodes: list = field(default_factory=list)
     verdicts: list = field(default_factory=list)
+    share_deliveries: list = field(default_factory=list)  # share_episode.py: every record a share group was given
     t0: float = field(default_factory=time.time)
 
     # --------------------------------------------------------------- helpers
@@ -497,11 +498,13 @@ def run_scenario(
     unclean: tuple[int, int] = (2, 4),
     hot_copy: bool = True,
     cluster_options: dict | None = None,
+    kinds: list[str] | None = None,
 ) -> Scenario:
     """Run seed's schedule on a fresh cluster; returns the Scenario with the cluster still up.
 
     ``cluster_options``: more :class:`KafkaCluster` fields (``overrides``, ``heap``, ``loggers``), e.g. for a
-    benchmark that keeps the cluster.  The caller stops ``sc.cluster`` (and ``sc.client``) — see :func:`finish`.
+    benchmark that keeps the cluster.  ``kinds``: these episodes (names of :data:`EPISODES`) instead of the seed's
+    plan.  The caller stops ``sc.cluster`` (and ``sc.client``) — see :func:`finish`.
     """
     workdir = Path(workdir)
     shutil.rmtree(workdir, ignore_errors=True)
@@ -514,7 +517,7 @@ def run_scenario(
         sc.cluster.start()
         sc.client = LabClient(version, sc.cluster.bootstrap, log=workdir / "lab-client.log")
         sc.step("started", version=version, brokers=brokers, L=L, F=F)
-        kinds = plan_episodes(rng, unclean)
+        kinds = list(kinds) if kinds else plan_episodes(rng, unclean)
         eps = [EPISODES[k](sc, rng, f"s{seed}.e{i}.{k}", L, F, X) for i, k in enumerate(kinds)]
         sc.episodes = [e.name for e in eps]
         for e in eps:
@@ -683,6 +686,7 @@ def save(sc: Scenario) -> Path:
                 "judged": sc.judged,
                 "verdicts": sc.verdicts,
                 "schedule": sc.steps,
+                **({"share_deliveries": sc.share_deliveries} if sc.share_deliveries else {}),
             },
             indent=1,
             default=str,
@@ -698,3 +702,6 @@ def finish(sc: Scenario, keep_logs: bool = False) -> None:
         sc.client = None
     if sc.cluster is not None:
         sc.cluster.stop()
+
+
+from . import share_episode  # noqa: E402,F401 - registers the share-group episodes (KIP-932) in EPISODES

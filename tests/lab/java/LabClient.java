@@ -14,6 +14,7 @@ import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.LogTruncationException;
@@ -239,6 +240,10 @@ public final class LabClient {
             case "list_offsets": return listGroupOffsets(r.get("group").asText());
             case "verdicts": return verdicts(r);
             case "read_topic": return readTopic(r);
+            case "share_open": return shareOpen(r);
+            case "share_poll": return sharePoll(r);
+            case "share_close": return shareClose(r);
+            case "share_offsets": return shareOffsets(r);
             case "bulk_commit": return bulkCommit(r);
             case "set_quota": {  // a client quota on a client.id (null rate: removed): {"client_id", "key", "rate"}
                 var entity = new org.apache.kafka.common.quota.ClientQuotaEntity(
@@ -663,7 +668,8 @@ public final class LabClient {
      * Kafka's consumer as the reference reader of a topic (the audit's reads of __consumer_offsets are compared
      * with it): no group, read_committed, every partition assigned from the beginning and read up to the
      * read_committed end offset (the last stable offset) captured first. Returns, per partition, the offsets of
-     * the records returned, in order: {"<partition>": [offset, ...], ...}.
+     * the records returned, in order: {"<partition>": [offset, ...], ...}; with "epochs": true each is
+     * [offset, leader epoch (-1: none)].
      */
     private JsonNode readTopic(JsonNode r) throws Exception {
         String topic = r.get("topic").asText();
@@ -686,12 +692,258 @@ public final class LabClient {
                 if (left.isEmpty()) break;
                 for (var rec : c.poll(Duration.ofMillis(200))) {
                     TopicPartition t = new TopicPartition(rec.topic(), rec.partition());
-                    if (rec.offset() < ends.get(t)) got.get(t).add(rec.offset());
+                    if (rec.offset() >= ends.get(t)) continue;
+                    if (r.path("epochs").asBoolean(false)) got.get(t).addArray().add(rec.offset()).add(rec.leaderEpoch().orElse(-1));
+                    else got.get(t).add(rec.offset());
                 }
             }
             if (!left.isEmpty()) throw new IllegalStateException("read_topic: not at the end offsets of " + left);
         }
         return out;
+    }
+
+    // ------------------------------------------------------------------ share groups (KIP-932, Kafka 4.x)
+    // KafkaShareConsumer, AcknowledgeType, ConsumerRecord.deliveryCount() and Admin.listShareGroupOffsets are 4.x-only:
+    // reached by reflection, so this file compiles against the kafka-clients of 3.9.2 as well.
+
+    /** A long-lived KafkaShareConsumer (explicit acknowledgement), its held records and the log of its deliveries. */
+    private static final class ShareHandle {
+        final String group;
+        final Object consumer;
+        final List<ConsumerRecord<?, ?>> held = new ArrayList<>();
+        final ArrayNode log = JSON.createArrayNode();
+
+        ShareHandle(String group, Object consumer) {
+            this.group = group;
+            this.consumer = consumer;
+        }
+    }
+
+    private final Map<String, ShareHandle> shares = new HashMap<>();
+    private final Set<String> shareGroupsConfigured = new HashSet<>();
+
+    private static Object shareCall(Object target, String method, Object... args) throws Exception {
+        for (java.lang.reflect.Method m : target.getClass().getMethods()) {
+            if (m.getName().equals(method) && m.getParameterCount() == args.length) {
+                Class<?>[] ps = m.getParameterTypes();
+                boolean fits = true;
+                for (int i = 0; i < ps.length && fits; i++) fits = args[i] == null || box(ps[i]).isInstance(args[i]);
+                if (!fits) continue;
+                try {
+                    return m.invoke(target, args);
+                } catch (java.lang.reflect.InvocationTargetException e) {
+                    throw e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
+                }
+            }
+        }
+        throw new NoSuchMethodException(target.getClass().getName() + "." + method);
+    }
+
+    private static Class<?> box(Class<?> c) {
+        if (!c.isPrimitive()) return c;
+        return c == int.class ? Integer.class : c == long.class ? Long.class : c == boolean.class ? Boolean.class : Object.class;
+    }
+
+    private static Object ackType(String ack) throws Exception {
+        Class<?> cls = Class.forName("org.apache.kafka.clients.consumer.AcknowledgeType");
+        return cls.getMethod("valueOf", String.class).invoke(null, ack.toUpperCase(java.util.Locale.ROOT));
+    }
+
+    /**
+     * {"name", "group", "topics", "config": {share consumer config overrides}}: a KafkaShareConsumer with
+     * share.acknowledgement.mode=explicit subscribed to the topics. Before the first open of a group here, the
+     * group's config share.auto.offset.reset=earliest is set (incrementalAlterConfigs on a GROUP resource).
+     */
+    private JsonNode shareOpen(JsonNode r) throws Exception {
+        String name = r.get("name").asText(), group = r.get("group").asText();
+        if (shares.containsKey(name)) throw new IllegalStateException("share handle " + name + " is open");
+        if (shareGroupsConfigured.add(group)) {
+            ConfigResource res = new ConfigResource(ConfigResource.Type.valueOf("GROUP"), group);
+            AlterConfigOp op = new AlterConfigOp(new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET);
+            admin.incrementalAlterConfigs(Map.of(res, List.of(op))).all().get();
+        }
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        p.put(ConsumerConfig.CLIENT_ID_CONFIG, name);
+        p.put("share.acknowledgement.mode", "explicit");
+        p.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, "1000");
+        p.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
+        p.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "20000");
+        if (r.has("config")) r.get("config").fields().forEachRemaining(e -> p.put(e.getKey(), e.getValue().asText()));
+        Class<?> cls = Class.forName("org.apache.kafka.clients.consumer.KafkaShareConsumer");
+        Object c = cls.getConstructor(Properties.class, org.apache.kafka.common.serialization.Deserializer.class,
+                org.apache.kafka.common.serialization.Deserializer.class)
+                .newInstance(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+        List<String> topics = new ArrayList<>();
+        for (JsonNode t : r.get("topics")) topics.add(t.asText());
+        cls.getMethod("subscribe", java.util.Collection.class).invoke(c, topics);
+        shares.put(name, new ShareHandle(group, c));
+        return null;
+    }
+
+    /** The first rule of "acks" [{topic?, partition, from, to (exclusive), ack, delivery?}] that covers the record. */
+    private static String ackFor(JsonNode rules, String dflt, ConsumerRecord<?, ?> rec, int delivery) {
+        if (rules != null) {
+            for (JsonNode a : rules) {
+                if (a.has("topic") && !a.get("topic").asText().equals(rec.topic())) continue;
+                if (a.has("partition") && a.get("partition").asInt() != rec.partition()) continue;
+                if (rec.offset() < a.path("from").asLong(0) || rec.offset() >= a.path("to").asLong(Long.MAX_VALUE)) continue;
+                if (a.has("delivery") && a.get("delivery").asInt() != delivery) continue;
+                return a.get("ack").asText();
+            }
+        }
+        return dflt;
+    }
+
+    private static ObjectNode shareEntry(ConsumerRecord<?, ?> rec, int delivery, String ack) {
+        ObjectNode o = JSON.createObjectNode();
+        o.put("topic", rec.topic());
+        o.put("partition", rec.partition());
+        o.put("offset", rec.offset());
+        o.put("leader_epoch", rec.leaderEpoch().orElse(-1));
+        o.put("delivery_count", delivery);
+        o.put("ack", ack);
+        return o;
+    }
+
+    /** commitSync of the pending acknowledgements; each entry of "entries" for a partition that failed gets "commit_error". */
+    private static ArrayNode shareCommit(Object consumer, List<ObjectNode> entries) throws Exception {
+        Map<?, ?> res = (Map<?, ?>) shareCall(consumer, "commitSync", Duration.ofSeconds(20));
+        ArrayNode errors = JSON.createArrayNode();
+        for (Map.Entry<?, ?> e : res.entrySet()) {
+            Optional<?> err = (Optional<?>) e.getValue();
+            if (err.isEmpty()) continue;
+            Object tip = e.getKey(); // TopicIdPartition
+            String topic = (String) shareCall(tip, "topic");
+            int partition = (Integer) shareCall(tip, "partition");
+            String text = err.get().getClass().getSimpleName() + ": " + ((Throwable) err.get()).getMessage();
+            ObjectNode o = errors.addObject();
+            o.put("topic", topic);
+            o.put("partition", partition);
+            o.put("error", text);
+            for (ObjectNode en : entries) {
+                if (en.get("topic").asText().equals(topic) && en.get("partition").asInt() == partition) en.put("commit_error", text);
+            }
+        }
+        return errors;
+    }
+
+    /**
+     * {"name", "acks": [{topic?, partition, from, to, ack: accept|release|reject|hold, delivery?}], "default_ack"
+     * (accept), "held_ack" (release), "max_records", "polls" (non-empty polls at most), "poll_ms" (500),
+     * "idle_polls" (3: consecutive empty polls that end it once a record came or "min_ms" (0) passed), "timeout_ms" (30000)}.
+     * Records held by an earlier share_poll are first acknowledged with held_ack and committed ("late": true in
+     * the log). Each delivered record is acknowledged by the first matching rule ("hold": left acquired, not
+     * acknowledged; a poll with a held record ends the op, since explicit mode allows no poll before it is
+     * acknowledged), then commitSync. Returns {"records": [{topic, partition, offset, leader_epoch,
+     * delivery_count, ack, commit_error?}], "late": [...], "commit_errors": [...], "polls", "held"}.
+     */
+    private JsonNode sharePoll(JsonNode r) throws Exception {
+        ShareHandle h = shares.get(r.get("name").asText());
+        if (h == null) throw new IllegalStateException("no share handle " + r.get("name").asText());
+        Object c = h.consumer;
+        java.lang.reflect.Method ack = c.getClass().getMethod("acknowledge", ConsumerRecord.class,
+                Class.forName("org.apache.kafka.clients.consumer.AcknowledgeType"));
+        ObjectNode out = JSON.createObjectNode();
+        ArrayNode records = out.putArray("records"), late = out.putArray("late"), errors = out.putArray("commit_errors");
+        if (!h.held.isEmpty()) {
+            String t = r.path("held_ack").asText("release");
+            List<ObjectNode> entries = new ArrayList<>();
+            for (ConsumerRecord<?, ?> rec : h.held) {
+                ack.invoke(c, rec, ackType(t));
+                ObjectNode o = shareEntry(rec, deliveryCount(rec), t);
+                o.put("late", true);
+                entries.add(o);
+            }
+            h.held.clear();
+            errors.addAll(shareCommit(c, entries));
+            late.addAll(entries);
+            h.log.addAll(entries);
+        }
+        String dflt = r.path("default_ack").asText("accept");
+        long start = System.currentTimeMillis();
+        long deadline = start + r.path("timeout_ms").asLong(30000);
+        long minMs = r.path("min_ms").asLong(0);
+        int max = r.path("max_records").asInt(Integer.MAX_VALUE), maxPolls = r.path("polls").asInt(Integer.MAX_VALUE);
+        int idleMax = r.path("idle_polls").asInt(3), idle = 0, polls = 0, got = 0;
+        java.lang.reflect.Method poll = c.getClass().getMethod("poll", Duration.class);
+        while (got < max && polls < maxPolls && System.currentTimeMillis() < deadline) {
+            ConsumerRecords<?, ?> recs = (ConsumerRecords<?, ?>) poll.invoke(c, Duration.ofMillis(r.path("poll_ms").asLong(500)));
+            if (recs.isEmpty()) {
+                if (++idle >= idleMax && (got > 0 || System.currentTimeMillis() - start >= minMs)) break;
+                continue;
+            }
+            idle = 0;
+            polls++;
+            List<ObjectNode> entries = new ArrayList<>();
+            for (ConsumerRecord<?, ?> rec : recs) {
+                int delivery = deliveryCount(rec);
+                String a = ackFor(r.get("acks"), dflt, rec, delivery);
+                if ("hold".equals(a)) h.held.add(rec);
+                else ack.invoke(c, rec, ackType(a));
+                entries.add(shareEntry(rec, delivery, a));
+                got++;
+            }
+            errors.addAll(shareCommit(c, entries));
+            records.addAll(entries);
+            h.log.addAll(entries);
+            if (!h.held.isEmpty()) break;
+        }
+        out.put("polls", polls);
+        out.put("held", h.held.size());
+        return out;
+    }
+
+    private static int deliveryCount(ConsumerRecord<?, ?> rec) throws Exception {
+        Optional<?> d = (Optional<?>) shareCall(rec, "deliveryCount");
+        return d.isPresent() ? ((Number) d.get()).intValue() : -1;
+    }
+
+    /** {"name"}: close the share consumer (records still held are left to the broker); returns {"log": every
+     *  delivery and late acknowledgement of the handle, "held": records held at close, "error": close's exception}. */
+    private JsonNode shareClose(JsonNode r) throws Exception {
+        ShareHandle h = shares.remove(r.get("name").asText());
+        if (h == null) throw new IllegalStateException("no share handle " + r.get("name").asText());
+        ObjectNode out = JSON.createObjectNode();
+        out.put("held", h.held.size());
+        try {
+            shareCall(h.consumer, "close", Duration.ofSeconds(20));
+            out.putNull("error");
+        } catch (Exception e) {
+            out.put("error", e.getClass().getName() + ": " + e.getMessage());
+        }
+        out.set("log", h.log);
+        return out;
+    }
+
+    /** {"group"}: Admin.listShareGroupOffsets, what the brokers report: [{topic, partition, start_offset,
+     *  leader_epoch (-1: none), lag (null: unknown)}]; a partition without an offset: start_offset null. */
+    private JsonNode shareOffsets(JsonNode r) throws Exception {
+        String group = r.get("group").asText();
+        Object spec = Class.forName("org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec").getConstructor().newInstance();
+        Object res = Admin.class.getMethod("listShareGroupOffsets", Map.class).invoke(admin, Map.of(group, spec));
+        Map<?, ?> m = (Map<?, ?>) ((KafkaFuture<?>) shareCall(res, "partitionsToOffsetInfo", group)).get();
+        ArrayNode arr = JSON.createArrayNode();
+        for (Map.Entry<?, ?> e : m.entrySet()) {
+            TopicPartition t = (TopicPartition) e.getKey();
+            ObjectNode o = arr.addObject();
+            o.put("topic", t.topic());
+            o.put("partition", t.partition());
+            Object info = e.getValue();
+            if (info == null) {
+                o.putNull("start_offset");
+                o.put("leader_epoch", -1);
+                o.putNull("lag");
+                continue;
+            }
+            o.put("start_offset", (Long) shareCall(info, "startOffset"));
+            o.put("leader_epoch", ((Optional<?>) shareCall(info, "leaderEpoch")).map(x -> (Integer) x).orElse(-1));
+            Optional<?> lag = (Optional<?>) shareCall(info, "lag");
+            if (lag.isPresent()) o.put("lag", (Long) lag.get());
+            else o.putNull("lag");
+        }
+        return arr;
     }
 
     private ObjectNode verdict(String group, TopicPartition t, long timeoutMs) {
