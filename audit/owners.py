@@ -20,8 +20,9 @@ from .judge import load_sql
 
 #: classic GroupMetadata (2), KIP-848 ConsumerGroupMetadata (3), ConsumerGroupMemberMetadata (5),
 #: ConsumerGroupCurrentMemberAssignment (8), KIP-932 ShareGroupMemberMetadata (10), ShareGroupMetadata (11) and
-#: ShareGroupCurrentMemberAssignment (14), KIP-1071 StreamsGroupMetadata (17) and StreamsGroupMemberMetadata (19)
-GROUP_RECORD_TYPES = (2, 3, 5, 8, 10, 11, 14, 17, 19)
+#: ShareGroupCurrentMemberAssignment (14), KIP-1071 StreamsGroupMetadata (17), StreamsGroupMemberMetadata (19),
+#: StreamsGroupCurrentMemberAssignment (22) and StreamsGroupTopology (23)
+GROUP_RECORD_TYPES = (2, 3, 5, 8, 10, 11, 14, 17, 19, 22, 23)
 #: columns :func:`with_owners` adds, in order, with their types
 OWNER_TYPES = {
     "group_type": "string",
@@ -32,6 +33,7 @@ OWNER_TYPES = {
     "owner_group_instance_id": "string",
     "owner_client_id": "string",
     "owner_client_host": "string",
+    "owner_process_id": "string",
     "owner_generation": "int",
     "owner_assigned_at": "timestamp",
 }

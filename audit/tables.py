@@ -42,6 +42,7 @@ _OWNER = [
     _c("owner_group_instance_id", "string", "no owner, or a dynamic member (no group.instance.id)"),
     _c("owner_client_id", "string", "no owner"),
     _c("owner_client_host", "string", "no owner"),
+    _c("owner_process_id", "string", "no owner, or not a streams group (KIP-1071: the Kafka Streams instance)"),
     _c("owner_generation", "int", "no owner"),
     _c("owner_assigned_at", "timestamp", "no owner, or the assignment's time is unknown"),
 ]

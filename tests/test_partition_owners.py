@@ -302,7 +302,7 @@ def test_a_malformed_assignment_is_reported_and_the_other_members_kept():
 
 _OWNER = (
     "struct<member_id:string, group_instance_id:string, client_id:string, client_host:string, topic:string, "
-    "partitions:array<int>>"
+    "partitions:array<int>, process_id:string, subtopology:string>"
 )
 _SCHEMA = (
     "record_type short, txn_state string, decode_error string, group_id string, member_id string, "
@@ -320,6 +320,8 @@ def _o(topic, partition, member):
         client_host="/10.1.1.1",
         topic=topic,
         partitions=[partition],
+        process_id=None,
+        subtopology=None,
     )
 
 
@@ -600,6 +602,8 @@ def test_kip848_assignments_need_topic_names_and_the_newest_member_record(spark)
             client_host="/h",
             topic=None,
             partitions=None,
+            process_id=None,
+            subtopology=None,
         )
     ]
     assign = lambda m, tid, ps: [  # noqa: E731
@@ -610,6 +614,8 @@ def test_kip848_assignments_need_topic_names_and_the_newest_member_record(spark)
             client_host=None,
             topic=tid,
             partitions=ps,
+            process_id=None,
+            subtopology=None,
         )
     ]
     rows = [
@@ -644,12 +650,13 @@ def test_kip848_assignments_need_topic_names_and_the_newest_member_record(spark)
 def test_share_and_streams_groups_have_their_group_type_state_and_share_owners(spark):
     """Share groups (KIP-932: ShareGroupMetadata 11, ShareGroupMemberMetadata 10 with the subscribed topics after
     the client entry, ShareGroupCurrentMemberAssignment 14) and streams groups (KIP-1071: StreamsGroupMetadata 17,
-    StreamsGroupMemberMetadata 19) as the decoder gives them."""
+    StreamsGroupMemberMetadata 19 with the process id, StreamsGroupCurrentMemberAssignment 22 with the active tasks,
+    StreamsGroupTopology 23 with each subtopology's source topics) as the decoder gives them."""
 
     def rec(group, rtype, offset, member, owners, tomb=False, epoch=-1):
         return (rtype, "none", None, group, member, 3, offset, 1_000 * offset, tomb, epoch, None, None, -1, owners)
 
-    def entry(m, client=None, topic=None, parts=None):
+    def entry(m, client=None, topic=None, parts=None, process=None, sub=None):
         return Row(
             member_id=m,
             group_instance_id=None,
@@ -657,6 +664,8 @@ def test_share_and_streams_groups_have_their_group_type_state_and_share_owners(s
             client_host="/h" if client else None,
             topic=topic,
             partitions=parts,
+            process_id=process,
+            subtopology=sub,
         )
 
     rows = [
@@ -667,14 +676,31 @@ def test_share_and_streams_groups_have_their_group_type_state_and_share_owners(s
         rec("sg-left", 10, 5, "x", [entry("x", "gone")]),
         rec("sg-left", 10, 6, "x", None, tomb=True),
         rec("app", 17, 7, None, None),
-        rec("app", 19, 8, "p1", None),
+        rec("app", 19, 8, "p1", [entry("p1", "app-1", process="proc-A")]),
+        rec("app", 19, 9, "p2", [entry("p2", "app-2", process="proc-B")]),
+        # topology epoch 1: subtopology 0 reads "in", 1 reads the repartition topic; then epoch 2 drops "old"
+        rec("app", 23, 10, None, [entry(None, topic="old", sub="0"), entry(None, topic="in", sub="0")], epoch=1),
+        rec("app", 23, 11, None, [entry(None, topic="in", sub="0"), entry(None, topic="app-rep", sub="1")], epoch=2),
+        rec("app", 22, 12, "p1", [entry("p1", parts=[0, 2], sub="0"), entry("p1", parts=[1], sub="1")], epoch=5),
+        rec("app", 22, 13, "p2", [entry("p2", parts=[1, 3], sub="0"), entry("p2", parts=[0], sub="1")], epoch=5),
     ]
     df = spark.createDataFrame(rows, _SCHEMA)
     names = spark.createDataFrame([("TID", "orders")], "topic_id string, topic string")
     gs, ow = group_tables(spark, df, names)
     gs = {r["group_id"]: (r["group_type"], r["group_state"], r["group_members"]) for r in gs.collect()}
-    assert gs == {"sg": ("share", "Stable", 1), "sg-left": ("share", "Empty", 0), "app": ("streams", "Stable", 1)}
+    assert gs == {"sg": ("share", "Stable", 1), "sg-left": ("share", "Empty", 0), "app": ("streams", "Stable", 2)}
     ow = {
-        (r["group_id"], r["topic"], r["partition"]): (r["owner_member_id"], r["owner_client_id"]) for r in ow.collect()
+        (r["group_id"], r["topic"], r["partition"]): (r["owner_member_id"], r["owner_client_id"], r["owner_process_id"])
+        for r in ow.collect()
     }
-    assert ow == {("sg", "orders", 0): ("s1", "share-app"), ("sg", "orders", 2): ("s1", "share-app")}
+    assert ow == {
+        ("sg", "orders", 0): ("s1", "share-app", None),
+        ("sg", "orders", 2): ("s1", "share-app", None),
+        # task p of a subtopology reads partition p of its source topics (the newest topology: not "old")
+        ("app", "in", 0): ("p1", "app-1", "proc-A"),
+        ("app", "in", 2): ("p1", "app-1", "proc-A"),
+        ("app", "in", 1): ("p2", "app-2", "proc-B"),
+        ("app", "in", 3): ("p2", "app-2", "proc-B"),
+        ("app", "app-rep", 1): ("p1", "app-1", "proc-A"),
+        ("app", "app-rep", 0): ("p2", "app-2", "proc-B"),
+    }

@@ -338,3 +338,54 @@ def test_share_group_member_and_assignment_values_decode_per_the_schema():
         decode_share_group_assignment_value(assignment + b"\x00")
     with pytest.raises(ValueError):
         decode_share_group_member_value(member[:5])
+
+
+def test_streams_group_member_assignment_and_topology_values_decode_per_the_schema():
+    from audit.formats.offsets import (
+        decode_streams_group_assignment_value,
+        decode_streams_group_member_value,
+        decode_streams_group_topology_value,
+    )
+
+    member = struct.pack(">h", 0) + _compact(None) + _compact("rack") + _compact("app-1") + _compact("/10.0.0.9")
+    member += struct.pack(">ii", 30000, 2) + _compact("proc-A") + b"\xff" + uvarint(1) + b"\x00"
+    m = decode_streams_group_member_value(member)
+    assert (m["client_id"], m["client_host"], m["process_id"], m["topology_epoch"]) == (
+        "app-1",
+        "/10.0.0.9",
+        "proc-A",
+        2,
+    )
+
+    def task_ids(tasks):  # []TaskIds{SubtopologyId, Partitions, tagged AssignmentEpochs}
+        out = uvarint(len(tasks) + 1)
+        for sub, parts in tasks:
+            out += _compact(sub) + uvarint(len(parts) + 1) + b"".join(struct.pack(">i", x) for x in parts) + b"\x00"
+        return out
+
+    assignment = struct.pack(">hiib", 0, 7, 6, 1) + task_ids([("0", [0, 2]), ("1", [1])]) + task_ids([("0", [1])])
+    assignment += task_ids([]) * 4 + b"\x00"
+    a = decode_streams_group_assignment_value(assignment)
+    assert (a["member_epoch"], a["state"]) == (7, 1)
+    assert [(sub, p.tolist()) for sub, p in a["active"]] == [("0", [0, 2]), ("1", [1])]  # standby tasks not read
+
+    def strings(xs):
+        return uvarint(len(xs) + 1) + b"".join(_compact(x) for x in xs)
+
+    def topic_infos(names):  # TopicInfo{Name, Partitions, ReplicationFactor, TopicConfigs}
+        return uvarint(len(names) + 1) + b"".join(
+            _compact(n) + struct.pack(">ih", 0, 0) + uvarint(2) + _compact("k") + _compact("v") + b"\x00" + b"\x00"
+            for n in names
+        )
+
+    sub0 = _compact("0") + strings(["in"]) + strings([]) + topic_infos(["app-store-changelog"]) + strings(["app-rep"])
+    sub0 += (
+        topic_infos([]) + uvarint(2) + uvarint(2) + struct.pack(">h", 0) + uvarint(1) + uvarint(1) + b"\x00" + b"\x00"
+    )
+    sub1 = _compact("1") + strings([]) + strings(["re.*"]) + topic_infos([]) + strings([]) + topic_infos(["app-rep"])
+    sub1 += uvarint(1) + b"\x00"
+    topology = struct.pack(">hi", 0, 3) + uvarint(3) + sub0 + sub1 + b"\x00"
+    t = decode_streams_group_topology_value(topology)
+    assert t == {"epoch": 3, "sources": [("0", "in"), ("1", "app-rep")]}
+    with pytest.raises(ValueError):
+        decode_streams_group_topology_value(topology + b"\x00")

@@ -742,3 +742,130 @@ def decode_share_group_assignment_value(value: bytes, max_entries: int | None = 
     if r.p != len(value):
         raise ValueError("bytes after the value")
     return out
+
+
+# --------------------------------------------------------------------------- KIP-1071 streams groups
+
+STREAMS_GROUP_MEMBER_METADATA_TYPE = 19
+STREAMS_GROUP_CURRENT_ASSIGNMENT_TYPE = 22
+STREAMS_GROUP_TOPOLOGY_TYPE = 23
+
+
+def _compact_array(r: _Reader, what: str, limit: int) -> int:
+    n = r.uvarint() - 1
+    if n > limit:
+        raise ValueError(f"bad {what} count {n}")
+    return max(n, 0)
+
+
+def _compact_strings(r: _Reader, what: str, limit: int) -> list[str]:
+    out = []
+    for _ in range(_compact_array(r, what, limit)):
+        v = r.string(True)
+        if v is None:
+            raise ValueError(f"null {what}")
+        out.append(v)
+    return out
+
+
+def decode_streams_group_member_value(value: bytes) -> dict:
+    """A ``StreamsGroupMemberMetadataValue`` (record type 19, KIP-1071; version 0, flexible, per
+    ``StreamsGroupMemberMetadataValue.json`` of Kafka 4.1-4.4: InstanceId, RackId, ClientId, ClientHost,
+    RebalanceTimeoutMs, TopologyEpoch, ProcessId, UserEndpoint, ClientTags): returns ``group_instance_id``,
+    ``rack_id``, ``client_id``, ``client_host``, ``topology_epoch`` and ``process_id`` (one Streams instance; it can
+    run several members).  The fields after ProcessId are not read.  Raises ``ValueError`` for a version other
+    than 0, truncated bytes or a null ClientId/ClientHost/ProcessId."""
+    r = _Reader(value)
+    if r.i16() != 0:
+        raise ValueError("unknown StreamsGroupMemberMetadataValue version")
+    out = {"group_instance_id": r.string(True), "rack_id": r.string(True)}
+    out["client_id"], out["client_host"] = r.string(True), r.string(True)
+    r.i32()  # RebalanceTimeoutMs
+    out["topology_epoch"] = r.i32()
+    out["process_id"] = r.string(True)
+    if out["client_id"] is None or out["client_host"] is None or out["process_id"] is None:
+        raise ValueError("null ClientId, ClientHost or ProcessId")
+    return out
+
+
+def decode_streams_group_assignment_value(value: bytes, max_entries: int | None = None) -> dict:
+    """A ``StreamsGroupCurrentMemberAssignmentValue`` (record type 22, KIP-1071; version 0, flexible, per
+    ``StreamsGroupCurrentMemberAssignmentValue.json`` of Kafka 4.1-4.4): ``member_epoch``, ``previous_member_epoch``,
+    ``state`` (int8, ``streams.MemberState``: 1 STABLE, 2 UNREVOKED_TASKS, 3 UNRELEASED_TASKS) and ``active``: the
+    member's active tasks as ``[(subtopology id, task partitions int32 ndarray)]`` (TaskIds; the tagged
+    AssignmentEpochs skipped).  Standby and warm-up tasks (which process no input) and the tasks pending
+    revocation are not read.  Raises ``ValueError`` for another version or truncated bytes,
+    :class:`AssignmentLimitError` past ``max_entries`` subtopologies."""
+    r = _Reader(value)
+    if r.i16() != 0:
+        raise ValueError("unknown StreamsGroupCurrentMemberAssignmentValue version")
+    out = {"member_epoch": r.i32(), "previous_member_epoch": r.i32(), "state": struct.unpack(">b", r.take(1))[0]}
+    tasks = []
+    for _ in range(_compact_array(r, "ActiveTasks", len(value))):
+        sub = r.string(True)
+        k = r.uvarint() - 1
+        if sub is None or k < 0 or 4 * k > len(value) - r.p:
+            raise ValueError("bad active task ids")
+        if k:
+            if max_entries is not None and len(tasks) >= max_entries:
+                raise AssignmentLimitError(f"more than {max_entries} subtopologies")
+            tasks.append((sub, np.frombuffer(value, ">i4", k, r.p).astype(np.int32)))
+        r.p += 4 * k
+        r.tags()
+    out["active"] = tasks
+    return out
+
+
+def decode_streams_group_topology_value(value: bytes, max_entries: int | None = None) -> dict:
+    """A ``StreamsGroupTopologyValue`` (record type 23, KIP-1071; version 0, flexible, per
+    ``StreamsGroupTopologyValue.json`` of Kafka 4.1-4.4): ``epoch`` and ``sources``: ``[(subtopology id, topic
+    name)]`` for every SourceTopics and RepartitionSourceTopics entry of each subtopology (task *p* of a
+    subtopology reads partition *p* of each of them; SourceTopicRegex subscriptions are resolved by the broker and
+    not named here).  Raises ``ValueError`` for another version or truncated bytes, :class:`AssignmentLimitError`
+    past ``max_entries`` sources."""
+    r = _Reader(value)
+    if r.i16() != 0:
+        raise ValueError("unknown StreamsGroupTopologyValue version")
+    out: dict = {"epoch": r.i32()}
+    limit = len(value)
+    sources = []
+
+    def topic_infos() -> list[str]:
+        names = []
+        for _ in range(_compact_array(r, "TopicInfo", limit)):
+            name = r.string(True)
+            if name is None:
+                raise ValueError("null TopicInfo name")
+            r.i32()  # Partitions
+            r.i16()  # ReplicationFactor
+            for _ in range(_compact_array(r, "TopicConfigs", limit)):
+                r.string(True)
+                r.string(True)
+                r.tags()
+            r.tags()
+            names.append(name)
+        return names
+
+    for _ in range(_compact_array(r, "Subtopologies", limit)):
+        sub = r.string(True)
+        if sub is None:
+            raise ValueError("null SubtopologyId")
+        names = _compact_strings(r, "SourceTopics", limit)
+        _compact_strings(r, "SourceTopicRegex", limit)
+        topic_infos()  # StateChangelogTopics
+        _compact_strings(r, "RepartitionSinkTopics", limit)
+        names += topic_infos()  # RepartitionSourceTopics
+        for _ in range(_compact_array(r, "CopartitionGroups", limit)):
+            for what in ("SourceTopics", "SourceTopicRegex", "RepartitionSourceTopics"):
+                r.take(2 * _compact_array(r, what, limit))
+            r.tags()
+        r.tags()
+        for name in names:
+            if max_entries is not None and len(sources) >= max_entries:
+                raise AssignmentLimitError(f"more than {max_entries} source topics")
+            sources.append((sub, name))
+    r.tags()
+    if r.p != len(value):
+        raise ValueError("bytes after the value")
+    out["sources"] = sources
+    return out

@@ -17,6 +17,9 @@ from .offsets import (
     GROUP_METADATA_TYPE,
     SHARE_GROUP_CURRENT_ASSIGNMENT_TYPE,
     SHARE_GROUP_MEMBER_METADATA_TYPE,
+    STREAMS_GROUP_CURRENT_ASSIGNMENT_TYPE,
+    STREAMS_GROUP_MEMBER_METADATA_TYPE,
+    STREAMS_GROUP_TOPOLOGY_TYPE,
     AssignmentLimitError,
     decode_consumer_group_assignment_value,
     decode_consumer_group_member_value,
@@ -27,6 +30,9 @@ from .offsets import (
     decode_offsets_summary,
     decode_share_group_assignment_value,
     decode_share_group_member_value,
+    decode_streams_group_assignment_value,
+    decode_streams_group_member_value,
+    decode_streams_group_topology_value,
     materialise_offsets_kv,
 )
 from .record_batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, RecordTable, extract_records, read_int, scan_batches
@@ -50,6 +56,8 @@ OWNER_ENTRY = pa.struct(
         ("client_host", pa.string()),
         ("topic", pa.string()),
         ("partitions", pa.list_(pa.int32())),
+        ("process_id", pa.string()),
+        ("subtopology", pa.string()),
     ]
 )
 OWNERS_TYPE = pa.list_(OWNER_ENTRY)
@@ -98,24 +106,35 @@ RAW_SCHEMA = pa.schema(
 
 #: record types whose key is (GroupId, MemberId): KIP-848 member metadata (5) and current assignment (8), share
 #: group member metadata (10) and current assignment (14) (``ShareGroup*Key.json``), streams group member metadata
-#: (19, ``StreamsGroupMemberMetadataKey.json``)
+#: (19) and current assignment (22) (``StreamsGroup*Key.json``)
 MEMBER_KEY_TYPES = (
     CONSUMER_GROUP_MEMBER_METADATA_TYPE,
     CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE,
     SHARE_GROUP_MEMBER_METADATA_TYPE,
     SHARE_GROUP_CURRENT_ASSIGNMENT_TYPE,
-    19,
+    STREAMS_GROUP_MEMBER_METADATA_TYPE,
+    STREAMS_GROUP_CURRENT_ASSIGNMENT_TYPE,
 )
-#: member records whose value gives owners: client fields (5, 10) or assigned partitions (8, 14)
-_MEMBER_INFO_TYPES = (CONSUMER_GROUP_MEMBER_METADATA_TYPE, SHARE_GROUP_MEMBER_METADATA_TYPE)
-_MEMBER_ASSIGNMENT_TYPES = (CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE, SHARE_GROUP_CURRENT_ASSIGNMENT_TYPE)
+#: member records whose value gives owners: client fields (5, 10, 19) or assigned partitions / tasks (8, 14, 22);
+#: and the streams topology (23), which maps tasks to partitions
+_MEMBER_INFO_TYPES = (
+    CONSUMER_GROUP_MEMBER_METADATA_TYPE,
+    SHARE_GROUP_MEMBER_METADATA_TYPE,
+    STREAMS_GROUP_MEMBER_METADATA_TYPE,
+)
+_MEMBER_ASSIGNMENT_TYPES = (
+    CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE,
+    SHARE_GROUP_CURRENT_ASSIGNMENT_TYPE,
+    STREAMS_GROUP_CURRENT_ASSIGNMENT_TYPE,
+)
 
 
 def _group_metadata(
     data, record_type, value_start, value_len, err: pa.Array, group_id: pa.Array, key_start=None, key_len=None
 ) -> dict:
-    """Per-record decode of the (rare) group records: classic GroupMetadataValue (type 2) and the KIP-848
-    consumer group's member metadata (type 5) and current assignment (type 8).
+    """Per-record decode of the (rare) group records: classic GroupMetadataValue (type 2), the KIP-848 consumer
+    group's member metadata (type 5) and current assignment (type 8), the share group's (10, 14) and the streams
+    group's member metadata (19), current assignment (22) and topology (23).
 
     Returns the RAW_SCHEMA columns (Arrow arrays) ``group_generation`` (-1 elsewhere; the member epoch
     on type 8), ``group_protocol_type``, ``group_protocol``, ``group_members`` (member count, -1
@@ -128,7 +147,10 @@ def _group_metadata(
     group's newest record with members among these rows (``sql/partition_owners.sql`` reads no other, and
     older generations' assignments would cost memory for nothing), on types 8 and 14 (``topic`` is the topic id,
     Kafka's ``Uuid.toString()``, client fields null), on type 5 (one entry: client fields, no topic) and on type 10
-    (that entry first, then one per subscribed topic: ``topic`` its name, no partitions).
+    (that entry first, then one per subscribed topic: ``topic`` its name, no partitions); type 19: one entry with
+    the client fields and ``process_id``; type 22: one per subtopology with active tasks (``subtopology``,
+    ``partitions`` = the task partitions, no topic); type 23: one per (subtopology, source or repartition source
+    topic) (``subtopology``, ``topic`` its name; ``group_generation`` = the topology epoch).
     """
     n = len(record_type)
     generation = np.full(n, -1, dtype=np.int32)
@@ -136,7 +158,7 @@ def _group_metadata(
     proto, protocol, member_ids = [None] * n, [None] * n, [None] * n
     rows = np.nonzero((record_type == GROUP_METADATA_TYPE) & (value_len >= 0))[0]
     cg_rows = (
-        np.nonzero(np.isin(record_type, (*MEMBER_KEY_TYPES,)))[0]
+        np.nonzero(np.isin(record_type, (*MEMBER_KEY_TYPES, STREAMS_GROUP_TOPOLOGY_TYPE)))[0]
         if key_start is not None
         else np.zeros(0, dtype=np.int64)
     )
@@ -159,11 +181,22 @@ def _group_metadata(
             newest[group_id[int(i)].as_py()] = int(i)
     owner_rows = np.zeros(n, dtype=bool)
     cols: dict[str, list] = {
-        k: [] for k in ("row", "member_id", "group_instance_id", "client_id", "client_host", "topic", "partitions")
+        k: []
+        for k in (
+            "row",
+            "member_id",
+            "group_instance_id",
+            "client_id",
+            "client_host",
+            "topic",
+            "partitions",
+            "process_id",
+            "subtopology",
+        )
     }
     left = MAX_OWNER_ENTRIES
 
-    def add(i, member_id, instance, client, host, topic, parts):
+    def add(i, member_id, instance, client, host, topic, parts, process=None, subtopology=None):
         cols["row"].append(i)
         cols["member_id"].append(member_id)
         cols["group_instance_id"].append(instance)
@@ -171,6 +204,8 @@ def _group_metadata(
         cols["client_host"].append(host)
         cols["topic"].append(topic)
         cols["partitions"].append(parts)
+        cols["process_id"].append(process)
+        cols["subtopology"].append(subtopology)
 
     for i in sorted(newest.values()):
         s, ln = int(value_start[i]), int(value_len[i])
@@ -188,11 +223,12 @@ def _group_metadata(
                 left -= 1
     for i in cg_rows:
         i = int(i)
-        ks, kl = int(key_start[i]), int(key_len[i])
-        member_ids[i] = decode_member_key(data[ks : ks + kl].tobytes())
         rt = record_type[i]
-        if value_len[i] < 0 or rt not in _MEMBER_INFO_TYPES + _MEMBER_ASSIGNMENT_TYPES:
-            continue  # a streams member's record: its member id (from the key) is all that is read
+        ks, kl = int(key_start[i]), int(key_len[i])
+        if rt != STREAMS_GROUP_TOPOLOGY_TYPE:
+            member_ids[i] = decode_member_key(data[ks : ks + kl].tobytes())
+        if value_len[i] < 0:
+            continue
         s, ln = int(value_start[i]), int(value_len[i])
         value = data[s : s + ln].tobytes()
         try:
@@ -204,6 +240,30 @@ def _group_metadata(
                 add(i, member_ids[i], None, m["client_id"], m["client_host"], None, None)
                 for name in m["subscribed_topics"][:left]:  # named topics: a live audit resolves their ids
                     add(i, member_ids[i], None, None, None, name, None)
+                    left -= 1
+            elif rt == STREAMS_GROUP_MEMBER_METADATA_TYPE:
+                m = decode_streams_group_member_value(value)
+                add(
+                    i,
+                    member_ids[i],
+                    m["group_instance_id"],
+                    m["client_id"],
+                    m["client_host"],
+                    None,
+                    None,
+                    m["process_id"],
+                )
+            elif rt == STREAMS_GROUP_CURRENT_ASSIGNMENT_TYPE:
+                a = decode_streams_group_assignment_value(value, max_entries=left)
+                generation[i] = a["member_epoch"]
+                for sub, parts in a["active"]:
+                    add(i, member_ids[i], None, None, None, None, parts, None, sub)
+                    left -= 1
+            elif rt == STREAMS_GROUP_TOPOLOGY_TYPE:
+                t = decode_streams_group_topology_value(value, max_entries=left)
+                generation[i] = t["epoch"]
+                for sub, name in t["sources"]:
+                    add(i, None, None, None, None, name, None, None, sub)
                     left -= 1
             else:
                 a = (
@@ -249,7 +309,8 @@ def _owners_array(n: int, owner_rows: np.ndarray, cols: dict) -> pa.Array:
             pa.array(cols[k], pa.string())
             for k in ("member_id", "group_instance_id", "client_id", "client_host", "topic")
         ]
-        + [part_lists],
+        + [part_lists]
+        + [pa.array(cols[k], pa.string()) for k in ("process_id", "subtopology")],
         fields=list(OWNER_ENTRY),
     )
     per_row = (
