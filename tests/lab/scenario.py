@@ -499,12 +499,13 @@ def run_scenario(
     hot_copy: bool = True,
     cluster_options: dict | None = None,
     kinds: list[str] | None = None,
+    extra_kinds: list[str] | None = None,
 ) -> Scenario:
     """Run seed's schedule on a fresh cluster; returns the Scenario with the cluster still up.
 
     ``cluster_options``: more :class:`KafkaCluster` fields (``overrides``, ``heap``, ``loggers``), e.g. for a
     benchmark that keeps the cluster.  ``kinds``: these episodes (names of :data:`EPISODES`) instead of the seed's
-    plan.  The caller stops ``sc.cluster`` (and ``sc.client``) — see :func:`finish`.
+    plan; ``extra_kinds``: these after the plan (the soak's share-group episodes).  The caller stops ``sc.cluster`` (and ``sc.client``) — see :func:`finish`.
     """
     workdir = Path(workdir)
     shutil.rmtree(workdir, ignore_errors=True)
@@ -517,7 +518,7 @@ def run_scenario(
         sc.cluster.start()
         sc.client = LabClient(version, sc.cluster.bootstrap, log=workdir / "lab-client.log")
         sc.step("started", version=version, brokers=brokers, L=L, F=F)
-        kinds = list(kinds) if kinds else plan_episodes(rng, unclean)
+        kinds = (list(kinds) if kinds else plan_episodes(rng, unclean)) + list(extra_kinds or ())
         eps = [EPISODES[k](sc, rng, f"s{seed}.e{i}.{k}", L, F, X) for i, k in enumerate(kinds)]
         sc.episodes = [e.name for e in eps]
         for e in eps:

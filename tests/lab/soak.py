@@ -72,14 +72,31 @@ def _audit_ok(a: dict) -> bool:
     )
 
 
-def check_seed(seed: int, version: str, workdir: Path, spark, sources=SOURCES) -> dict:
+def check_seed(seed: int, version: str, workdir: Path, spark, sources=SOURCES, share: bool = False) -> dict:
     """Run and judge one scenario; returns ``{"seed", "version", "episodes", "rows": {source: rows},
     "live_vs_offline": [...], "causes", "unclean_leader", "audits": {source: audit()'s result}, "outs": {source:
-    output dir}, "steps": the scenario's schedule}``."""
-    sc = scenario.run_scenario(seed, version, workdir, hot_copy="hot" in sources)
+    output dir}, "steps": the scenario's schedule, "share_rows": {source: share_episode.compare_share rows}}``.
+
+    ``share`` (Kafka 4.x): the share-group episodes (``tests/lab/share_episode.py``) run after the seed's plan, on
+    a cluster with their settings; their oracle (every share group drained once more, with the cluster up) is
+    compared with each audit's ``share_partitions/``."""
+    from . import share_episode
+
+    with_share = share and kafka_dist.major(version) >= 4
+    sc = scenario.run_scenario(
+        seed,
+        version,
+        workdir,
+        hot_copy="hot" in sources,
+        extra_kinds=list(share_episode.KINDS) if with_share else None,
+        cluster_options={"overrides": share_episode.CLUSTER_OVERRIDES} if with_share else None,
+    )
     audits = {}
     reader = None
+    share_oracle: list = []
     try:
+        if with_share:
+            share_oracle = share_episode.share_oracle(sc)
         if "live" in sources:
             audits["live"] = audit(spark, workdir / "out-live", bootstrap=sc.cluster.bootstrap)
             reader = differential.reader_agreement(spark, sc.cluster.bootstrap, sc.client)
@@ -127,6 +144,9 @@ def check_seed(seed: int, version: str, workdir: Path, spark, sources=SOURCES) -
         "steps": sc.steps,
         # the live read of __consumer_offsets against Kafka's consumer reading it (differential.reader_agreement)
         "reader": reader,
+        "share_rows": {s: share_episode.compare_share(share_oracle, o) for s, o in outs.items()}
+        if share_oracle
+        else {},
     }
 
 
@@ -163,6 +183,36 @@ def table(results: list[dict]) -> str:
                 f"{bad_seeds or ''} |"
             )
     return "\n".join(lines)
+
+
+def share_table(results: list[dict]) -> str:
+    """Share groups (KIP-932): per version and audit, the share group-partitions judged against Kafka's share
+    consumer (the records it never delivered), empty when no scenario ran the share episodes."""
+    lines = []
+    for version in sorted({r["version"] for r in results if r.get("share_rows")}, reverse=True):
+        for source in SOURCES:
+            rs = [r for r in results if r["version"] == version and source in (r.get("share_rows") or {})]
+            rows = [x for r in rs for x in r["share_rows"][source]]
+            if not rows:
+                continue
+            skipped = [x for x in rows if x["expected"]]
+            bad = sorted({r["seed"] for r in rs if not all(x["agree"] for x in r["share_rows"][source])})
+            lines.append(
+                f"| {version} | {source} | {len(rs)} | {len(rows)} | {len(skipped)} "
+                f"({sum(x['expected'] for x in skipped)} records) | {sum(1 for x in rows if x['agree'])} | "
+                f"{len(rows) - sum(1 for x in rows if x['agree'])} {bad or ''} |"
+            )
+    if not lines:
+        return ""
+    return "\n".join(
+        [
+            "Share groups (KIP-932): the audit against Kafka's `KafkaShareConsumer` (records never delivered):\n",
+            "| Kafka | audit | scenarios | share group-partitions | with records never delivered | agreements | "
+            "disagreements (seeds) |",
+            "|---|---|---|---|---|---|---|",
+            *lines,
+        ]
+    )
 
 
 def cause_summary(results: list[dict]) -> str:
@@ -224,12 +274,14 @@ def merge(json_paths: list[str], out: Path) -> str:
                     "version": r["version"],
                     "rows": rows,
                     "live_vs_offline": r.get("live_vs_offline") or [],
+                    "share_rows": r.get("share_rows") or {},
                 }
             )
     failed = [(r["version"], r["seed"], r["error"]) for r in runs if r.get("error")]
     md = (
         table(results)
         + "\n"
+        + (f"\n{share_table(results)}\n" if share_table(results) else "")
         + (f"\nScenarios that could not run: {failed}\n" if failed else "")
         + "".join(
             f"\nlive vs offline, Kafka {r['version']} seed {r['seed']}: {r['live_vs_offline']}\n"
@@ -252,6 +304,9 @@ def main(argv=None) -> int:
         help="where scenarios run (default: a temp dir, removed after each agreeing seed; disagreeing seeds are kept)",
     )
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument(
+        "--no-share", action="store_true", help="leave out the share-group episodes (run on Kafka 4.x by default)"
+    )
     ap.add_argument("--merge", nargs="+", metavar="JSON", help="only combine earlier soaks' JSON files into OUT")
     args = ap.parse_args(argv)
     if args.merge:
@@ -272,13 +327,17 @@ def main(argv=None) -> int:
             wd = base / f"{version}-seed{seed}"
             t = time.time()
             try:
-                res = check_seed(seed, version, wd, spark)
+                res = check_seed(seed, version, wd, spark, share=not args.no_share)
             except Exception as exc:  # a scenario that could not run is reported, not hidden
                 print(f"Kafka {version} seed {seed}: scenario failed: {exc!r} (kept in {wd})", flush=True)
                 results.append({"seed": seed, "version": version, "error": repr(exc), "rows": {}})
                 continue
             results.append(res)
             bad = {s: [x for x in rows if not x["agree"]] for s, rows in res["rows"].items()}
+            share_bad = {s: [x for x in rows if not x["agree"]] for s, rows in res["share_rows"].items()}
+            for s, xs in share_bad.items():
+                if xs:
+                    print(f"Kafka {version} seed {seed}: {s} share groups disagree: {xs}", flush=True)
             n = len(next(iter(res["rows"].values())))
             print(
                 f"Kafka {version} seed {seed}: {n} group-partitions, "
@@ -299,6 +358,7 @@ def main(argv=None) -> int:
                     )
             if (
                 not any(bad.values())
+                and not any(share_bad.values())
                 and not res["live_vs_offline"]
                 and all(map(_audit_ok, res["audits"].values()))
                 and not args.workdir
@@ -314,6 +374,7 @@ def main(argv=None) -> int:
                 + "\n\n"
                 + cause_summary(ok_results)
                 + "\n\n"
+                + (share_table(ok_results) + "\n\n" if share_table(ok_results) else "")
                 + (f"Scenarios that could not run: {failed}\n" if failed else "")
                 + "".join(
                     f"\nlive vs offline, Kafka {r['version']} seed {r['seed']}: {r['live_vs_offline']}\n"
@@ -350,6 +411,7 @@ def main(argv=None) -> int:
                             "unclean_leader": r.get("unclean_leader"),
                             "disagreements": {s: [x for x in rows if not x["agree"]] for s, rows in r["rows"].items()},
                             "live_vs_offline": r.get("live_vs_offline"),
+                            "share_rows": r.get("share_rows") or {},
                             "audits": {
                                 s: {k: v for k, v in a.items() if k != "out"}
                                 for s, a in (r.get("audits") or {}).items()
