@@ -41,6 +41,7 @@ LONGEST_FIRST = (
     "test_lab_connector.py",
     "test_lab_rebootstrap.py",
     "test_lab_share_groups.py",
+    "test_lab_streams_groups.py",
     "test_class_data_archive.py",
     "test_bad_input.py",
     "test_lab_replica_divergence.py",

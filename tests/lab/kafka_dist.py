@@ -4,7 +4,9 @@
 ``kafka.tools.DumpLogSegments``), ``kafka-clients`` and a logging backend. :func:`classpath` runs
 ``mvn -q dependency:copy-dependencies`` for a version into the git-ignored ``tests/lab/.cache/`` the first
 time it is asked for, and :func:`lab_client` compiles ``tests/lab/java/LabClient.java`` with ``javac``
-against that version's ``kafka-clients`` (the oracle and the Java committer).
+against that version's ``kafka-clients`` (the oracle and the Java committer).  Kafka Streams has a classpath of its
+own (:func:`streams_classpath`: the same pom with its ``streams`` profile) and :func:`lab_streams` compiles
+``tests/lab/java/streams/*.java`` against it.
 
 Environment: ``KOA_LAB_VERSIONS`` (comma-separated, default :data:`DEFAULT_VERSIONS`), ``KOA_LAB_EVERY_VERSION``
 (``1``: every feature test on every version, not one each), ``KOA_LAB_CACHE``
@@ -122,14 +124,39 @@ def java() -> str:
 
 def lab_client(version: str) -> Path:
     """Compile ``tests/lab/java/*.java`` against ``version``'s clients; returns the classes directory."""
-    cp = classpath(version)
-    out = CACHE / f"labclient-{version}"
-    sources = sorted(JAVA_SRC.glob("*.java"))
+    return _compiled(f"labclient-{version}", sorted(JAVA_SRC.glob("*.java")), classpath(version), version)
+
+
+def streams_classpath(version: str) -> Path:
+    """The directory of jars for ``version`` with Kafka Streams (``kafka-streams`` and its ``rocksdbjni``) besides
+    the broker and clients: ``tests/lab/pom.xml`` with its ``streams`` profile, resolved by Maven into the cache on
+    first use.  A directory of its own, so that the brokers' classpath (:func:`classpath`) stays as it is."""
+    return _resolved(
+        f"kafka-streams-{version}", POM, version, "kafka-streams-*.jar", [*_logging_backend(version), "-Pstreams"]
+    )
+
+
+def lab_streams(version: str) -> Path:
+    """Compile ``tests/lab/java/streams/*.java`` (``LabStreams``) against :func:`streams_classpath`; returns the
+    classes directory."""
+    return _compiled(
+        f"labstreams-{version}", sorted((JAVA_SRC / "streams").glob("*.java")), streams_classpath(version), version
+    )
+
+
+def streams_java_classpath(version: str) -> str:
+    """``-cp`` of a ``LabStreams`` JVM."""
+    return os.pathsep.join([str(lab_streams(version)), f"{streams_classpath(version)}/*"])
+
+
+def _compiled(name: str, sources: list[Path], cp: Path, version: str) -> Path:
+    """``CACHE/<name>``: ``sources`` compiled against the jars in ``cp`` (again whenever a source changed)."""
+    out = CACHE / name
     stamp = out / ".stamp"
     key = "\n".join(f"{p.name}:{p.stat().st_mtime_ns}:{p.stat().st_size}" for p in sources)
     if stamp.exists() and stamp.read_text() == key:
         return out
-    with _locked(CACHE / f".labclient-{version}.lock"):
+    with _locked(CACHE / f".{name}.lock"):
         if stamp.exists() and stamp.read_text() == key:
             return out
         shutil.rmtree(out, ignore_errors=True)
