@@ -81,3 +81,28 @@ def test_data_source_reads_the_offsets_topic(spark, bootstrap):
     assert len({(r.source_partition, r.source_offset) for r in rows}) == len(rows)
     if not BOOTSTRAP:  # the lab cluster's groups committed
         assert rows
+
+
+def test_reading_share_group_state_creates_nothing(spark, bootstrap):
+    """The live read of ``__share_group_state`` (share groups, KIP-932) asks Metadata without auto-creation: on a
+    cluster without the topic it gives None and the topic still does not exist afterwards (a broker creates an
+    internal topic a Metadata request names when the request allows auto-creation)."""
+    from audit.sources.cluster import read_share_state_topic
+    from audit.sources.collector import open_collector
+
+    def exists() -> bool:
+        c = open_collector(PROPERTIES, bootstrap_servers=bootstrap, deadline_ms=30_000)
+        try:
+            return bool(c.fetch_metadata(["__share_group_state"]))
+        except Exception:  # noqa: BLE001 - a missing topic may be reported as an error
+            return False
+        finally:
+            c.close()
+
+    before = exists()
+    raw = read_share_state_topic(spark, bootstrap, PROPERTIES)
+    assert exists() == before
+    if not before:
+        assert raw is None
+    else:
+        assert raw is not None and set(raw.columns) >= {"group_id", "topic_id", "start_offset", "state_batches"}

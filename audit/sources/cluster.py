@@ -354,7 +354,7 @@ def read_share_state_topic(
     try:
         tasks = [[(r.partition, r.start_offset, r.end_offset) for r in t.ranges] for t in reader.partitions()]
     except KafkaOffsetsTopicError as exc:
-        if "not found" in str(exc):
+        if "not found" in str(exc) or "UnknownTopicOrPartition" in str(exc):
             return None
         raise
     schema = spark_schema(SHARE_RAW_SCHEMA)
