@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from tests.lab import differential, kafka_dist, soak
+from tests.lab.cluster import lab_jvms
 
 SEEDS = [int(s) for s in os.environ.get("KOA_LAB_SEEDS", "").split(",") if s.strip()]
 # KOA_LAB_SEEDS given: every seed on every version; by default each version its own seed (1, 2, ...), so both
@@ -30,19 +30,6 @@ CASES = (
     if SEEDS
     else [(v, i + 1) for i, v in enumerate(kafka_dist.versions())]
 )
-
-
-def _lab_jvms(workdir: Path) -> list[int]:
-    """PIDs of processes whose command line names this workdir (a JVM left running)."""
-    pids = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if str(workdir) in (d / "cmdline").read_bytes().decode(errors="replace"):
-                    pids.append(int(d.name))
-            except OSError:
-                pass
-    return pids
 
 
 @pytest.fixture(scope="module", params=CASES, ids=[f"kafka-{v}-seed{s}" for v, s in CASES])
@@ -173,7 +160,7 @@ def test_live_epochs_after_the_rolling_restart(lab):
 
 
 def test_no_jvm_left_running(lab):
-    assert _lab_jvms(lab["workdir"]) == []
+    assert lab_jvms(lab["workdir"]) == []
 
 
 def test_kafka_resolves_from_maven_central():

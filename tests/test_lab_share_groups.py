@@ -11,27 +11,15 @@ recorded deliveries; the oracle's own counting is checked on a hand-made record 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from tests.lab import kafka_dist, soak
+from tests.lab.cluster import lab_jvms
 from tests.lab.share_episode import compare_share, oracle, run_share_lab
 
 _4X = [v for v in kafka_dist.versions() if kafka_dist.major(v) >= 4]
 VERSION = max(_4X, key=lambda v: tuple(int(x) for x in v.split("."))) if _4X else None
-
-
-def _lab_jvms(workdir: Path) -> list[int]:
-    pids = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if str(workdir) in (d / "cmdline").read_bytes().decode(errors="replace"):
-                    pids.append(int(d.name))
-            except OSError:
-                pass
-    return pids
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +73,7 @@ def test_run_share_lab_returns_the_stopped_log_dirs_the_scenario_and_the_oracle(
     assert len(lab["log_dirs"]) == 4 and all((d / "meta.properties").is_file() for d in lab["log_dirs"])
     # the cluster was stopped cleanly: every broker left its clean-shutdown marker and no JVM runs
     assert all((d / ".kafka_cleanshutdown").exists() for d in lab["log_dirs"] if "broker" in d.parent.name)
-    assert _lab_jvms(lab["workdir"]) == []
+    assert lab_jvms(lab["workdir"]) == []
     assert len(lab["hot_copy"]) == 4 and all((d / "meta.properties").is_file() for d in lab["hot_copy"])
     state = sorted({p.name for d in lab["log_dirs"] for p in d.glob("__share_group_state-*")})
     assert state == ["__share_group_state-0", "__share_group_state-1", "__share_group_state-2"], state

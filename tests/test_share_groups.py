@@ -61,7 +61,8 @@ def update(leader_epoch, start, batches=(), dcc=None, snap_epoch=0, batch_tags=b
     return struct.pack(">hiiq", 0, snap_epoch, leader_epoch, start) + _batches(batches, batch_tags) + _tags(dcc)
 
 
-def decode(records):
+def decode_records(records) -> dict:
+    """:func:`decode_share_state_kv` of (key, value or None) pairs laid out in one buffer."""
     buf, ks, kl, vs, vl = b"", [], [], [], []
     for k, v in records:
         ks.append(len(buf))
@@ -70,8 +71,11 @@ def decode(records):
         vs.append(len(buf) if v is not None else 0)
         vl.append(len(v) if v is not None else -1)
         buf += v or b""
-    kv = decode_share_state_kv(np.frombuffer(buf, np.uint8), *(np.array(a, np.int64) for a in (ks, kl, vs, vl)))
-    return pa.table(kv).to_pylist()
+    return decode_share_state_kv(np.frombuffer(buf, np.uint8), *(np.array(a, np.int64) for a in (ks, kl, vs, vl)))
+
+
+def decode(records):
+    return pa.table(decode_records(records)).to_pylist()
 
 
 def test_snapshot_and_update_fields_decode_per_the_schema():
@@ -186,16 +190,8 @@ BOUNDS = (
 
 def _raw(spark, records):
     """SHARE_RAW_SCHEMA rows of (group, partition, offset, key bytes..) records, in __share_group_state order."""
-    buf, ks, kl, vs, vl = b"", [], [], [], []
-    for k, v in records:
-        ks.append(len(buf))
-        kl.append(len(k))
-        buf += k
-        vs.append(len(buf) if v is not None else 0)
-        vl.append(len(v) if v is not None else -1)
-        buf += v or b""
     n = len(records)
-    kv = decode_share_state_kv(np.frombuffer(buf, np.uint8), *(np.array(a, np.int64) for a in (ks, kl, vs, vl)))
+    kv = decode_records(records)
     cols = {
         "source_file": pa.nulls(n, pa.string()),
         "source_partition": pa.array([0] * n, pa.int32()),

@@ -654,29 +654,38 @@ def decode_consumer_group_assignment_value(value: bytes, max_entries: int | None
     r = _Reader(value)
     if r.i16() != 0:
         raise ValueError("unknown ConsumerGroupCurrentMemberAssignmentValue version")
-    out = {"member_epoch": r.i32(), "previous_member_epoch": r.i32(), "state": struct.unpack(">b", r.take(1))[0]}
-    entries = 0
-    for field in ("assigned", "pending_revocation"):
-        n = r.uvarint() - 1
-        if n < 0 or n > len(value):
-            raise ValueError(f"bad {field} count")
-        topics = []
-        for _ in range(n):
-            topic_id = uuid_to_str(r.take(16))
-            k = r.uvarint() - 1
-            if k < 0 or 4 * k > len(value) - r.p:
-                raise ValueError("bad partitions")
-            if k:
-                if max_entries is not None and entries >= max_entries:
-                    raise AssignmentLimitError(f"more than {max_entries} assigned topics")
-                topics.append((topic_id, np.frombuffer(value, ">i4", k, r.p).astype(np.int32)))
-                entries += 1
-            r.p += 4 * k
-            r.tags()  # AssignmentEpochs (tag 0, KIP-1251) and any later tag
-        out[field] = topics
+    out: dict = {"member_epoch": r.i32(), "previous_member_epoch": r.i32(), "state": struct.unpack(">b", r.take(1))[0]}
+    out["assigned"] = _assigned_topics(r, value, "assigned", max_entries)
+    left = None if max_entries is None else max_entries - len(out["assigned"])
+    out["pending_revocation"] = _assigned_topics(r, value, "pending_revocation", left)
     r.tags()
     if r.p != len(value):
         raise ValueError("bytes after the value")
+    return out
+
+
+def _assigned_topics(
+    r: _Reader, value: bytes, field: str, max_entries: int | None, key=lambda r: uuid_to_str(r.take(16))
+) -> list[tuple[str, np.ndarray]]:
+    """A compact array of {``key`` (a topic id, or a streams subtopology id), Partitions compact int32 array, tagged
+    fields} (``TopicPartitions``/``TaskIds`` of the KIP-848, share and streams assignment values): ``[(key, partitions
+    int32 ndarray)]``, entries without partitions left out.  Raises ``ValueError`` for bad counts or truncated
+    bytes, :class:`AssignmentLimitError` past ``max_entries``."""
+    n = r.uvarint() - 1
+    if n < 0 or n > len(value):
+        raise ValueError(f"bad {field} count")
+    out = []
+    for _ in range(n):
+        k_id = key(r)
+        k = r.uvarint() - 1
+        if k_id is None or k < 0 or 4 * k > len(value) - r.p:
+            raise ValueError(f"bad {field} partitions")
+        if k:
+            if max_entries is not None and len(out) >= max_entries:
+                raise AssignmentLimitError(f"more than {max_entries} assigned topics")
+            out.append((k_id, np.frombuffer(value, ">i4", k, r.p).astype(np.int32)))
+        r.p += 4 * k
+        r.tags()  # AssignmentEpochs (tag 0, KIP-1251) and any later tag
     return out
 
 
@@ -721,23 +730,8 @@ def decode_share_group_assignment_value(value: bytes, max_entries: int | None = 
     r = _Reader(value)
     if r.i16() != 0:
         raise ValueError("unknown ShareGroupCurrentMemberAssignmentValue version")
-    out = {"member_epoch": r.i32(), "previous_member_epoch": r.i32(), "state": struct.unpack(">b", r.take(1))[0]}
-    n = r.uvarint() - 1
-    if n < 0 or n > len(value):
-        raise ValueError("bad AssignedPartitions count")
-    topics = []
-    for _ in range(n):
-        topic_id = uuid_to_str(r.take(16))
-        k = r.uvarint() - 1
-        if k < 0 or 4 * k > len(value) - r.p:
-            raise ValueError("bad partitions")
-        if k:
-            if max_entries is not None and len(topics) >= max_entries:
-                raise AssignmentLimitError(f"more than {max_entries} assigned topics")
-            topics.append((topic_id, np.frombuffer(value, ">i4", k, r.p).astype(np.int32)))
-        r.p += 4 * k
-        r.tags()
-    out["assigned"] = topics
+    out: dict = {"member_epoch": r.i32(), "previous_member_epoch": r.i32(), "state": struct.unpack(">b", r.take(1))[0]}
+    out["assigned"] = _assigned_topics(r, value, "AssignedPartitions", max_entries)
     r.tags()
     if r.p != len(value):
         raise ValueError("bytes after the value")
@@ -799,20 +793,8 @@ def decode_streams_group_assignment_value(value: bytes, max_entries: int | None 
     r = _Reader(value)
     if r.i16() != 0:
         raise ValueError("unknown StreamsGroupCurrentMemberAssignmentValue version")
-    out = {"member_epoch": r.i32(), "previous_member_epoch": r.i32(), "state": struct.unpack(">b", r.take(1))[0]}
-    tasks = []
-    for _ in range(_compact_array(r, "ActiveTasks", len(value))):
-        sub = r.string(True)
-        k = r.uvarint() - 1
-        if sub is None or k < 0 or 4 * k > len(value) - r.p:
-            raise ValueError("bad active task ids")
-        if k:
-            if max_entries is not None and len(tasks) >= max_entries:
-                raise AssignmentLimitError(f"more than {max_entries} subtopologies")
-            tasks.append((sub, np.frombuffer(value, ">i4", k, r.p).astype(np.int32)))
-        r.p += 4 * k
-        r.tags()
-    out["active"] = tasks
+    out: dict = {"member_epoch": r.i32(), "previous_member_epoch": r.i32(), "state": struct.unpack(">b", r.take(1))[0]}
+    out["active"] = _assigned_topics(r, value, "ActiveTasks", max_entries, key=lambda r: r.string(True))
     return out
 
 

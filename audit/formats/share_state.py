@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .offsets import _strings, uuid_strings
+from .offsets import _Reader, _strings, uuid_strings
 from .record_batch import read_int
 
 SHARE_STATE_TOPIC = "__share_group_state"
@@ -77,34 +77,13 @@ _MIN_KEY = 2 + 2 + 16 + 4
 _BATCH_BYTES = 8 + 8 + 1 + 2 + 1  # with an empty tagged-field section
 
 
-class _Cursor:
-    """Bounds-checked reads over one value (the record-by-record path)."""
-
-    def __init__(self, b: bytes, pos: int = 0):
-        self.b, self.p = b, pos
-
-    def take(self, n: int) -> bytes:
-        if n < 0 or self.p + n > len(self.b):
-            raise ValueError(f"need {n} bytes at {self.p}, value has {len(self.b)}")
-        v = self.b[self.p : self.p + n]
-        self.p += n
-        return v
+class _Cursor(_Reader):
+    """:class:`audit.formats.offsets._Reader` with struct-format reads and the tagged fields kept."""
 
     def num(self, fmt: str) -> int:
         return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
 
-    def uvarint(self) -> int:
-        shift = val = 0
-        while True:
-            byte = self.take(1)[0]
-            val |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return val
-            shift += 7
-            if shift > 28:
-                raise ValueError("varint too long")
-
-    def tags(self) -> dict[int, bytes]:
+    def tag_map(self) -> dict[int, bytes]:
         out = {}
         for _ in range(self.uvarint()):
             tag = self.uvarint()
@@ -138,7 +117,7 @@ def _value_layout(value: bytes, record_type: int, layout: str) -> dict:
     else:
         out["create_timestamp"] = out["write_timestamp"] = None
     out["state_batches"] = _batches(c, len(value))
-    tags = c.tags()
+    tags = c.tag_map()
     dcc = tags.get(0)
     if dcc is not None and len(dcc) != 4:
         raise ValueError("bad DeliveryCompleteCount")

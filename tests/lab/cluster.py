@@ -388,6 +388,19 @@ class KafkaCluster:
         )
 
 
+def lab_jvms(workdir: Path) -> list[int]:
+    """PIDs of processes whose command line names this workdir (a JVM left running)."""
+    pids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if str(workdir) in (d / "cmdline").read_bytes().decode(errors="replace"):
+                    pids.append(int(d.name))
+            except OSError:
+                pass
+    return pids
+
+
 @atexit.register
 def _kill_leftovers():
     for c in list(_LIVE):
