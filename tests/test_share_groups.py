@@ -104,7 +104,7 @@ def test_vectorised_path_agrees_with_the_record_by_record_decoder():
     rng = np.random.default_rng(7)
     records = []
     for i in range(400):
-        n = int(rng.integers(0, 200))  # above 126 batches the count takes two varint bytes: the slow path
+        n = int(rng.integers(0, 200))  # above 126 batches the count takes two varint bytes
         batches = [
             (int(a), int(a + rng.integers(0, 50)), int(rng.choice([0, 2, 4])), int(rng.integers(0, 6)))
             for a in rng.integers(0, 1 << 40, n)

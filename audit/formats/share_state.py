@@ -22,7 +22,7 @@ Kafka's ``share-coordinator/src/main/resources/common/message/ShareSnapshotKey.j
   (``layout`` = ``"4.0"``).
 * a null value is a tombstone (the coordinator deletes a share-partition's state with key type 0).
 
-The common shape (fewer than 127 batches, no tagged fields but ``DeliveryCompleteCount``) is decoded with numpy
+The common shape (no tagged fields but ``DeliveryCompleteCount``, any number of batches) is decoded with numpy
 over all records; anything else goes through :func:`decode_share_state_value`, record by record.  Nothing
 raises on bad bytes: each record gets a ``decode_error`` (``malformed_key``, ``null_key``,
 ``unknown_record_type``, ``unknown_value_version``, ``malformed_value``).
@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 from .offsets import _Reader, _strings, uuid_strings
-from .record_batch import read_int
+from .record_batch import read_int, read_varint
 
 SHARE_STATE_TOPIC = "__share_group_state"
 SHARE_SNAPSHOT, SHARE_UPDATE = 0, 1
@@ -220,17 +220,19 @@ def decode_share_state_kv(
     create_ts = np.where(s, i64(22, s), -1)
     write_ts = np.where(s, i64(30, s), -1)
     arr = vs + fixed
-    count_byte = np.where(fits, data[np.clip(np.where(fits, arr, 0), 0, max(size - 1, 0))] if size else 0, 0x80)
-    nb = count_byte.astype(np.int64) - 1
-    fast = fits & (count_byte < 0x80) & (nb >= 0)
-    end = arr + 1 + _BATCH_BYTES * np.maximum(nb, 0)
+    # the batch count: an unsigned varint (count + 1), then the batches from ``first``
+    count, count_size, count_ok = read_varint(data, np.where(fits, arr, 0), 5, zigzag=False)
+    nb = np.where(fits & count_ok, count, 0).astype(np.int64) - 1
+    fast = fits & count_ok & (nb >= 0)
+    first = arr + count_size
+    end = first + _BATCH_BYTES * np.maximum(nb, 0)
     fast &= end < vs + vl  # the tagged-field count byte is inside the value
     # every batch's tagged-field count is 0
     bidx = np.nonzero(fast)[0]
     reps = nb[bidx]
     flat_rec = np.repeat(bidx, reps)
     within = np.arange(len(flat_rec)) - np.repeat(np.cumsum(reps) - reps, reps)
-    bpos = arr[flat_rec] + 1 + _BATCH_BYTES * within
+    bpos = first[flat_rec] + _BATCH_BYTES * within
     if len(bpos):
         bad = data[bpos + _BATCH_BYTES - 1] != 0
         if bad.any():
