@@ -2,13 +2,13 @@
 
 Usage::
 
-    python -m bench.fuzz --seconds N [--harness NAME ...] [--out bench/fuzz] [--jobs J] [--fresh]
-    python -m bench.fuzz --write-seeds          # refresh tests/data/fuzz-seeds/ from the real samples
+    python -m bench.fuzz --seconds N [--runs R] [--harness NAME ...] [--out bench/fuzz] [--jobs J] [--fresh]
+    python -m bench.fuzz --write-seeds [--harness NAME ...]  # refresh tests/data/fuzz-seeds/ from the real samples
     python -m bench.fuzz --list                 # the harnesses
 
 Each harness of :mod:`bench.fuzz_harnesses` runs in its own subprocess (libFuzzer ends the process on a
 finding) for ``--seconds`` of fuzzing; after a finding the harness is started again on its corpus until
-its time is used up, so one run counts every finding.  libFuzzer options: a per-input timeout of 2 s (a
+its time is used up (or, with ``--runs``, until it has run that many inputs), so one run counts every finding.  libFuzzer options: a per-input timeout of 2 s (a
 *hang*), ``-malloc_limit_mb=256`` and ``-rss_limit_mb`` = the process's RSS after start-up + 256 MiB
 (+128 MiB of slack for the corpus and allocator retention), ``-max_len`` = 1 MiB.  A *memory blow-up* is
 an input whose peak RSS passes the RSS just before it by more than 256 MiB: the harness process checks
@@ -75,6 +75,7 @@ def child(name: str, work: Path, seconds: int, extra: list[str]) -> None:
         import audit.formats.offsets  # noqa: F401
         import audit.formats.record_batch  # noqa: F401
         import audit.formats.segments  # noqa: F401
+        import audit.formats.share_state  # noqa: F401
         import audit.sources.logdirs  # noqa: F401
     from bench import fuzz_harnesses as fh
 
@@ -228,9 +229,16 @@ def _signature(kind: str, text: str) -> str:
 
 
 def run_harness(
-    name: str, seconds: int, work_root: Path, fresh: bool, max_sessions: int, log_lock: threading.Lock
+    name: str,
+    seconds: int,
+    work_root: Path,
+    fresh: bool,
+    max_sessions: int,
+    log_lock: threading.Lock,
+    runs: int = 0,
 ) -> Result:
-    """Fuzz one harness for ``seconds`` (restarting after each finding), return its figures."""
+    """Fuzz one harness for ``seconds`` (restarting after each finding), or until it has run ``runs`` inputs when
+    ``runs`` is set (libFuzzer ``-runs``), whichever comes first; return its figures."""
     work = work_root / name
     if fresh and work.exists():
         shutil.rmtree(work)
@@ -241,7 +249,7 @@ def run_harness(
     session = 0
     while session < max_sessions:
         left = seconds - (time.monotonic() - started)
-        if left < 3:
+        if left < 3 or (runs and res.inputs >= runs):
             break
         session += 1
         log = work / f"session-{session}.log"
@@ -249,7 +257,8 @@ def run_harness(
         t0 = time.monotonic()
         with open(log, "w") as out:
             proc = subprocess.run(
-                [sys.executable, "-m", "bench.fuzz", "--child", name, "--work", str(work), "--seconds", str(int(left))],
+                [sys.executable, "-m", "bench.fuzz", "--child", name, "--work", str(work), "--seconds", str(int(left))]
+                + ([f"-runs={runs - res.inputs}"] if runs else []),
                 cwd=REPO,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -378,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     ``--child`` runs one libFuzzer process instead (internal)."""
     ap = argparse.ArgumentParser(prog="python -m bench.fuzz", description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=int, default=60, help="fuzzing time per harness (default 60)")
+    ap.add_argument("--runs", type=int, default=0, help="stop a harness after this many inputs (default: time only)")
     ap.add_argument("--harness", action="append", help="harness name (repeatable; default: all)")
     ap.add_argument("--out", default="bench/fuzz", help="writes OUT.md and OUT.json (default bench/fuzz)")
     ap.add_argument("--jobs", type=int, default=1, help="harnesses fuzzed at the same time (default 1)")
@@ -398,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:26s} {h.doc}")
         return 0
     if args.write_seeds:
-        total = write_committed_seeds()
+        total = write_committed_seeds(args.harness)
         print(f"wrote {total:,} bytes of seeds under {fh.SEED_DIR.relative_to(REPO)}")
         return 0
     names = args.harness or list(fh.HARNESSES)
@@ -422,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = [
-            pool.submit(run_harness, n, args.seconds, Path(args.work), args.fresh, args.max_sessions, lock)
+            pool.submit(run_harness, n, args.seconds, Path(args.work), args.fresh, args.max_sessions, lock, args.runs)
             for n in names
         ]
         results = []
@@ -472,13 +482,14 @@ def _version(dist: str) -> str:
 SEED_FILES, SEED_BYTES = 6, 12 << 10
 
 
-def write_committed_seeds() -> int:
-    """Write a few small seeds per harness under ``tests/data/fuzz-seeds/<harness>/`` (so the regression
-    test replays real-shaped input without the shared data); returns the bytes written."""
+def write_committed_seeds(names: list[str] | None = None) -> int:
+    """Write a few small seeds per harness (every one, or those in ``names``) under
+    ``tests/data/fuzz-seeds/<harness>/`` (so the regression test replays real-shaped input without the shared
+    data); returns the bytes written."""
     from bench import fuzz_harnesses as fh
 
     total = 0
-    for name in fh.HARNESSES:
+    for name in names or fh.HARNESSES:
         d = fh.SEED_DIR / name
         if d.exists():
             shutil.rmtree(d)
