@@ -305,7 +305,8 @@ def _audit(
     _progress(cfg, f"decode: {n_live} live commits of {n_latest} group-partitions")
     history = cfg.mode == "history"
     share_raw = src.read_share_state()
-    share_topics = subscribed_topics(records) if share_raw is not None else None
+    # the share groups' topics named for a live cluster: only those in --groups/--topics scope (KIP-526)
+    share_topics = subscribed_topics(records, cfg.groups, cfg.topics) if share_raw is not None else None
     stage("partition state")
     state = src.partition_state(commits, history=history, share_raw=share_raw, share_topics=share_topics)
     stage("judge")
@@ -349,6 +350,7 @@ def _audit(
     findings = with_owners(findings, group_state, owners)
     share_partitions = None
     if shares is not None:
+        shares = (_filter(shares[0], cfg), _filter(shares[1], cfg))
         share_findings = with_owners(shares[0], group_state, owners).withColumn(
             "group_type", F.coalesce(F.col("group_type"), F.lit("share"))
         )

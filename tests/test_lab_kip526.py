@@ -88,11 +88,14 @@ def test_scoped_audit_sends_only_scoped_metadata_requests(wide, spark, tmp_path)
     all_topics = [r for r in metadata if r["request"].get("topics") is None]
     assert all_topics == [], f"'all topics' Metadata requests from {[r['requestHeader'] for r in all_topics]}"
     named = [[t["name"] for t in r["request"]["topics"]] for r in metadata]
-    out_of_scope = sorted({t for ts in named for t in ts} - set(SCOPE) - {"__consumer_offsets"})
+    # the audit's own inputs besides the scope: __consumer_offsets and (share groups, KIP-932) __share_group_state
+    out_of_scope = sorted({t for ts in named for t in ts} - set(SCOPE) - {"__consumer_offsets", "__share_group_state"})
     assert out_of_scope == [], out_of_scope
     assert max(len(ts) for ts in named) <= 100
     assert set(SCOPE) <= {t for ts in named for t in ts}  # the collector asked about every topic in scope
     assert ["__consumer_offsets"] in named  # the data source's planning, scoped to its one topic
+    # the share groups' state is asked for alone, never in a request naming other topics
+    assert all(ts == ["__share_group_state"] for ts in named if "__share_group_state" in ts), named
     print(
         f"Kafka {wide['version']}: {len(metadata)} Metadata requests from {sorted(map(str, clients))}, "
         f"{len(reqs)} requests in all; largest {max(len(ts) for ts in named)} topics; none for all topics"
