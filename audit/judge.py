@@ -111,6 +111,10 @@ def load_sql(name: str) -> str:
     return sql_dir().joinpath(f"{name}.sql").read_text()
 
 
+#: the placeholders of the judge's queries as :func:`parse_ahead` fills them to parse them early
+PARSE_FILL = {"{judge_all}": "false", "{epoch_requests}": "commits", "{epochs}": "epochs", "{bounds}": "bounds"}
+
+
 def epoch_end_offsets_sql(epoch_requests: str = "commits", epochs: str = "epochs", bounds: str = "bounds") -> str:
     """``sql/epoch_end_offsets.sql`` answering the (topic, partition, committed_leader_epoch) rows of the view
     ``epoch_requests`` from the views ``epochs`` and ``bounds``."""
@@ -142,12 +146,8 @@ def parse_ahead(spark: SparkSession):
     texts = []
     for f in sql_dir().iterdir():
         if f.name.endswith(".sql"):
-            text = f.read_text().replace("{judge_all}", "false")
-            for placeholder in ("epoch_requests", "epochs", "bounds"):
-                text = text.replace(
-                    "{" + placeholder + "}", "commits" if placeholder == "epoch_requests" else placeholder
-                )
-            for placeholder, value in PARSE_DEFAULTS.items():
+            text = f.read_text()
+            for placeholder, value in {**PARSE_FILL, **PARSE_DEFAULTS}.items():
                 text = text.replace(placeholder, value)
             texts.append(text)
 

@@ -439,14 +439,15 @@ def test_parse_ahead_parses_every_query_of_sql_and_swallows_parser_errors():
     assert len(files) >= 16 and len(seen) == len(files)
     from audit.groups import PARSE_DEFAULTS
 
+    from audit.judge import PARSE_FILL
+
     def filled(text):
-        text = text.replace("{judge_all}", "false")
-        for placeholder, value in PARSE_DEFAULTS.items():
+        for placeholder, value in {**PARSE_FILL, **PARSE_DEFAULTS}.items():
             text = text.replace(placeholder, value)
         return text
 
     assert sorted(seen) == sorted(filled(f.read_text()) for f in files)
-    assert not any(p in s for s in seen for p in ["{judge_all}", *PARSE_DEFAULTS])
+    assert not any(p in s for s in seen for p in [*PARSE_FILL, *PARSE_DEFAULTS])
     t = parse_ahead(Fake(fail=True))
     t.join(10)
     assert not t.is_alive()
