@@ -304,7 +304,11 @@ def _audit(
     tuning.decide(int(n_rows))  # what the rest of the audit handles is known only now
     _progress(cfg, f"decode: {n_live} live commits of {n_latest} group-partitions")
     history = cfg.mode == "history"
-    share_raw = src.read_share_state()
+    # share groups (KIP-932): their state is read only where __consumer_offsets holds share group records (a live
+    # cluster: no request for __share_group_state, nor an ACL denial, where no share group ever ran)
+    share_raw = None
+    if not cfg.bootstrap_servers or records.where(F.col("record_type").isin(10, 11, 14, 15)).limit(1).count():
+        share_raw = src.read_share_state()
     # the share groups' topics named for a live cluster: only those in --groups/--topics scope (KIP-526)
     share_topics = subscribed_topics(records, cfg.groups, cfg.topics) if share_raw is not None else None
     stage("partition state")
