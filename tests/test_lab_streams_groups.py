@@ -24,7 +24,7 @@ from collections import Counter
 
 import pytest
 
-from tests.lab import kafka_dist, soak
+from tests.lab import differential, kafka_dist, soak
 from tests.lab.streams_episode import APP_ID, INPUT, INSTANCES, MEMBER_KEYS, PARTS, RECORDS, run_streams_lab
 
 STREAMS_TYPES = {
@@ -190,3 +190,31 @@ def test_the_audit_names_the_member_process_and_client_kafka_describes_for_every
         }
         assert got == {k: want[k] for k in got}, (r["topic"], r["partition"], got, want)
         assert r["group_type"] == "streams" and r["verdict"] == "OK"
+
+
+# --------------------------------------------------------------------------- the soak's streams episode
+
+
+@pytest.fixture(scope="module")
+def streams_soak(spark, tmp_path_factory):
+    """A soak scenario of one clean episode and the streams-group episode (``StreamsUnclean``: a Kafka Streams
+    application whose commits sit past the divergence point of an unclean election, or at it), judged by Kafka's
+    consumer and audited live and from the log dirs (``soak.check_seed``)."""
+    version = _newest_4x()
+    if version is None:
+        pytest.skip("no Kafka 4.x version among the lab's versions (KOA_LAB_VERSIONS)")
+    work = tmp_path_factory.mktemp(f"streams-soak-{version}")
+    return soak.check_seed(1, version, work, spark, sources=("live", "offline"), streams=True, kinds=["clean"])
+
+
+@pytest.mark.parametrize("source", ["live", "offline"])
+def test_soak_streams_commits_agree_with_kafkas_consumer(streams_soak, source):
+    rows = streams_soak["streams_rows"][source]
+    assert rows, "the streams episode judged no group-partition"
+    assert {r["oracle"] for r in rows} <= {"OK", "LogTruncationException"}, rows
+    assert all(r["group_type"] == "streams" for r in rows), rows
+    assert all(r["agree"] for r in rows), differential.describe_disagreements(
+        rows, streams_soak["seed"], streams_soak["version"], source
+    )
+    # the clean episode's consumer groups of the same scenario agree too
+    assert all(r["agree"] for r in streams_soak["rows"][source])

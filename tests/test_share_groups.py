@@ -385,3 +385,56 @@ def test_streams_group_member_assignment_and_topology_values_decode_per_the_sche
     assert t == {"epoch": 3, "sources": [("0", "in"), ("1", "app-rep")]}
     with pytest.raises(ValueError):
         decode_streams_group_topology_value(topology + b"\x00")
+
+
+def test_state_batches_read_with_numpy_equal_reading_them_one_by_one():
+    """``_batches`` reads runs of untagged StateBatches with numpy and tagged ones alone: the same batches and end
+    position as a plain per-entry read of the schema (FirstOffset int64, LastOffset int64, DeliveryState int8,
+    DeliveryCount int16, tagged fields), for values of no, few, some and only tagged entries, cut or whole."""
+    import random
+
+    from audit.formats.share_state import _batches, _Cursor
+
+    def one_by_one(c):
+        out = []
+        for _ in range(c.uvarint() - 1):
+            out.append((c.num(">q"), c.num(">q"), c.num(">b"), c.num(">h")))
+            c.tags()
+        return out
+
+    rng = random.Random(7)
+    compared = 0
+    for _ in range(400):
+        n, p_tag = rng.choice([0, 1, 2, 17, 40, 300]), rng.choice([0, 0.01, 0.3, 1])
+        b = bytearray(b"\x00\x00") + uvarint(n + 1)
+        for _i in range(n):
+            b += struct.pack(
+                ">qqbh",
+                rng.getrandbits(63),
+                -rng.getrandbits(63),
+                rng.randrange(-128, 128),
+                rng.randrange(-(2**15), 2**15),
+            )
+            if rng.random() < p_tag:
+                k = rng.randint(1, 3)
+                b += uvarint(k) + b"".join(
+                    uvarint(t) + uvarint(len(d)) + d for t in range(k) for d in [bytes(rng.randint(0, 150))]
+                )
+            else:
+                b += b"\x00"
+        if rng.random() < 0.2:
+            b = b[: rng.randrange(3, len(b) + 1)]
+        want = got = None
+        try:
+            c = _Cursor(bytes(b), 2)
+            want = (one_by_one(c), c.p)
+        except ValueError:
+            pass
+        try:
+            c = _Cursor(bytes(b), 2)
+            got = (list(zip(*(a.tolist() for a in _batches(c, len(b))))), c.p)
+        except ValueError:
+            pass
+        assert got == want
+        compared += want is not None
+    assert compared > 300

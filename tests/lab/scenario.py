@@ -706,3 +706,4 @@ def finish(sc: Scenario, keep_logs: bool = False) -> None:
 
 
 from . import share_episode  # noqa: E402,F401 - registers the share-group episodes (KIP-932) in EPISODES
+from . import streams_episode  # noqa: E402,F401 - registers the streams-group episode (KIP-1071) in EPISODES

@@ -72,24 +72,46 @@ def _audit_ok(a: dict) -> bool:
     )
 
 
-def check_seed(seed: int, version: str, workdir: Path, spark, sources=SOURCES, share: bool = False) -> dict:
+def check_seed(
+    seed: int,
+    version: str,
+    workdir: Path,
+    spark,
+    sources=SOURCES,
+    share: bool = False,
+    streams: bool = False,
+    kinds: list[str] | None = None,
+) -> dict:
     """Run and judge one scenario; returns ``{"seed", "version", "episodes", "rows": {source: rows},
     "live_vs_offline": [...], "causes", "unclean_leader", "audits": {source: audit()'s result}, "outs": {source:
     output dir}, "steps": the scenario's schedule, "share_rows": {source: share_episode.compare_share rows}}``.
 
     ``share`` (Kafka 4.x): the share-group episodes (``tests/lab/share_episode.py``) run after the seed's plan, on
     a cluster with their settings; their oracle (every share group drained once more, with the cluster up) is
-    compared with each audit's ``share_partitions/``."""
-    from . import share_episode
+    compared with each audit's ``share_partitions/``.  ``streams`` (Kafka 4.1+): the streams-group episode
+    (``tests/lab/streams_episode.py``: a Kafka Streams application whose commits sit past the divergence point) runs
+    after them; its group-partitions are judged by Kafka's consumer like every other (``rows``), and
+    ``streams_rows`` says per audit which of them the audit placed in a group of ``group_type`` ``streams``.
+    ``kinds``: these episodes instead of the seed's plan (:func:`scenario.run_scenario`)."""
+    from . import share_episode, streams_episode
 
     with_share = share and kafka_dist.major(version) >= 4
+    with_streams = streams and streams_episode.supported(version)
+    overrides: dict = {}
+    for on, extra in ((with_share, share_episode.CLUSTER_OVERRIDES), (with_streams, streams_episode.CLUSTER_OVERRIDES)):
+        for role, configs in extra.items() if on else ():
+            overrides.setdefault(role, {}).update(configs)
+    extra_kinds = (list(share_episode.KINDS) if with_share else []) + (
+        list(streams_episode.KINDS) if with_streams else []
+    )
     sc = scenario.run_scenario(
         seed,
         version,
         workdir,
         hot_copy="hot" in sources,
-        extra_kinds=list(share_episode.KINDS) if with_share else None,
-        cluster_options={"overrides": share_episode.CLUSTER_OVERRIDES} if with_share else None,
+        kinds=kinds,
+        extra_kinds=extra_kinds or None,
+        cluster_options={"overrides": overrides} if overrides else None,
     )
     audits = {}
     reader = None
@@ -147,7 +169,48 @@ def check_seed(seed: int, version: str, workdir: Path, spark, sources=SOURCES, s
         "share_rows": {s: share_episode.compare_share(share_oracle, o) for s, o in outs.items()}
         if share_oracle
         else {},
+        "streams_rows": {s: streams_rows(rows[s], o) for s, o in outs.items()} if with_streams else {},
     }
+
+
+def streams_rows(rows: list[dict], out: Path) -> list[dict]:
+    """The differential rows of the streams-group episode's groups, each with the audit's ``group_type`` for it
+    (``committed_offsets``) and ``agree`` also requiring it to be ``streams``."""
+    committed, _findings = differential.read_output(out)
+    res = []
+    for r in rows:
+        if ".streams_unclean." not in r["group"]:
+            continue
+        c = committed.get((r["group"], r["topic"], r["partition"])) or {}
+        gt = c.get("group_type")
+        res.append({**r, "group_type": gt, "agree": r["agree"] and gt == "streams"})
+    return res
+
+
+def streams_table(results: list[dict]) -> str:
+    """Streams groups (KIP-1071): per version and audit, the streams group-partitions Kafka's consumer judged and
+    the audit's agreement (verdict and ``group_type = streams``); empty when no scenario ran the streams episode."""
+    lines = [
+        "Streams groups (KIP-1071): a Kafka Streams application's commits judged by Kafka's consumer, and the audit's "
+        "`group_type` for them:\n",
+        "| Kafka | audit | scenarios | streams group-partitions | LogTruncationException | OK | agreements | "
+        "disagreements (seeds) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for version in sorted({r["version"] for r in results if r.get("streams_rows")}, reverse=True):
+        for source in SOURCES:
+            rs = [r for r in results if r["version"] == version and source in (r.get("streams_rows") or {})]
+            rows = [x for r in rs for x in r["streams_rows"][source]]
+            if not rs:
+                continue
+            kinds = Counter(x["oracle"] for x in rows)
+            agree = sum(1 for x in rows if x["agree"])
+            bad = sorted({r["seed"] for r in rs if not all(x["agree"] for x in r["streams_rows"][source])})
+            lines.append(
+                f"| {version} | {source} | {len(rs)} | {len(rows)} | {kinds['LogTruncationException']} | {kinds['OK']} | "
+                f"{agree} ({100.0 * agree / max(1, len(rows)):.1f}%) | {len(rows) - agree} {bad or ''} |"
+            )
+    return "\n".join(lines) if len(lines) > 3 else ""
 
 
 def _seeds(text: str) -> list[int]:
@@ -275,6 +338,7 @@ def merge(json_paths: list[str], out: Path) -> str:
                     "rows": rows,
                     "live_vs_offline": r.get("live_vs_offline") or [],
                     "share_rows": r.get("share_rows") or {},
+                    "streams_rows": r.get("streams_rows") or {},
                 }
             )
     failed = [(r["version"], r["seed"], r["error"]) for r in runs if r.get("error")]
@@ -282,6 +346,7 @@ def merge(json_paths: list[str], out: Path) -> str:
         table(results)
         + "\n"
         + (f"\n{share_table(results)}\n" if share_table(results) else "")
+        + (f"\n{streams_table(results)}\n" if streams_table(results) else "")
         + (f"\nScenarios that could not run: {failed}\n" if failed else "")
         + "".join(
             f"\nlive vs offline, Kafka {r['version']} seed {r['seed']}: {r['live_vs_offline']}\n"
@@ -307,6 +372,11 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--no-share", action="store_true", help="leave out the share-group episodes (run on Kafka 4.x by default)"
     )
+    ap.add_argument(
+        "--no-streams",
+        action="store_true",
+        help="leave out the streams-group episode (run on Kafka 4.1+ by default)",
+    )
     ap.add_argument("--merge", nargs="+", metavar="JSON", help="only combine earlier soaks' JSON files into OUT")
     args = ap.parse_args(argv)
     if args.merge:
@@ -327,7 +397,7 @@ def main(argv=None) -> int:
             wd = base / f"{version}-seed{seed}"
             t = time.time()
             try:
-                res = check_seed(seed, version, wd, spark, share=not args.no_share)
+                res = check_seed(seed, version, wd, spark, share=not args.no_share, streams=not args.no_streams)
             except Exception as exc:  # a scenario that could not run is reported, not hidden
                 print(f"Kafka {version} seed {seed}: scenario failed: {exc!r} (kept in {wd})", flush=True)
                 results.append({"seed": seed, "version": version, "error": repr(exc), "rows": {}})
@@ -338,6 +408,10 @@ def main(argv=None) -> int:
             for s, xs in share_bad.items():
                 if xs:
                     print(f"Kafka {version} seed {seed}: {s} share groups disagree: {xs}", flush=True)
+            streams_bad = {s: [x for x in rows if not x["agree"]] for s, rows in res["streams_rows"].items()}
+            for s, xs in streams_bad.items():
+                if xs:
+                    print(f"Kafka {version} seed {seed}: {s} streams groups disagree: {xs}", flush=True)
             n = len(next(iter(res["rows"].values())))
             print(
                 f"Kafka {version} seed {seed}: {n} group-partitions, "
@@ -359,6 +433,7 @@ def main(argv=None) -> int:
             if (
                 not any(bad.values())
                 and not any(share_bad.values())
+                and not any(streams_bad.values())
                 and not res["live_vs_offline"]
                 and all(map(_audit_ok, res["audits"].values()))
                 and not args.workdir
@@ -375,6 +450,7 @@ def main(argv=None) -> int:
                 + cause_summary(ok_results)
                 + "\n\n"
                 + (share_table(ok_results) + "\n\n" if share_table(ok_results) else "")
+                + (streams_table(ok_results) + "\n\n" if streams_table(ok_results) else "")
                 + (f"Scenarios that could not run: {failed}\n" if failed else "")
                 + "".join(
                     f"\nlive vs offline, Kafka {r['version']} seed {r['seed']}: {r['live_vs_offline']}\n"
@@ -412,6 +488,7 @@ def main(argv=None) -> int:
                             "disagreements": {s: [x for x in rows if not x["agree"]] for s, rows in r["rows"].items()},
                             "live_vs_offline": r.get("live_vs_offline"),
                             "share_rows": r.get("share_rows") or {},
+                            "streams_rows": r.get("streams_rows") or {},
                             "audits": {
                                 s: {k: v for k, v in a.items() if k != "out"}
                                 for s, a in (r.get("audits") or {}).items()
@@ -429,6 +506,7 @@ def main(argv=None) -> int:
         "error" in r
         or r["live_vs_offline"]
         or any(not x["agree"] for rows in r["rows"].values() for x in rows)
+        or any(not x["agree"] for key in ("share_rows", "streams_rows") for rows in r[key].values() for x in rows)
         or not all(map(_audit_ok, r["audits"].values()))
         for r in results
     )

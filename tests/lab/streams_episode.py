@@ -429,3 +429,120 @@ def _jsonable(obj):
     if isinstance(obj, (list, tuple)):
         return [_jsonable(v) for v in obj]
     return obj
+
+
+# ----------------------------------------------------------------------------------------- the soak's episode
+from .scenario import EPISODES, Unclean  # noqa: E402 - scenario imports this module at its end
+
+
+class StreamsUnclean(Unclean):
+    """A streams group (KIP-1071) whose commits sit past a divergence point, in the soak's scenario (4.1+).
+
+    ``setup``: the episode's topic (partitions led by L, replicated to F only), keyed records on every partition, and
+    the application ``<episode>.app`` (one KafkaStreams instance with two stream threads, ``group.protocol=streams``,
+    the :class:`StreamsClient` topology, internal topics at replication factor 3) started on it; the group commits
+    what it processed.  ``isolated`` (F down, L leads): more records, processed and committed by the running
+    application (its commits now sit past F's end; one seed in four closes the application first, so that its
+    commits sit at F's end, the divergence point), then the instance is closed (its members leave; the group keeps
+    its offsets, topology and epoch) and the input partitions are judged: Kafka's consumer resumes from each commit
+    with ``auto.offset.reset=none`` as for any group.  ``elected``: the new leader writes none, some, as many or more
+    records than were lost, so the new lineage may pass the commits.  Earlier versions: the episode does nothing."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.on = supported(self.sc.version)
+        self.app_id = self.g("app")
+        self.app: StreamsClient | None = None
+
+    def unclean_partitions(self):
+        return [[self.topic, p] for p in range(self.parts)] if self.on else []
+
+    def _produce(self, count: int) -> None:
+        assert self.app is not None
+        self.app.call("produce", topic=self.topic, partitions=self.parts, count=count)
+        self.sc.step("streams produce", topic=self.topic, partitions=self.parts, count=count)
+
+    def _committed_to_end(self, timeout: float = 90) -> list:
+        """Wait until the group's commits on the input topic reach its end offsets; returns the commits."""
+        assert self.app is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            ends = {e["partition"]: e["offset"] for e in self.app.call("end_offsets", topics=[self.topic])}
+            try:
+                committed = [c for c in self.app.call("committed", group=self.app_id) if c["topic"] == self.topic]
+            except LabStreamsError:  # the group does not exist yet
+                committed = []
+            if {c["partition"]: c["offset"] for c in committed} == ends:
+                self.sc.step("streams committed", group=self.app_id, committed=committed)
+                return committed
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.app_id}: commits {committed} never reached the end offsets {ends}")
+            time.sleep(0.5)
+
+    def setup(self):
+        if not self.on:
+            return
+        sc, r = self.sc, self.rng
+        self.parts = r.randint(1, 3)
+        sc.call(
+            "create_topic",
+            topic=self.topic,
+            assignments={str(p): [self.L, self.F] for p in range(self.parts)},
+            configs={"min.insync.replicas": "1"},
+        )
+        self.app = StreamsClient(sc.version, sc.cluster.bootstrap, log=sc.workdir / f"{self.name}.labstreams.log")
+        out, counts = f"{self.name}.out", f"{self.name}.counts"
+        self.app.call("create_topics", names=[out, counts], partitions=self.parts, rf=3)
+        self._produce(r.randint(5, 30))
+        self.app.call(
+            "start",
+            name="a",
+            app_id=self.app_id,
+            client_id=f"{self.app_id}-a",
+            input=self.topic,
+            output=out,
+            counts=counts,
+            threads=2,
+            state_dir=str(sc.workdir / "streams-state" / self.name),
+            commit_ms=200,
+            rf=3,
+        )
+        sc.step("streams started", group=self.app_id, topic=self.topic)
+        self._committed_to_end()
+
+    def isolated(self):
+        if not self.on:
+            return
+        sc, r = self.sc, self.rng
+        n = r.randint(1, 30)
+        self.lost = dict.fromkeys(range(self.parts), n)
+        self.past = r.random() < 0.75
+        if self.past:  # the application processes and commits what only L holds
+            self._produce(n)  # acks=all: F is out of the ISR, L alone holds them
+            self._committed_to_end()
+        assert self.app is not None
+        closed = self.app.call("close", name="a", timeout_ms=30000)
+        self.app.halt()
+        self.app = None
+        sc.step("streams closed", group=self.app_id, closed=closed)
+        if not self.past:  # closed at F's end, exactly at the divergence point to come
+            for p in range(self.parts):
+                sc.call("produce", topic=self.topic, partition=p, count=n, acks="1")
+        sc.judge(self.app_id, self.topic, range(self.parts))
+
+    def elected(self):
+        if not self.on:
+            return
+        sc, r = self.sc, self.rng
+        for p in range(self.parts):
+            n = r.choice([0, r.randint(1, self.lost[p]), self.lost[p], self.lost[p] + r.randint(1, 30)])
+            if n:
+                sc.call("produce", topic=self.topic, partition=p, count=n, acks="1")
+
+    def recovered(self): ...
+
+    def after(self): ...
+
+
+EPISODES["streams_unclean"] = StreamsUnclean
+KINDS = ("streams_unclean",)
