@@ -405,7 +405,7 @@ def test_state_batches_read_with_numpy_equal_reading_them_one_by_one():
     rng = random.Random(7)
     compared = 0
     for _ in range(400):
-        n, p_tag = rng.choice([0, 1, 2, 17, 40, 300]), rng.choice([0, 0.01, 0.3, 1])
+        n, p_tag = rng.choice([0, 1, 2, 8, 9, 17, 40, 300]), rng.choice([0, 0.01, 0.3, 1])
         b = bytearray(b"\x00\x00") + uvarint(n + 1)
         for _i in range(n):
             b += struct.pack(

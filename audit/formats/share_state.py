@@ -95,6 +95,19 @@ class _Cursor(_Reader):
 _BATCH_DTYPE = np.dtype([("first", ">i8"), ("last", ">i8"), ("state", "i1"), ("count", ">i2"), ("tags", "u1")])
 
 
+_ENTRY = struct.Struct(">qqbh")
+
+
+def _entry(c: _Cursor) -> tuple[int, int, int, int]:
+    """One StateBatch (its tagged fields skipped)."""
+    if c.p + _ENTRY.size > len(c.b):
+        raise ValueError(f"need {_ENTRY.size} bytes at {c.p}, value has {len(c.b)}")
+    out = _ENTRY.unpack_from(c.b, c.p)
+    c.p += _ENTRY.size
+    c.tags()
+    return out
+
+
 def _batches(c: _Cursor, limit: int) -> tuple[np.ndarray, ...]:
     """The StateBatches array at the cursor as four numpy arrays (first offset, last offset, delivery state,
     delivery count): entries without tagged fields read with numpy, all at once, then (after an entry with tags,
@@ -105,6 +118,12 @@ def _batches(c: _Cursor, limit: int) -> tuple[np.ndarray, ...]:
         raise ValueError("null StateBatches")
     if n * _BATCH_BYTES > limit:
         raise ValueError(f"bad StateBatches count {n}")
+    if n <= 8:  # numpy costs more than it saves on a few entries
+        cols: list[list[int]] = [[], [], [], []]
+        for _ in range(n):
+            for col, v in zip(cols, _entry(c)):
+                col.append(v)
+        return tuple(np.array(col, dtype=t) for col, t in zip(cols, (np.int64, np.int64, np.int8, np.int16)))
     chunks: list[np.ndarray] = []
     left, window = n, n
     while left:
@@ -120,8 +139,7 @@ def _batches(c: _Cursor, limit: int) -> tuple[np.ndarray, ...]:
             if m == k:
                 continue
         one = np.zeros(1, _BATCH_DTYPE)
-        one["first"], one["last"], one["state"], one["count"] = c.num(">q"), c.num(">q"), c.num(">b"), c.num(">h")
-        c.tags()
+        one["first"], one["last"], one["state"], one["count"] = _entry(c)
         chunks.append(one)
         left -= 1
     out = np.concatenate(chunks) if chunks else np.zeros(0, _BATCH_DTYPE)
