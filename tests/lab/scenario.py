@@ -163,15 +163,19 @@ class Episode:
 
 
 class Unclean(Episode):
-    def setup(self):
-        sc, r = self.sc, self.rng
-        self.parts = r.randint(1, 3)
-        sc.call(
+    def create_topic(self) -> None:
+        """The episode's topic: 1-3 partitions, each replicated to L and F only, ``min.insync.replicas=1``."""
+        self.parts = self.rng.randint(1, 3)
+        self.sc.call(
             "create_topic",
             topic=self.topic,
             assignments={str(p): [self.L, self.F] for p in range(self.parts)},
             configs={"min.insync.replicas": "1"},
         )
+
+    def setup(self):
+        sc, r = self.sc, self.rng
+        self.create_topic()
         self.kept = {p: r.randint(5, 60) for p in range(self.parts)}
         for p, n in self.kept.items():
             sc.call("produce", topic=self.topic, partition=p, count=n, acks="all")

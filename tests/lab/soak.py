@@ -197,19 +197,13 @@ def streams_table(results: list[dict]) -> str:
         "disagreements (seeds) |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for version in sorted({r["version"] for r in results if r.get("streams_rows")}, reverse=True):
-        for source in SOURCES:
-            rs = [r for r in results if r["version"] == version and source in (r.get("streams_rows") or {})]
-            rows = [x for r in rs for x in r["streams_rows"][source]]
-            if not rs:
-                continue
-            kinds = Counter(x["oracle"] for x in rows)
-            agree = sum(1 for x in rows if x["agree"])
-            bad = sorted({r["seed"] for r in rs if not all(x["agree"] for x in r["streams_rows"][source])})
-            lines.append(
-                f"| {version} | {source} | {len(rs)} | {len(rows)} | {kinds['LogTruncationException']} | {kinds['OK']} | "
-                f"{agree} ({100.0 * agree / max(1, len(rows)):.1f}%) | {len(rows) - agree} {bad or ''} |"
-            )
+    for version, source, rs, rows, bad in _per_source(results, "streams_rows"):
+        kinds = Counter(x["oracle"] for x in rows)
+        agree = sum(1 for x in rows if x["agree"])
+        lines.append(
+            f"| {version} | {source} | {len(rs)} | {len(rows)} | {kinds['LogTruncationException']} | {kinds['OK']} | "
+            f"{agree} ({100.0 * agree / max(1, len(rows)):.1f}%) | {len(rows) - agree} {bad or ''} |"
+        )
     return "\n".join(lines) if len(lines) > 3 else ""
 
 
@@ -248,23 +242,34 @@ def table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _per_source(results: list[dict], key: str):
+    """``(version, audit source, results, rows, seeds with a disagreement)`` for every version and source with rows
+    under ``key`` (``share_rows`` or ``streams_rows``), newest version first."""
+    for version in sorted({r["version"] for r in results if r.get(key)}, reverse=True):
+        for source in SOURCES:
+            rs = [r for r in results if r["version"] == version and source in (r.get(key) or {})]
+            rows = [x for r in rs for x in r[key][source]]
+            if rows:
+                yield (
+                    version,
+                    source,
+                    rs,
+                    rows,
+                    sorted({r["seed"] for r in rs if not all(x["agree"] for x in r[key][source])}),
+                )
+
+
 def share_table(results: list[dict]) -> str:
     """Share groups (KIP-932): per version and audit, the share group-partitions judged against Kafka's share
     consumer (the records it never delivered), empty when no scenario ran the share episodes."""
     lines = []
-    for version in sorted({r["version"] for r in results if r.get("share_rows")}, reverse=True):
-        for source in SOURCES:
-            rs = [r for r in results if r["version"] == version and source in (r.get("share_rows") or {})]
-            rows = [x for r in rs for x in r["share_rows"][source]]
-            if not rows:
-                continue
-            skipped = [x for x in rows if x["expected"]]
-            bad = sorted({r["seed"] for r in rs if not all(x["agree"] for x in r["share_rows"][source])})
-            lines.append(
-                f"| {version} | {source} | {len(rs)} | {len(rows)} | {len(skipped)} "
-                f"({sum(x['expected'] for x in skipped)} records) | {sum(1 for x in rows if x['agree'])} | "
-                f"{len(rows) - sum(1 for x in rows if x['agree'])} {bad or ''} |"
-            )
+    for version, source, rs, rows, bad in _per_source(results, "share_rows"):
+        skipped = [x for x in rows if x["expected"]]
+        lines.append(
+            f"| {version} | {source} | {len(rs)} | {len(rows)} | {len(skipped)} "
+            f"({sum(x['expected'] for x in skipped)} records) | {sum(1 for x in rows if x['agree'])} | "
+            f"{len(rows) - sum(1 for x in rows if x['agree'])} {bad or ''} |"
+        )
     if not lines:
         return ""
     return "\n".join(

@@ -483,13 +483,7 @@ class StreamsUnclean(Unclean):
         if not self.on:
             return
         sc, r = self.sc, self.rng
-        self.parts = r.randint(1, 3)
-        sc.call(
-            "create_topic",
-            topic=self.topic,
-            assignments={str(p): [self.L, self.F] for p in range(self.parts)},
-            configs={"min.insync.replicas": "1"},
-        )
+        self.create_topic()
         self.app = StreamsClient(sc.version, sc.cluster.bootstrap, log=sc.workdir / f"{self.name}.labstreams.log")
         out, counts = f"{self.name}.out", f"{self.name}.counts"
         self.app.call("create_topics", names=[out, counts], partitions=self.parts, rf=3)
