@@ -466,7 +466,9 @@ def _audit(
         reports, metric_rows, console = in_parallel(
             (lambda: _reports(cfg, spark, out, tables, guarded)) if cfg.reports else (lambda: None),
             lambda: guarded(
-                "metrics", lambda: _metric_rows(cfg, committed, findings, state.bounds, groups), ([], [], [])
+                "metrics",
+                lambda: _metric_rows(cfg, committed, findings, state.bounds, groups, tables.get("share_partitions")),
+                ([], [], []),
             ),
             lambda: guarded(
                 "console",
@@ -579,15 +581,15 @@ def _exit_code(cfg: AuditConfig, summary: dict) -> int:
     return code
 
 
-def _metric_rows(cfg: AuditConfig, committed, findings, bounds, groups) -> tuple[list, list, list]:
-    """The per-group-partition, lost-lineage and per-group rows of ``metrics.prom`` (each at most
-    ``--metrics-max-group-partitions``; :mod:`audit.report.metrics`)."""
+def _metric_rows(cfg: AuditConfig, committed, findings, bounds, groups, shares=None) -> tuple[list, list, list]:
+    """The per-group-partition (share-partitions among them), lost-lineage and per-group rows of ``metrics.prom``
+    (each at most ``--metrics-max-group-partitions``; :mod:`audit.report.metrics`)."""
     from .report.metrics import group_partition_rows, group_rows, lost_lineage_rows
 
     if not cfg.metrics_max_group_partitions:
         return [], [], []
     return (
-        group_partition_rows(committed, findings, bounds, cfg.metrics_max_group_partitions),
+        group_partition_rows(committed, findings, bounds, cfg.metrics_max_group_partitions, shares),
         lost_lineage_rows(findings, cfg.metrics_max_group_partitions),
         group_rows(groups, cfg.metrics_max_group_partitions),
     )
@@ -607,7 +609,12 @@ def _metrics(
     summary["metrics"] = {
         "file": METRICS_FILENAME,
         "group_partitions_exported": len(rows),
-        "group_partitions_left_out": max(0, summary["offset_commits"]["group_partitions"] - len(rows)),
+        "group_partitions_left_out": max(
+            0,
+            summary["offset_commits"]["group_partitions"]
+            + (summary.get("share_groups") or {}).get("share_partitions", 0)
+            - len(rows),
+        ),
         "pushgateway": cfg.pushgateway,
         "job": cfg.pushgateway_job if cfg.pushgateway else None,
     }

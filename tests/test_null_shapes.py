@@ -163,7 +163,9 @@ def _consume_all(spark, tmp, rows: dict, base_summary: dict) -> None:
     write_html_report(spark, str(out))
     outcome = run_expectations(spark, str(out))
     assert outcome.statistics.get("evaluated_expectations"), outcome.statistics
-    gp = group_partition_rows(dfs["committed_offsets"], dfs["findings"], dfs["bounds"], 100)
+    gp = group_partition_rows(
+        dfs["committed_offsets"], dfs["findings"], dfs["bounds"], 100, dfs.get("share_partitions")
+    )
     lost = lost_lineage_rows(dfs["findings"], 100)
     groups = group_rows(dfs["groups"], 100)
     text = render(build_registry(summary, gp, lost=lost, groups=groups)).decode()

@@ -13,6 +13,7 @@ import struct
 import numpy as np
 import pyarrow as pa
 import pytest
+from pyspark.sql import functions as F
 
 from audit.formats.share_state import (
     SHARE_RAW_SCHEMA,
@@ -209,7 +210,8 @@ def _raw(spark, records):
 
 
 @pytest.fixture(scope="module")
-def judged(spark):
+def judged_frames(spark):
+    """``(findings, share_partitions, bounds)`` DataFrames of :func:`judge_shares` over the states below."""
     from audit.share import judge_shares
 
     # t-0: epochs 0 at 0, 1 at 20, then an unclean election began epoch 3 at 40 (the new leader never had epoch 2,
@@ -251,6 +253,12 @@ def judged(spark):
         (key(0, "orphan", 0, topic_id=b"\xff" * 16), snapshot(1, 2, 65)),
     ]
     findings, parts = judge_shares(spark, _raw(spark, recs), epochs, bounds, names)
+    return findings.withColumn("group_type", F.lit("share")), parts, bounds
+
+
+@pytest.fixture(scope="module")
+def judged(judged_frames):
+    findings, parts, _bounds = judged_frames
     return {(r.group_id, r.finding): r for r in findings.collect()}, {r.group_id: r for r in parts.collect()}
 
 
@@ -305,6 +313,42 @@ def test_deleted_states_and_unknown_topic_ids_are_not_judged(judged):
     findings, parts = judged
     assert "deleted" not in parts and "orphan" not in parts
     assert not [k for k in findings if k[0] in ("deleted", "orphan")]
+
+
+def test_share_partitions_are_metric_rows_with_their_worst_finding(spark, judged_frames):
+    """metrics.prom: each judged share-partition is a group-partition row (its SPSO, lag, records at risk) with the
+    severity of its share group's worst finding (critical for a LOG_TRUNCATION about an older epoch's state, which
+    the newest state hides), so ``KafkaOffsetAuditCriticalFinding`` fires for it."""
+    from audit.report.metrics import build_registry, group_partition_rows, render
+
+    findings, parts, bounds = judged_frames
+    committed = spark.createDataFrame(
+        [("cg", "t", 1, 20, 0, None, "OK")],
+        "group_id string, topic string, partition int, committed_offset bigint, committed_leader_epoch int, "
+        "commit_timestamp timestamp, verdict string",
+    )
+    rows = {r["group_id"]: r for r in group_partition_rows(committed, findings, bounds, 100, parts)}
+    assert set(rows) == {"cg"} | {r.group_id for r in parts.collect()}
+    assert rows["past"] == {
+        "group_id": "past",
+        "topic": "t",
+        "partition": 0,
+        "committed_offset": 70,
+        "committed_leader_epoch": 3,
+        "lag": 0,
+        "records_at_risk": 20,
+        "verdict": "LOG_TRUNCATION",
+        "severity": "critical",
+    }
+    assert (rows["behind"]["severity"], rows["caught-up"]["severity"], rows["cg"]["severity"]) == ("error", "ok", "ok")
+    assert list(rows)[0] in ("past", "acked-past")  # worst first
+    text = render(build_registry({"findings": {}}, list(rows.values()))).decode()
+    assert (
+        'kafka_offset_audit_verdict{group="past",partition="0",severity="critical",topic="t",verdict="LOG_TRUNCATION"} 1.0'
+        in text
+    )
+    # without share_partitions (or findings without group_type) the rows are the consumer groups' alone
+    assert [r["group_id"] for r in group_partition_rows(committed, findings, bounds, 100)] == ["cg"]
 
 
 # --------------------------------------------------------------------------- share group members (owners)

@@ -16,6 +16,8 @@ of them, worst verdict first:
 * ``kafka_offset_audit_verdict`` -- 1, with labels ``verdict`` (``OK`` or the most severe finding's
   name) and ``severity`` (``ok``, ``info``, ``warning``, ``error``, ``critical``).
 
+Share groups' share-partitions (KIP-932) are group-partitions too (:func:`group_partition_rows`).
+
 Per group (label ``group``), at most ``max_group_partitions`` of them, worst status first (the ``groups`` table,
 :mod:`audit.groups`): ``kafka_offset_audit_group_lag_offsets`` and ``kafka_offset_audit_group_max_lag_offsets``
 (the sum and the largest of its partitions' lag, unclamped; absent when no bounds are known),
@@ -66,15 +68,22 @@ class MetricsError(ValueError):
     """A bad ``--pushgateway`` / grouping argument, or a Pushgateway that does not answer."""
 
 
-def group_partition_rows(committed: DataFrame, findings: DataFrame, bounds: DataFrame, limit: int) -> list[dict]:
+def group_partition_rows(
+    committed: DataFrame, findings: DataFrame, bounds: DataFrame, limit: int, shares: DataFrame | None = None
+) -> list[dict]:
     """The per-group-partition metric values, worst first, at most ``limit`` rows (a bounded ``take``).
 
     ``committed``: ``committed_offsets`` (group_id, topic, partition, committed_offset bigint,
     committed_leader_epoch int, commit_timestamp, verdict string); ``findings``: the findings table
-    (severity, records_at_risk bigint); ``bounds``: topic, partition, log_end_offset bigint.
+    (severity, records_at_risk bigint, group_type string); ``bounds``: topic, partition, log_end_offset bigint;
+    ``shares``: the ``share_partitions`` table (KIP-932) or None.
     Returns dicts with group_id, topic, partition, committed_offset, committed_leader_epoch,
     lag (bigint, log_end_offset - committed_offset, unclamped; None without a log end offset),
-    records_at_risk (bigint), verdict, severity (``ok`` or the verdict's finding severity).
+    records_at_risk (bigint), verdict, severity (``ok`` or the verdict's finding severity).  A share-partition is
+    a row like a consumer group's partition (group ids are one namespace): its start offset (SPSO) as
+    ``committed_offset``, the leader epoch its state was written under, its ``lag`` and ``records_at_risk`` as
+    ``share_partitions`` has them, and the worst severity of the share group's findings on it (which may be about
+    an older leader epoch's state than the newest).
     """
     keys = ["group_id", "topic", "partition", "committed_offset", "commit_timestamp"]
     rank = F.create_map(*[x for k, v in _SEV_RANK.items() for x in (F.lit(k), F.lit(v))])
@@ -99,11 +108,32 @@ def group_partition_rows(committed: DataFrame, findings: DataFrame, bounds: Data
             F.coalesce(by_rank[F.col("sev_rank")], F.lit("ok")).alias("severity"),
             F.coalesce("sev_rank", F.lit(0)).alias("_rank"),
         )
-        .orderBy(F.col("_rank").desc(), F.col("records_at_risk").desc(), "group_id", "topic", "partition")
+    )
+    if shares is not None and "group_type" in findings.columns:
+        gtp = ["group_id", "topic", "partition"]
+        share_worst = (
+            findings.where(F.col("group_type") == "share")
+            .groupBy(*gtp)
+            .agg(F.max(rank[F.col("severity")]).alias("sev_rank"))
+        )
+        rows = rows.unionByName(
+            shares.join(share_worst, gtp, "left").select(
+                *gtp,
+                F.col("start_offset").alias("committed_offset"),
+                F.col("leader_epoch").alias("committed_leader_epoch"),
+                "lag",
+                F.coalesce("records_at_risk", F.lit(0)).alias("records_at_risk"),
+                "verdict",
+                F.coalesce(by_rank[F.col("sev_rank")], F.lit("ok")).alias("severity"),
+                F.coalesce("sev_rank", F.lit(0)).alias("_rank"),
+            )
+        )
+    out = (
+        rows.orderBy(F.col("_rank").desc(), F.col("records_at_risk").desc(), "group_id", "topic", "partition")
         .drop("_rank")
         .take(limit)
     )
-    return [r.asDict() for r in rows]
+    return [r.asDict() for r in out]
 
 
 def group_rows(groups: DataFrame, limit: int) -> list[dict]:
