@@ -255,6 +255,16 @@ def judge(
     return reduce(DataFrame.union, parts)
 
 
+#: Where Kafka's consumer will read a commit's next record from (tiered storage, KIP-405): ``remote`` below the
+#: leader's local log start (fetched from the remote tier), ``local`` from there to the log end, null outside the
+#: log or where a bound is unknown.  Without tiered storage the local log start is the log start: always local.
+RESUME_TIER = (
+    "CASE WHEN log_start_offset IS NULL OR log_end_offset IS NULL"
+    " OR committed_offset < log_start_offset OR committed_offset > log_end_offset THEN CAST(NULL AS STRING)"
+    " WHEN committed_offset < coalesce(local_log_start_offset, log_start_offset) THEN 'remote' ELSE 'local' END"
+)
+
+
 def with_verdicts(commits: DataFrame, findings: DataFrame, bounds: DataFrame | None = None) -> DataFrame:
     """The ``committed_offsets`` table: the latest live commit per group-partition with ``verdict``, the
     partition's bounds and the lag.
@@ -262,13 +272,16 @@ def with_verdicts(commits: DataFrame, findings: DataFrame, bounds: DataFrame | N
     ``verdict`` is ``OK`` or the name of the most severe finding on that commit (ties broken by
     the order of :data:`RULES`).  ``bounds`` (the judge's view of the same name: one row per topic-partition, from
     the authoritative replica offline, or the leader's ListOffsets answers live) gives ``log_start_offset``,
-    ``log_end_offset`` and ``high_watermark`` (bigint offsets, null where unknown or without ``bounds``);
+    ``local_log_start_offset`` (tiered storage: the first offset still on the leader's disk; the log start
+    without it), ``log_end_offset`` and ``high_watermark`` (bigint offsets, null where unknown or without
+    ``bounds``); ``resume_tier`` (:data:`RESUME_TIER`: ``local``/``remote``);
     ``lag`` is ``log_end_offset - committed_offset`` in records, not clamped: negative for a commit past the log
     end (the finding on the commit says why).  Live, ``log_end_offset`` is what ListOffsets LATEST answers a
     consumer (the high watermark), as in ``kafka-consumer-groups --describe``.  ``records_at_risk`` is the
     largest count any finding on the commit gives (null when none counts).
     Columns: group_id, topic, partition, committed_offset, committed_leader_epoch, metadata, commit_timestamp,
-    value_version, topic_id, verdict, log_start_offset, log_end_offset, high_watermark, lag, records_at_risk.
+    value_version, topic_id, verdict, log_start_offset, local_log_start_offset, log_end_offset, high_watermark,
+    lag, resume_tier, records_at_risk.
     """
     latest = commits.where("is_latest")
     key = ["group_id", "topic", "partition", "committed_offset", "commit_timestamp"]
@@ -292,8 +305,13 @@ def with_verdicts(commits: DataFrame, findings: DataFrame, bounds: DataFrame | N
     ]
     out = c.join(t, cond, "left").select("c.*", "t.finding", "t.records_at_risk")
     if bounds is not None:
+        local = (
+            F.col("local_log_start_offset")
+            if "local_log_start_offset" in bounds.columns
+            else F.lit(None).cast("bigint").alias("local_log_start_offset")
+        )
         out = out.join(
-            bounds.select("topic", "partition", "log_start_offset", "log_end_offset", "high_watermark"),
+            bounds.select("topic", "partition", "log_start_offset", local, "log_end_offset", "high_watermark"),
             ["topic", "partition"],
             "left",
         )
@@ -301,6 +319,7 @@ def with_verdicts(commits: DataFrame, findings: DataFrame, bounds: DataFrame | N
         out = out.selectExpr(
             "*",
             "CAST(NULL AS BIGINT) AS log_start_offset",
+            "CAST(NULL AS BIGINT) AS local_log_start_offset",
             "CAST(NULL AS BIGINT) AS log_end_offset",
             "CAST(NULL AS BIGINT) AS high_watermark",
         )
@@ -316,8 +335,10 @@ def with_verdicts(commits: DataFrame, findings: DataFrame, bounds: DataFrame | N
         "topic_id",
         "coalesce(finding, 'OK') AS verdict",
         "CAST(log_start_offset AS BIGINT) AS log_start_offset",
+        "CAST(local_log_start_offset AS BIGINT) AS local_log_start_offset",
         "CAST(log_end_offset AS BIGINT) AS log_end_offset",
         "CAST(high_watermark AS BIGINT) AS high_watermark",
         "CAST(log_end_offset - committed_offset AS BIGINT) AS lag",
+        f"{RESUME_TIER} AS resume_tier",
         "records_at_risk",
     )

@@ -47,6 +47,11 @@ _OWNER = [
     _c("owner_assigned_at", "timestamp", "no owner, or the assignment's time is unknown"),
 ]
 
+_LOCAL_START_NULL = (
+    "the partition's bounds are unknown, or a live leader before Kafka 3.8 (no ListOffsets EARLIEST_LOCAL, "
+    "KIP-1005); equal to log_start_offset unless the topic has tiered storage (KIP-405)"
+)
+
 #: a finding's key: group (none for a replica's finding), topic-partition, finding and its severity
 _FINDING_KEY = [
     _c("group_id", "string", "REPLICA_DIVERGENCE: a replica's finding, no group"),
@@ -102,9 +107,16 @@ TABLES: dict[str, list[Column]] = {
         *_COMMIT,
         _c("verdict", "string"),
         _c("log_start_offset", "bigint", "the partition's bounds are unknown (no replica read, no leader answered)"),
+        _c("local_log_start_offset", "bigint", _LOCAL_START_NULL),
         _c("log_end_offset", "bigint", "as log_start_offset"),
         _c("high_watermark", "bigint", "as log_start_offset, or no replica's checkpoint holds it"),
         _c("lag", "bigint", "as log_start_offset"),
+        _c(
+            "resume_tier",
+            "string",
+            "the commit is outside [log_start_offset, log_end_offset] (its finding says so), or the bounds are "
+            "unknown; else `remote` below local_log_start_offset (tiered storage), `local` from it on",
+        ),
         _c("records_at_risk", "bigint", "no finding on the commit counts records"),
         *_OWNER,
     ],
@@ -127,6 +139,7 @@ TABLES: dict[str, list[Column]] = {
         _c("group_members", "int", "as group_type"),
         _c("partitions_committed", "bigint"),
         _c("partitions_unknown", "bigint"),
+        _c("partitions_remote", "bigint"),
         _c("total_lag", "bigint", "no committed partition's bounds are known"),
         _c("max_lag", "bigint", "as total_lag"),
         _c("max_lag_topic", "string", "as total_lag"),
@@ -167,6 +180,7 @@ TABLES: dict[str, list[Column]] = {
         _c("topic", "string"),
         _c("partition", "int"),
         _c("log_start_offset", "bigint", "no replica of the partition was read, or its leader did not answer"),
+        _c("local_log_start_offset", "bigint", _LOCAL_START_NULL),
         _c("log_end_offset", "bigint", "as log_start_offset"),
         _c("high_watermark", "bigint", "as log_start_offset, or no replica's checkpoint holds it"),
         _c("leader_id", "int", "no leader is known (offline partition, or no metadata log read)"),
@@ -183,6 +197,19 @@ TABLES: dict[str, list[Column]] = {
             "array<struct<epoch:int,started_at:timestamp,leader:int,unclean:boolean>>",
             "as metadata_leader_epoch",
         ),
+        _c(
+            "remote_storage_enabled",
+            "boolean",
+            "a live cluster (the brokers answer the tiered bounds themselves), or no replica was read; offline: "
+            "the topic's `remote.storage.enable` (KRaft metadata log) or its segments in `__remote_log_metadata`",
+        ),
+        _c(
+            "remote_log_start_offset",
+            "bigint",
+            "not tiered, a live cluster, `__remote_log_metadata` not among the inputs, or no remote segment left",
+        ),
+        _c("remote_log_end_offset", "bigint", "as remote_log_start_offset"),
+        _c("remote_segments", "bigint", "not tiered, a live cluster, or `__remote_log_metadata` not among the inputs"),
     ],
     "share_partitions": [
         _c("group_id", "string"),

@@ -7,6 +7,7 @@
 -- of finding names, most decisive first: ties of severity are broken as the verdict's are).
 -- status: AT_RISK (an error or critical finding), STALE (the latest commit is older than {stale_after_seconds}
 -- at the audit while the group's partitions grew past it: total lag above 0), WARN (a warning), else OK.
+-- partitions_remote: committed partitions whose next record Kafka will fetch from the remote tier (tiered storage).
 WITH sev AS (
   SELECT * FROM VALUES ('critical', 4), ('error', 3), ('warning', 2), ('info', 1) AS s(severity, rank)
 ),
@@ -17,7 +18,7 @@ verdict_rank AS (
   GROUP BY f.group_id, f.topic, f.partition, f.committed_offset, f.commit_timestamp, f.finding
 ),
 parts AS (
-  SELECT c.group_id, c.topic, c.partition, c.verdict, c.lag, c.log_end_offset, c.commit_timestamp,
+  SELECT c.group_id, c.topic, c.partition, c.verdict, c.lag, c.log_end_offset, c.commit_timestamp, c.resume_tier,
          c.records_at_risk, coalesce(v.rank, 0) AS rank,
          coalesce(size({rule_order}) - array_position({rule_order}, c.verdict), -1) AS rule_rank
   FROM group_committed c
@@ -36,6 +37,7 @@ per_group AS (
   SELECT group_id,
          count(*) AS partitions_committed,
          count_if(log_end_offset IS NULL) AS partitions_unknown,
+         count_if(resume_tier = 'remote') AS partitions_remote,
          sum(lag) AS total_lag,
          max(lag) AS max_lag,
          max(CASE WHEN lag_n = 1 AND lag IS NOT NULL THEN topic END) AS max_lag_topic,
@@ -67,7 +69,7 @@ joined AS (
   LEFT JOIN counts n ON g.group_id = n.group_id
 )
 SELECT group_id, group_type, group_state, group_protocol_type, group_protocol, group_members,
-       partitions_committed, partitions_unknown, total_lag, max_lag, max_lag_topic, max_lag_partition,
+       partitions_committed, partitions_unknown, partitions_remote, total_lag, max_lag, max_lag_topic, max_lag_partition,
        worst_verdict,
        CASE worst_rank WHEN 4 THEN 'critical' WHEN 3 THEN 'error' WHEN 2 THEN 'warning' WHEN 1 THEN 'info' END
          AS worst_severity,

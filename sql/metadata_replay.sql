@@ -6,10 +6,21 @@
 -- epoch_timeline: every leader epoch with the time it began, its first leader and whether an unclean election
 -- began it (array<struct<epoch int, started_at timestamp, leader int, unclean boolean>>, sorted by epoch; epochs
 -- already in a snapshot began before it: epoch time 0).
+-- remote_storage_enable: the topic's remote.storage.enable (tiered storage, KIP-405) from its newest ConfigRecord
+-- written after its TopicRecord (or held in the snapshot); false when never set or deleted (Kafka's default).
 WITH topics AS (
-  SELECT topic_id, max_by(topic_name, seq) AS topic
+  SELECT topic_id, max_by(topic_name, seq) AS topic, max(seq) AS created_seq
   FROM metadata_records WHERE record_type = 'TopicRecord' AND decode_error IS NULL
   GROUP BY topic_id
+),
+remote_cfg AS (
+  SELECT t.topic_id,
+         max_by(coalesce(lower(trim(c.config_value)) = 'true', false), c.seq) AS remote_storage_enable
+  FROM metadata_records c
+  JOIN topics t ON c.config_resource_name = t.topic AND (c.seq > t.created_seq OR c.is_snapshot)
+  WHERE c.record_type = 'ConfigRecord' AND c.decode_error IS NULL AND c.config_resource_type = 2
+    AND c.config_name = 'remote.storage.enable'
+  GROUP BY t.topic_id
 ),
 removed AS (
   SELECT DISTINCT topic_id FROM metadata_records WHERE record_type = 'RemoveTopicRecord' AND decode_error IS NULL
@@ -63,8 +74,9 @@ FROM replayed r
 GROUP BY r.topic_id, r.partition
 )
 SELECT t.topic, s.partition, s.last_leader, s.leader_epoch, s.unclean_elections, s.last_unclean_election,
-       tl.epoch_timeline
+       tl.epoch_timeline, coalesce(rc.remote_storage_enable, false) AS remote_storage_enable
 FROM state s
 JOIN topics t ON s.topic_id = t.topic_id
+LEFT JOIN remote_cfg rc ON s.topic_id = rc.topic_id
 JOIN timelines tl ON s.topic_id = tl.topic_id AND s.partition = tl.partition
 LEFT ANTI JOIN removed x ON s.topic_id = x.topic_id

@@ -106,3 +106,19 @@ def test_reading_share_group_state_creates_nothing(spark, bootstrap):
         assert raw is None
     else:
         assert raw is not None and set(raw.columns) >= {"group_id", "topic_id", "start_offset", "state_batches"}
+
+
+def test_local_log_start_is_the_log_start_without_tiered_storage(collector):
+    """ListOffsets EARLIEST_LOCAL (-4; KIP-1005, ListOffsets v8+, negotiated through ApiVersions): a topic without
+    tiered storage has its whole log on the leader's disk, so its local log start is its log start, DeleteRecords
+    included (the lab's ``events``-1 starts at 10).  ``__consumer_offsets`` can never be tiered; a broker without
+    ListOffsets v8 (before Kafka 3.5) gives None."""
+    topics = [TOPIC] if BOOTSTRAP else [TOPIC, "events"]
+    bounds = collector.log_bounds(topics)
+    assert bounds
+    for b in bounds:
+        assert b["local_log_start_offset"] in (None, b["log_start_offset"]), b
+    if not BOOTSTRAP:  # the lab's brokers are 3.9+: every partition answers
+        assert all(b["local_log_start_offset"] == b["log_start_offset"] for b in bounds), bounds
+        events = {b["partition"]: b for b in bounds if b["topic"] == "events"}
+        assert events[1]["log_start_offset"] == events[1]["local_log_start_offset"] == 10

@@ -98,15 +98,17 @@ def epoch_end_offset(cache, log_end, epoch):
 class SimCluster:
     """Brokers, partition leaders/epochs and logs; answers like Kafka would."""
 
-    def __init__(self, partitions, brokers=None, caches=None, log_start=None, log_end=None):
+    def __init__(self, partitions, brokers=None, caches=None, log_start=None, log_end=None, local_start=None):
         self.brokers = dict(brokers or BROKERS)
         self.partitions = dict(partitions)  # (topic, p) -> (leader, epoch)
         self.caches = dict(caches or {})  # (topic, p) -> [(epoch, start)]
         self.log_start = dict(log_start or {})
         self.log_end = dict(log_end or {})
+        self.local_start = dict(local_start or {})  # (topic, p) -> local log start (tiered); default log_start
         self.down: set = set()  # node ids (or bootstrap ids) that fail to connect
         self.metadata_overrides: list = []  # callables(request) -> response or None, consumed FIFO
-        self.partition_errors: dict = {}  # (api, topic, p) -> list of error codes consumed FIFO
+        # (api, topic, p) -> list of error codes consumed FIFO; api "list-4": only ListOffsets' -4 entries
+        self.partition_errors: dict = {}
         self.calls: list = []  # (node_id, api name, decoded request)
         self.lock = threading.Lock()
 
@@ -170,6 +172,7 @@ class SimCluster:
         return 0
 
     def handle(self, target, request):
+        sent_version = request.API_VERSION  # the version a real client negotiated, if any
         decoded, version = wire(request)
         node = target.node_id
         with self.lock:
@@ -214,13 +217,22 @@ class SimCluster:
             for t in decoded.topics:
                 parts = []
                 for p in t.partitions:
-                    code = self._next_error("list", t.name, p.partition_index)
+                    code = None
+                    if p.timestamp == -4:
+                        code = self._next_error("list-4", t.name, p.partition_index)
+                        if code is None and sent_version is not None and sent_version < 8:
+                            code = 35  # UNSUPPORTED_VERSION, as Kafka 3.9+ answers -4 below v8
+                    if code is None:
+                        code = self._next_error("list", t.name, p.partition_index)
                     if code is None:
                         code = self._fence(node, t.name, p.partition_index, p.current_leader_epoch)
                     offset = -1
                     if code == 0:
                         key = (t.name, p.partition_index)
-                        offset = self.log_start.get(key, 0) if p.timestamp == -2 else self.log_end.get(key, 0)
+                        start = self.log_start.get(key, 0)
+                        offset = {-2: start, -4: self.local_start.get(key, start)}.get(
+                            p.timestamp, self.log_end.get(key, 0)
+                        )
                     parts.append(
                         ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse(
                             partition_index=p.partition_index,
@@ -255,10 +267,43 @@ class FakeTransport:
             self.close_times.append(self.clock())
 
 
-def make(cluster, clock=None, cost=0.0, **cfg):
+class VersionedTransport(FakeTransport):
+    """A FakeTransport that knows each broker's ApiVersions (``list_offsets_max``: node id -> the broker's
+    highest ListOffsets version, default the client's) and, like kafka-python, sends each request at the
+    highest version both support, refusing one whose ``min_version`` is above it (IncompatibleBrokerVersion)."""
+
+    def __init__(self, cluster, clock=None, cost=0.0, list_offsets_max=None):
+        super().__init__(cluster, clock, cost)
+        self.list_offsets_max = dict(list_offsets_max or {})
+        self.probes: list = []  # node ids asked for their versions
+        self.sent: list = []  # (node id, version, timestamps, request min_version) of ListOffsets requests
+
+    def _version(self, target, request_type):
+        if request_type is ListOffsetsRequest or isinstance(request_type, ListOffsetsRequest):
+            return min(LO_V, self.list_offsets_max.get(target.node_id, LO_V))
+        return request_type.max_version
+
+    def api_version(self, target, request_type, timeout_ms=None):
+        self.probes.append(target.node_id)
+        if target.node_id in self.cluster.down:
+            raise Errors.KafkaConnectionError(f"connection to {target} refused")
+        return self._version(target, request_type)
+
+    def send(self, target, request, timeout_ms=None):
+        if isinstance(request, ListOffsetsRequest):
+            version = self._version(target, request)
+            if request._min_version is not None and request._min_version > version:
+                raise Errors.IncompatibleBrokerVersion(f"ListOffsets v{request._min_version}+ vs broker v{version}")
+            request.API_VERSION = version
+            stamps = sorted({p.timestamp for t in request.topics for p in t.partitions})
+            self.sent.append((target.node_id, version, stamps, request._min_version))
+        return super().send(target, request, timeout_ms)
+
+
+def make(cluster, clock=None, cost=0.0, transport_class=None, transport_kw=None, **cfg):
     clock = clock or FakeClock()
     cfg.setdefault("bootstrap_servers", ["k1:9092", "k2:9092"])
-    transport = FakeTransport(cluster, clock, cost)
+    transport = (transport_class or FakeTransport)(cluster, clock, cost, **(transport_kw or {}))
     collector = OffsetCollector(transport, CollectorConfig(**cfg), clock=clock, sleep=clock.sleep)
     return collector, transport, clock
 
@@ -569,6 +614,7 @@ def test_unreachable_bootstrap_deadline_error_names_bootstrap_servers():
 
 
 def test_bounds_from_leaders():
+    """A transport that cannot tell the negotiated versions (no ``api_version``) is never asked for -4."""
     cluster = payments_cluster()
     collector, _, _ = make(cluster)
     rows = collector.log_bounds(["dev.payments"], partitions=[("dev.inventory", 0)])
@@ -577,6 +623,7 @@ def test_bounds_from_leaders():
             "topic": "dev.inventory",
             "partition": 0,
             "log_start_offset": 0,
+            "local_log_start_offset": None,
             "log_end_offset": 100,
             "high_watermark": 100,
             "leader_id": 2,
@@ -586,6 +633,7 @@ def test_bounds_from_leaders():
             "topic": "dev.payments",
             "partition": 0,
             "log_start_offset": 0,
+            "local_log_start_offset": None,
             "log_end_offset": 120,
             "high_watermark": 120,
             "leader_id": 2,
@@ -595,6 +643,7 @@ def test_bounds_from_leaders():
             "topic": "dev.payments",
             "partition": 1,
             "log_start_offset": 5,
+            "local_log_start_offset": None,
             "log_end_offset": 90,
             "high_watermark": 90,
             "leader_id": 3,
@@ -604,9 +653,136 @@ def test_bounds_from_leaders():
     for node, req in calls_of(cluster, "ListOffsetsRequest"):
         specs = {p.timestamp for t in req.topics for p in t.partitions}
         assert len(specs) == 1, "EARLIEST and LATEST go in separate requests"
+        assert specs != {-4}
         for t in req.topics:
             for p in t.partitions:
                 assert cluster.partitions[(t.name, p.partition_index)] == (node, p.current_leader_epoch)
+    assert len(calls_of(cluster, "ListOffsetsRequest")) == 4  # -2 and -1 to brokers 2 and 3
+
+
+def tiered_cluster():
+    """payments_cluster where dev.payments-0 has its first 30 records only in the remote tier."""
+    cluster = payments_cluster()
+    cluster.local_start = {("dev.payments", 0): 30}
+    return cluster
+
+
+def bounds_by_tp(rows):
+    return {(r["topic"], r["partition"]): r for r in rows}
+
+
+def test_local_log_start_asked_only_where_list_offsets_v8_is_negotiated():
+    cluster = tiered_cluster()
+    # broker 3 negotiated ListOffsets v7 (a Kafka 3.4 broker): never asked for -4
+    collector, transport, _ = make(
+        cluster, transport_class=VersionedTransport, transport_kw={"list_offsets_max": {3: 7}}
+    )
+    rows = bounds_by_tp(collector.log_bounds(["dev.payments"], partitions=[("dev.inventory", 0)]))
+    assert {
+        tp: (r["log_start_offset"], r["local_log_start_offset"], r["log_end_offset"]) for tp, r in rows.items()
+    } == {
+        ("dev.inventory", 0): (0, 0, 100),
+        ("dev.payments", 0): (0, 30, 120),  # tiered: the local log starts later
+        ("dev.payments", 1): (5, None, 90),  # its leader cannot tell
+    }
+    assert rows[("dev.payments", 1)]["high_watermark"] == 90 and rows[("dev.payments", 1)]["leader_id"] == 3
+    sent = sorted(transport.sent)
+    assert sent == [
+        (2, LO_V, [-4], 8),  # one request of -4 entries for both partitions of broker 2, never below v8
+        (2, LO_V, [-2], None),
+        (2, LO_V, [-1], None),
+        (3, 7, [-2], None),
+        (3, 7, [-1], None),
+    ]
+    (local,) = [
+        req
+        for node, req in calls_of(cluster, "ListOffsetsRequest")
+        if node == 2 and req.topics[0].partitions[0].timestamp == -4
+    ]
+    assert sorted((t.name, p.partition_index) for t in local.topics for p in t.partitions) == [
+        ("dev.inventory", 0),
+        ("dev.payments", 0),
+    ]
+    assert sorted(set(transport.probes)) == [2, 3]
+    assert collector.stats["bounds.local_log_start_unknown"] == 1
+    assert collector.stats["requests.ListOffsetsRequest"] == 5
+
+
+def test_local_log_start_equals_log_start_without_tiered_storage():
+    cluster = payments_cluster()
+    collector, transport, _ = make(cluster, transport_class=VersionedTransport)
+    rows = collector.log_bounds(["dev.payments", "dev.inventory"])
+    assert [(r["partition"], r["log_start_offset"], r["local_log_start_offset"]) for r in rows] == [
+        (0, 0, 0),
+        (0, 0, 0),
+        (1, 5, 5),
+    ]
+    assert len(transport.sent) == 6  # -4, -2 and -1 to each of brokers 2 and 3, in one round
+    assert not collector.stats["bounds.local_log_start_unknown"]
+
+
+@pytest.mark.parametrize("code", [35, 42, -1, 29])  # UNSUPPORTED_VERSION, INVALID_REQUEST, UNKNOWN_SERVER_ERROR, ACL
+def test_error_on_the_local_log_start_entry_alone_gives_none(code):
+    cluster = tiered_cluster()
+    cluster.partition_errors[("list-4", "dev.payments", 0)] = [code]
+    collector, transport, clock = make(cluster, transport_class=VersionedTransport)
+    rows = bounds_by_tp(collector.log_bounds(["dev.payments"]))
+    assert rows[("dev.payments", 0)]["local_log_start_offset"] is None
+    assert (rows[("dev.payments", 0)]["log_start_offset"], rows[("dev.payments", 0)]["log_end_offset"]) == (0, 120)
+    assert rows[("dev.payments", 1)]["local_log_start_offset"] == 5
+    assert len(transport.sent) == 6, "not retried"
+    assert not clock.sleeps and not collector.problems
+    assert collector.stats["bounds.local_log_start_unknown"] == 1
+
+
+def test_retriable_error_on_the_local_log_start_entry_is_retried_then_dropped():
+    cluster = tiered_cluster()
+    cluster.partition_errors[("list-4", "dev.payments", 0)] = [6]  # NOT_LEADER_OR_FOLLOWER once
+    collector, transport, _ = make(cluster, transport_class=VersionedTransport)
+    rows = bounds_by_tp(collector.log_bounds(["dev.payments"]))
+    assert rows[("dev.payments", 0)]["local_log_start_offset"] == 30
+    assert transport.sent[-1] == (2, LO_V, [-4], 8) and len(transport.sent) == 7
+
+    cluster.partition_errors[("list-4", "dev.payments", 0)] = [74] * 100  # fenced for good
+    collector, transport, _ = make(cluster, transport_class=VersionedTransport, max_retries=2)
+    rows = bounds_by_tp(collector.log_bounds(["dev.payments"]))  # neither raises nor loses the bounds
+    assert (rows[("dev.payments", 0)]["log_start_offset"], rows[("dev.payments", 0)]["local_log_start_offset"]) == (
+        0,
+        None,
+    )
+    assert rows[("dev.payments", 1)]["local_log_start_offset"] == 5
+    assert not collector.problems and len(transport.sent) == 6 + 2
+
+
+def test_local_log_start_left_out_when_versions_are_unknown_or_refused():
+    # the version probe fails (connection refused) while the leader is down: the bounds wait for the leader as
+    # before; once it is back the -4 entries go out with the others
+    cluster = tiered_cluster()
+    collector, transport, _ = make(cluster, transport_class=VersionedTransport)
+    collector.fetch_metadata(["dev.payments"])
+    cluster.down = {2}
+    real_send = transport.send
+
+    def send(target, request, timeout_ms=None):
+        if len(transport.sent) >= 2:  # broker 2 comes back after the first round
+            cluster.down = set()
+        return real_send(target, request, timeout_ms)
+
+    transport.send = send
+    rows = bounds_by_tp(collector.log_bounds(["dev.payments"]))
+    assert rows[("dev.payments", 0)]["local_log_start_offset"] == 30
+
+    # the broker was downgraded between the probe and the send: kafka-python refuses to send -4 below v8
+    cluster = tiered_cluster()
+    collector, transport, _ = make(cluster, transport_class=VersionedTransport)
+    versions = iter([LO_V, LO_V])
+    transport.api_version = lambda target, request_type, timeout_ms=None: next(versions, 7)
+    transport.list_offsets_max = {2: 7, 3: 7}
+    rows = bounds_by_tp(collector.log_bounds(["dev.payments"]))
+    assert [r["local_log_start_offset"] for r in rows.values()] == [None, None]
+    assert [(r["log_start_offset"], r["log_end_offset"]) for r in rows.values()] == [(0, 120), (5, 90)]
+    assert all(-4 not in stamps for _, _, stamps, _ in transport.sent)
+    assert not collector._failures, "a request kafka-python refused to send is no broker failure"
 
 
 def test_collect_combines_both_tables_with_one_metadata_pass():
@@ -774,9 +950,10 @@ class LoopbackBroker:
 
     REQUESTS = {18: ApiVersionsRequest, 3: MetadataRequest, 23: OffsetForLeaderEpochRequest, 2: ListOffsetsRequest}
 
-    def __init__(self, cluster, node_id):
+    def __init__(self, cluster, node_id, max_versions=None):
         self.cluster = cluster
         self.node_id = node_id
+        self.max_versions = dict(max_versions or {})  # api key -> highest version advertised (default: client's)
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(8)
@@ -819,7 +996,9 @@ class LoopbackBroker:
                         error_code=0,
                         throttle_time_ms=0,
                         api_keys=[
-                            ApiVersionsResponse.ApiVersion(api_key=k, min_version=0, max_version=c.max_version)
+                            ApiVersionsResponse.ApiVersion(
+                                api_key=k, min_version=0, max_version=self.max_versions.get(k, c.max_version)
+                            )
                             for k, c in sorted(self.REQUESTS.items())
                         ],
                     )
@@ -869,15 +1048,50 @@ def test_real_kafka_python_transport_over_loopback():
                 "answered_by_broker": 3,
             },
         ]
-        assert [(r["partition"], r["log_start_offset"], r["log_end_offset"]) for r in result.bounds] == [
-            (0, 0, 120),
-            (1, 5, 90),
-        ]
+        assert [
+            (r["partition"], r["log_start_offset"], r["local_log_start_offset"], r["log_end_offset"])
+            for r in result.bounds
+        ] == [(0, 0, 0, 120), (1, 5, 5, 90)]
+        assert (2, ListOffsetsRequest.max_version) in servers[2].seen
         assert (3, MetadataRequest.max_version) in bootstrap.seen
         assert any(k == 23 for k, _ in servers[2].seen) and any(k == 2 for k, _ in servers[3].seen)
         transport.close_connections()  # KIP-1102 path: closing is safe and reconnects on demand
         again = collector.epoch_end_offsets([("dev.inventory", 0, 2)])
         assert again[0]["end_offset"] == 100
+    finally:
+        transport.close()
+        for s in [*servers.values(), bootstrap]:
+            s.close()
+
+
+def test_real_transport_asks_local_log_start_only_where_v8_is_negotiated():
+    """kafka-python's ApiVersions negotiation decides: broker 3 advertises ListOffsets up to v7 (Kafka 3.4)."""
+    cluster = tiered_cluster()
+    servers = {n: LoopbackBroker(cluster, n, max_versions={2: 7} if n == 3 else None) for n in (1, 2, 3)}
+    bootstrap = LoopbackBroker(cluster, "bootstrap-0")
+    cluster.brokers = {n: ("127.0.0.1", s.port) for n, s in servers.items()}
+    transport = KafkaPythonTransport({"request_timeout_ms": 5000, "client_id": "audit-test"})
+    try:
+        collector = OffsetCollector(
+            transport, CollectorConfig(bootstrap_servers=[f"127.0.0.1:{bootstrap.port}"], deadline_ms=20_000)
+        )
+        rows = collector.log_bounds(["dev.payments", "dev.inventory"])
+        assert [
+            (r["topic"], r["partition"], r["log_start_offset"], r["local_log_start_offset"], r["log_end_offset"])
+            for r in rows
+        ] == [("dev.inventory", 0, 0, 0, 100), ("dev.payments", 0, 0, 30, 120), ("dev.payments", 1, 5, None, 90)]
+        assert transport.api_version(Broker(3, "127.0.0.1", servers[3].port), ListOffsetsRequest) == 7
+        assert transport.api_version(Broker(2, "127.0.0.1", servers[2].port), ListOffsetsRequest) == LO_V
+        assert {v for k, v in servers[3].seen if k == 2} == {7}
+        assert {v for k, v in servers[2].seen if k == 2} == {LO_V}
+        stamps = {
+            (node, p.timestamp)
+            for node, req in calls_of(cluster, "ListOffsetsRequest")
+            for t in req.topics
+            for p in t.partitions
+        }
+        assert stamps == {(2, -4), (2, -2), (2, -1), (3, -2), (3, -1)}
+        assert collector.stats["requests.ListOffsetsRequest"] == 5
     finally:
         transport.close()
         for s in [*servers.values(), bootstrap]:

@@ -519,3 +519,20 @@ def test_row_fields_build_an_arrow_table():
     assert all(list(r) == names for r in rows)
     table = pa.Table.from_pylist(rows, schema=schema)
     assert table.num_rows == len(rows)
+
+
+def test_config_record_topic_and_deleted_value():
+    # ConfigRecord.json: ResourceType int8, ResourceName, Name, Value (nullable compact string)
+    body = struct.pack(">b", 2) + cstr("tiered.orders") + cstr("remote.storage.enable") + cstr("true") + uvarint(0)
+    row = decode_metadata_value(header(4, 0) + body)
+    assert (row["record_type"], row["config_resource_type"], row["config_resource_name"]) == (
+        "ConfigRecord",
+        2,
+        "tiered.orders",
+    )
+    assert (row["config_name"], row["config_value"]) == ("remote.storage.enable", "true")
+    assert row["topic_name"] is None and row["partition"] is None
+    deleted = struct.pack(">b", 2) + cstr("tiered.orders") + cstr("remote.storage.enable") + uvarint(0) + uvarint(0)
+    assert decode_metadata_value(header(4, 0) + deleted)["config_value"] is None
+    with pytest.raises(MetadataDecodeError):
+        decode_metadata_value(header(4, 0) + body[:-3])

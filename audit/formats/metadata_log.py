@@ -53,8 +53,12 @@ from the ``kafka-metadata`` jars of Kafka 4.4.0 and 3.9.2), all with ``flexibleV
   int8 (tag 1, v1+), LogDirs []uuid (tag 2, v2+), CordonedLogDirs (tag 3, v3+).
 * ``ClearElrRecord.json`` (api key 28, version 0, 4.x): TopicName string (empty = all
   topics).
+* ``ConfigRecord.json`` (api key 4, version 0): ResourceType int8 (2 = topic, 4 = broker,
+  ``ConfigResource.Type``), ResourceName string, Name string, Value nullable string (null: the
+  config was deleted, back to its default). The audit reads topics' ``remote.storage.enable``
+  (tiered storage, KIP-405) from it.
 
-Every other record type of those directories (ConfigRecord, FeatureLevelRecord,
+Every other record type of those directories (FeatureLevelRecord,
 ProducerIdsRecord, NoOpRecord, RegisterControllerRecord, BeginTransactionRecord, ...,
 see :data:`RECORD_TYPES`) is named but its body is not read: nothing the audit uses is in
 it, so it can never fail to decode.
@@ -96,6 +100,9 @@ UNFENCE_BROKER_RECORD = 8
 REMOVE_TOPIC_RECORD = 9
 BROKER_REGISTRATION_CHANGE_RECORD = 17
 CLEAR_ELR_RECORD = 28
+CONFIG_RECORD = 4
+#: ConfigRecord.ResourceType of a topic (``org.apache.kafka.common.config.ConfigResource.Type.TOPIC``).
+CONFIG_RESOURCE_TOPIC = 2
 
 #: api key -> (record_type name, highest schema version in Kafka 4.4.0), for every record
 #: type of ``metadata/src/main/resources/common/metadata/`` (api keys 6, 13 and 16 are
@@ -105,7 +112,7 @@ RECORD_TYPES = {
     UNREGISTER_BROKER_RECORD: ("UnregisterBrokerRecord", 0),
     TOPIC_RECORD: ("TopicRecord", 0),
     PARTITION_RECORD: ("PartitionRecord", 2),
-    4: ("ConfigRecord", 0),
+    CONFIG_RECORD: ("ConfigRecord", 0),
     PARTITION_CHANGE_RECORD: ("PartitionChangeRecord", 2),
     FENCE_BROKER_RECORD: ("FenceBrokerRecord", 0),
     UNFENCE_BROKER_RECORD: ("UnfenceBrokerRecord", 0),
@@ -165,6 +172,11 @@ METADATA_ROW_FIELDS = [
     # KIP-966 (PartitionRecord / PartitionChangeRecord v2+): null = absent (unchanged)
     ("eligible_leader_replicas", pa.list_(pa.int32())),
     ("last_known_elr", pa.list_(pa.int32())),
+    # ConfigRecord: the resource (type 2 topic, 4 broker, ...; its name) and one config key = value (null: deleted)
+    ("config_resource_type", pa.int8()),
+    ("config_resource_name", pa.string()),
+    ("config_name", pa.string()),
+    ("config_value", pa.string()),
 ]
 
 _FIELD_NAMES = tuple(name for name, _ in METADATA_ROW_FIELDS)
@@ -448,6 +460,15 @@ def _read_clear_elr(r: _Reader, version: int, row: dict):
     r.skip_tagged_fields()
 
 
+def _read_config(r: _Reader, version: int, row: dict):
+    # ConfigRecord.json
+    row["config_resource_type"] = r.int8("ResourceType")
+    row["config_resource_name"] = r.compact_string("ResourceName")
+    row["config_name"] = r.compact_string("Name")
+    row["config_value"] = r.compact_string("Value", nullable=True)
+    r.skip_tagged_fields()
+
+
 def _read_remove_topic(r: _Reader, version: int, row: dict):
     # RemoveTopicRecord.json
     row["topic_id"] = r.uuid("TopicId")
@@ -465,6 +486,7 @@ _BODY_READERS = {
     UNREGISTER_BROKER_RECORD: _read_broker_epoch,
     BROKER_REGISTRATION_CHANGE_RECORD: _read_broker_registration_change,
     CLEAR_ELR_RECORD: _read_clear_elr,
+    CONFIG_RECORD: _read_config,
 }
 
 
@@ -486,6 +508,8 @@ def decode_metadata_value(value: bytes) -> dict:
       Both partition types also give ``eligible_leader_replicas`` and ``last_known_elr``
       (v2+ tagged fields, KIP-966; ``None`` when absent).
     * RemoveTopicRecord: ``topic_id``.  ClearElrRecord: ``topic_name`` ("" = all).
+    * ConfigRecord: ``config_resource_type`` (2 = topic), ``config_resource_name``, ``config_name``,
+      ``config_value`` (``None``: the config was deleted).
     * RegisterBrokerRecord / UnregisterBrokerRecord / FenceBrokerRecord /
       UnfenceBrokerRecord / BrokerRegistrationChangeRecord: ``broker_id``, ``broker_epoch``, ``fenced``
       (1 fenced, -1 unfenced, 0 unchanged) and ``in_controlled_shutdown`` (1 entered).

@@ -140,6 +140,7 @@ BOUNDS_COLUMNS = (
     "topic",
     "partition",
     "log_start_offset",
+    "local_log_start_offset",
     "log_end_offset",
     "high_watermark",
     "leader_id",
@@ -417,6 +418,16 @@ def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
                 "log_end_not_below_start",
                 E.ExpectColumnPairValuesAToBeGreaterThanB(
                     column_A="log_end_offset",
+                    column_B="log_start_offset",
+                    or_equal=True,
+                    ignore_row_if="either_value_is_missing",
+                ),
+            ),
+            (
+                # tiered storage: the local log starts at or after the log start (UnifiedLog.localLogStartOffset)
+                "local_log_start_not_below_start",
+                E.ExpectColumnPairValuesAToBeGreaterThanB(
+                    column_A="local_log_start_offset",
                     column_B="log_start_offset",
                     or_equal=True,
                     ignore_row_if="either_value_is_missing",

@@ -21,7 +21,8 @@ Share groups' share-partitions (KIP-932) are group-partitions too (:func:`group_
 Per group (label ``group``), at most ``max_group_partitions`` of them, worst status first (the ``groups`` table,
 :mod:`audit.groups`): ``kafka_offset_audit_group_lag_offsets`` and ``kafka_offset_audit_group_max_lag_offsets``
 (the sum and the largest of its partitions' lag, unclamped; absent when no bounds are known),
-``kafka_offset_audit_group_partitions_committed``, ``kafka_offset_audit_group_records_at_risk``,
+``kafka_offset_audit_group_partitions_committed``, ``kafka_offset_audit_group_partitions_remote_tier`` (those whose
+next record Kafka fetches from the remote tier: tiered storage), ``kafka_offset_audit_group_records_at_risk``,
 ``kafka_offset_audit_group_latest_commit_age_seconds`` and ``kafka_offset_audit_group_status`` (1, with labels
 ``status``: ``AT_RISK``, ``STALE``, ``WARN`` or ``OK``, and ``worst_verdict``).
 
@@ -139,7 +140,7 @@ def group_partition_rows(
 def group_rows(groups: DataFrame, limit: int) -> list[dict]:
     """The per-group metric values from the ``groups`` table, worst status first (then most records at risk,
     most lag), at most ``limit`` rows (a bounded ``take``): dicts with group_id, status, worst_verdict,
-    partitions_committed, total_lag, max_lag, records_at_risk, latest_commit_age_seconds."""
+    partitions_committed, partitions_remote, total_lag, max_lag, records_at_risk, latest_commit_age_seconds."""
     order = F.create_map(*[x for i, st in enumerate(("AT_RISK", "STALE", "WARN", "OK")) for x in (F.lit(st), F.lit(i))])
     rows = (
         groups.orderBy(
@@ -153,6 +154,7 @@ def group_rows(groups: DataFrame, limit: int) -> list[dict]:
             "status",
             "worst_verdict",
             "partitions_committed",
+            "partitions_remote",
             "total_lag",
             "max_lag",
             "records_at_risk",
@@ -229,6 +231,11 @@ def build_registry(
         )
         g_max = gauge("group_max_lag_offsets", "Largest lag of the group's partitions (unclamped).", g)
         g_parts = gauge("group_partitions_committed", "Partitions the group has committed offsets for.", g)
+        g_remote = gauge(
+            "group_partitions_remote_tier",
+            "Committed partitions whose next record Kafka fetches from the remote tier (tiered storage, KIP-405).",
+            g,
+        )
         g_risk = gauge("group_records_at_risk", "Records at risk over the group's findings (0: none).", g)
         g_age = gauge("group_latest_commit_age_seconds", "Age of the group's latest commit at the audit.", g)
         g_status = gauge(
@@ -241,6 +248,7 @@ def build_registry(
             if r["max_lag"] is not None:
                 g_max.labels(gid).set(r["max_lag"])
             g_parts.labels(gid).set(int(r["partitions_committed"] or 0))
+            g_remote.labels(gid).set(int(r.get("partitions_remote") or 0))
             g_risk.labels(gid).set(int(r["records_at_risk"] or 0))
             if r["latest_commit_age_seconds"] is not None:
                 g_age.labels(gid).set(r["latest_commit_age_seconds"])

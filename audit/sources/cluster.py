@@ -26,9 +26,11 @@ from .logdirs import spark_schema
 from ..spark import default_parallelism, distribute, is_connect
 
 EPOCHS_DDL = "topic string, partition int, broker_id int, leader_epoch int, start_offset bigint, is_leader boolean"
+#: ``local_log_start_offset``: the leader's first local offset (ListOffsets EARLIEST_LOCAL, KIP-1005; null where
+#: the leader does not support ListOffsets v8 or answered with an error), as the log-dir source's bounds carry it
 BOUNDS_DDL = (
-    "topic string, partition int, log_start_offset bigint, log_end_offset bigint, high_watermark bigint, "
-    "leader_id int, answered_by_broker int, authority string, history_captured_at timestamp, "
+    "topic string, partition int, log_start_offset bigint, local_log_start_offset bigint, log_end_offset bigint, "
+    "high_watermark bigint, leader_id int, answered_by_broker int, authority string, history_captured_at timestamp, "
     "replica_count int, caches_disagree boolean, unclean_elections int, last_unclean_election timestamp"
 )
 EEO_DDL = (
@@ -237,7 +239,8 @@ def cluster_tables(
     in a second round; its answers join the tables.
 
     ``collect(epoch_requests, bounds_partitions)`` returns a collector ``CollectionResult``
-    (rows ``epoch_end_offsets`` and ``bounds``; see :mod:`audit.sources.collector`).  The live
+    (rows ``epoch_end_offsets`` and ``bounds``; see :mod:`audit.sources.collector`; a bounds row without
+    ``local_log_start_offset`` gives null there).  The live
     source has no full epoch caches: ``epochs`` holds each partition's current leader epoch
     (start offset unknown) so UNKNOWN_LEADER_EPOCH can compare against it.  Only the latest
     commits' epochs are asked for unless ``history``.
@@ -271,6 +274,7 @@ def cluster_tables(
             b["topic"],
             b["partition"],
             b["log_start_offset"],
+            b.get("local_log_start_offset"),
             b["log_end_offset"],
             b["high_watermark"],
             b["leader_id"],

@@ -10,7 +10,9 @@ in scope, with kafka-python 3's own protocol classes:
   -> refresh metadata and retry).
 * **bounds** - ``ListOffsets`` (API key 2) EARLIEST (-2) and LATEST (-1) per
   partition from its leader: the log start offset and the consumer-visible log
-  end (high watermark; ``isolation_level=READ_UNCOMMITTED``).
+  end (high watermark; ``isolation_level=READ_UNCOMMITTED``); and EARLIEST_LOCAL
+  (-4, KIP-405/KIP-1005, ListOffsets v8+) where the leader negotiated v8+: the
+  first offset still on the leader's local disk (tiered storage).
 
 Metadata (API key 3) is requested only for the topics in scope, in bounded
 batches (KIP-526), never for all topics and never with auto topic creation.
@@ -28,8 +30,10 @@ kafka-python's connection layer).
 
 The network is reached through an injectable *transport*: any object with
 ``send(target, request, timeout_ms) -> response`` (optionally
-``close_connections()`` and ``close()``), or a plain callable
-``send(target, request) -> response``.  ``target`` is a :class:`Broker`;
+``close_connections()``, ``close()`` and ``api_version(target, request_type,
+timeout_ms) -> int | None``, the version of that request the transport will
+send to ``target``; without it no EARLIEST_LOCAL is ever asked), or a plain
+callable ``send(target, request) -> response``.  ``target`` is a :class:`Broker`;
 its ``node_id`` is the broker id (int) or ``"bootstrap-N"`` for the N-th
 bootstrap server.  :class:`KafkaPythonTransport` is the real implementation on
 kafka-python's connection manager; tests pass fakes that answer with
@@ -98,11 +102,17 @@ EPOCH_END_OFFSETS_COLUMNS = (
 )
 EPOCH_END_OFFSETS_DDL = ", ".join(f"{n} {t}" for n, t in EPOCH_END_OFFSETS_COLUMNS)
 
-#: ``bounds`` rows: one per partition in scope.
+#: ``bounds`` rows: one per partition in scope.  Offsets are Kafka record offsets (bigint).
+#: ``local_log_start_offset``: the first offset still on the leader's local disk (ListOffsets
+#: EARLIEST_LOCAL, timestamp -4; KIP-405, exposed to clients by KIP-1005 at ListOffsetsRequest.json
+#: version 8+); equal to ``log_start_offset`` on a topic without tiered storage, larger once segments
+#: live only in the remote tier; None (null) when the leader does not support ListOffsets v8 or
+#: answered the -4 entry with an error.
 BOUNDS_COLUMNS = (
     ("topic", "string"),
     ("partition", "int"),
     ("log_start_offset", "bigint"),
+    ("local_log_start_offset", "bigint"),  # None when the leader cannot tell (see above)
     ("log_end_offset", "bigint"),
     ("high_watermark", "bigint"),
     ("leader_id", "int"),
@@ -148,6 +158,12 @@ RETRY_WITH_REFRESH = frozenset(
 
 EARLIEST = -2  # ListOffsets timestamp spec: log start offset
 LATEST = -1  # ListOffsets timestamp spec: log end (high watermark for READ_UNCOMMITTED)
+#: ListOffsets timestamp spec: the leader's local log start offset (KIP-405; clients from KIP-1005)
+EARLIEST_LOCAL = -4
+#: first ListOffsets version whose brokers accept EARLIEST_LOCAL (ListOffsetsRequest.json "Version 8
+#: enables listing offsets by local log start offset"; Kafka 3.9+ answers -4 at a lower version with
+#: UNSUPPORTED_VERSION, brokers before Kafka 3.5 read it as a timestamp and answer some record's offset)
+EARLIEST_LOCAL_MIN_VERSION = 8
 CONSUMER_REPLICA_ID = -1
 
 
@@ -522,6 +538,34 @@ class KafkaPythonTransport:
             return await manager.wait_for(future, timeout_ms + self._setup_timeout_ms)
 
         return self._net.run(_round_trip)
+
+    def api_version(self, target: Broker, request_type: Any, timeout_ms: int | None = None) -> int | None:
+        """The version of ``request_type`` (a kafka-python request class, e.g. ``ListOffsetsRequest``) that
+        :meth:`send` will use with ``target``: the highest that kafka-python and the broker both support, from
+        the ApiVersions exchange of the connection (``KafkaConnection.broker_version_data``, which kafka-python
+        also picks each request's version from).  Opens the connection if there is none yet (the one
+        :meth:`send` then uses); no other request is sent.  None when no version is common to both.
+
+        Raises what connecting raises (``KafkaConnectionError``, ``KafkaTimeoutError``, SASL/TLS errors ...).
+        """
+        if self._closed:
+            raise Errors.KafkaConnectionError("transport closed")
+        self._register(target)
+        timeout_ms = int(timeout_ms or self._request_timeout_ms)
+        manager = self._manager
+
+        async def _negotiated():
+            conn = manager.get_connection(target.node_id, refresh_metadata_on_err=False)
+            await manager.wait_for(conn.init_future, timeout_ms + self._setup_timeout_ms)
+            data = conn.broker_version_data
+            if data is None:
+                return None
+            try:
+                return data.api_version(request_type)
+            except Errors.IncompatibleBrokerVersion:
+                return None
+
+        return self._net.run(_negotiated)
 
     def close_connections(self) -> None:
         """Close every open connection (KIP-1102 rebootstrap)."""
@@ -936,13 +980,39 @@ class OffsetCollector:
         parse: Callable[[Any], Iterable[tuple]],
         on_ok: Callable[[tuple, Broker, Any], None],
         api: str,
+        optional: Callable[[tuple], bool] | None = None,
+        admits: Callable[[Broker], bool | None] | None = None,
+        on_skip: Callable[[tuple, str], None] | None = None,
     ) -> None:
+        """Send ``entries`` (``(topic, partition, ...)``) to the partitions' leaders until each is answered.
+
+        ``optional(entry)`` marks entries the call may leave unanswered: they go only to a leader for which
+        ``admits(leader)`` is True (False, or no ``admits``: dropped; None or an exception: not known yet, kept
+        for the next round), and a
+        non-retriable error code, an ``IncompatibleBrokerVersion`` from the transport, or retries / the
+        deadline running out drop them instead of failing the call; ``on_skip(entry, reason)`` is told of
+        every dropped one.  Retriable errors retry them like the others.
+        """
         pending = dict.fromkeys(entries)
         last_error: dict[tuple, str] = {}
         involved: set[str] = set()
         attempt = 0
+        is_optional = optional or (lambda e: False)
+
+        def skip(e: tuple, reason: str) -> None:
+            pending.pop(e, None)
+            if on_skip is not None:
+                on_skip(e, reason)
+
+        def skip_optional_pending() -> None:
+            for e in [e for e in pending if is_optional(e)]:
+                skip(e, last_error.get(e, "no answer"))
+
         while pending:
             if self._remaining() <= 0:
+                skip_optional_pending()
+                if not pending:
+                    break
                 raise DeadlineExceededError(
                     f"{api}: {len(pending)} request(s) still unanswered when the {self.config.deadline_ms} ms "
                     f"deadline passed; brokers involved: {self._describe_brokers(sorted(involved))}; e.g. "
@@ -980,8 +1050,27 @@ class OffsetCollector:
                     refresh.add(topic)
                     continue
                 by_leader[state.leader_id].append(e)
+            if optional is not None:
+                asking = [n for n in sorted(by_leader) if any(is_optional(e) for e in by_leader[n])]
+                support = self._admissions([self._brokers[n] for n in asking], admits)
+                for node_id in asking:
+                    verdict = support[node_id]
+                    if verdict:
+                        continue
+                    broker = self._brokers[node_id]
+                    kept = []
+                    for e in by_leader[node_id]:
+                        if not is_optional(e):
+                            kept.append(e)
+                        elif verdict is None:
+                            last_error[e] = f"{api} versions of leader {broker} not known yet"
+                        else:
+                            skip(e, f"{api} version unsupported by {broker}")
+                    by_leader[node_id] = kept
             jobs: list[tuple[Broker, list[tuple], Any]] = []
             for node_id in sorted(by_leader):
+                if not by_leader[node_id]:
+                    continue
                 broker = self._brokers[node_id]
                 involved.add(str(broker))
                 for layer in _layers(by_leader[node_id]):
@@ -991,6 +1080,15 @@ class OffsetCollector:
             denied: dict[int, set[str]] = defaultdict(set)
             for (broker, chunk, _), outcome in zip(jobs, outcomes):
                 if isinstance(outcome, _BrokerFailure):
+                    if isinstance(outcome.error, Errors.IncompatibleBrokerVersion):
+                        # kafka-python refused to send (the request's min_version is above what the
+                        # connection negotiated): nothing went out; optional entries are dropped
+                        for e in chunk:
+                            if is_optional(e):
+                                skip(e, f"{api} version unsupported by {broker}")
+                            else:
+                                last_error[e] = f"{broker}: {redact(outcome.error)}"
+                        continue
                     self._note_failure(broker, outcome.error)
                     for e in chunk:
                         last_error[e] = f"leader {broker} unreachable: {redact(outcome.error)}"
@@ -1005,12 +1103,15 @@ class OffsetCollector:
                         refresh.add(e[0])
                         continue
                     code, payload = got
+                    retriable = code in RETRY_WITH_REFRESH or Errors.for_code(code).retriable
                     if code == NONE:
                         on_ok(e, broker, payload)
                         pending.pop(e, None)
+                    elif is_optional(e) and not retriable:
+                        skip(e, f"{error_name(code)} from {broker}")
                     elif code in (TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED):
                         denied[code].add(e[0])
-                    elif code in RETRY_WITH_REFRESH or Errors.for_code(code).retriable:
+                    elif retriable:
                         self.stats[f"{api}.retry.{error_name(code)}"] += 1
                         last_error[e] = f"{error_name(code)} from {broker}"
                         refresh.add(e[0])
@@ -1022,6 +1123,9 @@ class OffsetCollector:
                 break
             attempt += 1
             if attempt > self.config.max_retries:
+                skip_optional_pending()
+                if not pending:
+                    break
                 unresolved = {e: last_error.get(e, "no answer") for e in pending}
                 if self.config.fail_on_unavailable:
                     raise PartitionsUnavailableError(
@@ -1036,6 +1140,42 @@ class OffsetCollector:
             self._backoff_sleep(attempt)
             if refresh:
                 self.fetch_metadata(sorted(refresh - set(self._missing_topics)))
+
+    def _admissions(
+        self, brokers: list[Broker], admits: Callable[[Broker], bool | None] | None
+    ) -> dict[int | str, bool | None]:
+        """``admits(broker)`` for each broker (at most ``max_concurrency`` at once: it may open connections);
+        an exception counts as None (not known yet), except SASL/TLS failures, which raise."""
+        if admits is None:
+            return {b.node_id: False for b in brokers}
+
+        def one(broker: Broker) -> bool | None:
+            try:
+                return admits(broker)
+            except Exception as exc:  # noqa: BLE001 - classified below
+                if _is_auth_failure(exc):
+                    raise AuthenticationFailedError(
+                        f"authentication with broker {broker} failed: {redact(exc)}; check security.protocol, "
+                        "sasl.mechanism, sasl.jaas.config username/password and the ssl.* trust/key stores",
+                        str(broker),
+                    ) from None
+                log.debug("API versions of broker %s not known: %s", broker, redact(exc))
+                return None
+
+        workers = min(self.config.max_concurrency, len(brokers))
+        if workers <= 1:
+            return {b.node_id: one(b) for b in brokers}
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="offset-audit") as pool:
+            return {b.node_id: v for b, v in zip(brokers, pool.map(one, brokers))}
+
+    def _request_version(self, broker: Broker, request_type: Any) -> int | None:
+        """The version of ``request_type`` the transport sends to ``broker`` (its ``api_version``: the ApiVersions
+        negotiation of the connection), or None when the transport cannot tell."""
+        probe = getattr(self._transport, "api_version", None)
+        if probe is None:
+            return None
+        version = probe(broker, request_type, self.config.request_timeout_ms)
+        return None if version is None else int(version)
 
     # -------------------------------------------------- OffsetsForLeaderEpoch
 
@@ -1122,14 +1262,30 @@ class OffsetCollector:
 
         Returns:
             rows ``{topic: str, partition: int, log_start_offset: int,
-            log_end_offset: int, high_watermark: int, leader_id: int,
-            leader_epoch: int}``. ``log_end_offset`` is ListOffsets LATEST
-            under READ_UNCOMMITTED, i.e. the high watermark (the end a consumer
-            can see), so ``high_watermark == log_end_offset``. ``leader_id`` is
-            the broker that answered; ``leader_epoch`` its epoch from metadata.
+            local_log_start_offset: int | None, log_end_offset: int,
+            high_watermark: int, leader_id: int, leader_epoch: int}``
+            (offsets are record offsets). ``log_end_offset`` is ListOffsets
+            LATEST under READ_UNCOMMITTED, i.e. the high watermark (the end a
+            consumer can see), so ``high_watermark == log_end_offset``.
+            ``local_log_start_offset`` is ListOffsets EARLIEST_LOCAL: the first
+            offset still on the leader's local disk (``UnifiedLog.localLogStartOffset``),
+            ``>= log_start_offset`` with tiered storage (KIP-405) and equal to it
+            without; None when the leader's negotiated ListOffsets version is
+            below 8 (or the transport cannot tell the version), or when the
+            leader answered that entry with an error (or never, within the
+            retries): the partition's other columns are unaffected.
+            ``leader_id`` is the broker that answered; ``leader_epoch`` its
+            epoch from metadata.
 
-        Protocol: ListOffsets (API key 2) EARLIEST (-2) and LATEST (-1) with
-        ``current_leader_epoch`` (KIP-320 fencing), batched per leader.
+        Protocol: ListOffsets (API key 2) EARLIEST (-2), LATEST (-1) and, to a
+        leader whose connection negotiated ListOffsets v8+ (ApiVersions; the
+        transport's ``api_version``), EARLIEST_LOCAL (-4; KIP-1005,
+        ListOffsetsRequest.json "Version 8 enables listing offsets by local log
+        start offset"), with ``current_leader_epoch`` (KIP-320 fencing), batched
+        per leader.  A partition may appear only once in a request (Kafka
+        answers a duplicate with INVALID_REQUEST), so each spec goes in its own
+        request to the leader, all sent in the same round; the -4 requests
+        carry ``min_version=8`` so kafka-python never sends them lower.
 
         Raises:
             MissingAclError (DESCRIBE on the topic), PartitionsUnavailableError,
@@ -1144,7 +1300,7 @@ class OffsetCollector:
             scope = set(explicit)
             for t in topics:
                 scope |= {(t, p) for p in self._topic_partitions.get(t, ())}
-            entries = sorted((t, p, spec) for t, p in scope for spec in (EARLIEST, LATEST))
+            entries = sorted((t, p, spec) for t, p in scope for spec in (EARLIEST_LOCAL, EARLIEST, LATEST))
             offsets: dict[tuple[str, int], dict[int, int]] = defaultdict(dict)
             answered_by: dict[tuple[str, int], Broker] = {}
 
@@ -1157,12 +1313,30 @@ class OffsetCollector:
                             partition_index=partition, current_leader_epoch=state.leader_epoch, timestamp=spec
                         )
                     )
+                extra = {}
+                if any(spec == EARLIEST_LOCAL for _, _, spec in chunk):
+                    # never below v8: a broker before Kafka 3.5 would read -4 as a timestamp
+                    extra["min_version"] = EARLIEST_LOCAL_MIN_VERSION
                 return ListOffsetsRequest(
                     replica_id=CONSUMER_REPLICA_ID,
                     isolation_level=0,
                     topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
                     timeout_ms=self.config.request_timeout_ms,
+                    **extra,
                 )
+
+            def is_local_start(entry: tuple) -> bool:
+                return entry[2] == EARLIEST_LOCAL
+
+            def admits(broker: Broker) -> bool:
+                # raises (connection failed): not known yet
+                version = self._request_version(broker, ListOffsetsRequest)
+                return version is not None and version >= EARLIEST_LOCAL_MIN_VERSION
+
+            def on_skip(entry: tuple, reason: str) -> None:
+                with self._stats_lock:
+                    self.stats["bounds.local_log_start_unknown"] += 1
+                log.debug("%s-%s: no local log start offset (%s)", entry[0], entry[1], reason)
 
             def parse(response: Any) -> Iterator[tuple]:
                 for t in response.topics:
@@ -1172,12 +1346,28 @@ class OffsetCollector:
                             offset = p.old_style_offsets[0]
                         yield t.name, p.partition_index, p.error_code, offset
 
-            def on_ok(entry: tuple, broker: Broker, offset: int) -> None:
+            def on_ok(entry: tuple, broker: Broker, offset: int | None) -> None:
+                if entry[2] == EARLIEST_LOCAL:
+                    if offset is not None and offset >= 0:
+                        offsets[(entry[0], entry[1])][EARLIEST_LOCAL] = int(offset)
+                    else:
+                        on_skip(entry, f"no offset from {broker}")
+                    return
                 offsets[(entry[0], entry[1])][entry[2]] = int(offset)
                 if entry[2] == LATEST or (entry[0], entry[1]) not in answered_by:
                     answered_by[(entry[0], entry[1])] = broker
 
-            self._leader_round_trips("bounds", entries, build, parse, on_ok, "ListOffsets")
+            self._leader_round_trips(
+                "bounds",
+                entries,
+                build,
+                parse,
+                on_ok,
+                "ListOffsets",
+                optional=is_local_start,
+                admits=admits,
+                on_skip=on_skip,
+            )
 
         rows = []
         for (topic, partition), found in sorted(offsets.items()):
@@ -1189,6 +1379,7 @@ class OffsetCollector:
                     "topic": topic,
                     "partition": partition,
                     "log_start_offset": found[EARLIEST],
+                    "local_log_start_offset": found.get(EARLIEST_LOCAL),
                     "log_end_offset": found[LATEST],
                     "high_watermark": found[LATEST],
                     "leader_id": int(answered_by[(topic, partition)].node_id),

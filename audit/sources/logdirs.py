@@ -44,6 +44,7 @@ from .fs import FileInfo, InputError, is_local, list_files, read_small, to_uri
 OFFSETS_TOPIC = "__consumer_offsets"
 METADATA_TOPIC = "__cluster_metadata"
 SHARE_STATE_TOPIC = "__share_group_state"
+REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
 PARTITION_FILES = {"leader-epoch-checkpoint", "partition.metadata", "quorum-state"}
 PARTITION_SUFFIXES = (".log", ".index", ".timeindex", ".snapshot", ".txnindex", ".deleted", ".cleaned", ".swap")
 
@@ -818,7 +819,10 @@ def read_log_dirs(
                 with_tails.join(ck, ["broker_id", "topic", "partition"], "left")
                 .join(max_epoch, ["broker_id", "topic", "partition"], "left")
                 .join(cache_issues, "epoch_checkpoint", "left")
+                # Kafka's LogLoader: max(checkpoint, first segment) without tiered storage; the local log start
+                # (UnifiedLog.localLogStartOffset) is that in every case. _bounds applies the tiered rule.
                 .withColumn("log_start_offset", F.greatest("first_segment_base", "ckpt_log_start"))
+                .withColumn("local_log_start_offset", F.col("log_start_offset"))
                 .withColumn("log_end_offset", log_end_offset)
             )
             return (
@@ -829,6 +833,8 @@ def read_log_dirs(
                     "topic",
                     "partition",
                     "log_start_offset",
+                    "local_log_start_offset",
+                    "ckpt_log_start",
                     "log_end_offset",
                     "high_watermark",
                     "max_epoch",
@@ -864,8 +870,11 @@ def read_log_dirs(
             rep_cache = rep_cache.join(stale_df, ["broker_id", "topic", "partition"], "left_anti")
 
         # the timelines' queries are planned while the bounds are computed
+        remote_tier, remote_issues, remote_uris = _remote_tier(spark, inv)
         bounds, timeline = in_parallel(
-            lambda: _bounds(_authority(replicas, partition_state), rep_cache, partition_state).localCheckpoint(),
+            lambda: _bounds(
+                _authority(replicas, partition_state), rep_cache, partition_state, remote_tier
+            ).localCheckpoint(),
             timeline or (lambda: None),
         )
         epochs = rep_cache.join(
@@ -943,9 +952,9 @@ def read_log_dirs(
     raw = compact(raw)
 
     tail_issues = small.where((F.col("file_kind") != EPOCH_CHECKPOINT) & F.col("issue_reason").isNotNull())
-    if seg_uris or meta_uris or share_uris:  # the decoders report those files' issues themselves
+    if seg_uris or meta_uris or share_uris or remote_uris:  # the decoders report those files' issues themselves
         decoded = spark.createDataFrame(
-            [(u,) for u in seg_uris + meta_uris + [u for u, _ in share_uris]], "path string"
+            [(u,) for u in seg_uris + meta_uris + [u for u, _ in share_uris] + remote_uris], "path string"
         )
         tail_issues = tail_issues.join(F.broadcast(decoded), "path", "left_anti")
     issues = [
@@ -987,6 +996,8 @@ def read_log_dirs(
     )
     if meta_issues is not None:
         issues.append(meta_issues)
+    if remote_issues is not None:
+        issues.append(remote_issues)
     if share_raw is not None:
         issues.append(
             share_raw.where(F.col("decode_error").isNotNull()).select(
@@ -1020,10 +1031,92 @@ def read_log_dirs(
     )
 
 
+#: :func:`_remote_tier`'s columns (``sql/remote_tier.sql``)
+REMOTE_TIER_DDL = (
+    "topic_id string, topic string, partition int, remote_log_start_offset bigint, remote_log_end_offset bigint, "
+    "remote_segments bigint"
+)
+
+
+def _remote_metadata_segments(inv: Inventory) -> list[tuple[str, int]]:
+    """(uri, size) of the segments of one replica of each ``__remote_log_metadata`` partition: the one that goes
+    furthest (highest last segment base offset, then most bytes; followers copy the leader's records)."""
+    best: dict[int, Replica] = {}
+    for r in inv.replicas:
+        if r.topic != REMOTE_LOG_METADATA_TOPIC or not r.segments:
+            continue
+        key = (r.segments[-1][0], sum(z for _b, _u, z in r.segments), -r.broker_id)
+        cur = best.get(r.partition)
+        if cur is None or key > (cur.segments[-1][0], sum(z for _b, _u, z in cur.segments), -cur.broker_id):
+            best[r.partition] = r
+    return [(uri, size) for _p, r in sorted(best.items()) for _b, uri, size in r.segments if size > 0]
+
+
+def _remote_tier(spark: SparkSession, inv: Inventory) -> tuple[DataFrame | None, DataFrame | None, list[str]]:
+    """The remote tier per topic-partition (:data:`REMOTE_TIER_DDL`, ``sql/remote_tier.sql``) from the log dirs'
+    ``__remote_log_metadata`` (tiered storage's topic-based RemoteLogMetadataManager, KIP-405), the read issues of
+    its records (file, position, reason, detail, records_affected) and the URIs decoded; ``(None, None, [])``
+    when the log dirs hold none of it.  Lazy: decoded inside the job that materialises the bounds."""
+    segs = _remote_metadata_segments(inv)
+    if not segs:
+        return None, None, []
+    from ..formats.remote_log_metadata import REMOTE_RAW_SCHEMA
+    from ..judge import load_sql
+
+    uris = [u for u, _ in segs]
+    raw = _binary(spark, uris, [z for _, z in segs]).mapInArrow(
+        _decode_remote_metadata_files, spark_schema(REMOTE_RAW_SCHEMA)
+    )
+    raw.createOrReplaceTempView("remote_log_metadata")
+    issues = raw.where(F.col("decode_error").isNotNull()).select(
+        F.col("source_file").alias("file"),
+        "position",
+        F.col("decode_error").alias("reason"),
+        F.coalesce(
+            F.col("detail"),
+            F.concat(F.lit("__remote_log_metadata record at offset "), F.col("offset").cast("string")),
+        ).alias("detail"),
+        F.col("records_affected"),
+    )
+    return spark.sql(load_sql("remote_tier")), issues, uris
+
+
+def _decode_remote_metadata_files(batches):
+    """mapInArrow: (path, content) -> REMOTE_RAW_SCHEMA rows of every record of each ``__remote_log_metadata``
+    segment."""
+    from audit.formats.checkpoints import parse_partition_dir
+    from audit.formats.remote_log_metadata import REMOTE_RAW_SCHEMA, decode_remote_log_metadata_segment
+
+    for rb in batches:
+        for path, data in _contents(rb):
+            tp = parse_partition_dir(path.rsplit("/", 2)[-2])
+            part = tp[1] if tp else -1
+            if data is None:
+                values = {
+                    "source_file": [path],
+                    "source_partition": [part],
+                    "kind": ["issue"],
+                    "position": [0],
+                    "decode_error": [UNREADABLE],
+                    "detail": [UNREADABLE_DETAIL],
+                    "records_affected": [0],
+                }
+                yield pa.RecordBatch.from_arrays(
+                    [
+                        pa.array(values[f.name], f.type) if f.name in values else pa.nulls(1, f.type)
+                        for f in REMOTE_RAW_SCHEMA
+                    ],
+                    schema=REMOTE_RAW_SCHEMA,
+                )
+                continue
+            yield from decode_remote_log_metadata_segment(data, path, part)
+
+
 PARTITION_STATE_DDL = (
     "topic string, partition int, last_leader int, leader_epoch int, "
     "unclean_elections int, last_unclean_election timestamp, "
-    "epoch_timeline array<struct<epoch:int, started_at:timestamp, leader:int, unclean:boolean>>"
+    "epoch_timeline array<struct<epoch:int, started_at:timestamp, leader:int, unclean:boolean>>, "
+    "remote_storage_enable boolean"
 )
 
 
@@ -1216,14 +1309,54 @@ def cache_disagreements(epochs: DataFrame) -> DataFrame:
     )
 
 
-def _bounds(authority: DataFrame, rep_cache: DataFrame, state: DataFrame) -> DataFrame:
+def _bounds(
+    authority: DataFrame, rep_cache: DataFrame, state: DataFrame, remote_tier: DataFrame | None = None
+) -> DataFrame:
+    """One row per partition from its authoritative replica (``rank`` 1 of :func:`_authority`).
+
+    ``log_start_offset`` is Kafka's log start: without tiered storage the highest of the replicas' (each the
+    larger of its ``log-start-offset-checkpoint`` entry and its first segment's base offset, as ``LogLoader``
+    loads it).  For a partition of a topic with ``remote.storage.enable=true`` (KRaft metadata log, or segments
+    in ``__remote_log_metadata``: ``remote_tier``) the local segments say nothing about it (KIP-405: they are
+    deleted once uploaded, while the log start stays where the remote tier starts): it is the highest of the
+    checkpointed log start and the first remote segment still held (``RemoteLogManager`` moves the log start
+    there on leadership and remote retention), else the earliest leader-epoch-cache entry (the cache of a
+    tiered log is only truncated at the log start), else the local log start.  ``local_log_start_offset`` is
+    the authoritative replica's first local offset (``UnifiedLog.localLogStartOffset``: the larger of the log
+    start and its first segment's base offset).
+    """
     from pyspark.sql.window import Window
 
+    part = Window.partitionBy("topic", "partition")
+    if remote_tier is None:
+        remote_tier = authority.sparkSession.createDataFrame([], REMOTE_TIER_DDL)
+    authority = authority.join(
+        state.select("topic", "partition", F.col("remote_storage_enable").alias("tiered_by_config")),
+        ["topic", "partition"],
+        "left",
+    )
+    # the remote tier of the topic id the replica holds (a name created again keeps its old segments' records)
+    rt = remote_tier.withColumnRenamed("topic_id", "remote_topic_id")
+    authority = authority.join(rt, ["topic", "partition"], "left").withColumn(
+        "remote_segments",
+        F.when(F.col("topic_id").isNull() | (F.col("topic_id") == F.col("remote_topic_id")), F.col("remote_segments")),
+    )
+    tiered = F.coalesce(F.col("tiered_by_config"), F.lit(False)) | F.col("remote_segments").isNotNull()
+    cache_start = rep_cache.groupBy("topic", "partition").agg(F.min("start_offset").alias("cache_start"))
     # A log start offset never decreases and followers only copy the leader's, so the highest any replica
     # recorded is a lower bound of the leader's: it covers a leader whose log-start-offset-checkpoint has
     # not caught up (a copy taken within the broker's checkpoint interval, 30 s after its start at first).
-    authority = authority.withColumn(
-        "log_start_offset", F.max("log_start_offset").over(Window.partitionBy("topic", "partition"))
+    untiered_start = F.max("log_start_offset").over(part)
+    tiered_start = F.coalesce(
+        F.greatest(F.max("ckpt_log_start").over(part), F.col("remote_log_start_offset")),
+        F.col("cache_start"),
+        untiered_start,
+    )
+    authority = (
+        authority.join(cache_start, ["topic", "partition"], "left")
+        .withColumn("remote_storage_enabled", tiered)
+        .withColumn("log_start_offset", F.when(tiered, tiered_start).otherwise(untiered_start))
+        .withColumn("local_log_start_offset", F.greatest("local_log_start_offset", "log_start_offset"))
     )
     lead = authority.where(F.col("rank") == 1)
     disagree = (
@@ -1250,6 +1383,7 @@ def _bounds(authority: DataFrame, rep_cache: DataFrame, state: DataFrame) -> Dat
             "topic",
             "partition",
             "log_start_offset",
+            "local_log_start_offset",
             "log_end_offset",
             F.coalesce("high_watermark", "log_end_offset").alias("high_watermark"),
             F.coalesce("last_leader", "broker_id").alias("leader_id"),
@@ -1262,6 +1396,10 @@ def _bounds(authority: DataFrame, rep_cache: DataFrame, state: DataFrame) -> Dat
             "last_unclean_election",
             "metadata_leader_epoch",
             "epoch_timeline",
+            "remote_storage_enabled",
+            "remote_log_start_offset",
+            "remote_log_end_offset",
+            "remote_segments",
         )
     )
 
