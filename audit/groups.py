@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from .judge import RULES, load_sql
 
@@ -52,6 +53,8 @@ def group_status(
             "group_id string, group_type string, group_state string, "
             "group_protocol_type string, group_protocol string, group_members int",
         )
+    if "resume_tier" not in committed.columns:  # an output written before tiered storage was known
+        committed = committed.withColumn("resume_tier", F.lit(None).cast("string"))
     committed.createOrReplaceTempView("group_committed")
     findings.createOrReplaceTempView("group_findings")
     group_info.createOrReplaceTempView("group_info")

@@ -94,9 +94,11 @@ COMMITTED_OFFSETS_SCHEMA = StructType(
     + [
         StructField("verdict", StringType(), False),
         StructField("log_start_offset", LongType(), True),
+        StructField("local_log_start_offset", LongType(), True),
         StructField("log_end_offset", LongType(), True),
         StructField("high_watermark", LongType(), True),
         StructField("lag", LongType(), True),
+        StructField("resume_tier", StringType(), True),
         StructField("records_at_risk", LongType(), True),
     ]
 )
@@ -125,6 +127,7 @@ BOUNDS_SCHEMA = StructType(
         StructField("topic", StringType(), False),
         StructField("partition", IntegerType(), False),
         StructField("log_start_offset", LongType(), True),
+        StructField("local_log_start_offset", LongType(), True),
         StructField("log_end_offset", LongType(), True),
         StructField("high_watermark", LongType(), True),
         StructField("leader_id", IntegerType(), True),
@@ -466,9 +469,11 @@ def _committed(latest: List[tuple], findings: List[Row]) -> List[Row]:
                 "value_version": vv,
                 "verdict": f["finding"] if f else "OK",
                 "log_start_offset": start,
+                "local_log_start_offset": start,
                 "log_end_offset": end,
                 "high_watermark": hw,
                 "lag": None if end is None else end - off,
+                "resume_tier": None if end is None or not start <= off <= end else "local",
                 "records_at_risk": f.get("records_at_risk") if f else None,
             }
         )
@@ -536,6 +541,7 @@ def _bounds() -> List[Row]:
             "topic": t,
             "partition": p,
             "log_start_offset": s,
+            "local_log_start_offset": s,
             "log_end_offset": e,
             "high_watermark": hw,
             "leader_id": leader,
