@@ -74,6 +74,7 @@ def child(name: str, work: Path, seconds: int, extra: list[str]) -> None:
         import audit.formats.metadata_log  # noqa: F401
         import audit.formats.offsets  # noqa: F401
         import audit.formats.record_batch  # noqa: F401
+        import audit.formats.remote_log_metadata  # noqa: F401
         import audit.formats.segments  # noqa: F401
         import audit.formats.share_state  # noqa: F401
         import audit.sources.logdirs  # noqa: F401

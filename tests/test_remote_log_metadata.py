@@ -514,6 +514,8 @@ def test_framing_errors_and_leftover_bytes_raise():
         "trailing byte": (good + b"\x00", UNDECODABLE),
         "trailing bytes": (good + b"\x01\x02", UNDECODABLE),
         "empty": (b"", UNDECODABLE),
+        "frame version 2, nothing after it": (b"\x02", UNSUPPORTED),  # checked before the api key, as Kafka does
+        "frame version 1, nothing after it": (b"\x01", UNDECODABLE),
         "6-byte varint": (b"\x81\x80\x80\x80\x80\x00" + good[1:], UNDECODABLE),
     }
     for what, (value, reason) in cases.items():

@@ -29,8 +29,9 @@ skipped, as Kafka keeps them as unknown tagged fields):
 * ``RemoteLogSegmentMetadataSnapshotRecord.json`` (api key 3): SegmentId uuid, StartOffset int64, EndOffset int64,
   BrokerId int32, MaxTimestampMs int64, EventTimestampMs int64, SegmentLeaderEpochs [] {LeaderEpoch, Offset},
   SegmentSizeInBytes int32, CustomMetadata nullable bytes, RemoteLogSegmentState int8; tagged TxnIndexEmpty
-  (tag 0).  It names no topic-partition (its file named it: Kafka wrote it to a broker's local metadata snapshot
-  file, which Kafka 4.x no longer has; the serde still reads it).
+  (tag 0).  It names no topic-partition: Kafka 3.1-3.7 wrote it to a broker's local snapshot file of the consumed
+  metadata (``RemoteLogMetadataSnapshotFile``, in the partition's directory; gone in 3.8), not to the topic, and
+  the serde still reads it.
 
 State ids (``storage/api/.../remote/storage/RemoteLogSegmentState.java`` and ``RemotePartitionDeleteState.java``,
 checked in the 4.4.0 ``kafka-storage-api`` jar): segment COPY_SEGMENT_STARTED 0, COPY_SEGMENT_FINISHED 1,
@@ -40,36 +41,36 @@ and has no ``state_name``.
 
 Columns (:data:`REMOTE_RAW_SCHEMA`, one row per record or issue; "-" = null for that record type):
 
-========================  ============================================================================
-source_file               the segment file; set on issue rows and on records with a ``decode_error``
-source_partition          the ``__remote_log_metadata`` partition the segment belongs to
-kind                      ``record`` (a data record, control records left out) or ``issue``
-position                  byte position of the record's batch (of the damaged batch for an issue)
-offset                    the record's offset (an issue: the batch's base offset, -1 when unknown)
-timestamp                 the record's timestamp (ms; LogAppendTime batches: the batch max timestamp)
-record_type               schema name: ``RemoteLogSegmentMetadataRecord`` (0), ``...UpdateRecord`` (1),
-                          ``RemotePartitionDeleteMetadataRecord`` (2), ``...SnapshotRecord`` (3)
-api_key                   0-3 as above
-topic, topic_id, partition  TopicIdPartition Name, Id (``Uuid.toString()``), Partition; types 0, 1, 2
-                          (snapshot: -)
-segment_id                RemoteLogSegmentId.Id (types 0, 1) or SegmentId (3), ``Uuid.toString()``; type 2: -
-start_offset, end_offset  the segment's first and last offset, both inclusive; types 0, 3
-broker_id                 BrokerId: the broker (leader, or the controller for DELETE_PARTITION_MARKED)
-event_timestamp           EventTimestampMs: when the event was generated (ms)
-max_timestamp             MaxTimestampMs: the segment's largest record timestamp (ms); types 0, 3
-segment_leader_epochs     SegmentLeaderEpochs as written: [{leader_epoch, start_offset}]; types 0, 3
-segment_size_bytes        SegmentSizeInBytes; types 0, 3
-state                     RemoteLogSegmentState (types 0, 1, 3) or RemotePartitionDeleteState (type 2)
-state_name                that state's Kafka enum name (null for an id Kafka does not define)
-decode_error              records: null, or why the value did not decode (see below); issues: the
-                          :class:`audit.formats.record_batch.Issue` reason (``crc_mismatch``, ...)
-detail                    the decoder's message for a record that did not decode, an issue's detail
-records_affected          1 for a record; for an issue the records the damaged batch held, when known
-========================  ============================================================================
+============================  ============================================================================
+source_file                   the segment file; set on issue rows and on records with a ``decode_error``
+source_partition              the ``__remote_log_metadata`` partition the segment belongs to
+kind                          ``record`` (a data record, control records left out) or ``issue``
+position                      byte position of the record's batch (of the damaged batch for an issue)
+offset                        the record's offset (an issue: the batch's base offset, -1 when unknown)
+timestamp                     the record's timestamp (ms; LogAppendTime batches: the batch max timestamp)
+record_type                   schema name: ``RemoteLogSegmentMetadataRecord`` (0), ``...UpdateRecord`` (1),
+                              ``RemotePartitionDeleteMetadataRecord`` (2), ``...SnapshotRecord`` (3)
+api_key                       0-3 as above
+topic, topic_id, partition    TopicIdPartition Name, Id (``Uuid.toString()``), Partition; types 0, 1, 2
+                              (snapshot: -)
+segment_id                    RemoteLogSegmentId.Id (types 0, 1) or SegmentId (3), ``Uuid.toString()``; type 2: -
+start_offset, end_offset      the segment's first and last offset, both inclusive; types 0, 3
+broker_id                     BrokerId: the broker (leader, or the controller for DELETE_PARTITION_MARKED)
+event_timestamp               EventTimestampMs: when the event was generated (ms)
+max_timestamp                 MaxTimestampMs: the segment's largest record timestamp (ms); types 0, 3
+segment_leader_epochs         SegmentLeaderEpochs as written: [{leader_epoch, start_offset}]; types 0, 3
+segment_size_bytes            SegmentSizeInBytes; types 0, 3
+state                         RemoteLogSegmentState (types 0, 1, 3) or RemotePartitionDeleteState (type 2)
+state_name                    that state's Kafka enum name (null for an id Kafka does not define)
+decode_error                  records: null, or why the value did not decode (see below); issues: the
+                              :class:`audit.formats.record_batch.Issue` reason (``crc_mismatch``, ...)
+detail                        the decoder's message for a record that did not decode, an issue's detail
+records_affected              1 for a record; for an issue the records the damaged batch held, when known
+============================  ============================================================================
 
 ``decode_error`` of a record: ``remote_log_metadata_undecodable`` (truncated or malformed bytes, bytes left over),
 ``remote_log_metadata_unsupported`` (frame version other than 1, api key above 3 or version above 0: written by a
-Kafka newer than these schemas; Kafka trunk's KIP-1266 work gives all four types a version 1), or
+Kafka newer than these schemas: Kafka's trunk after 4.4 gives all four types a version 1 with more tagged fields), or
 ``remote_log_metadata_null_value`` (a null value: Kafka 4.4 writes none).  A key, when there is one, is not read.
 
 Like ``AbstractApiMessageSerde.read`` and Kafka's generated readers this rejects a frame version other than 1, an
@@ -342,7 +343,7 @@ def decode_remote_log_metadata_value(value: bytes | None) -> dict:
 
     Parameters
     ----------
-    value : bytes
+    value : bytes or None
         The record's value bytes (any bytes-like object), framed by ``AbstractApiMessageSerde``; ``None`` (a null
         value) raises with reason :data:`NULL_VALUE`.
 
@@ -364,18 +365,18 @@ def decode_remote_log_metadata_value(value: bytes | None) -> dict:
     if value is None:
         raise RemoteLogMetadataDecodeError("remote log metadata value is null", NULL_VALUE)
     r = _RemoteReader(value, 0, len(value), "remote log metadata record")
-    try:
+    try:  # in AbstractApiMessageSerde.read's order: the frame version is checked before the api key is read
         frame_version = r.uvarint("frame version")
+        if frame_version != SUPPORTED_FRAME_VERSION:
+            raise RemoteLogMetadataDecodeError(
+                f"remote log metadata record: unsupported frame version {frame_version} "
+                f"(only {SUPPORTED_FRAME_VERSION} exists)",
+                UNSUPPORTED,
+            )
         api_key = r.uvarint("api key")
         version = r.uvarint("record version")
     except MetadataDecodeError as exc:
         raise RemoteLogMetadataDecodeError(str(exc)) from None
-    if frame_version != SUPPORTED_FRAME_VERSION:
-        raise RemoteLogMetadataDecodeError(
-            f"remote log metadata record: unsupported frame version {frame_version} "
-            f"(only {SUPPORTED_FRAME_VERSION} exists)",
-            UNSUPPORTED,
-        )
     record_type = RECORD_TYPES.get(api_key)
     if record_type is None:
         raise RemoteLogMetadataDecodeError(
