@@ -35,6 +35,7 @@ LONGEST_FIRST = (
     "tests/[spark clusters]",
     "test_object_store.py",
     "test_lab_differential.py",
+    "test_lab_tiered.py",  # a tiered cluster per version (~3 min each with its three audits)
     "tests/[lab_live]",
     "test_commit_kills.py",
     "test_fault_injection.py",

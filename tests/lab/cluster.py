@@ -118,6 +118,11 @@ class KafkaCluster:
     extra_listener: str | None = None
     #: extra log4j logger levels, e.g. {"kafka.authorizer.logger": "DEBUG"}
     loggers: dict = field(default_factory=dict)
+    #: tiered storage (KIP-405): every broker runs the lab's RemoteStorageManager (``lab.tiered.LabRemoteStorage``,
+    #: ``tests/lab/java/tiered``) over :attr:`remote_dir` with the topic-based metadata manager, quick
+    #: remote-log-manager and retention tasks (:meth:`tiered_properties`); topics opt in with
+    #: ``remote.storage.enable=true``. ``overrides`` still win.
+    tiered: bool = False
 
     def __post_init__(self):
         self.workdir = Path(self.workdir)
@@ -154,6 +159,37 @@ class KafkaCluster:
     def log_dirs(self) -> list[Path]:
         return [n.log_dir for n in self.nodes.values()]
 
+    @property
+    def remote_dir(self) -> Path:
+        """A tiered cluster's remote storage: one directory all brokers share (``rsm.config.dir``)."""
+        return self.workdir / "remote-storage"
+
+    #: ``__remote_log_metadata``: partitions of a tiered cluster (Kafka's default is 50)
+    REMOTE_LOG_METADATA_PARTITIONS = 3
+
+    def tiered_properties(self) -> dict:
+        """Broker configs of a tiered cluster, the same keys in 3.9.x and 4.x (``RemoteLogManagerConfig``,
+        ``TopicBasedRemoteLogMetadataManagerConfig`` under the ``rlmm.config.`` prefix, ``rsm.config.`` for ours)."""
+        rf = min(3, self.brokers)
+        return {
+            "remote.log.storage.system.enable": "true",
+            "remote.log.storage.manager.class.name": "lab.tiered.LabRemoteStorage",
+            "rsm.config.dir": str(self.remote_dir),
+            "remote.log.metadata.manager.listener.name": "PLAINTEXT",
+            "rlmm.config.remote.log.metadata.topic.replication.factor": rf,
+            "rlmm.config.remote.log.metadata.topic.num.partitions": self.REMOTE_LOG_METADATA_PARTITIONS,
+            # 4.x (default 2): the metadata topic stays writable with one broker up (an unclean election's setting)
+            "rlmm.config.remote.log.metadata.topic.min.isr": 1,
+            "remote.log.manager.task.interval.ms": 500,
+            "remote.log.manager.thread.pool.size": 2,
+            "remote.log.manager.copier.thread.pool.size": 1,
+            "remote.log.manager.expiration.thread.pool.size": 1,
+            "remote.log.reader.threads": 2,
+            # local segments deleted soon after upload: the retention check every second, from one second after start
+            "log.retention.check.interval.ms": 1000,
+            "log.initial.task.delay.ms": 1000,
+        }
+
     def _properties(self, node: Node) -> dict:
         ctl = self.nodes[CONTROLLER_ID]
         rf = min(3, self.brokers)
@@ -175,6 +211,8 @@ class KafkaCluster:
                 "listeners": f"CONTROLLER://127.0.0.1:{node.port}",
                 "broker.session.timeout.ms": 4000,
                 "broker.heartbeat.interval.ms": 500,
+                # the controller refuses a topic with remote.storage.enable=true unless this is set on it too
+                **({"remote.log.storage.system.enable": "true"} if self.tiered else {}),
                 **self.overrides.get("controller", {}),
             }
         extra = f",{self.extra_listener}://127.0.0.1:{node.extra_port}" if self.extra_listener else ""
@@ -210,6 +248,7 @@ class KafkaCluster:
             "min.insync.replicas": 1,
             # a hot copy sees deleteRecords only once the log start offset is checkpointed (default 60 s)
             "log.flush.start.offset.checkpoint.interval.ms": 1000,
+            **(self.tiered_properties() if self.tiered else {}),
             **self.overrides.get("broker", {}),
         }
 
@@ -246,7 +285,7 @@ class KafkaCluster:
             f"-Dlog4j.configuration=file:{self.workdir / 'log4j.properties'}",
             f"-Dkafka.logs.dir={self.workdir}",
             "-cp",
-            kafka_dist.java_classpath(self.version),
+            kafka_dist.java_classpath(self.version, with_tiered=self.tiered),
             main,
             *args,
         ]

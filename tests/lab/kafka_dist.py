@@ -127,6 +127,13 @@ def lab_client(version: str) -> Path:
     return _compiled(f"labclient-{version}", sorted(JAVA_SRC.glob("*.java")), classpath(version), version)
 
 
+def lab_tiered(version: str) -> Path:
+    """Compile ``tests/lab/java/tiered/*.java`` (``lab.tiered.LabRemoteStorage``, the lab's KIP-405
+    ``RemoteStorageManager``) against ``version``'s ``kafka-storage-api``; returns the classes directory, which a
+    tiered cluster (``KafkaCluster(tiered=True)``) puts on its brokers' classpath."""
+    return _compiled(f"labtiered-{version}", sorted((JAVA_SRC / "tiered").glob("*.java")), classpath(version), version)
+
+
 def streams_classpath(version: str) -> Path:
     """The directory of jars for ``version`` with Kafka Streams (``kafka-streams`` and its ``rocksdbjni``) besides
     the broker and clients: ``tests/lab/pom.xml`` with its ``streams`` profile, resolved by Maven into the cache on
@@ -179,8 +186,10 @@ def _compiled(name: str, sources: list[Path], cp: Path, version: str) -> Path:
     return out
 
 
-def java_classpath(version: str, with_client: bool = False) -> str:
+def java_classpath(version: str, with_client: bool = False, with_tiered: bool = False) -> str:
     parts = [f"{classpath(version)}/*"]
     if with_client:
         parts.insert(0, str(lab_client(version)))
+    if with_tiered:
+        parts.append(str(lab_tiered(version)))
     return os.pathsep.join(parts)

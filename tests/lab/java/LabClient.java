@@ -225,6 +225,7 @@ public final class LabClient {
                 return names;
             }
             case "offsets": return offsets(r);
+            case "tiered_offsets": return tieredOffsets(r);
             case "offsets_for_times": return offsetsForTimes(r);
             case "hold": return hold(r);
             case "release": return release();
@@ -421,6 +422,41 @@ public final class LabClient {
             o.put("log_start_offset", e.get(t).offset());
             o.put("high_watermark", l.get(t).offset());
             o.put("leader_epoch", l.get(t).leaderEpoch().orElse(-1));
+        }
+        return outArr;
+    }
+
+    /**
+     * Tiered storage (KIP-405), what the partition leaders answer to ListOffsets: {"partitions": [[topic, p], ...]} ->
+     * [{topic, partition, log_start_offset (EARLIEST), local_log_start_offset (EARLIEST_LOCAL, KIP-1005),
+     * highest_tiered_offset (LATEST_TIERED: the last offset in remote storage, -1: none), high_watermark (LATEST),
+     * leader_epoch, earliest_pending_upload (4.x's EARLIEST_PENDING_UPLOAD, KIP-1023; absent on 3.9)}].
+     */
+    private JsonNode tieredOffsets(JsonNode r) throws Exception {
+        List<TopicPartition> tps = new ArrayList<>();
+        for (JsonNode p : r.get("partitions")) tps.add(new TopicPartition(p.get(0).asText(), p.get(1).asInt()));
+        Map<String, OffsetSpec> specs = new java.util.LinkedHashMap<>();
+        specs.put("log_start_offset", OffsetSpec.earliest());
+        specs.put("local_log_start_offset", OffsetSpec.earliestLocal());
+        specs.put("highest_tiered_offset", OffsetSpec.latestTiered());
+        specs.put("high_watermark", OffsetSpec.latest());
+        try {
+            specs.put("earliest_pending_upload", (OffsetSpec) OffsetSpec.class.getMethod("earliestPendingUpload").invoke(null));
+        } catch (NoSuchMethodException ignored) { // 3.9
+        }
+        Map<String, Map<TopicPartition, org.apache.kafka.clients.admin.ListOffsetsResult.ListOffsetsResultInfo>> got = new HashMap<>();
+        for (Map.Entry<String, OffsetSpec> e : specs.entrySet()) {
+            Map<TopicPartition, OffsetSpec> q = new HashMap<>();
+            for (TopicPartition t : tps) q.put(t, e.getValue());
+            got.put(e.getKey(), admin.listOffsets(q).all().get());
+        }
+        ArrayNode outArr = JSON.createArrayNode();
+        for (TopicPartition t : tps) {
+            ObjectNode o = outArr.addObject();
+            o.put("topic", t.topic());
+            o.put("partition", t.partition());
+            for (String k : specs.keySet()) o.put(k, got.get(k).get(t).offset());
+            o.put("leader_epoch", got.get("high_watermark").get(t).leaderEpoch().orElse(-1));
         }
         return outArr;
     }
