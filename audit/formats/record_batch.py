@@ -24,9 +24,13 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 from crc32c import crc32c
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Size of the fixed v2 batch header (base_offset .. record_count), bytes.
 BATCH_HEADER_SIZE = 61
@@ -123,6 +127,30 @@ class InflationBudget:
     def spend(self, nbytes: int, records: int) -> None:
         self.bytes -= nbytes
         self.records -= records
+
+
+def issue_batch(schema: pa.Schema, source_file: str, source_partition: int, issues: list[Issue]) -> pa.RecordBatch:
+    """The ``kind = 'issue'`` rows of ``issues`` (:class:`Issue`: one per skipped batch or unreadable file) in
+    ``schema``, a pyarrow schema with the columns ``source_file, source_partition, kind, position`` (bytes),
+    ``offset`` (the batch's base offset, -1 unknown), ``decode_error`` (the reason), ``detail`` and
+    ``records_affected``; its other columns are null."""
+    import pyarrow as pa
+
+    n = len(issues)
+    values = {
+        "source_file": [source_file] * n,
+        "source_partition": [source_partition] * n,
+        "kind": ["issue"] * n,
+        "position": [i.position for i in issues],
+        "offset": [i.base_offset for i in issues],
+        "decode_error": [i.reason for i in issues],
+        "detail": [i.detail for i in issues],
+        "records_affected": [i.records for i in issues],
+    }
+    return pa.RecordBatch.from_arrays(
+        [pa.array(values[f.name], f.type) if f.name in values else pa.nulls(n, f.type) for f in schema],
+        schema=schema,
+    )
 
 
 def byte_view(buf: bytes | memoryview) -> memoryview:

@@ -455,7 +455,7 @@ def decode_remote_log_metadata_segment(
         columns), then, when anything was skipped (a CRC mismatch, a partial or corrupt batch, ...), one issue
         row per skipped batch.  Empty for a segment of no records and no issues.  Never raises on bad bytes.
     """
-    from .record_batch import ATTR_CONTROL, extract_records, scan_batches
+    from .record_batch import ATTR_CONTROL, extract_records, issue_batch, scan_batches
 
     scan = scan_batches(buf, verify_crc=verify_crc)
     recs = extract_records(buf, scan)
@@ -481,24 +481,5 @@ def decode_remote_log_metadata_segment(
         out.append(pa.RecordBatch.from_arrays([arrays[f.name] for f in REMOTE_RAW_SCHEMA], schema=REMOTE_RAW_SCHEMA))
     issues = scan.issues + recs.issues
     if issues:
-        n = len(issues)
-        values = {
-            "source_file": [source_file] * n,
-            "source_partition": [source_partition] * n,
-            "kind": ["issue"] * n,
-            "position": [i.position for i in issues],
-            "offset": [i.base_offset for i in issues],
-            "decode_error": [i.reason for i in issues],
-            "detail": [i.detail for i in issues],
-            "records_affected": [i.records for i in issues],
-        }
-        out.append(
-            pa.RecordBatch.from_arrays(
-                [
-                    pa.array(values[f.name], f.type) if f.name in values else pa.nulls(n, f.type)
-                    for f in REMOTE_RAW_SCHEMA
-                ],
-                schema=REMOTE_RAW_SCHEMA,
-            )
-        )
+        out.append(issue_batch(REMOTE_RAW_SCHEMA, source_file, source_partition, issues))
     return out

@@ -425,7 +425,7 @@ def decode_share_state_segment(
     rows: one batch of records in log order (control records left out) and, when anything was skipped (a CRC
     mismatch, a partial or corrupt batch), one batch of issue rows.  Batches and records are read by
     :mod:`audit.formats.record_batch` as for ``__consumer_offsets``.  Never raises on bad bytes."""
-    from .record_batch import ATTR_CONTROL, extract_records, scan_batches
+    from .record_batch import ATTR_CONTROL, extract_records, issue_batch, scan_batches
 
     scan = scan_batches(buf, verify_crc=verify_crc)
     recs = extract_records(buf, scan)
@@ -454,26 +454,7 @@ def decode_share_state_segment(
             )
     issues = scan.issues + recs.issues
     if issues:
-        n = len(issues)
-        values = {
-            "source_file": [source_file] * n,
-            "source_partition": [source_partition] * n,
-            "kind": ["issue"] * n,
-            "position": [i.position for i in issues],
-            "offset": [i.base_offset for i in issues],
-            "decode_error": [i.reason for i in issues],
-            "detail": [i.detail for i in issues],
-            "records_affected": [i.records for i in issues],
-        }
-        out.append(
-            pa.RecordBatch.from_arrays(
-                [
-                    pa.array(values[f.name], f.type) if f.name in values else pa.nulls(n, f.type)
-                    for f in SHARE_RAW_SCHEMA
-                ],
-                schema=SHARE_RAW_SCHEMA,
-            )
-        )
+        out.append(issue_batch(SHARE_RAW_SCHEMA, source_file, source_partition, issues))
     return out
 
 

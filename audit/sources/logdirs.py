@@ -405,7 +405,7 @@ def _decode_offsets_files(batches, reduce_latest: bool = False):
 def _decode_share_state_files(batches):
     """mapInArrow: (path, content) -> SHARE_RAW_SCHEMA rows of every record of each ``__share_group_state`` segment."""
     from audit.formats.checkpoints import parse_partition_dir
-    from audit.formats.record_batch import Issue
+    from audit.formats.record_batch import Issue, issue_batch
     from audit.formats.share_state import SHARE_RAW_SCHEMA, decode_share_state_segment
 
     for rb in batches:
@@ -413,23 +413,7 @@ def _decode_share_state_files(batches):
             tp = parse_partition_dir(path.rsplit("/", 2)[-2])
             part = tp[1] if tp else -1
             if data is None:
-                i = Issue(UNREADABLE, 0, UNREADABLE_DETAIL)
-                values = {
-                    "source_file": [path],
-                    "source_partition": [part],
-                    "kind": ["issue"],
-                    "position": [0],
-                    "decode_error": [i.reason],
-                    "detail": [i.detail],
-                    "records_affected": [0],
-                }
-                yield pa.RecordBatch.from_arrays(
-                    [
-                        pa.array(values[f.name], f.type) if f.name in values else pa.nulls(1, f.type)
-                        for f in SHARE_RAW_SCHEMA
-                    ],
-                    schema=SHARE_RAW_SCHEMA,
-                )
+                yield issue_batch(SHARE_RAW_SCHEMA, path, part, [Issue(UNREADABLE, 0, UNREADABLE_DETAIL)])
                 continue
             yield from decode_share_state_segment(data, path, part)
 
@@ -1085,6 +1069,7 @@ def _decode_remote_metadata_files(batches):
     """mapInArrow: (path, content) -> REMOTE_RAW_SCHEMA rows of every record of each ``__remote_log_metadata``
     segment."""
     from audit.formats.checkpoints import parse_partition_dir
+    from audit.formats.record_batch import Issue, issue_batch
     from audit.formats.remote_log_metadata import REMOTE_RAW_SCHEMA, decode_remote_log_metadata_segment
 
     for rb in batches:
@@ -1092,22 +1077,7 @@ def _decode_remote_metadata_files(batches):
             tp = parse_partition_dir(path.rsplit("/", 2)[-2])
             part = tp[1] if tp else -1
             if data is None:
-                values = {
-                    "source_file": [path],
-                    "source_partition": [part],
-                    "kind": ["issue"],
-                    "position": [0],
-                    "decode_error": [UNREADABLE],
-                    "detail": [UNREADABLE_DETAIL],
-                    "records_affected": [0],
-                }
-                yield pa.RecordBatch.from_arrays(
-                    [
-                        pa.array(values[f.name], f.type) if f.name in values else pa.nulls(1, f.type)
-                        for f in REMOTE_RAW_SCHEMA
-                    ],
-                    schema=REMOTE_RAW_SCHEMA,
-                )
+                yield issue_batch(REMOTE_RAW_SCHEMA, path, part, [Issue(UNREADABLE, 0, UNREADABLE_DETAIL)])
                 continue
             yield from decode_remote_log_metadata_segment(data, path, part)
 
