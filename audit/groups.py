@@ -14,12 +14,11 @@ from datetime import datetime, timezone
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .judge import RULES, load_sql
+from .judge import RULES
+from .queries import load_sql
 
 #: ``--stale-after`` default: a day without a commit while records wait
 DEFAULT_STALE_AFTER_SECONDS = 24 * 3600
-#: the placeholders of ``sql/groups.sql`` as :func:`audit.judge.parse_ahead` fills them to parse it early
-PARSE_DEFAULTS = {"{as_of}": "CAST(NULL AS TIMESTAMP)", "{stale_after_seconds}": "0", "{rule_order}": "array('OK')"}
 
 
 def _rule_order() -> str:

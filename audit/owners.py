@@ -16,7 +16,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .judge import load_sql
+from .queries import load_sql
 
 #: classic GroupMetadata (2), KIP-848 ConsumerGroupMetadata (3), ConsumerGroupMemberMetadata (5),
 #: ConsumerGroupCurrentMemberAssignment (8), KIP-932 ShareGroupMemberMetadata (10), ShareGroupMetadata (11) and

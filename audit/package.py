@@ -106,7 +106,7 @@ def package_zip() -> str:
     import atexit
 
     import audit
-    from audit.judge import sql_dir
+    from audit.queries import sql_dir
 
     pkg_dir = os.path.dirname(os.path.abspath(audit.__file__))
     tmp = tempfile.mkdtemp(prefix="koa-pyfiles-")

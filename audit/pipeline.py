@@ -287,7 +287,7 @@ def _audit(
     cfg: AuditConfig, spark: SparkSession, src, started: float, started_at: str, tuning, stage: _Stage
 ) -> RunResult:
     """The audit after the checks: read ``src``, judge, write the outputs (see :func:`run`)."""
-    from .judge import parse_ahead
+    from .queries import parse_ahead
     from .tables import conform
 
     parse_ahead(spark)

@@ -13,7 +13,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .judge import TIMELINE_TYPE, epoch_end_offsets_sql, load_sql, project_findings
+from .judge import TIMELINE_TYPE, project_findings
+from .queries import epoch_end_offsets_sql, load_sql
 
 #: finding -> SQL file of the share rules (their findings carry ``group_type = 'share'``)
 SHARE_RULES = {

@@ -102,6 +102,19 @@ _CDS_LOG = (
 )
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` of this host exists (a pid of 0 or less: no)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class ClassDataArchive:
     """The embedded driver JVM's AppCDS archive (JDK 13+ dynamic archive, JEP 350), kept in a cache directory.
 
@@ -207,8 +220,6 @@ class ClassDataArchive:
         import json
         import subprocess
         import tempfile
-
-        from .report.outputs import pid_alive
 
         busy = None
         for orphan in glob.glob(f"{self.path[:-4]}.dumping-*.jsa"):  # a run that failed before recording its JVM

@@ -4,6 +4,7 @@ would reformat nothing; mypy passes on ``audit/``."""
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 import sys
 
 from .paths import REPO
@@ -38,3 +39,24 @@ def test_mypy_finds_nothing():
         [sys.executable, "-m", "mypy", "--no-incremental"], cwd=REPO, capture_output=True, text=True, timeout=900
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def test_import_layers_hold():
+    """``lint-imports`` (import-linter): the layer and independence contracts of ``[tool.importlinter]`` in
+    pyproject.toml hold, so no import cycle and no import up the layers can come back unnoticed."""
+    import shutil
+
+    exe = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or "lint-imports"
+    proc = subprocess.run(
+        [exe, "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=300, env=_with_repo_on_path()
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "0 broken" in proc.stdout, proc.stdout[-2000:]
+
+
+def _with_repo_on_path() -> dict:
+    import os
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    return env

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from audit.judge import load_sql, with_verdicts
+from audit.judge import with_verdicts
+from audit.queries import load_sql
 from audit.sources.logdirs import PARTITION_STATE_DDL, REMOTE_TIER_DDL, _bounds
 
 AUTH_DDL = (

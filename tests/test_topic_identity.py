@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from audit.judge import load_sql
+from audit.queries import load_sql
 from audit.sources.logdirs import topic_id_mismatches
 
 REPLICAS = "broker_id int, topic string, partition int, topic_id string, log_end_offset long"

@@ -32,6 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..sources import fs
+from ..spark import pid_alive
 
 SEVERITY_ORDER = ["critical", "error", "warning", "info"]
 CONSOLE_FINDINGS = 50
@@ -140,19 +141,6 @@ def _step(name: str) -> None:
         import signal
 
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process ``pid`` of this host exists (a pid of 0 or less: no)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class StagedOutput:

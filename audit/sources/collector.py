@@ -1346,8 +1346,8 @@ class OffsetCollector:
                             offset = p.old_style_offsets[0]
                         yield t.name, p.partition_index, p.error_code, offset
 
-            def on_ok(entry: tuple, broker: Broker, offset: int | None) -> None:
-                if entry[2] == EARLIEST_LOCAL:
+            def on_ok(entry: tuple, broker: Broker, offset: int) -> None:
+                if entry[2] == EARLIEST_LOCAL:  # a broker may answer it without an offset: left unknown
                     if offset is not None and offset >= 0:
                         offsets[(entry[0], entry[1])][EARLIEST_LOCAL] = int(offset)
                     else:

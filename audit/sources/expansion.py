@@ -90,7 +90,7 @@ def expansion_offsets(
     """
     if leader_timeline is None:
         return None
-    from ..judge import load_sql
+    from ..queries import load_sql
     from .logdirs import spark_schema
 
     leader_timeline.createOrReplaceTempView("leader_timeline")

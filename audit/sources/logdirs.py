@@ -1045,7 +1045,7 @@ def _remote_tier(spark: SparkSession, inv: Inventory) -> tuple[DataFrame | None,
     if not segs:
         return None, None, []
     from ..formats.remote_log_metadata import REMOTE_RAW_SCHEMA
-    from ..judge import load_sql
+    from ..queries import load_sql
 
     uris = [u for u, _ in segs]
     raw = _binary(spark, uris, [z for _, z in segs]).mapInArrow(
@@ -1157,7 +1157,7 @@ def _metadata_state(spark, meta_reps: list[Replica], ends: dict[int, int | None]
         F.when(F.col("issue_reason").isNotNull(), F.lit(0)).otherwise(F.lit(1)).alias("records_affected"),
     )
     meta.createOrReplaceTempView("metadata_records")
-    from ..judge import load_sql
+    from ..queries import load_sql
 
     state = spark.sql(load_sql("metadata_replay")).localCheckpoint()
 
