@@ -13,6 +13,7 @@ from typing import NoReturn
 from pydantic import ValidationError
 
 from . import __version__
+from .tables import FAIL_ON_CHOICES
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -32,7 +33,7 @@ def build_parser(prog: str = "kafka-offset-audit") -> argparse.ArgumentParser:
     d.add_argument("--mode", choices=["latest", "history"], default="latest")
     d.add_argument(
         "--fail-on",
-        choices=["critical", "error", "warning", "never"],
+        choices=list(FAIL_ON_CHOICES),
         default="never",
         help="demo default: never (the scenario has findings on purpose)",
     )
@@ -91,7 +92,7 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
     )
     a.add_argument(
         "--fail-on",
-        choices=["critical", "error", "warning", "never"],
+        choices=list(FAIL_ON_CHOICES),
         default="error",
         help="exit 1 when a finding of this severity or worse exists (default: error)",
     )

@@ -23,6 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from .queries import epoch_end_offsets_sql, load_sql
+from .tables import FINDING_COLUMNS, FINDING_TYPES, SEVERITY_RANK
 from .spark import in_parallel, small_settings
 
 #: finding name -> SQL file (without .sql) in ``sql/``; order = tie-break for verdicts.
@@ -39,56 +40,6 @@ RULES = {
 #: rules that need a view only some sources give: run only when :func:`judge` gets it
 OPTIONAL_INPUTS = {"REPLICA_DIVERGENCE": "replicas", "PARTITION_EXPANSION_ORDER": "expansion_offsets"}
 TIMELINE_TYPE = "array<struct<epoch:int, started_at:timestamp, leader:int, unclean:boolean>>"
-SEVERITY_RANK = {"critical": 4, "error": 3, "warning": 2, "info": 1}
-
-FINDING_COLUMNS = [
-    "group_id",
-    "topic",
-    "partition",
-    "finding",
-    "severity",
-    "committed_offset",
-    "committed_leader_epoch",
-    "commit_timestamp",
-    "divergence_offset",
-    "records_at_risk",
-    "epoch_end_offset",
-    "log_start_offset",
-    "log_end_offset",
-    "previous_offset",
-    "previous_leader_epoch",
-    "answered_by_broker",
-    "detail",
-    "cause",
-    "cause_leader_epoch",
-    "cause_leader",
-    "cause_time",
-    "replica_broker",
-    "groups_consumed",
-    "offset_at_expansion",
-    "expansion_partition",
-]
-FINDING_TYPES = {
-    "cause": "string",
-    "cause_leader_epoch": "int",
-    "cause_leader": "int",
-    "cause_time": "timestamp",
-    "partition": "int",
-    "committed_offset": "bigint",
-    "committed_leader_epoch": "int",
-    "divergence_offset": "bigint",
-    "records_at_risk": "bigint",
-    "epoch_end_offset": "bigint",
-    "log_start_offset": "bigint",
-    "log_end_offset": "bigint",
-    "previous_offset": "bigint",
-    "previous_leader_epoch": "int",
-    "answered_by_broker": "int",
-    "replica_broker": "int",
-    "groups_consumed": "array<string>",
-    "offset_at_expansion": "bigint",
-    "expansion_partition": "int",
-}
 
 
 def register_context(

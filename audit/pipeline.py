@@ -21,12 +21,13 @@ from . import __version__
 from .commits import live_commits, with_transaction_state
 from .formats.offsets import RECORD_TYPE_NAMES
 from .groups import DEFAULT_STALE_AFTER_SECONDS, group_status
-from .judge import SEVERITY_RANK, judge, with_verdicts
+from .judge import judge, with_verdicts
 from .owners import group_tables, subscribed_topics, with_owners
 from .report.outputs import StagedOutput, check_output_parent, check_output_target, console_table
 from .sources.logdirs import cache_disagreements
 from .sources.source import open_source
 from .spark import in_parallel
+from .tables import SEVERITIES, failing_severities, fails
 
 #: the decoded columns the commit and summary stages read (file names stay in ``raw`` for issues)
 RECORD_COLUMNS = [
@@ -59,7 +60,6 @@ RECORD_COLUMNS = [
     "group_owners",
     "member_id",
 ]
-FAIL_ON = {"critical": 4, "error": 3, "warning": 2, "never": 99}
 #: exit status of a run whose stage failed (an internal error; :class:`AuditInternalError`); the CLI's others: 0 clean,
 #: 1 findings or a failed suite, 2 usage, input or cluster (:func:`usage_errors`)
 EXIT_INTERNAL = 3
@@ -574,8 +574,7 @@ def _rules_not_run(cfg: AuditConfig, state) -> dict:
 
 def _exit_code(cfg: AuditConfig, summary: dict) -> int:
     """1 when a finding reaches ``--fail-on`` or the expectation suite failed, else 0."""
-    worst = max([SEVERITY_RANK[s] for s, n in summary["findings"]["by_severity"].items() if n] or [0])
-    code = 1 if worst >= FAIL_ON[cfg.fail_on] else 0
+    code = 1 if fails(cfg.fail_on, summary["findings"]["by_severity"]) else 0
     if summary.get("reports", {}).get("expectations", {}).get("success") is False:
         code = 1
     return code
@@ -654,8 +653,7 @@ def _reports(
     failed = object()
     try:
         ecfg = load_expectations_config(cfg.expectations_config)
-        ranked = [s for s, r in SEVERITY_RANK.items() if r >= FAIL_ON[cfg.fail_on]]
-        ecfg = ecfg.model_copy(update={"fail_on_severities": ranked})
+        ecfg = ecfg.model_copy(update={"fail_on_severities": failing_severities(cfg.fail_on)})
         # the suite (mostly Python: GX's pandas engine for small tables) runs while the report's queries do
         from concurrent.futures import ThreadPoolExecutor
 
@@ -815,7 +813,7 @@ def _summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
         }
         for r in where_rows
     ]
-    sev = {s: 0 for s in SEVERITY_RANK}
+    sev = {s: 0 for s in SEVERITIES}
     names: dict[str, Any] = {}
     name_sev: list = []
     for r in finding_counts:

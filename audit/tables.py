@@ -13,6 +13,28 @@ columns non-null.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
+
+#: The findings' severities, most severe first: every ranking, count and ``--fail-on`` gate derives from this.
+SEVERITIES: tuple[str, ...] = ("critical", "error", "warning", "info")
+#: severity -> rank, higher is more severe (critical 4 ... info 1)
+SEVERITY_RANK: dict[str, int] = {s: len(SEVERITIES) - i for i, s in enumerate(SEVERITIES)}
+#: ``--fail-on`` choices: a severity (it and every more severe one fail the run) or ``never``
+FAIL_ON_CHOICES: tuple[str, ...] = (*SEVERITIES[:-1], "never")
+
+
+def failing_severities(fail_on: str) -> list[str]:
+    """The severities that fail a run under ``--fail-on fail_on``, most severe first (``never``: none).
+    Raises ``ValueError`` for a value not in :data:`FAIL_ON_CHOICES`."""
+    if fail_on not in FAIL_ON_CHOICES:
+        raise ValueError(f"--fail-on takes one of {', '.join(FAIL_ON_CHOICES)}, not {fail_on!r}")
+    return [] if fail_on == "never" else list(SEVERITIES[: SEVERITIES.index(fail_on) + 1])
+
+
+def fails(fail_on: str, by_severity: Mapping[str, int]) -> bool:
+    """Whether findings counted by severity (``summary.json``'s ``findings.by_severity``) fail the run under
+    ``--fail-on fail_on``."""
+    return any(by_severity.get(s, 0) for s in failing_severities(fail_on))
 
 
 @dataclass(frozen=True)
@@ -277,6 +299,13 @@ TABLES: dict[str, list[Column]] = {
         _c("previous_records_at_risk", "bigint", "change new, or no finding counted records then"),
     ],
 }
+
+
+#: the columns every rule's query returns, in order: ``findings/`` without the group's type and owner columns, which
+#: are joined on after judging (:func:`audit.judge.project_findings`)
+FINDING_COLUMNS: list[str] = [c.name for c in TABLES["findings"] if c.name not in {o.name for o in _OWNER}]
+#: their Spark SQL types
+FINDING_TYPES: dict[str, str] = {c.name: c.type for c in TABLES["findings"] if c.name in FINDING_COLUMNS}
 
 
 def ddl(name: str) -> str:

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from audit import tables as contract
-from audit.judge import SEVERITY_RANK
+from audit.tables import SEVERITY_RANK
 from tests.test_live_pipeline import live_run  # noqa: F401 - the recorded live cluster, replayed (a fixture)
 
 FINDINGS = [

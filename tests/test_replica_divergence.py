@@ -3,7 +3,8 @@ leader-epoch cache names an older epoch than the authoritative one's is where Ka
 
 from datetime import datetime
 
-from audit.judge import FINDING_COLUMNS, TIMELINE_TYPE, judge
+from audit.judge import TIMELINE_TYPE, judge
+from audit.tables import FINDING_COLUMNS
 from tests.test_rules import BOUNDS, COMMITS, EPOCHS
 
 REPLICAS = "broker_id int, topic string, partition int, log_end_offset long, high_watermark long, damage string"

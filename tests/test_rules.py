@@ -5,7 +5,8 @@ from datetime import datetime
 import pytest
 
 from audit.formats.checkpoints import end_offset_for
-from audit.judge import FINDING_COLUMNS, judge, with_verdicts
+from audit.judge import judge, with_verdicts
+from audit.tables import FINDING_COLUMNS
 
 COMMITS = (
     "group_id string, topic string, partition int, committed_offset long, committed_leader_epoch int, "
@@ -398,3 +399,20 @@ def test_verdict_is_most_severe_finding(spark):
     assert {"LOG_TRUNCATION", "OFFSET_OUT_OF_RANGE", "BEHIND_METADATA_EPOCH"} <= names
     v = with_verdicts(c, f).collect()
     assert [(r.committed_offset, r.verdict) for r in v] == [(130, "LOG_TRUNCATION")]
+
+
+def test_one_severity_order_and_fail_on_gate():
+    """The severities, their ranks and the --fail-on gate are declared once (audit.tables); the CLI's choices and
+    the pipeline's config type follow them."""
+    import typing
+
+    from audit.pipeline import AuditConfig
+    from audit.tables import FAIL_ON_CHOICES, SEVERITIES, SEVERITY_RANK, failing_severities, fails
+
+    assert sorted(SEVERITY_RANK, key=SEVERITY_RANK.get, reverse=True) == list(SEVERITIES)
+    assert typing.get_args(AuditConfig.model_fields["fail_on"].annotation) == FAIL_ON_CHOICES
+    assert failing_severities("error") == ["critical", "error"] and failing_severities("never") == []
+    assert fails("error", {"critical": 0, "error": 1}) and not fails("critical", {"error": 5, "warning": 1})
+    assert not fails("never", {"critical": 3})
+    with pytest.raises(ValueError):
+        failing_severities("info")

@@ -68,12 +68,29 @@ def test_matches_java_consumer_verdict(tables, row):
     [r for r in TRUTH if r.get("offsets_for_leader_epoch_response")],
     ids=lambda r: f"{r['group']}:{r['topic']}-{r['partition']}",
 )
-def test_epoch_end_offset_equals_leader_answer(tables, row):
-    """Every finding row carries the end offset the real leader answered for the committed epoch."""
+def test_epoch_end_offset_equals_leader_answer(tables, leader_answers, row):
+    """The audit's OffsetsForLeaderEpoch answer for every committed epoch, with a finding or without, is the one the
+    real leader gave; every finding row carries it."""
     _result, findings, _committed = tables
+    want = row["offsets_for_leader_epoch_response"]
+    got = leader_answers[(row["topic"], row["partition"], row["committed_leader_epoch"])]
+    assert got == (want["leader_epoch"], want["end_offset"]), row
     for f in _findings_for(findings, row):
         if f["committed_leader_epoch"] >= 0:
-            assert f["epoch_end_offset"] == row["offsets_for_leader_epoch_response"]["end_offset"]
+            assert f["epoch_end_offset"] == want["end_offset"]
+
+
+@pytest.fixture(scope="module")
+def leader_answers(spark, scenario_latest):
+    """(topic, partition, requested epoch) -> (leader epoch, end offset): ``sql/epoch_end_offsets.sql`` (the judge's
+    OffsetsForLeaderEpoch view) over the audit's own ``epochs/``, ``bounds/`` and ``committed_offsets/`` output."""
+    from audit.queries import epoch_end_offsets_sql
+
+    _result, out = scenario_latest
+    for name in ("epochs", "bounds", "committed_offsets"):
+        spark.read.parquet(str(out / name)).createOrReplaceTempView(f"gt_{name}")
+    rows = spark.sql(epoch_end_offsets_sql("gt_committed_offsets", "gt_epochs", "gt_bounds")).collect()
+    return {(r["topic"], r["partition"], r["requested_epoch"]): (r["leader_epoch"], r["end_offset"]) for r in rows}
 
 
 def test_exact_truncation_and_out_of_range_sets(tables):

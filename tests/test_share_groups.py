@@ -117,7 +117,8 @@ def test_vectorised_path_agrees_with_the_record_by_record_decoder():
             tags = b"\x00" if i % 10 else b"\x01\x07\x01\x00"  # an unknown tagged field in a batch: skipped
             records.append((key(1, f"g{i}", i), update(i + 1, i * 10, batches, dcc, batch_tags=tags)))
     rows = decode(records)
-    for (k, v), row in zip(records, rows):
+    assert len(rows) == len(records)
+    for (k, v), row in zip(records, rows, strict=True):
         want = decode_share_state_value(v, row["record_type"])
         assert decode_share_state_key(k)[1:] == (row["group_id"], row["topic_id"], row["partition"])
         assert row["decode_error"] is None

@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from audit.sources import fs
+from audit.tables import FINDING_COLUMNS
 from audit.report.expectations_config import (
     ConfigSource,
     ExpectationsConfig,
@@ -74,33 +75,6 @@ ALL_ASSETS: Tuple[str, ...] = PARQUET_ASSETS + ("groups", "summary")
 #: Tables that must exist; the others are validated only when present.
 REQUIRED_ASSETS: Tuple[str, ...] = ("findings", "committed_offsets", "epochs", "bounds")
 
-FINDINGS_COLUMNS = (
-    "group_id",
-    "topic",
-    "partition",
-    "finding",
-    "severity",
-    "committed_offset",
-    "committed_leader_epoch",
-    "commit_timestamp",
-    "divergence_offset",
-    "records_at_risk",
-    "epoch_end_offset",
-    "log_start_offset",
-    "log_end_offset",
-    "previous_offset",
-    "previous_leader_epoch",
-    "answered_by_broker",
-    "detail",
-    "cause",
-    "cause_leader_epoch",
-    "cause_leader",
-    "cause_time",
-    "replica_broker",
-    "groups_consumed",
-    "offset_at_expansion",
-    "expansion_partition",
-)
 #: ``cause`` of a LOG_TRUNCATION (``sql/finding_log_truncation.sql``).
 TRUNCATION_CAUSES = ("unclean_election", "replica_divergence", "stale_client_epoch", "unknown")
 COMMITTED_COLUMNS = (
@@ -297,7 +271,7 @@ def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
 
     # findings ---------------------------------------------------------------------
     f_checks: List[Tuple[str, Any]] = [
-        ("columns", columns(FINDINGS_COLUMNS)),
+        ("columns", columns(FINDING_COLUMNS)),
         ("group_id_not_null", E.ExpectColumnValuesToNotBeNull(column="group_id", row_condition=per_group)),
         ("topic_not_null", not_null("topic")),
         ("partition_not_negative", E.ExpectColumnValuesToBeBetween(column="partition", min_value=0)),

@@ -21,6 +21,8 @@ from typing import Any, Dict, List, Literal, Mapping, Optional, Tuple, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..tables import SEVERITIES
+
 #: Finding names of the audit contract (AUDIT_RULES.md).
 KNOWN_FINDINGS: Tuple[str, ...] = (
     "LOG_TRUNCATION",
@@ -34,7 +36,7 @@ KNOWN_FINDINGS: Tuple[str, ...] = (
 )
 
 #: Severities, most severe first.
-KNOWN_SEVERITIES: Tuple[str, ...] = ("critical", "error", "warning", "info")
+KNOWN_SEVERITIES: Tuple[str, ...] = SEVERITIES
 
 #: Which severities each finding may carry (AUDIT_RULES.md's table).
 DEFAULT_FINDING_SEVERITIES: Dict[str, List[str]] = {

@@ -8,7 +8,7 @@ to false to keep ``run_id`` and ``run_date`` strings):
   (UTC), output string, exit_status int, findings_total/critical/error/warning/info bigint,
   group_partitions bigint, records_read bigint, records_skipped bigint, summary_json string;
 * ``findings/run_date=YYYY-MM-DD/run_id=ID/attempt=A/`` -- the run's findings table
-  (:data:`audit.judge.FINDING_COLUMNS` and the owner columns) plus run_time;
+  (:data:`audit.tables.FINDING_COLUMNS` and the owner columns) plus run_time;
 * ``groups/run_date=YYYY-MM-DD/run_id=ID/attempt=A/`` -- the run's ``groups`` table (``audit.tables``) plus
   run_time (runs appended before the table existed have none).
 
@@ -232,7 +232,7 @@ def _one_per_key(findings: DataFrame) -> DataFrame:
     """The most severe (then newest) finding per key, with ``_subject``: the group, or for a finding without
     one (REPLICA_DIVERGENCE) its replica's broker, so such rows compare across runs (a null never joins)."""
     from pyspark.sql.window import Window
-    from ..judge import SEVERITY_RANK
+    from ..tables import SEVERITY_RANK
 
     broker = F.col("replica_broker").cast("string") if "replica_broker" in findings.columns else F.lit(None)
     findings = findings.withColumn(

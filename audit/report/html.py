@@ -43,9 +43,9 @@ from collections import defaultdict
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..sources import fs
-from ..tables import TABLES
+from ..tables import SEVERITIES, TABLES
 from .plots import fmt_ts as _fmt_ts
-from .plots import SEVERITY_ORDER, plot_group_chart, plot_partition
+from .plots import plot_group_chart, plot_partition
 
 REPORT_FILENAME = "report.html"
 #: findings per page of the findings table (the page's script pages and filters them)
@@ -111,10 +111,10 @@ def _severity_rank_expr(col_name: str = "severity"):
     from pyspark.sql import functions as F
 
     expr = None
-    for rank, sev in enumerate(SEVERITY_ORDER):
+    for rank, sev in enumerate(SEVERITIES):
         cond = F.col(col_name) == F.lit(sev)
         expr = F.when(cond, F.lit(rank)) if expr is None else expr.when(cond, F.lit(rank))
-    return expr.otherwise(F.lit(len(SEVERITY_ORDER)))  # type: ignore[union-attr]  # SEVERITY_ORDER is not empty
+    return expr.otherwise(F.lit(len(SEVERITIES)))  # type: ignore[union-attr]  # SEVERITIES is not empty
 
 
 def _read_parquet(spark, tables_dir: str, name: str):
@@ -155,17 +155,15 @@ def _collect_group_counts(findings_df, max_groups: int) -> Tuple[Dict[str, Dict[
         findings_df.where(F.col("group_id").isNotNull())
         .groupBy("group_id")
         .agg(
-            *[F.sum(F.when(F.col("severity") == s, 1).otherwise(0)).alias(s) for s in SEVERITY_ORDER],
+            *[F.sum(F.when(F.col("severity") == s, 1).otherwise(0)).alias(s) for s in SEVERITIES],
             F.count(F.lit(1)).alias("_total"),
         )
     )
     n_groups = per_group.count()
     rows = (
-        per_group.orderBy(F.col(SEVERITY_ORDER[0]).desc(), F.col("_total").desc(), "group_id")
-        .limit(max_groups)
-        .collect()
+        per_group.orderBy(F.col(SEVERITIES[0]).desc(), F.col("_total").desc(), "group_id").limit(max_groups).collect()
     )
-    return {r["group_id"]: {s: int(r[s] or 0) for s in SEVERITY_ORDER} for r in rows}, n_groups
+    return {r["group_id"]: {s: int(r[s] or 0) for s in SEVERITIES} for r in rows}, n_groups
 
 
 def _collect_plot_partitions(findings_df, max_plots: int):
@@ -557,7 +555,7 @@ def _summary_view(
         ("Records read by type", _counts_items(read.get("by_record_type"))),
         ("Records read by value version", _counts_items(read.get("by_value_version"))),
         ("Records skipped by reason", _counts_items(skipped.get("by_reason"))),
-        ("Findings by severity", _counts_items(found.get("by_severity"), SEVERITY_ORDER)),
+        ("Findings by severity", _counts_items(found.get("by_severity"), SEVERITIES)),
         ("Findings by name", _counts_items(found.get("by_name"))),
         ("Latest commits by verdict", _counts_items(verdicts, ("OK",))),
     ]
@@ -910,7 +908,7 @@ def write_html_report(
             todo=_todo_view(statuses, rows, total),
             changes=_changes_view(history, change_rows, max_changes, gchange_rows),
             findings=_findings_view(rows, total, max_findings),
-            severities=SEVERITY_ORDER,
+            severities=SEVERITIES,
             groups=groups,
             plots=plots,
             plots_left_out=max(0, n_tp - len(plot_rows)),

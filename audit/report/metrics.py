@@ -54,14 +54,14 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest, push_to
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..judge import SEVERITY_RANK as _SEV_RANK
+from ..tables import SEVERITIES
+from ..tables import SEVERITY_RANK as _SEV_RANK
 
 METRICS_FILENAME = "metrics.prom"
 PREFIX = "kafka_offset_audit"
 DEFAULT_JOB = "kafka_offset_audit"
 #: per-group-partition series kept by default (x5 metrics each): Prometheus cardinality, not memory, is the limit
 DEFAULT_MAX_GROUP_PARTITIONS = 50_000
-SEVERITIES = ("critical", "error", "warning", "info")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 
 

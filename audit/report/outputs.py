@@ -33,8 +33,8 @@ from pyspark.sql import functions as F
 
 from ..sources import fs
 from ..spark import pid_alive
+from ..tables import SEVERITIES, TABLES
 
-SEVERITY_ORDER = ["critical", "error", "warning", "info"]
 CONSOLE_FINDINGS = 50
 
 
@@ -337,7 +337,7 @@ def console_table(
             F.concat(F.lit("("), F.coalesce(opt(f_cols, "owner_client_host"), F.lit("?")), F.lit(")")),
         ),
     )
-    sev = F.create_map(*[x for i, s in enumerate(SEVERITY_ORDER) for x in (F.lit(s), F.lit(i))])
+    sev = F.create_map(*[x for i, s in enumerate(SEVERITIES) for x in (F.lit(s), F.lit(i))])
     frows = (
         findings.orderBy(sev[F.col("severity")], "group_id", "topic", "partition", "finding")
         .select(
@@ -478,16 +478,8 @@ def _table(heads: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(heads)] + [line(r) for r in rows])
 
 
-OUTPUT_TABLES = (
-    "findings",
-    "committed_offsets",
-    "groups",
-    "commits",
-    "epochs",
-    "bounds",
-    "leader_timeline",
-    "broker_timeline",
-)
+#: the tables ``--table-prefix`` registers (those the run wrote): every table of the output contract
+OUTPUT_TABLES = tuple(TABLES)
 
 
 def register_tables(spark: SparkSession, output: str, prefix: str) -> list[str]:

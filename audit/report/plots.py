@@ -10,8 +10,9 @@ import io
 from collections import defaultdict
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..tables import SEVERITIES
+
 #: Most severe first (the order of the findings table and of the stacked chart).
-SEVERITY_ORDER: Tuple[str, ...] = ("critical", "error", "warning", "info")
 SEVERITY_COLORS: Dict[str, str] = {
     "critical": "#b3001b",
     "error": "#e8590c",
@@ -65,7 +66,7 @@ def plot_group_chart(group_counts: Dict[str, Dict[str, int]]) -> Optional[str]:
     fig = _new_figure(9.5, max(1.6, 0.38 * len(groups) + 1.0))
     ax = fig.add_subplot(111)
     left = [0] * len(groups)
-    for sev in SEVERITY_ORDER:
+    for sev in SEVERITIES:
         vals = [group_counts[g][sev] for g in groups]
         if any(vals):
             ax.barh(groups, vals, left=left, color=SEVERITY_COLORS[sev], label=sev)
@@ -317,8 +318,8 @@ def _verdict_color(verdict: str) -> str:
 
 def _verdict_rank(verdict: str) -> int:
     if verdict == "OK":
-        return len(SEVERITY_ORDER)
-    return SEVERITY_ORDER.index(_VERDICT_SEVERITY.get(verdict, "error"))
+        return len(SEVERITIES)
+    return SEVERITIES.index(_VERDICT_SEVERITY.get(verdict, "error"))
 
 
 def _broker_order(leaders):
