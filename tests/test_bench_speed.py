@@ -82,3 +82,31 @@ def test_every_target_met():
     assert ok and "(1 pair, medians)" in rows[0][1]
     rows, ok = table(_results(heap_100m=450.0, lc_seconds=36.0))  # 37 / 29 = 1.28x
     assert rows[7][4] == "FAIL" and not ok
+
+
+def test_a_larger_run_that_is_not_slower_measures_nothing_and_fails():
+    """Noise, not a rate: when the larger run takes no longer than the smaller one, the marginal rate is not
+    measured and its rows fail (an infinite rate once passed)."""
+    res = _results()
+    res["m20.json"]["rows"][1]["run_seconds"] = 20.0  # 20M commits as fast as 10k
+    rows, ok = table(res)
+    assert rows[2][4] == "FAIL" and "not measured" in rows[2][2]
+    assert rows[3][4] == "FAIL" and rows[3][2] == "-"
+    assert not ok
+
+
+def test_run_benchmark_marginal_rate_needs_a_slower_larger_run():
+    """bench/run_benchmark.py's marginal-rate target: a rate only when the larger run took longer."""
+    from bench.run_benchmark import TARGET_MARGINAL, evaluate
+
+    def row(n, seconds):
+        return {"n": n, "run_seconds": seconds, "commits_per_second": n / seconds}
+
+    def marginal(rows):
+        (t,) = [t for t in evaluate(rows) if t["target"].startswith("marginal rate (")]
+        return t
+
+    same = marginal([row(10_000, 20.0), row(20_000_000, 20.0)])
+    assert same["pass"] is False and "not measured" in same["value"]
+    fast = (20_000_000 - 10_000) / (TARGET_MARGINAL * 2)  # twice the target's rate
+    assert marginal([row(10_000, 20.0), row(20_000_000, 20.0 + fast)])["pass"] is True
