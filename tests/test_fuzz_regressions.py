@@ -19,6 +19,9 @@ import pytest
 
 from bench.fuzz_harnesses import HARNESSES, REGRESSION_DIR, SEED_DIR, saved_inputs
 
+from .work import OverBudget as _OverBudget
+from .work import calls
+
 REPO = Path(__file__).resolve().parents[1]
 BLOWUP_MB = 256
 #: function calls (Python and builtin) one input may take through its harness: the costliest committed input takes
@@ -47,30 +50,6 @@ def _alarm(signum, frame):
     raise _Hang()
 
 
-class _OverBudget(BaseException):  # not an Exception: no harness or decoder may swallow it
-    pass
-
-
-def calls(fn, budget: int = MAX_CALLS) -> int:
-    """The Python and builtin function calls ``fn()`` makes (``sys.setprofile``'s ``call`` and ``c_call``
-    events); raises :class:`_OverBudget` as soon as they pass ``budget``, so a loop without end ends too."""
-    n = 0
-
-    def count(frame, event, arg):
-        nonlocal n
-        if event in ("call", "c_call"):
-            n += 1
-            if n > budget:
-                raise _OverBudget(f"more than {budget:,} calls")
-
-    sys.setprofile(count)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-    return n
-
-
 def test_every_harness_has_seeds_and_the_regressions_name_their_harness():
     for name in HARNESSES:
         assert saved_inputs(SEED_DIR, name), f"no committed seed for {name}"
@@ -83,11 +62,21 @@ def test_every_harness_has_seeds_and_the_regressions_name_their_harness():
     assert total < 2 << 20
 
 
+@pytest.fixture(scope="module", autouse=True)
+def warm_harnesses():
+    """Each harness run once on its first seed, uncounted: the lazy imports (pandas, codecs) of a first call are
+    not an input's work, and a budget overrun must never interrupt an import half-way."""
+    for name, harness in HARNESSES.items():
+        seeds = saved_inputs(SEED_DIR, name)
+        if seeds:
+            harness.fn(seeds[0].read_bytes())
+
+
 @pytest.mark.parametrize("name,path", CASES)
 def test_input_replays_without_crash_in_bounded_work(name, path):
     data = path.read_bytes()
     try:
-        calls(lambda: HARNESSES[name].fn(data))
+        calls(lambda: HARNESSES[name].fn(data), MAX_CALLS)
     except _OverBudget:
         pytest.fail(f"{path.name}: more than {MAX_CALLS:,} function calls")
 
