@@ -4,7 +4,8 @@ Input views (the contract between sources and judge, see DESIGN.md):
 
 * ``commits`` — live commits (:func:`audit.commits.live_commits`), with ``is_latest``;
 * ``epochs`` — topic, partition, broker_id, leader_epoch int, start_offset long, is_leader boolean;
-* ``bounds`` — topic, partition, log_start_offset, log_end_offset, high_watermark (long),
+* ``bounds`` — topic, partition, log_start_offset, local_log_start_offset (tiered storage: the first offset on the
+  leader's disk; optional), log_end_offset, high_watermark (long),
   answered_by_broker int, authority string, history_captured_at timestamp, caches_disagree
   boolean, unclean_elections int, last_unclean_election timestamp; optional (KRaft metadata log):
   metadata_leader_epoch int, epoch_timeline array<struct<epoch int, started_at timestamp, leader int, unclean boolean>>;
