@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .client import LabClient
+from .client import LabClient, LabError
 from .cluster import KafkaCluster
 from . import kafka_dist
 
@@ -92,7 +92,15 @@ class Scenario:
     def wait_for(self, what: str, cond, topics, timeout: float = 60):
         deadline = time.monotonic() + timeout
         while True:
-            state = self.describe(topics)
+            try:
+                state = self.describe(topics)
+            except LabError as exc:
+                # a topic just created: the broker that answered may not have its metadata yet (Kafka 3.9 answers
+                # UnknownTopicOrPartition for a moment after CreateTopics returns)
+                if "UnknownTopicOrPartition" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
+                continue
             if all(cond(s) for s in state.values()):
                 self.step("waited", what=what)
                 return state
