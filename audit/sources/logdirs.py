@@ -983,18 +983,7 @@ def read_log_dirs(
     if remote_issues is not None:
         issues.append(remote_issues)
     if share_raw is not None:
-        issues.append(
-            share_raw.where(F.col("decode_error").isNotNull()).select(
-                F.col("source_file").alias("file"),
-                "position",
-                F.col("decode_error").alias("reason"),
-                F.coalesce(
-                    F.col("detail"),
-                    F.concat(F.lit("__share_group_state record at offset "), F.col("offset").cast("string")),
-                ).alias("detail"),
-                F.col("records_affected"),
-            )
-        )
+        issues.append(decoder_issues(share_raw, SHARE_STATE_TOPIC))
     read_issues = issues[0]
     for d in issues[1:]:
         read_issues = read_issues.unionByName(d)
@@ -1052,17 +1041,23 @@ def _remote_tier(spark: SparkSession, inv: Inventory) -> tuple[DataFrame | None,
         _decode_remote_metadata_files, spark_schema(REMOTE_RAW_SCHEMA)
     )
     raw.createOrReplaceTempView("remote_log_metadata")
-    issues = raw.where(F.col("decode_error").isNotNull()).select(
+    return spark.sql(load_sql("remote_tier")), decoder_issues(raw, REMOTE_LOG_METADATA_TOPIC), uris
+
+
+def decoder_issues(raw: DataFrame, topic: str) -> DataFrame:
+    """The read-issue rows (file, position, reason, detail, records_affected) of a decoder's output with
+    ``source_file, position, offset, decode_error, detail, records_affected`` columns (the share-state and
+    remote-log-metadata raw schemas): its skipped batches and undecodable records of ``topic``."""
+    return raw.where(F.col("decode_error").isNotNull()).select(
         F.col("source_file").alias("file"),
         "position",
         F.col("decode_error").alias("reason"),
         F.coalesce(
             F.col("detail"),
-            F.concat(F.lit("__remote_log_metadata record at offset "), F.col("offset").cast("string")),
+            F.concat(F.lit(f"{topic} record at offset "), F.col("offset").cast("string")),
         ).alias("detail"),
         F.col("records_affected"),
     )
-    return spark.sql(load_sql("remote_tier")), issues, uris
 
 
 def _decode_remote_metadata_files(batches):
