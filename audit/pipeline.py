@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from . import __version__
@@ -23,10 +23,10 @@ from .formats.offsets import RECORD_TYPE_NAMES
 from .groups import DEFAULT_STALE_AFTER_SECONDS, group_status
 from .judge import judge, with_verdicts
 from .owners import group_tables, subscribed_topics, with_owners
-from .report.outputs import StagedOutput, check_output_parent, check_output_target, console_table
+from .report.outputs import StagedOutput, check_output_parent, check_output_target, console_queries, render_console
 from .sources.logdirs import cache_disagreements
 from .sources.source import open_source
-from .spark import in_parallel
+from .spark import collect_together, in_parallel
 from .tables import SEVERITIES, failing_severities, fails
 
 #: the decoded columns the commit and summary stages read (file names stay in ``raw`` for issues)
@@ -283,27 +283,93 @@ def run(
         raise AuditInternalError(stage.name, exc) from exc
 
 
-def _audit(
-    cfg: AuditConfig, spark: SparkSession, src, started: float, started_at: str, tuning, stage: _Stage
-) -> RunResult:
-    """The audit after the checks: read ``src``, judge, write the outputs (see :func:`run`)."""
-    from .queries import parse_ahead
-    from .tables import conform
+@dataclass
+class Decoded:
+    """The decode stage's result.  ``raw``: every decoded record, read issue and control record
+    (:data:`audit.formats.offsets.RAW_SCHEMA` with ``txn_state``; lazy, read again only by the summary);
+    ``records``: its ``kind='record'`` rows (:data:`RECORD_COLUMNS`); ``commits``: the live commits in scope
+    (:func:`audit.commits.live_commits`, materialised once); ``n_live``/``n_latest``: live commits and
+    group-partitions; ``share_raw``: ``__share_group_state`` decoded (None when not read); ``share_topics``: the
+    share groups' topics in scope (a live cluster) or None."""
 
-    parse_ahead(spark)
-    stage("decode")
-    raw1 = src.read_offsets()
-    recovered = src.recovered
-    raw = with_transaction_state(raw1, all_rows=True)
+    raw: DataFrame
+    records: DataFrame
+    commits: DataFrame
+    n_live: int
+    n_latest: int
+    share_raw: DataFrame | None
+    share_topics: list[str] | None
+
+
+@dataclass
+class Judged:
+    """The judged tables, each written once and read back from the written files (no job): ``findings``,
+    ``committed`` (``committed_offsets``), ``groups``, ``share_partitions`` (None without share groups), and
+    the owner tables they were joined with (``group_state``, ``owners``: :func:`audit.owners.group_tables`)."""
+
+    findings: DataFrame
+    committed: DataFrame
+    groups: DataFrame
+    share_partitions: DataFrame | None
+    group_state: DataFrame
+    owners: DataFrame
+
+
+class _Failures:
+    """Stages after the judged tables that failed: the run goes on and exits 3, the tables are kept."""
+
+    def __init__(self) -> None:
+        self.failed: list[dict] = []
+
+    def guard(self, name: str, fn, default=None):
+        """``fn()``; an exception is recorded (summary.json's ``failed_stages``) and ``default`` returned."""
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - recorded, reported, exit status 3
+            self.record(name, exc)
+            return default
+
+    def record(self, name: str, exc: BaseException) -> None:
+        """Stage ``name`` failed with ``exc``: kept for ``failed_stages`` and said on stderr."""
+        self.failed.append(_failure(name, exc))
+        print(
+            f"kafka-offset-audit: stage {name!r} failed: {type(exc).__name__}: {exc} "
+            "(the judged tables are still written)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def has(self, name: str) -> bool:
+        return any(f["stage"] == name for f in self.failed)
+
+
+def _commit_counts() -> list:
+    """The decode's counts: live commits, group-partitions (latest commits), rows of the commits table."""
+    return [
+        F.sum("live_count").alias("live"),
+        F.count(F.when(F.col("is_latest"), 1)).alias("latest"),
+        F.count(F.lit(1)).alias("rows"),
+    ]
+
+
+def _decode(cfg: AuditConfig, src, tuning) -> Decoded:
+    """Stage ``decode``: the source's records, their transactions resolved, folded into live commits (one
+    checkpoint, counted by an observation: 1 Spark job, plus whatever the source's read runs)."""
+    raw = with_transaction_state(src.read_offsets(), all_rows=True)
     records = raw.where(F.col("kind") == "record").select(*RECORD_COLUMNS, "txn_state")
-    commits = _filter(live_commits(records, latest_only=cfg.mode == "latest"), cfg).localCheckpoint()
-    n_live, n_latest, n_rows = commits.agg(
-        F.sum("live_count"), F.count(F.when(F.col("is_latest"), 1)), F.count(F.lit(1))
-    ).first()
-    n_live, n_latest = int(n_live or 0), int(n_latest or 0)
+    # counted while the checkpoint runs (an observation, not a job of its own)
+    counts = Observation("commits")
+    commits = (
+        _filter(live_commits(records, latest_only=cfg.mode == "latest"), cfg)
+        .observe(counts, *_commit_counts())
+        .localCheckpoint()
+    )
+    got = counts.get
+    if not {"live", "latest", "rows"} <= set(got):  # Spark Connect may return no metrics for a checkpoint
+        got = commits.agg(*_commit_counts()).first().asDict()
+    n_live, n_latest, n_rows = (got[k] for k in ("live", "latest", "rows"))
     tuning.decide(int(n_rows))  # what the rest of the audit handles is known only now
-    _progress(cfg, f"decode: {n_live} live commits of {n_latest} group-partitions")
-    history = cfg.mode == "history"
+    _progress(cfg, f"decode: {int(n_live or 0)} live commits of {int(n_latest or 0)} group-partitions")
     # share groups (KIP-932): their state is read only where __consumer_offsets holds share group records (a live
     # cluster: no request for __share_group_state, nor an ACL denial, where no share group ever ran)
     share_raw = None
@@ -311,33 +377,39 @@ def _audit(
         share_raw = src.read_share_state()
     # the share groups' topics named for a live cluster: only those in --groups/--topics scope (KIP-526)
     share_topics = subscribed_topics(records, cfg.groups, cfg.topics) if share_raw is not None else None
-    stage("partition state")
-    state = src.partition_state(commits, history=history, share_raw=share_raw, share_topics=share_topics)
-    stage("judge")
+    return Decoded(raw, records, commits, int(n_live or 0), int(n_latest or 0), share_raw, share_topics)
 
-    # whose consumer is it: the groups' state and each partition's last owner (classic GroupMetadataValue)
+
+def _judge_and_write(
+    cfg: AuditConfig, spark: SparkSession, d: Decoded, state, out: StagedOutput, started_at: str
+) -> Judged:
+    """Stage ``judge``: every rule in one plan, joined with the groups' owners, written as ``findings/``; then
+    ``committed_offsets/`` and ``groups/`` from it (and ``share_partitions/``).  Each table is written once and
+    read back from its files for what follows (:meth:`audit.report.outputs.StagedOutput.write_table`): one
+    Spark job per table, nothing judged twice."""
+    from .tables import conform
+
+    history = cfg.mode == "history"
     timeline = state.leader_timeline
     names = timeline.select("topic_id", "topic") if timeline is not None else state.topic_names
-
-    def owner_tables():
-        group_state, owners = group_tables(spark, records, names)
-        return group_state.localCheckpoint(), owners.localCheckpoint()
-
-    def all_findings():
-        return judge(
+    # small aggregates of the checkpointed group records (audit.owners), joined where each table is written
+    group_state, owners = group_tables(spark, d.records, names)
+    findings = with_owners(
+        judge(
             spark,
-            commits,
+            d.commits,
             state.epochs,
             state.bounds,
             epoch_end_offsets=state.epoch_end_offsets,
             history=history,
             replicas=state.replicas,
             expansion_offsets=state.expansion_offsets,
-        ).localCheckpoint()
-
-    def share_tables():
-        if share_raw is None:
-            return None
+        ),
+        group_state,
+        owners,
+    )
+    share_partitions = None
+    if d.share_raw is not None:
         from .share import judge_shares
 
         # share states name their topic by id: the metadata log's names, and each replica's partition.metadata
@@ -346,79 +418,92 @@ def _audit(
             share_names = names if share_names is None else share_names.unionByName(names.select("topic_id", "topic"))
         # a live cluster answered OffsetsForLeaderEpoch for the states' epochs; log dirs: computed from the caches
         live_eeo = state.epoch_end_offsets if cfg.bootstrap_servers else None
-        return judge_shares(spark, share_raw, state.epochs, state.bounds, share_names, live_eeo)
-
-    # independent: the owners, the judge and the share groups' judge overlap (their temp views have different names)
-    (group_state, owners), findings, shares = in_parallel(owner_tables, all_findings, share_tables)
-    # one schema per table whatever the source (audit.tables): what the writers and every reader see
-    findings = with_owners(findings, group_state, owners)
-    share_partitions = None
-    if shares is not None:
-        shares = (_filter(shares[0], cfg), _filter(shares[1], cfg))
-        share_findings = with_owners(shares[0], group_state, owners).withColumn(
+        share_findings, shares = judge_shares(spark, d.share_raw, state.epochs, state.bounds, share_names, live_eeo)
+        share_findings = with_owners(_filter(share_findings, cfg), group_state, owners).withColumn(
             "group_type", F.coalesce(F.col("group_type"), F.lit("share"))
         )
         findings = findings.unionByName(share_findings)
-        share_partitions = conform("share_partitions", shares[1]).localCheckpoint()
-    findings = conform("findings", findings.localCheckpoint())
-    committed = conform(
+        share_partitions = out.write_table("share_partitions", conform("share_partitions", _filter(shares, cfg)))
+    findings = out.write_table("findings", conform("findings", findings))
+    committed = out.write_table(
         "committed_offsets",
-        with_owners(with_verdicts(commits, findings, state.bounds), group_state, owners).localCheckpoint(),
+        conform(
+            "committed_offsets", with_owners(with_verdicts(d.commits, findings, state.bounds), group_state, owners)
+        ),
     )
     # ages against the audit's own time when it reads a live cluster; log dirs: the newest audited commit
     as_of = datetime.fromisoformat(started_at) if cfg.bootstrap_servers else None
-    groups = conform(
-        "groups", group_status(spark, committed, findings, group_state, as_of, cfg.stale_after_seconds)
-    ).localCheckpoint()
-    failed: list[dict] = []  # stages after the tables that failed: the run goes on, exit status 3
+    groups = out.write_table(
+        "groups",
+        conform("groups", group_status(spark, committed, findings, group_state, as_of, cfg.stale_after_seconds)),
+    )
+    return Judged(findings, committed, groups, share_partitions, group_state, owners)
 
-    def guarded(name: str, fn, default=None):
-        """``fn()``; an exception is recorded in ``failed`` (summary.json's failed_stages) and ``default``
-        returned: the judged tables are kept whatever a report, metric or history stage does."""
-        try:
-            return fn()
-        except Exception as exc:  # noqa: BLE001 - recorded, reported, exit status 3
-            failed.append(_failure(name, exc))
-            print(
-                f"kafka-offset-audit: stage {name!r} failed: {type(exc).__name__}: {exc} "
-                "(the judged tables are still written)",
-                file=sys.stderr,
-                flush=True,
-            )
-            return default
 
-    def summarize():
-        summary = _summary(cfg, src, raw, (n_live, n_latest), findings, started_at, state.epochs)
-        summary["share_groups"] = _share_summary(share_raw, share_partitions)
-        summary["records_recovered"] = {"total": sum(r["records"] for r in recovered), "from_replicas": recovered}
-        summary["rules_not_run"] = _rules_not_run(cfg, state)
-        changes = None
-        if cfg.history:
-            from .report.history import default_run_id, finding_changes
+def _context_tables(cfg: AuditConfig, d: Decoded, state) -> dict:
+    """The tables written beside the judged ones: ``epochs``, ``bounds``, the timelines where the metadata log
+    was read, ``commits`` in ``--mode history`` (name -> DataFrame, conformed)."""
+    from .tables import conform
 
-            run_id = cfg.run_id or default_run_id(started_at)
-            summary["history"] = {"dir": cfg.history, "run_id": run_id}
+    tables = {}
+    if cfg.mode == "history":
+        tables["commits"] = conform("commits", d.commits.drop("is_latest", "broker_id", "live_count"))
+    tables.update(epochs=conform("epochs", state.epochs), bounds=conform("bounds", state.bounds))
+    if state.leader_timeline is not None:
+        tables["leader_timeline"] = conform("leader_timeline", state.leader_timeline)
+    if state.broker_timeline is not None:
+        tables["broker_timeline"] = conform("broker_timeline", state.broker_timeline)
+    return tables
 
-            def compare():
-                from .report.history import group_changes
 
-                changes, hinfo = finding_changes(spark, cfg.history, run_id, findings)
-                changes = conform("finding_changes", changes).localCheckpoint()
-                gchanges, ginfo = group_changes(spark, cfg.history, run_id, groups, hinfo["previous_run_id"])
-                gchanges = conform("group_changes", gchanges).localCheckpoint()
-                summary["history"].update(hinfo, **ginfo)
-                _progress(
-                    cfg,
-                    f"history: since run {hinfo['previous_run_id'] or '(none)'}: {hinfo['new']} new, "
-                    f"{hinfo['persisted']} persisted, {hinfo['resolved']} resolved; groups: "
-                    f"{ginfo['groups_changed']} changed status, {ginfo['groups_new']} new, "
-                    f"{ginfo['groups_gone']} gone",
-                )
-                return changes, gchanges
+def _history_changes(cfg, spark, summary: dict, j: Judged, started_at: str):
+    """Stage ``history`` (part 1): the findings and group statuses compared with the history's previous run
+    (``summary['history']`` filled in); None without ``--history``."""
+    if not cfg.history:
+        return None
+    from .report.history import default_run_id, finding_changes, group_changes
+    from .tables import conform
 
-            changes = guarded("history", compare)
-        return summary, changes
+    run_id = cfg.run_id or default_run_id(started_at)
+    summary["history"] = {"dir": cfg.history, "run_id": run_id}
+    changes, hinfo = finding_changes(spark, cfg.history, run_id, j.findings)
+    changes = conform("finding_changes", changes).localCheckpoint()
+    gchanges, ginfo = group_changes(spark, cfg.history, run_id, j.groups, hinfo["previous_run_id"])
+    gchanges = conform("group_changes", gchanges).localCheckpoint()
+    summary["history"].update(hinfo, **ginfo)
+    _progress(
+        cfg,
+        f"history: since run {hinfo['previous_run_id'] or '(none)'}: {hinfo['new']} new, "
+        f"{hinfo['persisted']} persisted, {hinfo['resolved']} resolved; groups: "
+        f"{ginfo['groups_changed']} changed status, {ginfo['groups_new']} new, {ginfo['groups_gone']} gone",
+    )
+    return changes, gchanges
 
+
+def _summarize(cfg, spark, src, d: Decoded, j: Judged, state, started_at: str, failures: _Failures):
+    """Stage ``summary``: summary.json's content (aggregates of bounded size) and the history's changes."""
+    summary = _summary(cfg, src, d.raw, (d.n_live, d.n_latest), j.findings, started_at, state.epochs)
+    summary["share_groups"] = _share_summary(d.share_raw, j.share_partitions)
+    recovered = src.recovered
+    summary["records_recovered"] = {"total": sum(r["records"] for r in recovered), "from_replicas": recovered}
+    summary["rules_not_run"] = _rules_not_run(cfg, state)
+    changes = failures.guard("history", lambda: _history_changes(cfg, spark, summary, j, started_at))
+    return summary, changes
+
+
+def _append_history(cfg, spark, summary: dict, j: Judged) -> None:
+    """Stage ``history`` (part 2): this run's findings and groups appended to ``--history``."""
+    from .report.history import append_run
+
+    appended = append_run(
+        spark, cfg.history, summary["history"]["run_id"], summary, j.findings, cfg.output, groups=j.groups
+    )
+    replaced = f" (replaced {len(appended['replaced'])} dir(s) of the same run id)" if appended["replaced"] else ""
+    _progress(cfg, f"history: run {appended['run_id']} appended to {cfg.history}{replaced}")
+
+
+def _open_output(cfg: AuditConfig, spark: SparkSession) -> tuple[StagedOutput, dict]:
+    """The staged output, after removing what killed runs left beside it (reported as progress)."""
     out = StagedOutput(spark, cfg.output)
     leftovers = out.clean_leftovers()
     if leftovers["removed"]:
@@ -431,24 +516,43 @@ def _audit(
         )
     if leftovers["kept"]:
         _progress(cfg, f"left alone (another host's or a live run's): {', '.join(leftovers['kept'])}")
+    return out, leftovers
+
+
+def _audit(
+    cfg: AuditConfig, spark: SparkSession, src, started: float, started_at: str, tuning, stage: _Stage
+) -> RunResult:
+    """The audit after the checks, as named stages: decode, partition state, judge (writing the judged
+    tables), write (the other tables, beside the summary), reports, commit (see :func:`run`)."""
+    from .queries import parse_ahead
+
+    parse_ahead(spark)
+    stage("decode")
+    d = _decode(cfg, src, tuning)
+    stage("partition state")
+    state = src.partition_state(
+        d.commits, history=cfg.mode == "history", share_raw=d.share_raw, share_topics=d.share_topics
+    )
+    out, leftovers = _open_output(cfg, spark)
+    failures = _Failures()
+    guarded = failures.guard
     try:
+        stage("judge")
+        j = _judge_and_write(cfg, spark, d, state, out, started_at)
         stage("write")
-        tables = {"findings": findings, "committed_offsets": committed, "groups": groups}
-        if history:
-            tables["commits"] = conform("commits", commits.drop("is_latest", "broker_id", "live_count"))
-        tables.update(epochs=conform("epochs", state.epochs), bounds=conform("bounds", state.bounds))
-        if share_partitions is not None:
-            tables["share_partitions"] = share_partitions
-        if state.leader_timeline is not None:
-            tables["leader_timeline"] = conform("leader_timeline", state.leader_timeline)
-        if state.broker_timeline is not None:
-            tables["broker_timeline"] = conform("broker_timeline", state.broker_timeline)
-        # the summary's aggregates (and the history's comparison) while the tables are written
-        (summary, changes), _ = in_parallel(summarize, lambda: out.write_parquet_all(tables))
+        tables = {"findings": j.findings, "committed_offsets": j.committed, "groups": j.groups}
+        if j.share_partitions is not None:
+            tables["share_partitions"] = j.share_partitions
+        context = _context_tables(cfg, d, state)
+        # the summary's aggregates (and the history's comparison) while the other tables are written
+        (summary, changes), _ = in_parallel(
+            lambda: _summarize(cfg, spark, src, d, j, state, started_at, failures),
+            lambda: out.write_parquet_all(context),
+        )
+        tables.update(context)
         summary["output_leftovers"] = leftovers
-        if (
-            changes is not None
-            and guarded(
+        if changes is not None and (
+            guarded(
                 "history",
                 lambda: out.write_parquet_all({"finding_changes": changes[0], "group_changes": changes[1]}),
                 default=False,
@@ -457,52 +561,25 @@ def _audit(
         ):
             tables["finding_changes"], tables["group_changes"] = changes
         n_findings = summary["findings"]["total"]
-        _progress(cfg, f"judge: {n_findings} findings over {n_latest} group-partitions")
+        _progress(cfg, f"judge: {n_findings} findings over {d.n_latest} group-partitions")
         summary["elapsed_seconds"] = round(time.time() - started, 3)
-        summary["failed_stages"] = failed
+        summary["failed_stages"] = failures.failed
         out.write_json("summary.json", summary)  # the tables are complete: written before any report runs
         stage("reports")
         # the reports, the metrics' rows and the console table only read: side by side
-        reports, metric_rows, console = in_parallel(
+        reports, (metric_rows, console) = in_parallel(
             (lambda: _reports(cfg, spark, out, tables, guarded)) if cfg.reports else (lambda: None),
-            lambda: guarded(
-                "metrics",
-                lambda: _metric_rows(cfg, committed, findings, state.bounds, groups, tables.get("share_partitions")),
-                ([], [], []),
-            ),
-            lambda: guarded(
-                "console",
-                lambda: console_table(findings, committed, state.bounds, groups=groups),
-                "(the console table failed: see summary.json's failed_stages)",
-            ),
+            lambda: _metric_and_console_rows(cfg, j, state.bounds, failures),
         )
         if reports is not None:
             summary["reports"] = reports
-        if cfg.history and not any(f["stage"] == "history" for f in failed):
-
-            def append():
-                from .report.history import append_run
-
-                appended = append_run(
-                    spark, cfg.history, summary["history"]["run_id"], summary, findings, cfg.output, groups=groups
-                )
-                _progress(
-                    cfg,
-                    f"history: run {appended['run_id']} appended to {cfg.history}"
-                    + (
-                        f" (replaced {len(appended['replaced'])} dir(s) of the same run id)"
-                        if appended["replaced"]
-                        else ""
-                    ),
-                )
-
-            guarded("history", append)
-        code = EXIT_INTERNAL if failed else _exit_code(cfg, summary)
-        summary["exit_status"] = code
+        if cfg.history and not failures.has("history"):
+            guarded("history", lambda: _append_history(cfg, spark, summary, j))
+        summary["exit_status"] = EXIT_INTERNAL if failures.failed else _exit_code(cfg, summary)
         summary["elapsed_seconds"] = round(time.time() - started, 3)
         registry = guarded("metrics", lambda: _metrics(cfg, spark, out, summary, metric_rows))
-        if failed:
-            code = summary["exit_status"] = EXIT_INTERNAL
+        if failures.failed:
+            summary["exit_status"] = EXIT_INTERNAL
         stage("write")
         out.write_json("summary.json", summary)
         out.commit()
@@ -510,43 +587,52 @@ def _audit(
         out.abort()
         raise
     _progress(cfg, f"write: {cfg.output} ({n_findings} findings)")
+    _after_commit(cfg, spark, out, summary, failures, registry, metric_rows)
+    return RunResult(summary["exit_status"], summary, console)
+
+
+def _after_commit(cfg, spark, out: StagedOutput, summary: dict, failures: _Failures, registry, metric_rows) -> None:
+    """Stages after the commit: the Pushgateway push and the catalog tables (``--table-prefix``).  A failed
+    catalog registration turns the committed run's exit status to 3 and rewrites its summary and metrics."""
     if cfg.pushgateway and registry is not None:
         from .report.metrics import parse_grouping, push
 
         push(cfg.pushgateway, registry, job=cfg.pushgateway_job, grouping=parse_grouping(cfg.pushgateway_labels))
         _progress(cfg, f"metrics: pushed to {cfg.pushgateway} (job {cfg.pushgateway_job})")
-    if cfg.table_prefix:
+    if not cfg.table_prefix:
+        return
 
-        def register():
-            from .report.outputs import register_tables
+    def register():
+        from .report.outputs import register_tables
 
-            names = register_tables(spark, out.committed, cfg.table_prefix)
-            _progress(cfg, f"tables: {', '.join(names)}")
+        names = register_tables(spark, out.committed, cfg.table_prefix)
+        _progress(cfg, f"tables: {', '.join(names)}")
 
-        n_failed = len(failed)
-        guarded("tables", register)
-        if len(failed) > n_failed:  # the output is committed: its summary.json and metrics.prom say so now
-            code = summary["exit_status"] = EXIT_INTERNAL
-            from .report.metrics import METRICS_FILENAME, build_registry, render
-            from .sources import fs as _fs
+    n_failed = len(failures.failed)
+    failures.guard("tables", register)
+    if len(failures.failed) == n_failed:
+        return
+    # the output is committed: its summary.json and metrics.prom say so now
+    summary["exit_status"] = EXIT_INTERNAL
+    from .report.metrics import METRICS_FILENAME, build_registry, render
+    from .sources import fs as _fs
 
-            base = out.committed
-            _fs.write_small(spark, f"{base}/summary.json", json.dumps(summary, indent=2, default=str).encode())
-            if out.object_store:  # the marker too, naming the same run
-                marker = dict(
-                    summary,
-                    run_dir=out.committed,
-                    previous_run_dir=(_fs.read_json(spark, f"{out.output}/summary.json") or {}).get("previous_run_dir"),
-                )
-                _fs.write_small(spark, f"{out.output}/summary.json", json.dumps(marker, indent=2, default=str).encode())
-            if registry is not None:
-                rows, lost, group_metric_rows = metric_rows
-                _fs.write_small(
-                    spark,
-                    f"{base}/{METRICS_FILENAME}",
-                    render(build_registry(summary, rows, lost=lost, groups=group_metric_rows)),
-                )
-    return RunResult(code, summary, console)
+    base = out.committed
+    _fs.write_small(spark, f"{base}/summary.json", json.dumps(summary, indent=2, default=str).encode())
+    if out.object_store:  # the marker too, naming the same run
+        marker = dict(
+            summary,
+            run_dir=out.committed,
+            previous_run_dir=(_fs.read_json(spark, f"{out.output}/summary.json") or {}).get("previous_run_dir"),
+        )
+        _fs.write_small(spark, f"{out.output}/summary.json", json.dumps(marker, indent=2, default=str).encode())
+    if registry is not None:
+        rows, lost, group_metric_rows = metric_rows
+        _fs.write_small(
+            spark,
+            f"{base}/{METRICS_FILENAME}",
+            render(build_registry(summary, rows, lost=lost, groups=group_metric_rows)),
+        )
 
 
 def _rules_not_run(cfg: AuditConfig, state) -> dict:
@@ -580,24 +666,53 @@ def _exit_code(cfg: AuditConfig, summary: dict) -> int:
     return code
 
 
-def _metric_rows(cfg: AuditConfig, committed, findings, bounds, groups, shares=None) -> tuple[list, list, list]:
-    """The per-group-partition (share-partitions among them), lost-lineage and per-group rows of ``metrics.prom``
-    (each at most ``--metrics-max-group-partitions``; :mod:`audit.report.metrics`)."""
-    from .report.metrics import group_partition_rows, group_rows, lost_lineage_rows
+def _metric_queries(cfg: AuditConfig, j: Judged, bounds) -> dict:
+    """The per-group-partition (share-partitions among them), lost-lineage and per-group queries of
+    ``metrics.prom`` (each at most ``--metrics-max-group-partitions`` rows; :mod:`audit.report.metrics`)."""
+    from .report.metrics import group_partition_query, group_query, lost_lineage_query
 
-    if not cfg.metrics_max_group_partitions:
-        return [], [], []
-    return (
-        group_partition_rows(committed, findings, bounds, cfg.metrics_max_group_partitions, shares),
-        lost_lineage_rows(findings, cfg.metrics_max_group_partitions),
-        group_rows(groups, cfg.metrics_max_group_partitions),
-    )
+    limit = cfg.metrics_max_group_partitions
+    if not limit:
+        return {}
+    queries = {
+        "partitions": group_partition_query(j.committed, j.findings, bounds, limit, j.share_partitions),
+        "groups": group_query(j.groups, limit),
+    }
+    lost = lost_lineage_query(j.findings, limit)
+    if lost is not None:
+        queries["lost"] = lost
+    return queries
+
+
+CONSOLE_FAILED = "(the console table failed: see summary.json's failed_stages)"
+
+
+def _metric_and_console_rows(cfg: AuditConfig, j: Judged, bounds, failures: _Failures) -> tuple[tuple, str]:
+    """Stage ``metrics`` (its rows) and ``console``: their queries collected together in one Spark job.
+    Returns the metric rows (per group-partition, lost lineage, per group) and the console text; a failed stage
+    is recorded in ``failures`` and gives no rows / :data:`CONSOLE_FAILED`."""
+    mq = failures.guard("metrics", lambda: _metric_queries(cfg, j, bounds))
+    cq = failures.guard("console", lambda: console_queries(j.findings, j.committed, bounds, groups=j.groups))
+    queries = {**{f"m_{k}": v for k, v in (mq or {}).items()}, **{f"c_{k}": v for k, v in (cq or {}).items()}}
+    try:
+        rows = collect_together(queries)
+    except Exception as exc:  # noqa: BLE001 - both stages' rows are lost: each recorded, exit status 3
+        for name, q in (("metrics", mq), ("console", cq)):
+            if q is not None:
+                failures.record(name, exc)
+        return ([], [], []), CONSOLE_FAILED
+    metric_rows = (rows.get("m_partitions", []), rows.get("m_lost", []), rows.get("m_groups", []))
+    console = CONSOLE_FAILED
+    if cq is not None:
+        parts = {k[2:]: v for k, v in rows.items() if k.startswith("c_")}
+        console = failures.guard("console", lambda: render_console(parts), CONSOLE_FAILED)
+    return metric_rows, console
 
 
 def _metrics(
     cfg: AuditConfig, spark: SparkSession, out: StagedOutput, summary: dict, metric_rows: tuple[list, list, list]
 ):
-    """Write ``metrics.prom`` (from :func:`_metric_rows`) into the staged output; returns the registry (pushed
+    """Write ``metrics.prom`` (from :func:`_metric_and_console_rows`) into the staged output; returns the registry (pushed
     after the commit)."""
     from .report.metrics import METRICS_FILENAME, build_registry, render
     from .sources import fs
@@ -760,20 +875,21 @@ def _summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
         .when(F.col("value_version").isNotNull(), F.lit(OTHER_KIND))
         .alias("value_version")
     )
-    by_kind, issue_counts, where_rows, finding_counts, disagree = in_parallel(
-        lambda: (
-            raw.groupBy("kind", record_type, value_version, "is_tombstone", "txn_state", "decode_error")
-            .agg(
+    # every aggregate in one Spark job (audit.spark.collect_together)
+    parts = collect_together(
+        {
+            "by_kind": raw.groupBy("kind", record_type, value_version, "is_tombstone", "txn_state", "decode_error").agg(
                 F.sum(F.when(F.col("kind") == "issue", 1).otherwise(F.col("record_count"))).alias("n"),
                 F.count("*").alias("rows"),
-            )
-            .collect()
-        ),
-        lambda: src.read_issues.groupBy("reason").agg(F.count("*").alias("n")).collect(),
-        lambda: skipped.orderBy("file", "position").take(MAX_WHERE),
-        lambda: findings.groupBy("finding", "severity").count().orderBy("finding", "severity").collect(),
-        lambda: cache_disagreements(epochs).orderBy("topic", "partition", "leader_epoch").take(MAX_WHERE),
+            ),
+            "issues": src.read_issues.groupBy("reason").agg(F.count("*").alias("n")),
+            "where": skipped.orderBy("file", "position").limit(MAX_WHERE),
+            "findings": findings.groupBy("finding", "severity").count().orderBy("finding", "severity"),
+            "disagree": cache_disagreements(epochs).orderBy("topic", "partition", "leader_epoch").limit(MAX_WHERE),
+        }
     )
+    by_kind, issue_counts, where_rows = parts["by_kind"], parts["issues"], parts["where"]
+    finding_counts, disagree = parts["findings"], parts["disagree"]
     by_type: dict[str, Any] = {}
     kinds: dict[str, Any] = {}
     txn: dict[str, Any] = {}

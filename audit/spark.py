@@ -522,9 +522,12 @@ SMALL_INPUT_BYTES = int(os.environ.get("KOA_SMALL_INPUT_BYTES", 32 << 20))
 #: run() 21 s -> 18 s with the first three, -> 16.5 s with all four.  Constraint propagation off: the optimizer
 #: then infers no extra not-null and equality filters from each operator's constraints, work that grows with a
 #: plan's size (the judge's union of eight rules) and saves nothing on a few thousand rows (shared scenario,
-#: alternated pairs: about 0.1-0.3 s).  Results do not change: only the optimized and physical plans do.
+#: alternated pairs: about 0.1-0.3 s).  Broadcast joins off: each broadcast's build side is a Spark job of its own,
+#: where a sort-merge join over one shuffle partition runs inside the job that needs it.  Results do not change:
+#: only the optimized and physical plans do.
 SMALL_INPUT_CONF = {
     "spark.sql.adaptive.enabled": "false",
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
     "spark.sql.shuffle.partitions": "1",
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",
@@ -656,3 +659,34 @@ def inheriting(fn):
     except PySparkRuntimeError:
         return fn
     return inheritable_thread_target(session)(fn)
+
+
+def collect_together(queries: dict) -> dict[str, list[dict]]:
+    """Several small, bounded queries (name -> DataFrame: each an aggregate, or sorted and ``limit``-ed) collected
+    in one Spark job instead of one each: a union of the queries, each row carrying its query's columns in a
+    struct of its own (the others null), so every value keeps its Spark type and each query its row order.
+
+    Returns name -> rows (``Row.asDict()``: dicts, nested structs kept as ``Row``).  Raises whatever Spark
+    raises for the queries.  Only for bounded results: the rows are all brought to the driver."""
+    from pyspark.sql import functions as F
+
+    if not queries:
+        return {}
+    names = list(queries)
+    structs = {n: F.struct(*[F.col(f"`{c}`") for c in queries[n].columns]) for n in names}
+    types = {n: queries[n].select(structs[n].alias("s")).schema["s"].dataType for n in names}
+    parts = [
+        queries[n].select(
+            F.lit(i).alias("_q"),
+            *[(structs[n] if m == n else F.lit(None).cast(types[m])).alias(f"_{j}") for j, m in enumerate(names)],
+        )
+        for i, n in enumerate(names)
+    ]
+    union = parts[0]
+    for p in parts[1:]:
+        union = union.union(p)
+    out: dict[str, list[dict]] = {n: [] for n in names}
+    for row in union.collect():
+        i = row["_q"]
+        out[names[i]].append(row[f"_{i}"].asDict())
+    return out

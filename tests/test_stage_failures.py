@@ -32,7 +32,7 @@ STAGES = {  # stage -> (module, attribute) to make raise
     "html_report": ("audit.report.html", "write_html_report"),
     "expectations": ("audit.report.expectations", "run_expectations"),
     "metrics": ("audit.report.metrics", "build_registry"),
-    "console": ("audit.pipeline", "console_table"),
+    "console": ("audit.pipeline", "render_console"),
     "history": ("audit.report.history", "append_run"),
     "tables": ("audit.report.outputs", "register_tables"),
 }

@@ -642,7 +642,9 @@ def _groups_frame(spark, tables_dir: str, cfg: ExpectationsConfig):
     )
     if cfg.engine == "spark":
         return out
-    rows = out.count()
+    rows = _local_rows(f"{tables_dir}/groups")  # one row per group (its footers, no job), else counted
+    if rows is None:
+        rows = out.count()
     if rows <= cfg.pandas_max_rows:
         return _to_pandas(out.toArrow())
     if cfg.engine == "pandas":

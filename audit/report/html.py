@@ -124,10 +124,17 @@ def _read_parquet(spark, tables_dir: str, name: str):
     return spark.read.parquet(path)
 
 
-def _collect_findings(findings_df, max_findings: int) -> Tuple[List[Dict[str, Any]], int]:
+def _count(df):
+    """``df``'s row count as a one-row query (``n``)."""
     from pyspark.sql import functions as F
 
-    total = findings_df.count()
+    return df.agg(F.count(F.lit(1)).alias("n"))
+
+
+def _findings_queries(findings_df, max_findings: int) -> Dict[str, Any]:
+    """The findings listed (most severe first, at most ``max_findings``) and their total."""
+    from pyspark.sql import functions as F
+
     have = set(findings_df.columns)
     cols = [c for c in _FINDING_COLUMNS if c in have]
     rows = (
@@ -143,12 +150,12 @@ def _collect_findings(findings_df, max_findings: int) -> Tuple[List[Dict[str, An
         )
         .limit(max_findings)
         .drop("_rank")
-        .collect()
     )
-    return [r.asDict() for r in rows], total
+    return {"findings": rows, "findings_n": _count(findings_df)}
 
 
-def _collect_group_counts(findings_df, max_groups: int) -> Tuple[Dict[str, Dict[str, int]], int]:
+def _group_count_queries(findings_df, max_groups: int) -> Dict[str, Any]:
+    """Findings per group by severity (most critical first, at most ``max_groups``) and the number of groups."""
     from pyspark.sql import functions as F
 
     per_group = (
@@ -159,16 +166,13 @@ def _collect_group_counts(findings_df, max_groups: int) -> Tuple[Dict[str, Dict[
             F.count(F.lit(1)).alias("_total"),
         )
     )
-    n_groups = per_group.count()
-    rows = (
-        per_group.orderBy(F.col(SEVERITIES[0]).desc(), F.col("_total").desc(), "group_id").limit(max_groups).collect()
-    )
-    return {r["group_id"]: {s: int(r[s] or 0) for s in SEVERITIES} for r in rows}, n_groups
+    rows = per_group.orderBy(F.col(SEVERITIES[0]).desc(), F.col("_total").desc(), "group_id").limit(max_groups)
+    return {"group_counts": rows, "group_counts_n": _count(per_group)}
 
 
-def _collect_plot_partitions(findings_df, max_plots: int):
+def _plot_partition_queries(findings_df, max_plots: int) -> Dict[str, Any]:
     """The (topic, partition) keys to plot: most records at risk first (the sum over the partition's
-    findings), then the most severe; with their divergences.  Returns (rows, partitions with findings)."""
+    findings), then the most severe; with their divergences; and the number of partitions with findings."""
     from pyspark.sql import functions as F
 
     risk = F.col("records_at_risk") if "records_at_risk" in findings_df.columns else F.lit(0)
@@ -192,30 +196,20 @@ def _collect_plot_partitions(findings_df, max_plots: int):
             ).alias("divergences"),
         )
     )
-    n_tp = per_tp.count()
-    rows = (
-        per_tp.orderBy(F.col("records_at_risk").desc(), "_worst", F.col("_n").desc(), "topic", "partition")
-        .limit(max_plots)
-        .collect()
+    rows = per_tp.orderBy(F.col("records_at_risk").desc(), "_worst", F.col("_n").desc(), "topic", "partition").limit(
+        max_plots
     )
-    return rows, n_tp
+    return {"plots": rows, "plots_n": _count(per_tp)}
 
 
-def _collect_for_partitions(spark, df, keys_df, max_rows: int) -> List[Dict[str, Any]]:
-    from pyspark.sql import functions as F
-
-    if df is None:
-        return []
-    joined = df.join(F.broadcast(keys_df), on=["topic", "partition"], how="inner")
-    return [r.asDict() for r in joined.limit(max_rows).collect()]
+def _for_partitions_query(df, keys_df, max_rows: int):
+    return df.join(keys_df, on=["topic", "partition"], how="inner").limit(max_rows)
 
 
-def _collect_commits_for_partitions(df, keys_df, max_per_partition: int) -> List[Dict[str, Any]]:
+def _commits_for_partitions_query(df, keys_df, max_per_partition: int):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    if df is None:
-        return []
     have = set(df.columns)
     rank = F.when(F.col("verdict") == "OK", F.lit(9)).otherwise(F.lit(0)) if "verdict" in have else F.lit(0)
     w = Window.partitionBy("topic", "partition").orderBy(rank, "group_id")
@@ -234,21 +228,20 @@ def _collect_commits_for_partitions(df, keys_df, max_per_partition: int) -> List
         )
         if c in have
     ]
-    joined = (
+    return (
         df.select(*cols)
-        .join(F.broadcast(keys_df), on=["topic", "partition"], how="inner")
+        .join(keys_df, on=["topic", "partition"], how="inner")
         .withColumn("_rn", F.row_number().over(w))
         .withColumn("_n", F.count(F.lit(1)).over(Window.partitionBy("topic", "partition")))
         .where(F.col("_rn") <= max_per_partition)
     )
-    return [r.asDict() for r in joined.collect()]
 
 
-def _verdict_counts(committed_df) -> Dict[str, int]:
+def _verdict_query(committed_df):
+    """Committed offsets per verdict (None without the table or its column)."""
     if committed_df is None or "verdict" not in committed_df.columns:
-        return {}
-    rows = committed_df.groupBy("verdict").count().orderBy("verdict").limit(100).collect()
-    return {str(r["verdict"]): int(r["count"]) for r in rows}
+        return None
+    return committed_df.groupBy("verdict").count().orderBy("verdict").limit(100)
 
 
 # --------------------------------------------------------------------------- plots
@@ -257,45 +250,27 @@ def _verdict_counts(committed_df) -> Dict[str, int]:
 GROUP_STATUS_ORDER = ("AT_RISK", "STALE", "WARN", "OK")
 
 
-def _collect_groups(groups_df, max_rows: int) -> Tuple[List[Dict[str, Any]], int]:
+def _groups_queries(groups_df, max_rows: int) -> Dict[str, Any]:
     """The ``groups`` table's rows, worst status first (then most records at risk, most lag), at most
-    ``max_rows`` (a bounded ``take``), and the number of groups."""
+    ``max_rows``; the number of groups; groups and records at risk per status (none without the table)."""
     if groups_df is None:
-        return [], 0
+        return {}
     from pyspark.sql import functions as F
 
     order = F.create_map(*[x for i, st in enumerate(GROUP_STATUS_ORDER) for x in (F.lit(st), F.lit(i))])
-    rows = [
-        r.asDict()
-        for r in groups_df.orderBy(
-            F.coalesce(order[F.col("status")], F.lit(9)),
-            F.col("records_at_risk").desc_nulls_last(),
-            F.col("total_lag").desc_nulls_last(),
-            "group_id",
-        ).take(max_rows)
-    ]
-    return rows, (groups_df.count() if len(rows) >= max_rows else len(rows))
+    rows = groups_df.orderBy(
+        F.coalesce(order[F.col("status")], F.lit(9)),
+        F.col("records_at_risk").desc_nulls_last(),
+        F.col("total_lag").desc_nulls_last(),
+        "group_id",
+    ).limit(max_rows)
+    statuses = groups_df.groupBy("status").agg(F.count(F.lit(1)).alias("n"), F.sum("records_at_risk").alias("risk"))
+    return {"groups": rows, "groups_n": _count(groups_df), "statuses": statuses}
 
 
-def _status_counts(groups_df, group_rows: List[Dict[str, Any]], n_groups: int) -> Dict[str, Tuple[int, int]]:
-    """``{status: (groups, records at risk)}`` over the whole ``groups`` table: from the rows already taken when
-    they are all of it, else one aggregate (at most one row per status)."""
-    if groups_df is None:
-        return {}
-    if len(group_rows) >= n_groups:
-        out: Dict[str, Tuple[int, int]] = {}
-        for r in group_rows:
-            n, risk = out.get(str(r.get("status")), (0, 0))
-            out[str(r.get("status"))] = (n + 1, risk + int(r.get("records_at_risk") or 0))
-        return out
-    from pyspark.sql import functions as F
-
-    return {
-        str(r["status"]): (int(r["n"]), int(r["risk"] or 0))
-        for r in groups_df.groupBy("status")
-        .agg(F.count(F.lit(1)).alias("n"), F.sum("records_at_risk").alias("risk"))
-        .collect()
-    }
+def _status_counts(rows: List[Dict[str, Any]]) -> Dict[str, Tuple[int, int]]:
+    """``{status: (groups, records at risk)}`` from :func:`_groups_queries`' ``statuses`` rows."""
+    return {str(r["status"]): (int(r["n"]), int(r["risk"] or 0)) for r in rows}
 
 
 def _action(detail: Any) -> str:
@@ -737,10 +712,10 @@ def write_html_report(
             passes its materialised tables); those are not read back.  A
             table absent from it is read from ``tables_dir``.
 
-    The independent Spark queries run side by side
-    (:func:`audit.spark.in_parallel`), two rounds: the findings, per-group
-    and per-partition aggregates and verdict counts; then the plotted
-    partitions' epochs, bounds, commits, the changes and broker events.
+    The Spark queries run in two jobs (:func:`audit.spark.collect_together`):
+    the findings, per-group and per-partition aggregates, verdict counts and
+    groups; then the plotted partitions' epochs, bounds, commits, the changes
+    and broker events.
 
     Returns:
         The path of the written ``report.html``.
@@ -768,70 +743,65 @@ def write_html_report(
     summary = fs.read_json(spark, f"{tables_dir}/summary.json")
     from pyspark.sql import functions as F
 
-    from ..spark import in_parallel
+    from ..spark import collect_together, small_settings
 
-    findings_df = findings_df.cache()
-    try:
-        (rows, total), (group_counts, n_groups), (plot_rows, n_tp), verdicts, (group_rows, n_group_rows) = in_parallel(
-            lambda: _collect_findings(findings_df, max_findings),
-            lambda: _collect_group_counts(findings_df, max_groups_in_chart),
-            lambda: _collect_plot_partitions(findings_df, max_plots),
-            lambda: _verdict_counts(committed_df),
-            lambda: _collect_groups(groups_df, max_groups_in_table),
-        )
-    finally:
-        findings_df.unpersist()
+    # round 1, one Spark job: the findings, per-group and per-partition aggregates, verdicts and groups
+    first = {
+        **_findings_queries(findings_df, max_findings),
+        **_group_count_queries(findings_df, max_groups_in_chart),
+        **_plot_partition_queries(findings_df, max_plots),
+        **_groups_queries(groups_df, max_groups_in_table),
+    }
+    verdict_query = _verdict_query(committed_df)
+    if verdict_query is not None:
+        first["verdicts"] = verdict_query
+    got = collect_together(first)
+    rows, total = got["findings"], int(got["findings_n"][0]["n"])
+    group_counts = {r["group_id"]: {s: int(r[s] or 0) for s in SEVERITIES} for r in got["group_counts"]}
+    n_groups = int(got["group_counts_n"][0]["n"])
+    plot_rows, n_tp = got["plots"], int(got["plots_n"][0]["n"])
+    verdicts = {str(r["verdict"]): int(r["count"]) for r in got.get("verdicts", [])}
+    group_rows = got.get("groups", [])
+    n_group_rows = int(got["groups_n"][0]["n"]) if "groups_n" in got else 0
+    statuses = _status_counts(got.get("statuses", []))
 
-    statuses = _status_counts(groups_df, group_rows, n_group_rows)
+    # round 2, one Spark job: the plotted partitions' epochs, bounds and commits, the changes, broker events
     keys = [(r["topic"], int(r["partition"])) for r in plot_rows]
     keys_df = spark.createDataFrame(
         keys, StructType([StructField("topic", StringType()), StructField("partition", IntegerType())])
     )
+    if not small_settings(spark):  # a small input's joins run without a broadcast job of their own
+        keys_df = F.broadcast(keys_df)
     changes_df = table("finding_changes")
     group_changes_df = table("group_changes")
     broker_df = table("broker_timeline")
-
-    def changes() -> List[Dict[str, Any]]:
-        out: List[Dict[str, Any]] = []
-        if changes_df is not None:
-            for status in ("new", "resolved", "persisted"):
-                out += [
-                    r.asDict()
-                    for r in changes_df.where(F.col("status") == status)
-                    .orderBy(_severity_rank_expr(), "group_id", "topic", "partition", "finding")
-                    .limit(max_changes)
-                    .collect()
-                ]
-        return out
-
-    def group_change_rows() -> List[Dict[str, Any]]:
-        if group_changes_df is None:
-            return []
-        order = F.create_map(F.lit("changed"), F.lit(0), F.lit("new"), F.lit(1), F.lit("gone"), F.lit(2))
-        return [
-            r.asDict()
-            for r in group_changes_df.orderBy(order[F.col("change")], "group_id").limit(max_changes).collect()
-        ]
-
-    epoch_rows, bound_rows, commit_rows, change_rows, broker_rows, gchange_rows = in_parallel(
-        lambda: _collect_for_partitions(spark, epochs_df, keys_df, max_epoch_rows) if keys else [],
-        lambda: _collect_for_partitions(spark, bounds_df, keys_df, len(keys) * 4 + 1) if keys else [],
-        lambda: _collect_commits_for_partitions(committed_df, keys_df, max_groups_per_plot) if keys else [],
-        changes,
+    second: Dict[str, Any] = {}
+    if keys:
+        for name, df in (("epochs", epochs_df), ("bounds", bounds_df)):
+            if df is not None:
+                limit = max_epoch_rows if name == "epochs" else len(keys) * 4 + 1
+                second[name] = _for_partitions_query(df, keys_df, limit)
+        if committed_df is not None:
+            second["commits"] = _commits_for_partitions_query(committed_df, keys_df, max_groups_per_plot)
         # the newest broker events only (a long-lived cluster fences and unfences on every restart)
-        lambda: (
-            [
-                r.asDict()
-                for r in broker_df.where("changed_at IS NOT NULL")
-                .orderBy(F.col("changed_at").desc())
-                .limit(max_epoch_rows)
-                .collect()
-            ]
-            if broker_df is not None and keys
-            else []
-        ),
-        group_change_rows,
-    )
+        if broker_df is not None:
+            second["brokers"] = (
+                broker_df.where("changed_at IS NOT NULL").orderBy(F.col("changed_at").desc()).limit(max_epoch_rows)
+            )
+    if changes_df is not None:
+        for status in ("new", "resolved", "persisted"):
+            second[f"changes_{status}"] = (
+                changes_df.where(F.col("status") == status)
+                .orderBy(_severity_rank_expr(), "group_id", "topic", "partition", "finding")
+                .limit(max_changes)
+            )
+    if group_changes_df is not None:
+        order = F.create_map(F.lit("changed"), F.lit(0), F.lit("new"), F.lit(1), F.lit("gone"), F.lit(2))
+        second["group_changes"] = group_changes_df.orderBy(order[F.col("change")], "group_id").limit(max_changes)
+    got = collect_together(second)
+    epoch_rows, bound_rows, commit_rows = got.get("epochs", []), got.get("bounds", []), got.get("commits", [])
+    change_rows = [r for status in ("new", "resolved", "persisted") for r in got.get(f"changes_{status}", [])]
+    broker_rows, gchange_rows = got.get("brokers", []), got.get("group_changes", [])
 
     epochs_by_tp: Dict[Tuple[str, int], List[Dict[str, Any]]] = defaultdict(list)
     for e in epoch_rows:

@@ -72,7 +72,14 @@ class MetricsError(ValueError):
 def group_partition_rows(
     committed: DataFrame, findings: DataFrame, bounds: DataFrame, limit: int, shares: DataFrame | None = None
 ) -> list[dict]:
-    """The per-group-partition metric values, worst first, at most ``limit`` rows (a bounded ``take``).
+    """:func:`group_partition_query` collected: at most ``limit`` dicts."""
+    return [r.asDict() for r in group_partition_query(committed, findings, bounds, limit, shares).collect()]
+
+
+def group_partition_query(
+    committed: DataFrame, findings: DataFrame, bounds: DataFrame, limit: int, shares: DataFrame | None = None
+) -> DataFrame:
+    """The per-group-partition metric values, worst first, at most ``limit`` rows (sorted and limited; no job).
 
     ``committed``: ``committed_offsets`` (group_id, topic, partition, committed_offset bigint,
     committed_leader_epoch int, commit_timestamp, verdict string); ``findings``: the findings table
@@ -129,17 +136,21 @@ def group_partition_rows(
                 F.coalesce("sev_rank", F.lit(0)).alias("_rank"),
             )
         )
-    out = (
+    return (
         rows.orderBy(F.col("_rank").desc(), F.col("records_at_risk").desc(), "group_id", "topic", "partition")
         .drop("_rank")
-        .take(limit)
+        .limit(limit)
     )
-    return [r.asDict() for r in out]
 
 
 def group_rows(groups: DataFrame, limit: int) -> list[dict]:
+    """:func:`group_query` collected: at most ``limit`` dicts."""
+    return [r.asDict() for r in group_query(groups, limit).collect()]
+
+
+def group_query(groups: DataFrame, limit: int) -> DataFrame:
     """The per-group metric values from the ``groups`` table, worst status first (then most records at risk,
-    most lag), at most ``limit`` rows (a bounded ``take``): dicts with group_id, status, worst_verdict,
+    most lag), at most ``limit`` rows (sorted and limited; no job): group_id, status, worst_verdict,
     partitions_committed, partitions_remote, total_lag, max_lag, records_at_risk, latest_commit_age_seconds."""
     order = F.create_map(*[x for i, st in enumerate(("AT_RISK", "STALE", "WARN", "OK")) for x in (F.lit(st), F.lit(i))])
     rows = (
@@ -160,23 +171,29 @@ def group_rows(groups: DataFrame, limit: int) -> list[dict]:
             "records_at_risk",
             "latest_commit_age_seconds",
         )
-        .take(limit)
+        .limit(limit)
     )
-    return [r.asDict() for r in rows]
+    return rows
 
 
 def lost_lineage_rows(findings: DataFrame, limit: int) -> list[dict]:
-    """The REPLICA_DIVERGENCE findings as metric values, most records first, at most ``limit`` (a bounded
-    ``take``): dicts with topic, partition, replica_broker, divergence_offset, records_at_risk, severity."""
+    """:func:`lost_lineage_query` collected: at most ``limit`` dicts (none without the column)."""
+    query = lost_lineage_query(findings, limit)
+    return [] if query is None else [r.asDict() for r in query.collect()]
+
+
+def lost_lineage_query(findings: DataFrame, limit: int) -> DataFrame | None:
+    """The REPLICA_DIVERGENCE findings as metric values, most records first, at most ``limit`` (sorted and
+    limited; no job): topic, partition, replica_broker, divergence_offset, records_at_risk, severity.  None for a
+    findings table without ``replica_broker``."""
     if "replica_broker" not in findings.columns:
-        return []
-    rows = (
+        return None
+    return (
         findings.where(F.col("finding") == "REPLICA_DIVERGENCE")
         .select("topic", "partition", "replica_broker", "divergence_offset", "records_at_risk", "severity")
         .orderBy(F.col("records_at_risk").desc(), "topic", "partition", "replica_broker")
-        .take(limit)
+        .limit(limit)
     )
-    return [r.asDict() for r in rows]
 
 
 def build_registry(

@@ -202,6 +202,15 @@ class StagedOutput:
     def write_parquet(self, name: str, df: DataFrame) -> None:
         df.write.mode("overwrite").parquet(self.path(name))
 
+    def write_table(self, name: str, df: DataFrame) -> DataFrame:
+        """Write output table ``name`` (:data:`audit.tables.TABLES`) once and return it read back from the written
+        files with the contract's schema: one Spark job, and what follows reads the result instead of computing
+        ``df`` again (no checkpoint, no schema inference)."""
+        from ..tables import ddl
+
+        self.write_parquet(name, df)
+        return self.spark.read.schema(ddl(name)).parquet(self.path(name))
+
     def write_parquet_all(self, tables: dict[str, DataFrame], threads: int = 2) -> None:
         """:meth:`write_parquet` of every ``name -> DataFrame``, ``threads`` Spark jobs at a time (each write of a
         small table is mostly the driver's planning and commit, so two overlap on two cores).  Raises the first
@@ -309,7 +318,23 @@ def console_table(
     limit: int = CONSOLE_FINDINGS,
     groups: DataFrame | None = None,
 ) -> str:
-    """A ``kafka-consumer-groups --describe``-style text table, findings first, then the groups (``groups``: the
+    """:func:`console_queries` collected in one Spark job and rendered (:func:`render_console`)."""
+    from ..spark import collect_together
+
+    return render_console(collect_together(console_queries(findings, committed, bounds, limit, groups)), limit)
+
+
+def console_queries(
+    findings: DataFrame,
+    committed: DataFrame,
+    bounds: DataFrame,
+    limit: int = CONSOLE_FINDINGS,
+    groups: DataFrame | None = None,
+) -> dict[str, DataFrame]:
+    """The console table's queries (``findings``, ``groups`` when given, ``committed``), each sorted and limited
+    to ``limit + 1`` rows (no job): what :func:`render_console` renders.
+
+    A ``kafka-consumer-groups --describe``-style text table, findings first, then the groups (``groups``: the
     ``groups`` table, :func:`audit.groups.group_status`; one line per group, worst status first) and the
     committed offsets.
 
@@ -355,33 +380,12 @@ def console_table(
             "log_end_offset",
             owner.alias("owner"),
         )
-        .take(limit + 1)
+        .limit(limit + 1)
     )
-    out = []
-    heads = [
-        "SEVERITY",
-        "FINDING",
-        "CAUSE",
-        "GROUP",
-        "TOPIC",
-        "PARTITION",
-        "CURRENT-OFFSET",
-        "EPOCH",
-        "DIVERGENCE-OFFSET",
-        "AT-RISK",
-        "LOG-START-OFFSET",
-        "LOG-END-OFFSET",
-        "OWNER",
-    ]
-    rows = [[_fmt(v) for v in r] for r in frows[:limit]]
-    out.append("FINDINGS" if rows else "FINDINGS: none")
-    if rows:
-        out.append(_table(heads, rows))
-        if len(frows) > limit:
-            out.append(f"... more findings in findings/ (showing {limit})")
+    queries = {"findings": frows}
     if groups is not None:
         status = F.create_map(*[x for i, s in enumerate(STATUS_ORDER) for x in (F.lit(s), F.lit(i))])
-        grows = (
+        queries["groups"] = (
             groups.orderBy(
                 status[F.col("status")],
                 F.col("records_at_risk").desc_nulls_last(),
@@ -403,8 +407,58 @@ def console_table(
                 "records_at_risk",
                 "latest_commit_age_seconds",
             )
-            .take(limit + 1)
+            .limit(limit + 1)
         )
+    if "lag" not in c_cols:
+        committed = committed.join(
+            bounds.select("topic", "partition", "log_end_offset"), ["topic", "partition"], "left"
+        ).withColumn("lag", F.col("log_end_offset") - F.col("committed_offset"))
+    queries["committed"] = (
+        committed.orderBy(F.col("verdict") == "OK", "group_id", "topic", "partition")
+        .select(
+            "group_id",
+            "topic",
+            "partition",
+            "committed_offset",
+            "committed_leader_epoch",
+            "log_end_offset",
+            "lag",
+            "verdict",
+            *[opt(c_cols, c).alias(c) for c in ("owner_member_id", "owner_client_host", "owner_client_id")],
+        )
+        .limit(limit + 1)
+    )
+    return queries
+
+
+def render_console(parts: dict[str, list], limit: int = CONSOLE_FINDINGS) -> str:
+    """The console table from :func:`console_queries`' rows (name -> rows, each a dict or ``Row`` in the
+    queries' column order; ``groups`` absent: no groups section)."""
+    frows, crow = parts["findings"], parts["committed"]
+    out = []
+    heads = [
+        "SEVERITY",
+        "FINDING",
+        "CAUSE",
+        "GROUP",
+        "TOPIC",
+        "PARTITION",
+        "CURRENT-OFFSET",
+        "EPOCH",
+        "DIVERGENCE-OFFSET",
+        "AT-RISK",
+        "LOG-START-OFFSET",
+        "LOG-END-OFFSET",
+        "OWNER",
+    ]
+    rows = [[_fmt(v) for v in _values(r)] for r in frows[:limit]]
+    out.append("FINDINGS" if rows else "FINDINGS: none")
+    if rows:
+        out.append(_table(heads, rows))
+        if len(frows) > limit:
+            out.append(f"... more findings in findings/ (showing {limit})")
+    if "groups" in parts:
+        grows = parts["groups"]
         out.append("")
         out.append("GROUPS")
         out.append(
@@ -421,32 +475,11 @@ def console_table(
                     "AT-RISK",
                     "LAST-COMMIT-AGE-S",
                 ],
-                [[_fmt(v) for v in r] for r in grows[:limit]],
+                [[_fmt(v) for v in _values(r)] for r in grows[:limit]],
             )
         )
         if len(grows) > limit:
             out.append(f"... more in groups/ (showing {limit})")
-    if "lag" not in c_cols:
-        committed = committed.join(
-            bounds.select("topic", "partition", "log_end_offset"), ["topic", "partition"], "left"
-        ).withColumn("lag", F.col("log_end_offset") - F.col("committed_offset"))
-    crow = (
-        committed.orderBy(F.col("verdict") == "OK", "group_id", "topic", "partition")
-        .select(
-            "group_id",
-            "topic",
-            "partition",
-            "committed_offset",
-            "committed_leader_epoch",
-            "log_end_offset",
-            "lag",
-            "verdict",
-            opt(c_cols, "owner_member_id"),
-            opt(c_cols, "owner_client_host"),
-            opt(c_cols, "owner_client_id"),
-        )
-        .take(limit + 1)
-    )
     out.append("")
     out.append("COMMITTED OFFSETS")
     out.append(
@@ -464,12 +497,16 @@ def console_table(
                 "HOST",
                 "CLIENT-ID",
             ],
-            [[_fmt(v) for v in r] for r in crow[:limit]],
+            [[_fmt(v) for v in _values(r)] for r in crow[:limit]],
         )
     )
     if len(crow) > limit:
         out.append(f"... more in committed_offsets/ (showing {limit})")
     return "\n".join(out)
+
+
+def _values(row) -> list:
+    return list(row.values()) if isinstance(row, dict) else list(row)
 
 
 def _table(heads: list[str], rows: list[list[str]]) -> str:
