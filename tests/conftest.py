@@ -54,6 +54,42 @@ LONGEST_FIRST = (
 )
 
 
+#: Test tiers, by file (markers added at collection): ``lab`` starts Kafka clusters (Maven Central), ``cluster``
+#: Spark clusters, a Spark Connect server, the Airflow environment or an S3 server, ``slow`` runs many audits or
+#: processes.  Contributors' fast tier: ``python -m pytest -q -n 2 -m "not lab and not cluster and not slow"``.
+TIERS = {
+    "lab": ("test_lab_*.py", "test_cluster_integration.py", "test_partition_owners.py"),
+    "cluster": (
+        "test_airflow_dag.py",
+        "test_readme_commands.py",
+        "test_spark_standalone.py",
+        "test_spark_connect.py",
+        "test_object_store.py",
+    ),
+    "slow": (
+        "test_commit_kills.py",
+        "test_fault_injection.py",
+        "test_class_data_archive.py",
+        "test_bad_input.py",
+        "test_hostile_defects.py",
+        "test_null_shapes.py",
+        "test_browser_offline.py",
+        "test_fuzz_regressions.py",
+        "test_bench_*.py",
+        "test_job_budget.py",
+        "test_stage_failures.py",
+        "test_docs.py",
+    ),
+}
+
+
+def _tiers(path: str) -> list[str]:
+    from fnmatch import fnmatch
+
+    name = os.path.basename(path)
+    return [tier for tier, patterns in TIERS.items() if any(fnmatch(name, p) for p in patterns)]
+
+
 def _unit(nodeid: str) -> str:
     path = nodeid.split("::", 1)[0]
     return _UNIT_OF.get(os.path.basename(path), path)
@@ -62,6 +98,9 @@ def _unit(nodeid: str) -> str:
 def pytest_collection_modifyitems(config, items):
     """Longest units first (a stable sort: within a unit, and among the others, collection order holds)."""
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    for item in items:
+        for tier in _tiers(item.nodeid.split("::", 1)[0]):
+            item.add_marker(getattr(pytest.mark, tier))
 
     def key(item):
         unit = _unit(item.nodeid)
