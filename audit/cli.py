@@ -443,9 +443,9 @@ def _prewarm(reports: bool) -> _Prewarm:
             import pyspark.testing.utils  # noqa: F401
 
             if reports:
-                from .report.expectations import _gx
+                from .report.expectations import import_gx
 
-                _gx()
+                import_gx()
                 import matplotlib.backends.backend_svg  # noqa: F401
                 import matplotlib.figure  # noqa: F401
         except Exception:  # noqa: BLE001 - reported where the audit imports them

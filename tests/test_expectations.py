@@ -256,24 +256,22 @@ def test_great_expectations_imports_under_python_c():
     """``python -c`` (``__main__`` without a file): pyspark's Spark Connect dependency check, reached through GX's
     import, took the process for a doctest run and ended it with exit status 0, so an audit run that way wrote
     nothing and reported success.  The import must finish and the process go on."""
-    code = (
-        "import sys; from audit.report.expectations import _gx; gx = _gx(); print('imported', gx.__name__); sys.exit(3)"
-    )
+    code = "import sys; from audit.report.expectations import import_gx; gx = import_gx(); print('imported', gx.__name__); sys.exit(3)"
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert "imported great_expectations" in p.stdout, p.stderr[-2000:]
     assert p.returncode == 3
 
 
 def test_gx_import_leaves_scipy_stats_unloaded_until_used():
-    """_gx() imports Great Expectations without loading scipy.stats (none of the suite's expectations use it;
+    """import_gx() imports Great Expectations without loading scipy.stats (none of the suite's expectations use it;
     it was a quarter of GX's import); the first use loads the real module (a fresh interpreter each time)."""
     import subprocess
     import sys
 
     script = """
 import sys
-from audit.report.expectations import _gx
-_gx()
+from audit.report.expectations import import_gx
+import_gx()
 print('scipy.stats._stats_py' in sys.modules)
 from scipy import stats
 print(round(float(stats.entropy([0.5, 0.5])), 6), 'scipy.stats._stats_py' in sys.modules)

@@ -338,11 +338,11 @@ def test_legacy_sets_decode_as_kafka_python_reads_them():
 
 
 def test_huge_metadata_string_is_gathered_without_a_per_byte_index():
-    """Fix 4: ``_strings`` built an int64 index per string byte (8 bytes of index per byte: a 20 MiB
+    """Fix 4: ``utf8_slices`` built an int64 index per string byte (8 bytes of index per byte: a 20 MiB
     metadata string needed 160 MiB more); long strings are copied as slices now, equal bytes."""
     import tracemalloc
 
-    from audit.formats.offsets import _gather
+    from audit.formats.offsets import gather_slices
 
     data = np.frombuffer(bytes(range(256)) * (80 << 12), dtype=np.uint8)  # 20 MiB
     start = np.array([5, 0, 1000, 7], dtype=np.int64)
@@ -351,7 +351,7 @@ def test_huge_metadata_string_is_gathered_without_a_per_byte_index():
     np.cumsum(lens, out=offsets[1:])
     tracemalloc.start()
     try:
-        out = _gather(data, start, lens, offsets)
+        out = gather_slices(data, start, lens, offsets)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -27,7 +27,7 @@ from typing import Iterable, NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from .offsets import _gather
+from .offsets import gather_slices
 from .record_batch import (
     ATTR_CONTROL,
     ATTR_TRANSACTIONAL,
@@ -37,7 +37,7 @@ from .record_batch import (
     extract_records,
     scan_batches,
 )
-from .segments import RAW_SCHEMA, RECORDS_PER_STEP, _counts_batch, _issues_batch, _record_rows, kept_records
+from .segments import RAW_SCHEMA, RECORDS_PER_STEP, counts_batch, issues_batch, record_rows, kept_records
 
 __all__ = [
     "PreparedChunk",
@@ -147,7 +147,7 @@ def _binary(data: np.ndarray, start: np.ndarray, length: np.ndarray) -> pa.Array
     lens = np.where(valid, length, 0).astype(np.int64)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lens, out=offsets[1:])
-    chars = _gather(data, np.where(valid, start, 0), lens, offsets) if offsets[-1] else np.zeros(0, np.uint8)
+    chars = gather_slices(data, np.where(valid, start, 0), lens, offsets) if offsets[-1] else np.zeros(0, np.uint8)
     validity = None if valid.all() else pa.array(valid).buffers()[1]
     arr = pa.LargeBinaryArray.from_buffers(pa.large_binary(), n, [validity, pa.py_buffer(offsets), pa.py_buffer(chars)])
     return arr.cast(pa.binary())
@@ -315,7 +315,7 @@ def decode_prepared(
                     continue
                 out.batches.append(
                     _located(
-                        _record_rows(
+                        record_rows(
                             sub,
                             scan,
                             idx,
@@ -331,12 +331,12 @@ def decode_prepared(
                     )
                 )
             if counts:
-                out.batches.append(_counts_batch(int(bpart[0]), counts))
+                out.batches.append(counts_batch(int(bpart[0]), counts))
     if issues:
         out.issues = len(issues)
         if decoded:
             for p in sorted({p for p, _ in issues}):
-                batch = _issues_batch(f"{topic}-{p}", p, [i for q, i in issues if q == p])
+                batch = issues_batch(f"{topic}-{p}", p, [i for q, i in issues if q == p])
                 i = RAW_SCHEMA.get_field_index("position")  # a byte position in a response means nothing to a reader
                 out.batches.append(
                     batch.set_column(i, RAW_SCHEMA.field("position"), pa.nulls(batch.num_rows, pa.int64()))

@@ -193,7 +193,7 @@ def uuid_to_str(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
-class _Reader:
+class ByteReader:
     """Cursor over a bytes-like object; every read checks for truncation."""
 
     __slots__ = ("buf", "pos", "end", "what")
@@ -301,7 +301,7 @@ class _Reader:
             tag = self.uvarint(field + " tag")
             size = self.uvarint(f"{field} size (tag {tag})")
             p = self._need(size, f"{field} value (tag {tag})")
-            yield tag, _Reader(self.buf, p, p + size, f"{self.what} tag {tag}")
+            yield tag, ByteReader(self.buf, p, p + size, f"{self.what} tag {tag}")
 
     def skip_tagged_fields(self, field: str = "tagged fields"):
         for _tag, _sub in self.tagged_fields(field):
@@ -323,14 +323,14 @@ def _empty_row(api_key: int, version: int, record_type: str) -> dict:
 # --- per-record bodies -------------------------------------------------------
 
 
-def _read_topic(r: _Reader, version: int, row: dict):
+def _read_topic(r: ByteReader, version: int, row: dict):
     # TopicRecord.json
     row["topic_name"] = r.compact_string("Name")
     row["topic_id"] = r.uuid("TopicId")
     r.skip_tagged_fields()
 
 
-def _read_partition(r: _Reader, version: int, row: dict):
+def _read_partition(r: ByteReader, version: int, row: dict):
     # PartitionRecord.json. Removing/AddingReplicas were nullable in the first
     # schema revision, so a null (length 0) is accepted there.
     row["partition"] = r.int32("PartitionId")
@@ -359,7 +359,7 @@ def _read_partition(r: _Reader, version: int, row: dict):
     row["leader_recovery_state"] = recovery
 
 
-def _read_partition_change(r: _Reader, version: int, row: dict):
+def _read_partition_change(r: ByteReader, version: int, row: dict):
     # PartitionChangeRecord.json: only PartitionId and TopicId are fixed.
     row["partition"] = r.int32("PartitionId")
     row["topic_id"] = r.uuid("TopicId")
@@ -390,7 +390,7 @@ def _read_partition_change(r: _Reader, version: int, row: dict):
     row["leader"] = leader
 
 
-def _read_endpoint(r: _Reader):
+def _read_endpoint(r: ByteReader):
     r.compact_string("EndPoints.Name")
     r.compact_string("EndPoints.Host")
     r.uint16("EndPoints.Port")
@@ -398,14 +398,14 @@ def _read_endpoint(r: _Reader):
     r.skip_tagged_fields("EndPoints tagged fields")
 
 
-def _read_feature(r: _Reader):
+def _read_feature(r: ByteReader):
     r.compact_string("Features.Name")
     r.int16("Features.MinSupportedVersion")
     r.int16("Features.MaxSupportedVersion")
     r.skip_tagged_fields("Features tagged fields")
 
 
-def _read_register_broker(r: _Reader, version: int, row: dict):
+def _read_register_broker(r: ByteReader, version: int, row: dict):
     # RegisterBrokerRecord.json
     row["broker_id"] = r.int32("BrokerId")
     if version >= 2:
@@ -425,7 +425,7 @@ def _broker_and_epoch(id_field: str, epoch_field: str, fenced: int | None = None
     FenceBrokerRecord.json / UnfenceBrokerRecord.json (Id, Epoch; ``fenced`` 1 / -1),
     UnregisterBrokerRecord.json (BrokerId, BrokerEpoch)."""
 
-    def read(r: _Reader, version: int, row: dict):
+    def read(r: ByteReader, version: int, row: dict):
         row["broker_id"] = r.int32(id_field)
         row["broker_epoch"] = r.int64(epoch_field)
         if fenced is not None:
@@ -435,7 +435,7 @@ def _broker_and_epoch(id_field: str, epoch_field: str, fenced: int | None = None
     return read
 
 
-def _read_broker_registration_change(r: _Reader, version: int, row: dict):
+def _read_broker_registration_change(r: ByteReader, version: int, row: dict):
     # BrokerRegistrationChangeRecord.json v0-3: BrokerId, BrokerEpoch; tagged Fenced int8 (tag 0,
     # BrokerRegistrationFencingChange: 1 FENCE, 0 NONE, -1 UNFENCE), InControlledShutdown int8 (tag 1, v1+:
     # 1 IN_CONTROLLED_SHUTDOWN), LogDirs (tag 2, v2+) and CordonedLogDirs (v3+), not needed
@@ -454,13 +454,13 @@ def _read_broker_registration_change(r: _Reader, version: int, row: dict):
 _read_broker_epoch = _broker_and_epoch("BrokerId", "BrokerEpoch")
 
 
-def _read_clear_elr(r: _Reader, version: int, row: dict):
+def _read_clear_elr(r: ByteReader, version: int, row: dict):
     # ClearElrRecord.json: TopicName ("" = every topic)
     row["topic_name"] = r.compact_string("TopicName")
     r.skip_tagged_fields()
 
 
-def _read_config(r: _Reader, version: int, row: dict):
+def _read_config(r: ByteReader, version: int, row: dict):
     # ConfigRecord.json
     row["config_resource_type"] = r.int8("ResourceType")
     row["config_resource_name"] = r.compact_string("ResourceName")
@@ -469,7 +469,7 @@ def _read_config(r: _Reader, version: int, row: dict):
     r.skip_tagged_fields()
 
 
-def _read_remove_topic(r: _Reader, version: int, row: dict):
+def _read_remove_topic(r: ByteReader, version: int, row: dict):
     # RemoveTopicRecord.json
     row["topic_id"] = r.uuid("TopicId")
     r.skip_tagged_fields()
@@ -521,7 +521,7 @@ def decode_metadata_value(value: bytes) -> dict:
     """
     if value is None:
         raise MetadataDecodeError("metadata record value is null")
-    r = _Reader(value, 0, len(value), "metadata record")
+    r = ByteReader(value, 0, len(value), "metadata record")
     frame_version = r.uvarint("frame version")
     if frame_version != SUPPORTED_FRAME_VERSION:
         raise MetadataDecodeError(

@@ -75,7 +75,7 @@ _ERRORS = np.array(
 _MALFORMED_KEY, _NULL_KEY, _UNKNOWN_RECORD_TYPE, _UNKNOWN_VALUE_VERSION, _MALFORMED_VALUE = range(1, 6)
 
 
-def _strings(data: np.ndarray, start: np.ndarray, length: np.ndarray, valid: np.ndarray) -> pa.Array:
+def utf8_slices(data: np.ndarray, start: np.ndarray, length: np.ndarray, valid: np.ndarray) -> pa.Array:
     """Arrow utf8 array of ``data[start:start+length]`` per row; null where not ``valid`` or length < 0."""
     n = len(start)
     ok = valid & (length >= 0)
@@ -83,7 +83,7 @@ def _strings(data: np.ndarray, start: np.ndarray, length: np.ndarray, valid: np.
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lens, out=offsets[1:])
     total = int(offsets[-1])
-    chars = _gather(data, np.where(ok, start, 0), lens, offsets) if total else np.zeros(0, dtype=np.uint8)
+    chars = gather_slices(data, np.where(ok, start, 0), lens, offsets) if total else np.zeros(0, dtype=np.uint8)
     validity = pa.array(ok).buffers()[1] if not ok.all() else None
     arr = pa.LargeBinaryArray.from_buffers(pa.large_binary(), n, [validity, pa.py_buffer(offsets), pa.py_buffer(chars)])
     try:
@@ -116,12 +116,12 @@ def uuid_strings(data: np.ndarray, start: np.ndarray) -> pa.Array:
     return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(chars), validity)
 
 
-#: :func:`_gather` builds its per-byte index for at most this many bytes at a time (8 index bytes per
+#: :func:`gather_slices` builds its per-byte index for at most this many bytes at a time (8 index bytes per
 #: byte gathered); a longer string is copied as one slice.
 GATHER_CHUNK = 1 << 18
 
 
-def _gather(data: np.ndarray, start: np.ndarray, lens: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+def gather_slices(data: np.ndarray, start: np.ndarray, lens: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """``data[start[i]:start[i] + lens[i]]`` of every row, concatenated (``offsets``: the running sum of
     ``lens`` with a leading 0).  Memory stays near the output size: the vectorised per-byte index is
     built for at most :data:`GATHER_CHUNK` bytes of rows at a time, and a row longer than that (a huge
@@ -185,14 +185,14 @@ def materialise_offsets_kv(
     fill = num["fill"]
     return {
         "record_type": num["record_type"],
-        "group_id": _strings(data, num["group_start"], num["group_len"], num["group_ok"]),
-        "topic": _strings(data, num["topic_start"], num["topic_len"], num["topic_ok"]),
+        "group_id": utf8_slices(data, num["group_start"], num["group_len"], num["group_ok"]),
+        "topic": utf8_slices(data, num["topic_start"], num["topic_len"], num["topic_ok"]),
         "partition": num["partition"],
         "is_tombstone": num["is_tombstone"],
         "value_version": num["value_version"],
         "committed_offset": num["committed_offset"],
         "leader_epoch": num["leader_epoch"],
-        "metadata": _strings(data, num["metadata_start"], num["metadata_len"], fill),
+        "metadata": utf8_slices(data, num["metadata_start"], num["metadata_len"], fill),
         "commit_timestamp": num["commit_timestamp"],
         "expire_timestamp": num["expire_timestamp"],
         "topic_id": uuid_strings(data, num["topic_id_start"]),
@@ -461,7 +461,7 @@ def decode_offset_commit_values(
 # --------------------------------------------------------------------------- group metadata
 
 
-class _Reader:
+class ValueReader:
     """Cursor over one value for the (rare) per-record group metadata decode."""
 
     def __init__(self, b: bytes, pos: int = 0):
@@ -525,7 +525,7 @@ def decode_consumer_assignment(assignment: bytes, max_entries: int | None = None
     count, or truncated bytes; :class:`AssignmentLimitError` (before building it) when the
     result would have more than ``max_entries`` topics.
     """
-    r = _Reader(assignment)
+    r = ValueReader(assignment)
     if r.i16() < 0:
         raise ValueError("negative ConsumerProtocolAssignment version")
     out = []
@@ -562,7 +562,7 @@ def decode_group_metadata_value(value: bytes, assignments: bool = True, max_entr
     version above 4, :class:`AssignmentLimitError` when the members' assignments hold more than
     ``max_entries`` (member, topic) entries in all (checked before they are built: bounded memory).
     """
-    r = _Reader(value)
+    r = ValueReader(value)
     version = r.i16()
     if version < 0 or version > MAX_GROUP_METADATA_VERSION:
         raise ValueError(f"unknown GroupMetadataValue version {version}")
@@ -620,7 +620,7 @@ def decode_member_key(key: bytes) -> str | None:
     (not flexible: int16 type, GroupId int16-length string, MemberId int16-length string); None when the key
     is cut short."""
     try:
-        r = _Reader(key, 2)
+        r = ValueReader(key, 2)
         r.string(False)
         return r.string(False)
     except ValueError:
@@ -634,7 +634,7 @@ def decode_consumer_group_member_value(value: bytes) -> dict:
     SubscribedTopicNames, SubscribedTopicRegex, RebalanceTimeoutMs, ServerAssignor, tagged
     ClassicMemberMetadata); the fields after ClientHost are not needed and not read.  Raises ``ValueError``
     for a version other than 0 or truncated bytes."""
-    r = _Reader(value)
+    r = ValueReader(value)
     if r.i16() != 0:
         raise ValueError("unknown ConsumerGroupMemberMetadataValue version")
     out = {"group_instance_id": r.string(True), "rack_id": r.string(True)}
@@ -651,7 +651,7 @@ def decode_consumer_group_assignment_value(value: bytes, max_entries: int | None
     ``[(topic id as Uuid.toString(), partitions int32 ndarray)]`` (topics without partitions left out).
     Raises ``ValueError`` for another version, truncated bytes or bytes left over (3.7's early-access layout
     had other fields under the same version), :class:`AssignmentLimitError` past ``max_entries`` topics."""
-    r = _Reader(value)
+    r = ValueReader(value)
     if r.i16() != 0:
         raise ValueError("unknown ConsumerGroupCurrentMemberAssignmentValue version")
     out: dict = {"member_epoch": r.i32(), "previous_member_epoch": r.i32(), "state": struct.unpack(">b", r.take(1))[0]}
@@ -665,7 +665,7 @@ def decode_consumer_group_assignment_value(value: bytes, max_entries: int | None
 
 
 def _assigned_topics(
-    r: _Reader, value: bytes, field: str, max_entries: int | None, key=lambda r: uuid_to_str(r.take(16))
+    r: ValueReader, value: bytes, field: str, max_entries: int | None, key=lambda r: uuid_to_str(r.take(16))
 ) -> list[tuple[str, np.ndarray]]:
     """A compact array of {``key`` (a topic id, or a streams subtopology id), Partitions compact int32 array, tagged
     fields} (``TopicPartitions``/``TaskIds`` of the KIP-848, share and streams assignment values): ``[(key, partitions
@@ -701,7 +701,7 @@ def decode_share_group_member_value(value: bytes) -> dict:
     returns ``rack_id``, ``client_id``, ``client_host`` (a share member has no ``group.instance.id``) and
     ``subscribed_topics`` (topic names).  Raises ``ValueError`` for a version other than 0, truncated bytes or a
     null ClientId/ClientHost/topic name."""
-    r = _Reader(value)
+    r = ValueReader(value)
     if r.i16() != 0:
         raise ValueError("unknown ShareGroupMemberMetadataValue version")
     out = {"rack_id": r.string(True)}
@@ -727,7 +727,7 @@ def decode_share_group_assignment_value(value: bytes, max_entries: int | None = 
     ``state`` (int8, ``MemberState``) and ``assigned``: ``[(topic id as Uuid.toString(), partitions int32
     ndarray)]`` (topics without partitions left out).  Raises ``ValueError`` for another version, truncated bytes
     or bytes left over, :class:`AssignmentLimitError` past ``max_entries`` topics."""
-    r = _Reader(value)
+    r = ValueReader(value)
     if r.i16() != 0:
         raise ValueError("unknown ShareGroupCurrentMemberAssignmentValue version")
     out: dict = {"member_epoch": r.i32(), "previous_member_epoch": r.i32(), "state": struct.unpack(">b", r.take(1))[0]}
@@ -745,14 +745,14 @@ STREAMS_GROUP_CURRENT_ASSIGNMENT_TYPE = 22
 STREAMS_GROUP_TOPOLOGY_TYPE = 23
 
 
-def _compact_array(r: _Reader, what: str, limit: int) -> int:
+def _compact_array(r: ValueReader, what: str, limit: int) -> int:
     n = r.uvarint() - 1
     if n > limit:
         raise ValueError(f"bad {what} count {n}")
     return max(n, 0)
 
 
-def _compact_strings(r: _Reader, what: str, limit: int) -> list[str]:
+def _compact_strings(r: ValueReader, what: str, limit: int) -> list[str]:
     out = []
     for _ in range(_compact_array(r, what, limit)):
         v = r.string(True)
@@ -769,7 +769,7 @@ def decode_streams_group_member_value(value: bytes) -> dict:
     ``rack_id``, ``client_id``, ``client_host``, ``topology_epoch`` and ``process_id`` (one Streams instance; it can
     run several members).  The fields after ProcessId are not read.  Raises ``ValueError`` for a version other
     than 0, truncated bytes or a null ClientId/ClientHost/ProcessId."""
-    r = _Reader(value)
+    r = ValueReader(value)
     if r.i16() != 0:
         raise ValueError("unknown StreamsGroupMemberMetadataValue version")
     out = {"group_instance_id": r.string(True), "rack_id": r.string(True)}
@@ -790,7 +790,7 @@ def decode_streams_group_assignment_value(value: bytes, max_entries: int | None 
     AssignmentEpochs skipped).  Standby and warm-up tasks (which process no input) and the tasks pending
     revocation are not read.  Raises ``ValueError`` for another version or truncated bytes,
     :class:`AssignmentLimitError` past ``max_entries`` subtopologies."""
-    r = _Reader(value)
+    r = ValueReader(value)
     if r.i16() != 0:
         raise ValueError("unknown StreamsGroupCurrentMemberAssignmentValue version")
     out: dict = {"member_epoch": r.i32(), "previous_member_epoch": r.i32(), "state": struct.unpack(">b", r.take(1))[0]}
@@ -805,7 +805,7 @@ def decode_streams_group_topology_value(value: bytes, max_entries: int | None = 
     subtopology reads partition *p* of each of them; SourceTopicRegex subscriptions are resolved by the broker and
     not named here).  Raises ``ValueError`` for another version or truncated bytes, :class:`AssignmentLimitError`
     past ``max_entries`` sources."""
-    r = _Reader(value)
+    r = ValueReader(value)
     if r.i16() != 0:
         raise ValueError("unknown StreamsGroupTopologyValue version")
     out: dict = {"epoch": r.i32()}

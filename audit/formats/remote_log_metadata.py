@@ -90,7 +90,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .metadata_log import MetadataDecodeError, _Reader
+from .metadata_log import MetadataDecodeError, ByteReader
 
 __all__ = [
     "REMOTE_LOG_METADATA_TOPIC",
@@ -221,8 +221,8 @@ class RemoteLogMetadataDecodeError(ValueError):
         self.reason = reason
 
 
-class _RemoteReader(_Reader):
-    """:class:`audit.formats.metadata_log._Reader` with nullable compact bytes and the limits of Kafka's generated
+class _RemoteReader(ByteReader):
+    """:class:`audit.formats.metadata_log.ByteReader` with nullable compact bytes and the limits of Kafka's generated
     readers (string length, tagged-field count)."""
 
     __slots__ = ()

@@ -326,7 +326,7 @@ def _sparse_batch(n: int, values: dict) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([cols[f.name] for f in RAW_SCHEMA], schema=RAW_SCHEMA)
 
 
-def _issues_batch(source_file: str, source_partition: int, issues) -> pa.RecordBatch:
+def issues_batch(source_file: str, source_partition: int, issues) -> pa.RecordBatch:
     n = len(issues)
     return _sparse_batch(
         n,
@@ -345,7 +345,7 @@ def _issues_batch(source_file: str, source_partition: int, issues) -> pa.RecordB
     )
 
 
-def _counts_batch(source_partition: int, counts) -> pa.RecordBatch:
+def counts_batch(source_partition: int, counts) -> pa.RecordBatch:
     n = len(counts)
     return _sparse_batch(
         n,
@@ -391,7 +391,7 @@ def _summary_columns(recs, is_control: np.ndarray, key_ids: np.ndarray) -> dict[
     return num
 
 
-def _record_rows(
+def record_rows(
     recs,
     scan,
     idx: np.ndarray,
@@ -497,7 +497,7 @@ def decode_offsets_segment(
         for lo in range(0, len(keep), RECORDS_PER_STEP):
             idx = keep[lo : lo + RECORDS_PER_STEP]
             out.append(
-                _record_rows(
+                record_rows(
                     recs,
                     scan,
                     idx,
@@ -510,14 +510,14 @@ def decode_offsets_segment(
                 )
             )
         if counts:
-            out.append(_counts_batch(source_partition, counts))
+            out.append(counts_batch(source_partition, counts))
     issues = scan.issues + recs.issues
     if issues:
-        out.append(_issues_batch(source_file, source_partition, issues))
+        out.append(issues_batch(source_file, source_partition, issues))
     return out
 
 
-def _binary_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def binary_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(data uint8, start int64, length int64 with -1 for null) of a binary Arrow array."""
     arr = arr.cast(pa.large_binary())
     n = len(arr)
@@ -537,8 +537,8 @@ def decode_offsets_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
     source_offset long, timestamp long (ms), key binary, value binary``; output
     :data:`RAW_SCHEMA` rows (``kind='record'``, ``source_file`` = ``__consumer_offsets-<p>``)."""
     n = batch.num_rows
-    kd, ks, kl = _binary_parts(batch.column("key"))
-    vd, vs, vl = _binary_parts(batch.column("value"))
+    kd, ks, kl = binary_parts(batch.column("key"))
+    vd, vs, vl = binary_parts(batch.column("value"))
     data = np.concatenate([kd, vd])
     dec = decode_offsets_kv(data, ks, kl, vs + len(kd), vl)
     sp = batch.column("source_partition").cast(pa.int32())
@@ -585,8 +585,8 @@ def decode_offsets_rows_latest(records: pa.Table) -> list[pa.RecordBatch]:
     n = records.num_rows
     if not n:
         return []
-    kd, ks, kl = _binary_parts(records.column("key").combine_chunks())
-    vd, vs, vl = _binary_parts(records.column("value").combine_chunks())
+    kd, ks, kl = binary_parts(records.column("key").combine_chunks())
+    vd, vs, vl = binary_parts(records.column("value").combine_chunks())
     table = RecordTable(
         np.concatenate([kd, vd]),
         np.zeros(n, dtype=np.int64),
@@ -611,5 +611,5 @@ def decode_offsets_rows_latest(records: pa.Table) -> list[pa.RecordBatch]:
             rows = rows.set_column(i, RAW_SCHEMA.field(name), pa.array(np.asarray(values, dtype=np.int64)))
         out.append(rows)
     if counts:
-        out.append(_counts_batch(int(records.column("source_partition")[0].as_py()), counts))
+        out.append(counts_batch(int(records.column("source_partition")[0].as_py()), counts))
     return out

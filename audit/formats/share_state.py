@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .offsets import _Reader, _strings, uuid_strings
+from .offsets import ValueReader, utf8_slices, uuid_strings
 from .record_batch import read_int, read_varint
 
 SHARE_STATE_TOPIC = "__share_group_state"
@@ -77,8 +77,8 @@ _MIN_KEY = 2 + 2 + 16 + 4
 _BATCH_BYTES = 8 + 8 + 1 + 2 + 1  # with an empty tagged-field section
 
 
-class _Cursor(_Reader):
-    """:class:`audit.formats.offsets._Reader` with struct-format reads and the tagged fields kept."""
+class _Cursor(ValueReader):
+    """:class:`audit.formats.offsets.ValueReader` with struct-format reads and the tagged fields kept."""
 
     def num(self, fmt: str) -> int:
         return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
@@ -349,7 +349,7 @@ def decode_share_state_kv(
     def col(a, m, dtype):
         return pa.array(np.asarray(a, dtype=dtype), mask=~m)
 
-    group_id = _strings(data, np.where(good_key, ks + 4, 0), np.where(good_key, glen, -1), good_key)
+    group_id = utf8_slices(data, np.where(good_key, ks + 4, 0), np.where(good_key, glen, -1), good_key)
     return {
         "record_type": col(rtype, kl >= 2, np.int16),
         "group_id": group_id,
@@ -462,11 +462,11 @@ def decode_share_state_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
     """Decode records a Kafka client read from ``__share_group_state``: input columns ``source_partition int,
     source_offset long, timestamp long (ms), key binary, value binary``; output :data:`SHARE_RAW_SCHEMA` rows
     (``source_file`` = ``__share_group_state-<p>`` on records that did not decode).  Never raises on bad bytes."""
-    from .segments import _binary_parts
+    from .segments import binary_parts
 
     n = batch.num_rows
-    kd, ks, kl = _binary_parts(batch.column("key"))
-    vd, vs, vl = _binary_parts(batch.column("value"))
+    kd, ks, kl = binary_parts(batch.column("key"))
+    vd, vs, vl = binary_parts(batch.column("value"))
     kv = decode_share_state_kv(np.concatenate([kd, vd]), ks, kl, vs + len(kd), vl)
     sp = batch.column("source_partition").cast(pa.int32())
     return _rows(

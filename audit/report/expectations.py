@@ -223,7 +223,7 @@ def _defer_scipy_stats() -> None:
     scipy.stats = module  # ``from scipy import stats`` reads the attribute before importing
 
 
-def _gx():
+def import_gx():
     """Import great_expectations lazily, quietly (its import is slow and chatty); see :func:`_spark_connect_guard`
     and :func:`_defer_scipy_stats`."""
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
@@ -249,7 +249,7 @@ def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
         name (``<asset>.<check>``).
     """
     cfg = load_expectations_config(config)
-    gx = _gx()
+    gx = import_gx()
     from great_expectations.expectations.row_conditions import Column
 
     E = gx.expectations
@@ -780,7 +780,7 @@ def run_expectations(
     if not os.path.isdir(output_dir):
         raise FileNotFoundError(f"audit output directory not found: {output_dir}")
 
-    gx = _gx()
+    gx = import_gx()
     suites = build_suites(cfg)
     frames, skipped = _read_inputs(spark, tables_dir or output_dir, wanted, cfg)
     f = frames.get("findings")

@@ -303,7 +303,7 @@ def append_run(
     ``{"dir", "run_id", "run_date", "attempt", "replaced"}`` (``replaced``: partition dirs of earlier attempts of
     this run id that were removed, committed or not).  ``groups``: the run's groups table, kept next to the
     findings."""
-    from .outputs import _step
+    from .outputs import kill_point
 
     base = fs.to_uri(history).rstrip("/")
     run_time = datetime.fromisoformat(summary["started_at"]).astimezone(timezone.utc)
@@ -340,11 +340,11 @@ def append_run(
             .write.mode("overwrite")
             .parquet(f"{base}/groups/{leaf}")
         )
-    _step("history-findings")
+    kill_point("history-findings")
     # an aware datetime is converted as UTC whatever the machine's zone; the literal above is read in the
     # session time zone, UTC (audit.spark.build_session)
     spark.createDataFrame(row, RUNS_SCHEMA).drop("run_id").write.mode("overwrite").parquet(f"{base}/runs/{leaf}")
-    _step("history-marker")
+    kill_point("history-marker")
     replaced = []
     for name in (
         "runs",

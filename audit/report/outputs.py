@@ -134,7 +134,7 @@ def is_object_store(uri: str) -> bool:
     return uri.partition("://")[0].lower() in OBJECT_STORE_SCHEMES if "://" in uri else False
 
 
-def _step(name: str) -> None:
+def kill_point(name: str) -> None:
     """A point of the commit where ``KOA_KILL_AT=name`` kills this process (SIGKILL), for the tests that prove
     a run killed there loses nothing committed; nothing otherwise."""
     if os.environ.get("KOA_KILL_AT") == name:
@@ -263,22 +263,22 @@ class StagedOutput:
             self._commit_marker()
             return
         had_old = fs.exists(self.spark, self.output)
-        _step("before-swap")
+        kill_point("before-swap")
         if had_old and fs.is_local(self.output) and fs.exchange(self.output, self.staging):
             # one atomic step (Linux renameat2 RENAME_EXCHANGE): output is the new run, staging the old one
-            _step("after-swap")
+            kill_point("after-swap")
             fs.delete(self.spark, self.staging)
             return
         if had_old:
             fs.rename(self.spark, self.output, self.old)
-        _step("between-renames")
+        kill_point("between-renames")
         try:
             fs.rename(self.spark, self.staging, self.output)
         except Exception:
             if had_old:
                 fs.rename(self.spark, self.old, self.output)
             raise
-        _step("after-swap")
+        kill_point("after-swap")
         if had_old:
             fs.delete(self.spark, self.old)
 
@@ -287,13 +287,13 @@ class StagedOutput:
         previous_dir = previous.get("run_dir") if isinstance(previous, dict) else None
         summary = json.loads(fs.read_small(self.spark, self.path("summary.json"), 64 << 20).decode("utf-8"))
         summary.update(run_dir=self.staging, previous_run_dir=previous_dir)
-        _step("before-marker")
+        kill_point("before-marker")
         fs.write_small(
             self.spark,
             f"{self.output}/summary.json",
             json.dumps(summary, indent=2, sort_keys=False, default=str).encode(),
         )
-        _step("after-marker")
+        kill_point("after-marker")
         older = previous.get("previous_run_dir") if isinstance(previous, dict) else None
         if older and older not in (self.staging, previous_dir):
             fs.delete(self.spark, older)

@@ -390,13 +390,13 @@ def _decode_offsets_files(batches, reduce_latest: bool = False):
     (with ``reduce_latest``: the latest-mode summary of each segment, see :mod:`audit.formats.latest`)."""
     from audit.formats.checkpoints import parse_partition_dir
     from audit.formats.record_batch import Issue
-    from audit.formats.segments import _issues_batch, decode_offsets_segment
+    from audit.formats.segments import issues_batch, decode_offsets_segment
 
     for rb in batches:
         for path, data in _contents(rb):
             tp = parse_partition_dir(path.rsplit("/", 2)[-2])
             if data is None:
-                yield _issues_batch(path, tp[1] if tp else -1, [Issue(UNREADABLE, 0, UNREADABLE_DETAIL)])
+                yield issues_batch(path, tp[1] if tp else -1, [Issue(UNREADABLE, 0, UNREADABLE_DETAIL)])
                 continue
             for out in decode_offsets_segment(data, path, tp[1] if tp else -1, reduce_latest=reduce_latest):
                 yield out
