@@ -77,7 +77,9 @@ REQUIRED_ASSETS: Tuple[str, ...] = ("findings", "committed_offsets", "epochs", "
 
 #: ``cause`` of a LOG_TRUNCATION (``sql/finding_log_truncation.sql``).
 TRUNCATION_CAUSES = ("unclean_election", "replica_divergence", "stale_client_epoch", "unknown")
-COMMITTED_COLUMNS = (
+#: the columns each table must have for the suite (its ``expect_table_columns_to_match_set`` checks): subsets of
+#: the output contract, :data:`audit.tables.TABLES`
+COMMITTED_REQUIRED = (
     "group_id",
     "topic",
     "partition",
@@ -88,9 +90,9 @@ COMMITTED_COLUMNS = (
     "value_version",
     "verdict",
 )
-COMMITS_COLUMNS = COMMITTED_COLUMNS[:-1] + ("source_partition", "source_offset")
-EPOCHS_COLUMNS = ("topic", "partition", "broker_id", "leader_epoch", "start_offset", "is_leader")
-GROUPS_COLUMNS = (
+COMMITS_REQUIRED = COMMITTED_REQUIRED[:-1] + ("source_partition", "source_offset")
+EPOCHS_REQUIRED = ("topic", "partition", "broker_id", "leader_epoch", "start_offset", "is_leader")
+GROUPS_REQUIRED = (
     "group_id",
     "group_type",
     "group_state",
@@ -110,7 +112,7 @@ GROUPS_COLUMNS = (
     "status",
 )
 GROUP_STATUSES = ("AT_RISK", "STALE", "WARN", "OK")
-BOUNDS_COLUMNS = (
+BOUNDS_REQUIRED = (
     "topic",
     "partition",
     "log_start_offset",
@@ -329,7 +331,7 @@ def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
     # committed_offsets ---------------------------------------------------------------
     verdicts = ["OK"] + list(cfg.known_findings)
     c_checks: List[Tuple[str, Any]] = [
-        ("columns", columns(COMMITTED_COLUMNS)),
+        ("columns", columns(COMMITTED_REQUIRED)),
         ("row_count", E.ExpectTableRowCountToBeBetween(min_value=cfg.min_committed_offsets)),
         ("key_unique", E.ExpectCompoundColumnsToBeUnique(column_list=["group_id", "topic", "partition"])),
         ("group_id_not_null", not_null("group_id")),
@@ -357,7 +359,7 @@ def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
     suite(
         "commits",
         [
-            ("columns", columns(COMMITS_COLUMNS)),
+            ("columns", columns(COMMITS_REQUIRED)),
             ("committed_offset_not_negative", E.ExpectColumnValuesToBeBetween(column="committed_offset", min_value=0)),
             ("leader_epoch_valid", E.ExpectColumnValuesToBeBetween(column="committed_leader_epoch", min_value=-1)),
             (
@@ -371,7 +373,7 @@ def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
     suite(
         "epochs",
         [
-            ("columns", columns(EPOCHS_COLUMNS)),
+            ("columns", columns(EPOCHS_REQUIRED)),
             ("leader_epoch_not_negative", E.ExpectColumnValuesToBeBetween(column="leader_epoch", min_value=0)),
             ("start_offset_not_negative", E.ExpectColumnValuesToBeBetween(column="start_offset", min_value=0)),
             (
@@ -385,7 +387,7 @@ def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
     suite(
         "bounds",
         [
-            ("columns", columns(BOUNDS_COLUMNS)),
+            ("columns", columns(BOUNDS_REQUIRED)),
             ("key_unique", E.ExpectCompoundColumnsToBeUnique(column_list=["topic", "partition"])),
             ("log_start_not_negative", E.ExpectColumnValuesToBeBetween(column="log_start_offset", min_value=0)),
             (
@@ -423,7 +425,7 @@ def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
     suite(
         "groups",
         [
-            ("columns", columns(GROUPS_COLUMNS)),
+            ("columns", columns(GROUPS_REQUIRED)),
             ("key_unique", E.ExpectColumnValuesToBeUnique(column="group_id")),
             ("status_known", E.ExpectColumnValuesToBeInSet(column="status", value_set=list(GROUP_STATUSES))),
             (
@@ -625,7 +627,7 @@ def _groups_frame(spark, tables_dir: str, cfg: ExpectationsConfig):
         .join(worst, "group_id", "left")
         .crossJoin(counts)
         .select(
-            *GROUPS_COLUMNS,
+            *GROUPS_REQUIRED,
             F.coalesce("check_partitions", F.lit(0)).alias("check_partitions"),
             (
                 F.col("findings_critical")

@@ -500,7 +500,7 @@ def _decode_metadata_files(batches):
 
 
 @dataclass
-class LogDirSources:
+class LogDirTables:
     """DataFrames produced from log dirs (see :func:`read_log_dirs`)."""
 
     raw_offsets: DataFrame
@@ -676,10 +676,10 @@ def _binary(spark: SparkSession, uris: list[str], sizes: list[int] | None = None
 
 def read_log_dirs(
     spark: SparkSession, roots: list[str], reduce_latest: bool = False, inventory: Inventory | None = None
-) -> LogDirSources:
+) -> LogDirTables:
     """Read broker log dirs into DataFrames.
 
-    Returns :class:`LogDirSources` with
+    Returns :class:`LogDirTables` with
 
     - ``raw_offsets``: :data:`audit.formats.segments.RAW_SCHEMA` rows of the chosen replica of
       every ``__consumer_offsets`` partition, plus ``broker_id int`` (``reduce_latest``: only
@@ -987,7 +987,7 @@ def read_log_dirs(
     read_issues = issues[0]
     for d in issues[1:]:
         read_issues = read_issues.unionByName(d)
-    return LogDirSources(
+    return LogDirTables(
         raw,
         replicas,
         epochs,
@@ -1370,7 +1370,7 @@ def _bounds(
 
 
 def recover_from_replicas(
-    spark: SparkSession, raw: DataFrame, src: LogDirSources, reduce_latest: bool = False
+    spark: SparkSession, raw: DataFrame, src: LogDirTables, reduce_latest: bool = False
 ) -> tuple[DataFrame, list[dict]]:
     """Fill what the chosen replica of a ``__consumer_offsets`` partition could not give from another replica.
 

@@ -94,7 +94,7 @@ class LogDirSource(AuditSource):
     def __init__(self, spark: SparkSession, progress: Callable[[str], None], log_dirs: list[str], latest: bool):
         super().__init__(spark, progress)
         self.log_dirs, self.latest = log_dirs, latest
-        self.src: Any = None  # audit.sources.logdirs.LogDirSources, once read_offsets ran
+        self.src: Any = None  # audit.sources.logdirs.LogDirTables, once read_offsets ran
         self.inventory: Any = None  # audit.sources.logdirs.Inventory, once listed
 
     def input_bytes(self) -> int:
