@@ -383,7 +383,7 @@ def _decode(cfg: AuditConfig, src, tuning) -> Decoded:
 def _judge_and_write(
     cfg: AuditConfig, spark: SparkSession, d: Decoded, state, out: StagedOutput, started_at: str
 ) -> Judged:
-    """Stage ``judge``: every rule in one plan, joined with the groups' owners, written as ``findings/``; then
+    """Stage ``judge``: the rules (:func:`audit.judge.judge`), joined with the groups' owners, written as ``findings/``; then
     ``committed_offsets/`` and ``groups/`` from it (and ``share_partitions/``).  Each table is written once and
     read back from its files for what follows (:meth:`audit.report.outputs.StagedOutput.write_table`): one
     Spark job per table, nothing judged twice."""
@@ -392,8 +392,9 @@ def _judge_and_write(
     history = cfg.mode == "history"
     timeline = state.leader_timeline
     names = timeline.select("topic_id", "topic") if timeline is not None else state.topic_names
-    # small aggregates of the checkpointed group records (audit.owners), joined where each table is written
+    # the owner tables, joined into findings, committed offsets and share-partitions: computed once
     group_state, owners = group_tables(spark, d.records, names)
+    group_state, owners = group_state.localCheckpoint(), owners.localCheckpoint()
     findings = with_owners(
         judge(
             spark,
@@ -538,17 +539,16 @@ def _audit(
     guarded = failures.guard
     try:
         stage("judge")
-        j = _judge_and_write(cfg, spark, d, state, out, started_at)
+        context = _context_tables(cfg, d, state)
+        # the tables beside the judged ones are written while the judge writes its own
+        j, _ = in_parallel(
+            lambda: _judge_and_write(cfg, spark, d, state, out, started_at), lambda: out.write_parquet_all(context)
+        )
         stage("write")
         tables = {"findings": j.findings, "committed_offsets": j.committed, "groups": j.groups}
         if j.share_partitions is not None:
             tables["share_partitions"] = j.share_partitions
-        context = _context_tables(cfg, d, state)
-        # the summary's aggregates (and the history's comparison) while the other tables are written
-        (summary, changes), _ = in_parallel(
-            lambda: _summarize(cfg, spark, src, d, j, state, started_at, failures),
-            lambda: out.write_parquet_all(context),
-        )
+        summary, changes = _summarize(cfg, spark, src, d, j, state, started_at, failures)
         tables.update(context)
         summary["output_leftovers"] = leftovers
         if changes is not None and (
