@@ -38,7 +38,7 @@ def prepare(spark, cfg, python_env: str | None = None) -> None:
 def check_shared_output(spark, output: str) -> None:
     """For a local ``output``: a probe file this client writes beside it must be readable by the server (its
     tables are written there by the server, its summary and reports by this client)."""
-    from .sources import fs
+    from .io import fs
 
     uri = fs.to_uri(output).rstrip("/")
     if not fs.is_local(uri):

@@ -23,7 +23,8 @@ from .formats.offsets import RECORD_TYPE_NAMES
 from .groups import DEFAULT_STALE_AFTER_SECONDS, group_status
 from .judge import judge, with_verdicts
 from .owners import group_tables, subscribed_topics, with_owners
-from .report.outputs import StagedOutput, check_output_parent, check_output_target, console_queries, render_console
+from .io.outputs import StagedOutput, check_output_parent, check_output_target
+from .report.console import console_queries, render_console
 from .sources.logdirs import cache_disagreements
 from .sources.source import open_source
 from .spark import collect_together, in_parallel
@@ -176,7 +177,7 @@ def usage_errors() -> tuple[type[BaseException], ...]:
     from .report.metrics import MetricsError
     from .sources.client_config import ClientConfigError
     from .sources.collector import CollectorError
-    from .sources.fs import InputError
+    from .io.fs import InputError
 
     return InputError, CollectorError, ClientConfigError, MetricsError
 
@@ -205,11 +206,11 @@ def _filter(commits, cfg: AuditConfig):
 def preflight(cfg: AuditConfig, spark: SparkSession | None = None, *, cluster: bool = True) -> None:
     """Checks that need no Spark job, made before any reading so a bad argument fails in seconds.
 
-    The output's parent must be a writable directory (:func:`audit.report.outputs.check_output_parent`);
+    The output's parent must be a writable directory (:func:`audit.io.outputs.check_output_parent`);
     for a live audit (``cluster``) the ``--client-config`` file must parse
     (:func:`audit.sources.client_config.load_client_config`) and a bootstrap broker must answer a
     Metadata request within ``KOA_BOOTSTRAP_CHECK_MS`` (default 15 s,
-    :func:`audit.sources.collector.check_bootstrap`).  Raises :class:`audit.sources.fs.InputError`,
+    :func:`audit.sources.collector.check_bootstrap`).  Raises :class:`audit.io.fs.InputError`,
     :class:`audit.sources.client_config.ClientConfigError` or
     :class:`audit.sources.collector.CollectorError`, each naming what to fix (the CLI exits 2); with
     ``--pushgateway``, :class:`audit.report.metrics.MetricsError` when it does not answer.
@@ -217,7 +218,7 @@ def preflight(cfg: AuditConfig, spark: SparkSession | None = None, *, cluster: b
     check_output_parent(cfg.output, spark)
     if cfg.expectations_config and cfg.reports:
         from .report.expectations_config import load_expectations_config
-        from .sources.fs import InputError
+        from .io.fs import InputError
 
         try:
             load_expectations_config(cfg.expectations_config)
@@ -248,7 +249,7 @@ def run(
     ``failed_stages``: stage, error, traceback) are written and the output committed; ``metrics.prom`` says
     ``run_success 0`` with ``failed_stage{stage}``.
 
-    Raises :class:`audit.sources.fs.InputError` for unusable inputs or an output
+    Raises :class:`audit.io.fs.InputError` for unusable inputs or an output
     directory that is unsafe to replace or cannot be written (the CLI maps it to exit 2),
     :class:`audit.sources.client_config.ClientConfigError` for a bad ``--client-config``, and
     :class:`audit.sources.collector.CollectorError` for an unreachable or unauthorised cluster
@@ -385,7 +386,7 @@ def _judge_and_write(
 ) -> Judged:
     """Stage ``judge``: the rules (:func:`audit.judge.judge`), joined with the groups' owners, written as ``findings/``; then
     ``committed_offsets/`` and ``groups/`` from it (and ``share_partitions/``).  Each table is written once and
-    read back from its files for what follows (:meth:`audit.report.outputs.StagedOutput.write_table`): one
+    read back from its files for what follows (:meth:`audit.io.outputs.StagedOutput.write_table`): one
     Spark job per table, nothing judged twice."""
     from .tables import conform
 
@@ -603,7 +604,7 @@ def _after_commit(cfg, spark, out: StagedOutput, summary: dict, failures: _Failu
         return
 
     def register():
-        from .report.outputs import register_tables
+        from .io.outputs import register_tables
 
         names = register_tables(spark, out.committed, cfg.table_prefix)
         _progress(cfg, f"tables: {', '.join(names)}")
@@ -615,7 +616,7 @@ def _after_commit(cfg, spark, out: StagedOutput, summary: dict, failures: _Failu
     # the output is committed: its summary.json and metrics.prom say so now
     summary["exit_status"] = EXIT_INTERNAL
     from .report.metrics import METRICS_FILENAME, build_registry, render
-    from .sources import fs as _fs
+    from .io import fs as _fs
 
     base = out.committed
     _fs.write_small(spark, f"{base}/summary.json", json.dumps(summary, indent=2, default=str).encode())
@@ -715,7 +716,7 @@ def _metrics(
     """Write ``metrics.prom`` (from :func:`_metric_and_console_rows`) into the staged output; returns the registry (pushed
     after the commit)."""
     from .report.metrics import METRICS_FILENAME, build_registry, render
-    from .sources import fs
+    from .io import fs
 
     rows, lost, group_metric_rows = metric_rows
     registry = build_registry(summary, rows, lost=lost, groups=group_metric_rows)
@@ -755,7 +756,7 @@ def _reports(
     from .report.expectations import run_expectations
     from .report.expectations_config import load_expectations_config
     from .report.html import REPORT_FILENAME, write_html_report
-    from .sources import fs
+    from .io import fs
 
     if guarded is None:
 

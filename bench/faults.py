@@ -237,11 +237,11 @@ def broker_twice(root: Path) -> Damage:
 def half_written_output(root: Path) -> Damage:
     def setup(out: Path) -> None:
         # what a run killed mid-write leaves: its staging dir (named for its host and a process now gone)
-        from audit.report.outputs import _HOST
+        from audit.io.outputs import HOST
 
         dead = subprocess.Popen([sys.executable, "-c", "pass"])
         dead.wait()
-        staging = out.parent / f"{out.name}.staging-{_HOST}-{dead.pid}-0123456789ab"
+        staging = out.parent / f"{out.name}.staging-{HOST}-{dead.pid}-0123456789ab"
         (staging / "findings").mkdir(parents=True)
         (staging / "findings/part-00000.parquet").write_bytes(b"PAR1 cut short")
 

@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 from audit.cli import main
 from audit.formats.record_batch import scan_batches
 from audit.formats.segments import decode_offsets_segment
-from audit.sources.fs import local_path as fs_path
+from audit.io.fs import local_path as fs_path
 
 from .paths import REAL, SCENARIO
 
@@ -174,8 +174,8 @@ def test_output_that_would_replace_broker_data_or_foreign_files_is_refused(capsy
 
 
 def test_output_may_be_new_empty_or_a_previous_audit(spark, tmp_path):
-    from audit.report.outputs import check_output_target
-    from audit.sources.fs import InputError
+    from audit.io.outputs import check_output_target
+    from audit.io.fs import InputError
 
     check_output_target(spark, str(tmp_path / "new"), [str(tmp_path / "logs")])
     (tmp_path / "empty").mkdir()

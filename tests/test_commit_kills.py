@@ -1,7 +1,7 @@
 """A process killed at each step of committing its output or its history entry loses nothing committed.
 
 The CLI runs as users run it (a subprocess, reports on) and is killed with SIGKILL at a named step
-(``KOA_KILL_AT``: ``audit.report.outputs.kill_point``): after the history's findings are written but before its
+(``KOA_KILL_AT``: ``audit.io.outputs.kill_point``): after the history's findings are written but before its
 ``runs`` row (the marker), after that marker, and right after the output's swap.  After each kill the
 output directory holds one complete run (the previous one, or the new one once swapped) and the history holds
 each run id exactly once; the next run cleans up what the killed ones left.

@@ -96,7 +96,7 @@ def test_history_must_be_apart_from_output_and_log_dirs(audit_dirs, tmp_path):
         AuditConfig(log_dirs=["x"], output=str(tmp_path / "out"), history=str(tmp_path / "out" / "h"))
     with pytest.raises(ValidationError, match="--run-id"):
         AuditConfig(log_dirs=["x"], output=str(tmp_path / "out"), history=str(tmp_path / "h"), run_id="a/b")
-    from audit.sources.fs import InputError
+    from audit.io.fs import InputError
 
     with pytest.raises(InputError, match="--history .* overlaps --log-dirs"):
         audit_dirs("hist-bad", [SCENARIO / "brokers"], history=str(SCENARIO / "brokers" / "hist"))

@@ -276,8 +276,8 @@ def test_output_under_a_file_is_refused_up_front(capsys, tmp_path, monkeypatch):
 
 
 def test_check_output_parent_needs_no_spark(tmp_path):
-    from audit.report.outputs import check_output_parent
-    from audit.sources.fs import InputError
+    from audit.io.outputs import check_output_parent
+    from audit.io.fs import InputError
 
     check_output_parent(str(tmp_path / "new" / "deeper" / "out"))
     (tmp_path / "f").write_text("x")

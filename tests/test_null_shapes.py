@@ -145,7 +145,7 @@ def _consume_all(spark, tmp, rows: dict, base_summary: dict) -> None:
     from audit.report.history import append_run, finding_changes
     from audit.report.html import write_html_report
     from audit.report.metrics import build_registry, group_partition_rows, group_rows, lost_lineage_rows, render
-    from audit.report.outputs import console_table
+    from audit.report.console import console_table
 
     out = tmp / "out"
     out.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 API on loopback), read and written through Hadoop's S3A (``hadoop-aws`` from Maven Central, in the version of
 pyspark's Hadoop client, added by the CLI) and, for ``summary.json`` and the reports, the same filesystem.
 
-An object store has no atomic rename, so the output is committed by a marker (``audit.report.outputs``): each
+An object store has no atomic rename, so the output is committed by a marker (``audit.io.outputs``): each
 run writes ``OUTPUT/runs/<run>/`` and then ``OUTPUT/summary.json`` names it.  A run killed in the middle of its
 writes (SIGKILL once its tables start to appear, or right after its marker) must leave the previous run
 committed and readable, and nothing that looks complete; the next run removes the leftovers.  Findings equal the
@@ -239,9 +239,9 @@ def test_audit_into_s3_equals_the_local_run_and_killed_runs_leave_one_committed_
 
 def test_the_connect_clients_object_store_access(s3, tmp_path, monkeypatch):
     """A Spark Connect client has no JVM: its ``s3a://`` reads, writes, listings, renames and uploads go through
-    ``pyarrow.fs`` (``audit.sources.fs._ArrowStore``), configured from the AWS environment (``AWS_ENDPOINT_URL``);
+    ``pyarrow.fs`` (``audit.io.fs._ArrowStore``), configured from the AWS environment (``AWS_ENDPOINT_URL``);
     a scheme it cannot reach is refused with a message naming what works."""
-    from audit.sources import fs
+    from audit.io import fs
 
     for k, v in s3["env"].items():
         monkeypatch.setenv(k, v)

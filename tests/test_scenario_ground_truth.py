@@ -185,7 +185,7 @@ def test_small_input_settings_change_no_result(spark, tmp_path, monkeypatch, sce
     """The shared scenario is a small input (audit.spark.SMALL_INPUT_CONF: no AQE, one shuffle partition, no code
     generation). Audited again with those settings off (neither its bytes nor its commits count as small),
     every table the judge writes is the same; the session's settings are as before."""
-    import audit.spark as koa_spark
+    import audit.spark.tuning as koa_spark
     from audit.pipeline import AuditConfig, run
 
     monkeypatch.setattr(koa_spark, "SMALL_INPUT_BYTES", 0)

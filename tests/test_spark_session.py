@@ -5,6 +5,8 @@ import subprocess
 import sys
 
 import audit.spark
+import audit.spark.jvm
+import audit.spark.session
 from audit.spark import (
     WORKER_SITE,
     METASPACE_JAVA_OPTION,
@@ -17,14 +19,14 @@ from audit.spark import (
 
 def test_latest_mode_local_driver_gets_quick_start(monkeypatch):
     monkeypatch.delenv("KOA_DRIVER_JAVA_OPTIONS", raising=False)
-    monkeypatch.setattr(audit.spark, "available_cpus", lambda: 16)
+    monkeypatch.setattr(audit.spark.jvm, "available_cpus", lambda: 16)
     assert driver_java_options("local[2]", quick_start=True, launching=True) == QUICK_START_JAVA_OPTIONS
     assert driver_java_options("local-cluster[2,1,1024]", quick_start=True, launching=True) == QUICK_START_JAVA_OPTIONS
 
 
 def test_small_machine_adds_one_compiler_thread_and_the_serial_collector(monkeypatch):
     monkeypatch.delenv("KOA_DRIVER_JAVA_OPTIONS", raising=False)
-    monkeypatch.setattr(audit.spark, "available_cpus", lambda: 2)
+    monkeypatch.setattr(audit.spark.jvm, "available_cpus", lambda: 2)
     opts = driver_java_options("local[2]", quick_start=True, launching=True).split()
     assert opts[:2] == QUICK_START_JAVA_OPTIONS.split()
     assert "-XX:CICompilerCount=1" in opts and "-XX:+UseSerialGC" in opts
@@ -34,7 +36,7 @@ def test_small_machine_adds_one_compiler_thread_and_the_serial_collector(monkeyp
 
 def test_quick_start_driver_starts_with_half_its_memory_as_heap(monkeypatch):
     monkeypatch.delenv("KOA_DRIVER_JAVA_OPTIONS", raising=False)
-    monkeypatch.setattr(audit.spark, "available_cpus", lambda: 16)
+    monkeypatch.setattr(audit.spark.jvm, "available_cpus", lambda: 16)
     assert heap_java_options("2g") == f"-Xms1024m {METASPACE_JAVA_OPTION}"
     assert heap_java_options("1536m") == heap_java_options("1536") == f"-Xms768m {METASPACE_JAVA_OPTION}"
     assert heap_java_options("4GB") == f"-Xms2048m {METASPACE_JAVA_OPTION}"
@@ -64,8 +66,8 @@ def test_local_cluster_executors_get_the_jit_options_not_the_drivers_heap(monkey
         def getOrCreate(self):
             raise RuntimeError("stop here")
 
-    monkeypatch.setattr(audit.spark.SparkSession, "builder", Builder())
-    monkeypatch.setattr(audit.spark.SparkSession, "getActiveSession", staticmethod(lambda: None))
+    monkeypatch.setattr(audit.spark.session.SparkSession, "builder", Builder())
+    monkeypatch.setattr(audit.spark.session.SparkSession, "getActiveSession", staticmethod(lambda: None))
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     try:
         audit.spark.build_session("local-cluster[2,1,512]", quick_start=True)
@@ -78,7 +80,7 @@ def test_local_cluster_executors_get_the_jit_options_not_the_drivers_heap(monkey
 
 def test_history_mode_or_running_jvm_keep_the_defaults(monkeypatch):
     monkeypatch.delenv("KOA_DRIVER_JAVA_OPTIONS", raising=False)
-    monkeypatch.setattr(audit.spark, "available_cpus", lambda: 16)
+    monkeypatch.setattr(audit.spark.jvm, "available_cpus", lambda: 16)
     assert driver_java_options("local[2]", quick_start=False, launching=True) is None
     # a client-mode driver to a cluster runs on this machine: the same options as a local one
     assert driver_java_options("spark://host:7077", quick_start=True, launching=True) == QUICK_START_JAVA_OPTIONS
@@ -351,17 +353,17 @@ def test_worker_site_runs_at_start_up_and_chains_to_the_next_sitecustomize(tmp_p
 def test_worker_site_is_on_pythonpath_only_while_the_jvm_starts(monkeypatch):
     monkeypatch.setenv("PYTHONPATH", "/x")
     monkeypatch.delenv("KOA_WORKER_SITE", raising=False)
-    with audit.spark._worker_site(True):
+    with audit.spark.session._worker_site(True):
         assert os.environ["PYTHONPATH"] == WORKER_SITE + os.pathsep + "/x"
     assert os.environ["PYTHONPATH"] == "/x"
-    with audit.spark._worker_site(False):
+    with audit.spark.session._worker_site(False):
         assert os.environ["PYTHONPATH"] == "/x"
     monkeypatch.delenv("PYTHONPATH")
-    with audit.spark._worker_site(True):
+    with audit.spark.session._worker_site(True):
         assert os.environ["PYTHONPATH"] == WORKER_SITE
     assert "PYTHONPATH" not in os.environ
     monkeypatch.setenv("KOA_WORKER_SITE", "off")
-    with audit.spark._worker_site(True):
+    with audit.spark.session._worker_site(True):
         assert "PYTHONPATH" not in os.environ
 
 
@@ -457,7 +459,7 @@ def test_dataframe_debugging_off_unless_the_user_set_it(spark, monkeypatch):
     Python costs one py4j call, not about ten; a user's own setting is left alone."""
     from pyspark.sql import functions as F
 
-    from audit.spark import DATAFRAME_DEBUGGING_CONF, _user_set
+    from audit.spark.session import DATAFRAME_DEBUGGING_CONF, _user_set
 
     assert spark.conf.get(DATAFRAME_DEBUGGING_CONF) == "false"
     import py4j.clientserver as cs

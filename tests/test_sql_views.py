@@ -5,7 +5,7 @@ import shutil
 import subprocess
 import sys
 
-from audit.report.outputs import register_tables
+from audit.io.outputs import register_tables
 
 from .paths import REPO
 

@@ -34,7 +34,7 @@ STAGES = {  # stage -> (module, attribute) to make raise
     "metrics": ("audit.report.metrics", "build_registry"),
     "console": ("audit.pipeline", "render_console"),
     "history": ("audit.report.history", "append_run"),
-    "tables": ("audit.report.outputs", "register_tables"),
+    "tables": ("audit.io.outputs", "register_tables"),
 }
 
 

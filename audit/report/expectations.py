@@ -57,7 +57,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from audit.sources import fs
+from audit.io import fs
 from audit.tables import FINDING_COLUMNS
 from audit.report.expectations_config import (
     ConfigSource,

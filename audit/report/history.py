@@ -37,7 +37,7 @@ from datetime import datetime, timezone
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..sources import fs
+from ..io import fs
 
 KEY = ["group_id", "topic", "partition", "finding"]
 #: the join key: a REPLICA_DIVERGENCE row has no group, its replica's broker stands for it
@@ -303,7 +303,7 @@ def append_run(
     ``{"dir", "run_id", "run_date", "attempt", "replaced"}`` (``replaced``: partition dirs of earlier attempts of
     this run id that were removed, committed or not).  ``groups``: the run's groups table, kept next to the
     findings."""
-    from .outputs import kill_point
+    from ..io.outputs import kill_point
 
     base = fs.to_uri(history).rstrip("/")
     run_time = datetime.fromisoformat(summary["started_at"]).astimezone(timezone.utc)

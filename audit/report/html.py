@@ -42,7 +42,7 @@ import os
 from collections import defaultdict
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from ..sources import fs
+from ..io import fs
 from ..tables import SEVERITIES, TABLES
 from .plots import fmt_ts as _fmt_ts
 from .plots import plot_group_chart, plot_partition

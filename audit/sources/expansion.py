@@ -34,7 +34,7 @@ def _offsets_at(batches):
     ``log_end`` (no record that late: the log end offset), or null with ``issue`` when the segments could not
     be read here (not a local file, or unreadable)."""
     from audit.formats.time_index import offset_for_time
-    from audit.sources.fs import is_local
+    from audit.io.fs import is_local
     from audit.sources.logdirs import _mmap_local
 
     def opener(uri):

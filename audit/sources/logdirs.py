@@ -39,7 +39,7 @@ from ..formats.checkpoints import (
     parse_partition_metadata,
 )
 from ..spark import compact, default_parallelism, distribute, in_parallel, small_settings, small_tables
-from .fs import FileInfo, InputError, is_local, list_files, read_small, to_uri
+from ..io.fs import FileInfo, InputError, is_local, list_files, read_small, to_uri
 
 OFFSETS_TOPIC = "__consumer_offsets"
 METADATA_TOPIC = "__cluster_metadata"
@@ -237,7 +237,7 @@ def _mmap_local(path: str):
     Raises OSError when the file cannot be opened."""
     import mmap
 
-    from audit.sources.fs import local_path
+    from audit.io.fs import local_path
 
     with open(local_path(path), "rb") as fh:
         if not os.fstat(fh.fileno()).st_size:

@@ -61,7 +61,7 @@ class AuditSource(ABC):
     @abstractmethod
     def read_offsets(self) -> DataFrame:
         """The raw ``__consumer_offsets`` records (RAW_SCHEMA + ``broker_id``), materialised.  Raises
-        :class:`audit.sources.fs.InputError` or :class:`audit.sources.collector.CollectorError` naming what to fix."""
+        :class:`audit.io.fs.InputError` or :class:`audit.sources.collector.CollectorError` naming what to fix."""
 
     @abstractmethod
     def partition_state(

@@ -1,4 +1,4 @@
-"""Writing the output contract atomically, and the console table.
+"""Writing the output contract atomically, and registering what was committed as tables.
 
 Layout under ``--output DIR``:
 
@@ -29,13 +29,10 @@ import socket
 import uuid
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
-from ..sources import fs
 from ..spark import pid_alive
-from ..tables import SEVERITIES, TABLES
-
-CONSOLE_FINDINGS = 50
+from ..tables import TABLES
+from . import fs
 
 
 def check_output_parent(output: str, spark: SparkSession | None = None) -> None:
@@ -44,7 +41,7 @@ def check_output_parent(output: str, spark: SparkSession | None = None) -> None:
     The result is staged in a sibling directory and renamed into place, so the nearest existing
     ancestor of ``output`` must be a directory (not a file) and, for a local path, writable by
     this process.  Local paths need no Spark; a Hadoop URI is checked through ``spark``'s
-    filesystem and skipped without one.  Raises :class:`audit.sources.fs.InputError` naming the
+    filesystem and skipped without one.  Raises :class:`audit.io.fs.InputError` naming the
     path to fix.
     """
     uri = fs.to_uri(output).rstrip("/")
@@ -81,7 +78,7 @@ def check_output_target(spark: SparkSession, output: str, log_dirs: list[str], *
     one of ``log_dirs`` (the brokers' data), its parent must be a writable directory (see
     :func:`check_output_parent`), and an existing non-empty directory must be a previous
     kafka-offset-audit output (its ``summary.json`` says ``"tool": "kafka-offset-audit"``).
-    Raises :class:`audit.sources.fs.InputError` naming what to fix.  ``replaced=False`` (``--history``,
+    Raises :class:`audit.io.fs.InputError` naming what to fix.  ``replaced=False`` (``--history``,
     appended to, never replaced) checks only the overlap with ``log_dirs`` and the parent.
     """
 
@@ -119,7 +116,7 @@ def check_output_target(spark: SparkSession, output: str, log_dirs: list[str], *
         )
 
 
-_HOST = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname())[:64] or "host"
+HOST = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname())[:64] or "host"
 _LEFTOVER = re.compile(r"\.(?:staging|old)-(?P<host>[A-Za-z0-9._]+)-(?P<pid>\d+)-[0-9a-f]{12}$")
 _RUN_DIR = re.compile(r"^(?P<host>[A-Za-z0-9._]+)-(?P<pid>\d+)-[0-9a-f]{12}$")
 
@@ -153,7 +150,7 @@ class StagedOutput:
     def __init__(self, spark: SparkSession, output: str):
         self.spark = spark
         self.output = fs.to_uri(output).rstrip("/")
-        run = f"{_HOST}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        run = f"{HOST}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.object_store = is_object_store(self.output)
         if self.object_store:
             self.staging = f"{self.output}/{RUNS_DIR}/{run}"
@@ -181,7 +178,7 @@ class StagedOutput:
             m = _LEFTOVER.search(name[len(base) :])
             if (
                 m
-                and m.group("host") == _HOST
+                and m.group("host") == HOST
                 and int(m.group("pid")) != os.getpid()
                 and not pid_alive(int(m.group("pid")))
             ):
@@ -246,7 +243,7 @@ class StagedOutput:
             m = _RUN_DIR.match(name)
             if (
                 m
-                and m.group("host") == _HOST
+                and m.group("host") == HOST
                 and int(m.group("pid")) != os.getpid()
                 and not pid_alive(int(m.group("pid")))
             ):
@@ -303,219 +300,6 @@ class StagedOutput:
         fs.delete(self.spark, self.staging)
 
 
-def _fmt(v) -> str:
-    return "-" if v is None else str(v)
-
-
-#: the groups table's statuses, worst first (:mod:`audit.groups`)
-STATUS_ORDER = ["AT_RISK", "STALE", "WARN", "OK"]
-
-
-def console_table(
-    findings: DataFrame,
-    committed: DataFrame,
-    bounds: DataFrame,
-    limit: int = CONSOLE_FINDINGS,
-    groups: DataFrame | None = None,
-) -> str:
-    """:func:`console_queries` collected in one Spark job and rendered (:func:`render_console`)."""
-    from ..spark import collect_together
-
-    return render_console(collect_together(console_queries(findings, committed, bounds, limit, groups)), limit)
-
-
-def console_queries(
-    findings: DataFrame,
-    committed: DataFrame,
-    bounds: DataFrame,
-    limit: int = CONSOLE_FINDINGS,
-    groups: DataFrame | None = None,
-) -> dict[str, DataFrame]:
-    """The console table's queries (``findings``, ``groups`` when given, ``committed``), each sorted and limited
-    to ``limit + 1`` rows (no job): what :func:`render_console` renders.
-
-    A ``kafka-consumer-groups --describe``-style text table, findings first, then the groups (``groups``: the
-    ``groups`` table, :func:`audit.groups.group_status`; one line per group, worst status first) and the
-    committed offsets.
-
-    Collects at most ``limit`` findings, ``limit`` groups and ``limit`` commit rows (bounded, sorted by severity).
-    ``LAG`` is the table's own: unclamped, negative past the log end (``committed`` without the column: from
-    ``bounds``' log end offset).
-    When the inputs carry the owner columns (:data:`audit.owners.OWNER_COLUMNS`), findings show the
-    partition's last owner as ``OWNER`` (``client.id`` and host) and the commit rows Kafka's
-    ``CONSUMER-ID``, ``HOST`` and ``CLIENT-ID``; ``-`` where the group recorded no member.  A
-    ``REPLICA_DIVERGENCE`` row has no group (``-``); its ``OWNER`` names the broker holding the lost lineage.
-    """
-    f_cols, c_cols = set(findings.columns), set(committed.columns)  # read once: each read is a py4j round trip
-
-    def opt(cols, name):
-        return F.col(name) if name in cols else F.lit(None).cast("string")
-
-    owner = F.when(
-        opt(f_cols, "replica_broker").isNotNull(),  # REPLICA_DIVERGENCE: the replica, not a group
-        F.concat(F.lit("replica on broker "), opt(f_cols, "replica_broker").cast("string")),
-    ).when(
-        opt(f_cols, "owner_client_id").isNotNull(),
-        F.concat_ws(
-            " ",
-            opt(f_cols, "owner_client_id"),
-            F.concat(F.lit("("), F.coalesce(opt(f_cols, "owner_client_host"), F.lit("?")), F.lit(")")),
-        ),
-    )
-    sev = F.create_map(*[x for i, s in enumerate(SEVERITIES) for x in (F.lit(s), F.lit(i))])
-    frows = (
-        findings.orderBy(sev[F.col("severity")], "group_id", "topic", "partition", "finding")
-        .select(
-            "severity",
-            "finding",
-            opt(f_cols, "cause").alias("cause"),
-            "group_id",
-            "topic",
-            "partition",
-            "committed_offset",
-            "committed_leader_epoch",
-            "divergence_offset",
-            "records_at_risk",
-            "log_start_offset",
-            "log_end_offset",
-            owner.alias("owner"),
-        )
-        .limit(limit + 1)
-    )
-    queries = {"findings": frows}
-    if groups is not None:
-        status = F.create_map(*[x for i, s in enumerate(STATUS_ORDER) for x in (F.lit(s), F.lit(i))])
-        queries["groups"] = (
-            groups.orderBy(
-                status[F.col("status")],
-                F.col("records_at_risk").desc_nulls_last(),
-                F.col("total_lag").desc_nulls_last(),
-                "group_id",
-            )
-            .select(
-                "group_id",
-                "status",
-                "group_state",
-                "partitions_committed",
-                "total_lag",
-                "max_lag",
-                "worst_verdict",
-                F.when(
-                    F.col("worst_topic").isNotNull(),
-                    F.concat_ws("-", "worst_topic", F.col("worst_partition").cast("string")),
-                ).alias("at"),
-                "records_at_risk",
-                "latest_commit_age_seconds",
-            )
-            .limit(limit + 1)
-        )
-    if "lag" not in c_cols:
-        committed = committed.join(
-            bounds.select("topic", "partition", "log_end_offset"), ["topic", "partition"], "left"
-        ).withColumn("lag", F.col("log_end_offset") - F.col("committed_offset"))
-    queries["committed"] = (
-        committed.orderBy(F.col("verdict") == "OK", "group_id", "topic", "partition")
-        .select(
-            "group_id",
-            "topic",
-            "partition",
-            "committed_offset",
-            "committed_leader_epoch",
-            "log_end_offset",
-            "lag",
-            "verdict",
-            *[opt(c_cols, c).alias(c) for c in ("owner_member_id", "owner_client_host", "owner_client_id")],
-        )
-        .limit(limit + 1)
-    )
-    return queries
-
-
-def render_console(parts: dict[str, list], limit: int = CONSOLE_FINDINGS) -> str:
-    """The console table from :func:`console_queries`' rows (name -> rows, each a dict or ``Row`` in the
-    queries' column order; ``groups`` absent: no groups section)."""
-    frows, crow = parts["findings"], parts["committed"]
-    out = []
-    heads = [
-        "SEVERITY",
-        "FINDING",
-        "CAUSE",
-        "GROUP",
-        "TOPIC",
-        "PARTITION",
-        "CURRENT-OFFSET",
-        "EPOCH",
-        "DIVERGENCE-OFFSET",
-        "AT-RISK",
-        "LOG-START-OFFSET",
-        "LOG-END-OFFSET",
-        "OWNER",
-    ]
-    rows = [[_fmt(v) for v in _values(r)] for r in frows[:limit]]
-    out.append("FINDINGS" if rows else "FINDINGS: none")
-    if rows:
-        out.append(_table(heads, rows))
-        if len(frows) > limit:
-            out.append(f"... more findings in findings/ (showing {limit})")
-    if "groups" in parts:
-        grows = parts["groups"]
-        out.append("")
-        out.append("GROUPS")
-        out.append(
-            _table(
-                [
-                    "GROUP",
-                    "STATUS",
-                    "STATE",
-                    "PARTITIONS",
-                    "TOTAL-LAG",
-                    "MAX-LAG",
-                    "WORST",
-                    "AT",
-                    "AT-RISK",
-                    "LAST-COMMIT-AGE-S",
-                ],
-                [[_fmt(v) for v in _values(r)] for r in grows[:limit]],
-            )
-        )
-        if len(grows) > limit:
-            out.append(f"... more in groups/ (showing {limit})")
-    out.append("")
-    out.append("COMMITTED OFFSETS")
-    out.append(
-        _table(
-            [
-                "GROUP",
-                "TOPIC",
-                "PARTITION",
-                "CURRENT-OFFSET",
-                "EPOCH",
-                "LOG-END-OFFSET",
-                "LAG",
-                "VERDICT",
-                "CONSUMER-ID",
-                "HOST",
-                "CLIENT-ID",
-            ],
-            [[_fmt(v) for v in _values(r)] for r in crow[:limit]],
-        )
-    )
-    if len(crow) > limit:
-        out.append(f"... more in committed_offsets/ (showing {limit})")
-    return "\n".join(out)
-
-
-def _values(row) -> list:
-    return list(row.values()) if isinstance(row, dict) else list(row)
-
-
-def _table(heads: list[str], rows: list[list[str]]) -> str:
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(heads)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-    return "\n".join([line(heads)] + [line(r) for r in rows])
-
-
-#: the tables ``--table-prefix`` registers (those the run wrote): every table of the output contract
 OUTPUT_TABLES = tuple(TABLES)
 
 

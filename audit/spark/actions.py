@@ -1,0 +1,63 @@
+"""Running several Spark jobs at once, and several small queries in one job."""
+
+from __future__ import annotations
+
+
+from pyspark.sql import SparkSession
+
+
+def in_parallel(*fns):
+    """Call ``fns`` at once, each in its own thread, and return their results in order (the first error is raised
+    after all ended).  Spark runs jobs of several threads side by side; for the small tables of an audit a job
+    is mostly the driver's planning and scheduling, which one thread leaves a core idle for.  Each thread gets
+    the caller's Spark local properties (job group, scheduler pool: ``pyspark.inheritable_thread_target``), so a
+    caller's cancellation or pool covers these jobs too."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(fns), thread_name_prefix="koa") as pool:
+        futures = [pool.submit(inheriting(fn)) for fn in fns]
+    return [f.result() for f in futures]
+
+
+def inheriting(fn):
+    """``fn`` wrapped to run, in another thread, with this thread's Spark local properties and tags
+    (``pyspark.inheritable_thread_target`` given the active or default session); ``fn`` itself without one."""
+    from pyspark import inheritable_thread_target
+    from pyspark.errors import PySparkRuntimeError
+
+    try:
+        session = SparkSession.active()  # the thread's, or the default one (a thread of in_parallel has none)
+    except PySparkRuntimeError:
+        return fn
+    return inheritable_thread_target(session)(fn)
+
+
+def collect_together(queries: dict) -> dict[str, list[dict]]:
+    """Several small, bounded queries (name -> DataFrame: each an aggregate, or sorted and ``limit``-ed) collected
+    in one Spark job instead of one each: a union of the queries, each row carrying its query's columns in a
+    struct of its own (the others null), so every value keeps its Spark type and each query its row order.
+
+    Returns name -> rows (``Row.asDict()``: dicts, nested structs kept as ``Row``).  Raises whatever Spark
+    raises for the queries.  Only for bounded results: the rows are all brought to the driver."""
+    from pyspark.sql import functions as F
+
+    if not queries:
+        return {}
+    names = list(queries)
+    structs = {n: F.struct(*[F.col(f"`{c}`") for c in queries[n].columns]) for n in names}
+    types = {n: queries[n].select(structs[n].alias("s")).schema["s"].dataType for n in names}
+    parts = [
+        queries[n].select(
+            F.lit(i).alias("_q"),
+            *[(structs[n] if m == n else F.lit(None).cast(types[m])).alias(f"_{j}") for j, m in enumerate(names)],
+        )
+        for i, n in enumerate(names)
+    ]
+    union = parts[0]
+    for p in parts[1:]:
+        union = union.union(p)
+    out: dict[str, list[dict]] = {n: [] for n in names}
+    for row in union.collect():
+        i = row["_q"]
+        out[names[i]].append(row[f"_{i}"].asDict())
+    return out

@@ -1,0 +1,154 @@
+"""How an audit's queries are spread and tuned: parallelism, a small input's settings, compaction."""
+
+from __future__ import annotations
+
+import os
+
+from pyspark.sql import SparkSession
+
+from .session import is_connect
+
+
+def default_parallelism(spark) -> int:
+    """Tasks the session runs at once: ``SparkContext.defaultParallelism``; over Spark Connect (no SparkContext
+    here), the partitions of a ``range`` the server plans with its leaf-node default parallelism (one small job,
+    asked once per session)."""
+    if not is_connect(spark):
+        return spark.sparkContext.defaultParallelism
+    cached = getattr(spark, "_koa_parallelism", None)
+    if cached is None:
+        from pyspark.sql import functions as F
+
+        cached = int(spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p")).agg(F.max("p")).first()[0]) + 1
+        spark._koa_parallelism = cached
+    return cached
+
+
+def distribute(spark, rows: list, schema: str, slices: int):
+    """A DataFrame of ``rows`` (tuples, DDL ``schema``) in ``slices`` partitions: ``parallelize`` on a session
+    with a SparkContext, a local relation repartitioned (round robin) over Spark Connect."""
+    if not is_connect(spark):
+        return spark.createDataFrame(spark.sparkContext.parallelize(rows, slices), schema)
+    return spark.createDataFrame(rows, schema).repartition(slices)
+
+
+#: an audit decoding fewer bytes of ``__consumer_offsets`` and ``__cluster_metadata`` segments than this is
+#: "small": every table it builds fits in one task (32 MiB holds about 400,000 offset commits)
+SMALL_INPUT_BYTES = int(os.environ.get("KOA_SMALL_INPUT_BYTES", 32 << 20))
+#: Spark SQL settings for a small audit.  Its queries run over tables of a few thousand rows, where the time
+#: goes to planning and compiling, not to data: adaptive execution re-plans after every shuffle (one more job
+#: each), eight shuffle partitions make eight tasks of nothing, and code generation compiles Java with Janino
+#: for every stage and projection.  ``spark.sql.codegen.factoryMode=NO_CODEGEN`` (an internal setting; Spark's
+#: own test suites run every expression both ways) evaluates expressions interpreted instead.  Constraint
+#: propagation off: the optimizer then infers no extra not-null and equality filters from each operator's
+#: constraints, work that grows with a plan's size (the judge's union of every rule) and saves nothing on a few
+#: thousand rows.  Broadcast joins off: each broadcast's build side is a Spark job of its own,
+#: where a sort-merge join over one shuffle partition runs inside the job that needs it.  Results do not change:
+#: only the optimized and physical plans do.
+SMALL_INPUT_CONF = {
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+    "spark.sql.shuffle.partitions": "1",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    "spark.sql.constraintPropagation.enabled": "false",
+    "spark.koa.smallInput": "true",
+}  # the last one only marks the state (small_settings)
+
+
+#: the same for a source that cannot tell its size before reading (a live cluster): a commits table
+#: (``audit.commits.live_commits``) of fewer rows than this once decoded.  Not applied to a large input whose
+#: table turns out small: its judge runs faster compiled than interpreted.
+SMALL_TABLE_ROWS = 50_000
+
+
+def small_settings(spark: SparkSession) -> bool:
+    """Whether ``spark`` runs with a small input's settings now (inside :class:`tuned_for_input` for a small
+    input; one shuffle partition set by hand does not count)."""
+    return spark.conf.get("spark.koa.smallInput", "false") == "true"
+
+
+class small_tables:
+    """Context manager: :data:`SMALL_INPUT_CONF` on ``spark`` while one phase of a large audit builds tables of
+    about ``rows`` rows (< :data:`SMALL_TABLE_ROWS`), the session's values restored when it ends; nothing when a
+    small input's settings are already on or the tables are larger.
+
+    The partition-state read of log dirs (small files, replicas, leader-epoch caches, bounds, the KRaft metadata
+    replay) builds tables sized by the cluster's partitions, not by its commits: a 20M-commit input has the same
+    few hundred replicas as a 10k-commit one, and adaptive execution would add a job per shuffle for them.  The decode that follows runs with the input's own settings (``compact`` and the readers' slices
+    follow them too).  Only Spark's physical execution changes, never a result.
+    """
+
+    def __init__(self, spark: SparkSession, rows: int):
+        self.spark = spark
+        self.on = rows < SMALL_TABLE_ROWS and not small_settings(spark)
+        self.saved: dict[str, str | None] = {}
+
+    def __enter__(self):
+        if self.on:
+            self.saved = _apply_small_input_conf(self.spark)
+        return self
+
+    def __exit__(self, *exc):
+        _restore_conf(self.spark, self.saved)
+        return False
+
+
+def _apply_small_input_conf(spark: SparkSession) -> dict[str, str | None]:
+    """Set :data:`SMALL_INPUT_CONF` on ``spark``; returns the values it replaced (None: unset)."""
+    saved = {k: spark.conf.get(k, None) for k in SMALL_INPUT_CONF}
+    for k, v in SMALL_INPUT_CONF.items():
+        spark.conf.set(k, v)
+    return saved
+
+
+def _restore_conf(spark: SparkSession, saved: dict[str, str | None]) -> None:
+    """Put back the values :func:`_apply_small_input_conf` replaced."""
+    for k, v in saved.items():
+        if v is None:
+            spark.conf.unset(k)
+        else:
+            spark.conf.set(k, v)
+
+
+def compact(df):
+    """``df`` read in one task while a small input's settings are on (:func:`small_settings`), else ``df``
+    itself.  For a materialised table of a few hundred rows spread over the partitions of the job that made it
+    (a task per file slice), each later query otherwise runs that many tasks per stage reading it (shared
+    scenario: about 500 tasks in all).  A narrow ``coalesce``: nothing is recomputed or shuffled.  Not for a
+    table already partitioned by a shuffle: a checkpoint keeps that partitioning, which later joins and windows
+    on the same keys reuse, and a coalesce would hide it."""
+    return df.coalesce(1) if small_settings(df.sparkSession) else df
+
+
+class tuned_for_input:
+    """Context manager: :data:`SMALL_INPUT_CONF` on ``spark`` while an audit of ``input_bytes`` (<
+    :data:`SMALL_INPUT_BYTES`) runs, the session's own values restored afterwards; nothing for a larger input.
+    ``input_bytes`` None (unknown before reading): :meth:`decide` applies it later, once the commits are counted."""
+
+    def __init__(self, spark: SparkSession, input_bytes: int | None):
+        self.spark = spark
+        self.undecided = input_bytes is None
+        self.small = input_bytes is not None and input_bytes < SMALL_INPUT_BYTES
+        self.saved: dict[str, str | None] = {}
+
+    def _apply(self) -> None:
+        self.saved = _apply_small_input_conf(self.spark)
+
+    def decide(self, commit_rows: int) -> None:
+        """For an input of unknown size, after the decode: tune now if the commits table has fewer than
+        :data:`SMALL_TABLE_ROWS` rows (once; nothing when the size was known)."""
+        if self.undecided:
+            self.undecided = False
+            self.small = commit_rows < SMALL_TABLE_ROWS
+            if self.small:
+                self._apply()
+
+    def __enter__(self):
+        if self.small:
+            self._apply()
+        return self
+
+    def __exit__(self, *exc):
+        _restore_conf(self.spark, self.saved)
+        return False
