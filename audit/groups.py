@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 from .judge import RULES
 from .queries import load_sql
+from .tables import GROUP_STATUSES
 
 #: ``--stale-after`` default: a day without a commit while records wait
 DEFAULT_STALE_AFTER_SECONDS = 24 * 3600
@@ -69,3 +70,16 @@ def group_status(
         .replace("{rule_order}", _rule_order())
     )
     return spark.sql(text)
+
+
+def worst_first(groups: DataFrame) -> DataFrame:
+    """``groups`` (the ``groups`` table) sorted worst first: by ``status`` in :data:`audit.tables.GROUP_STATUSES`
+    order (an unknown status last), then most ``records_at_risk``, most ``total_lag`` (nulls last), then
+    ``group_id``.  A sort only: no Spark job."""
+    rank = F.create_map(*[x for i, st in enumerate(GROUP_STATUSES) for x in (F.lit(st), F.lit(i))])
+    return groups.orderBy(
+        F.coalesce(rank[F.col("status")], F.lit(len(GROUP_STATUSES))),
+        F.col("records_at_risk").desc_nulls_last(),
+        F.col("total_lag").desc_nulls_last(),
+        "group_id",
+    )

@@ -19,6 +19,8 @@ from typing import Mapping
 SEVERITIES: tuple[str, ...] = ("critical", "error", "warning", "info")
 #: severity -> rank, higher is more severe (critical 4 ... info 1)
 SEVERITY_RANK: dict[str, int] = {s: len(SEVERITIES) - i for i, s in enumerate(SEVERITIES)}
+#: The ``groups`` table's ``status`` values, worst first: every "worst group first" order derives from this.
+GROUP_STATUSES: tuple[str, ...] = ("AT_RISK", "STALE", "WARN", "OK")
 #: ``--fail-on`` choices: a severity (it and every more severe one fail the run) or ``never``
 FAIL_ON_CHOICES: tuple[str, ...] = (*SEVERITIES[:-1], "never")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..groups import worst_first
 from ..tables import SEVERITIES
 
 CONSOLE_FINDINGS = 50
@@ -16,7 +17,6 @@ def _fmt(v) -> str:
 
 
 #: the groups table's statuses, worst first (:mod:`audit.groups`)
-STATUS_ORDER = ["AT_RISK", "STALE", "WARN", "OK"]
 
 
 def console_table(
@@ -92,14 +92,8 @@ def console_queries(
     )
     queries = {"findings": frows}
     if groups is not None:
-        status = F.create_map(*[x for i, s in enumerate(STATUS_ORDER) for x in (F.lit(s), F.lit(i))])
         queries["groups"] = (
-            groups.orderBy(
-                status[F.col("status")],
-                F.col("records_at_risk").desc_nulls_last(),
-                F.col("total_lag").desc_nulls_last(),
-                "group_id",
-            )
+            worst_first(groups)
             .select(
                 "group_id",
                 "status",

@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from audit.io import fs
-from audit.tables import FINDING_COLUMNS
+from audit.tables import FINDING_COLUMNS, GROUP_STATUSES
 from audit.report.expectations_config import (
     ConfigSource,
     ExpectationsConfig,
@@ -111,7 +111,6 @@ GROUPS_REQUIRED = (
     "latest_commit_age_seconds",
     "status",
 )
-GROUP_STATUSES = ("AT_RISK", "STALE", "WARN", "OK")
 BOUNDS_REQUIRED = (
     "topic",
     "partition",

@@ -247,9 +247,6 @@ def _verdict_query(committed_df):
 # --------------------------------------------------------------------------- plots
 
 
-GROUP_STATUS_ORDER = ("AT_RISK", "STALE", "WARN", "OK")
-
-
 def _groups_queries(groups_df, max_rows: int) -> Dict[str, Any]:
     """The ``groups`` table's rows, worst status first (then most records at risk, most lag), at most
     ``max_rows``; the number of groups; groups and records at risk per status (none without the table)."""
@@ -257,13 +254,9 @@ def _groups_queries(groups_df, max_rows: int) -> Dict[str, Any]:
         return {}
     from pyspark.sql import functions as F
 
-    order = F.create_map(*[x for i, st in enumerate(GROUP_STATUS_ORDER) for x in (F.lit(st), F.lit(i))])
-    rows = groups_df.orderBy(
-        F.coalesce(order[F.col("status")], F.lit(9)),
-        F.col("records_at_risk").desc_nulls_last(),
-        F.col("total_lag").desc_nulls_last(),
-        "group_id",
-    ).limit(max_rows)
+    from ..groups import worst_first
+
+    rows = worst_first(groups_df).limit(max_rows)
     statuses = groups_df.groupBy("status").agg(F.count(F.lit(1)).alias("n"), F.sum("records_at_risk").alias("risk"))
     return {"groups": rows, "groups_n": _count(groups_df), "statuses": statuses}
 

@@ -54,6 +54,7 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest, push_to
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..groups import worst_first
 from ..tables import SEVERITIES
 from ..tables import SEVERITY_RANK as _SEV_RANK
 
@@ -152,14 +153,8 @@ def group_query(groups: DataFrame, limit: int) -> DataFrame:
     """The per-group metric values from the ``groups`` table, worst status first (then most records at risk,
     most lag), at most ``limit`` rows (sorted and limited; no job): group_id, status, worst_verdict,
     partitions_committed, partitions_remote, total_lag, max_lag, records_at_risk, latest_commit_age_seconds."""
-    order = F.create_map(*[x for i, st in enumerate(("AT_RISK", "STALE", "WARN", "OK")) for x in (F.lit(st), F.lit(i))])
     rows = (
-        groups.orderBy(
-            F.coalesce(order[F.col("status")], F.lit(9)),
-            F.col("records_at_risk").desc_nulls_last(),
-            F.col("total_lag").desc_nulls_last(),
-            "group_id",
-        )
+        worst_first(groups)
         .select(
             "group_id",
             "status",
