@@ -1,8 +1,8 @@
 """Differential tests against real Kafka: the audit must agree with Kafka's own consumer.
 
 For each Kafka version (``KOA_LAB_VERSIONS``, default the newest 4.x and 3.9.x, resolved from Maven Central
-by ``tests/lab/pom.xml``) with its own seed (4.x seed 1, 3.9.x seed 2; ``KOA_LAB_SEEDS`` runs the seeds it names on
-every version), a fresh KRaft cluster (one
+by ``tests/lab/pom.xml``) with its own seed (``scenario.covering_seeds``: together the versions' seeds run every
+episode kind; ``KOA_LAB_SEEDS`` runs the seeds it names on every version), a fresh KRaft cluster (one
 controller, three brokers) runs the seed's fault schedule (``tests/lab/scenario.py``); Kafka's Java consumer
 judges every group-partition with the cluster up, after the scenario's closing rolling restart (no write after
 it); the live audit reads the running cluster, the offline audit reads the log dirs after a clean shutdown and a
@@ -19,16 +19,16 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
-from tests.lab import differential, kafka_dist, soak
+from tests.lab import differential, kafka_dist, scenario, soak
 from tests.lab.cluster import lab_jvms
 
 SEEDS = [int(s) for s in os.environ.get("KOA_LAB_SEEDS", "").split(",") if s.strip()]
-# KOA_LAB_SEEDS given: every seed on every version; by default each version its own seed (1, 2, ...), so both
-# fault schedules and both versions run once each (the soak, outside CI, crosses many seeds with both versions)
+# KOA_LAB_SEEDS given: every seed on every version; by default each version one seed, chosen so that every episode
+# kind runs on at least one version (the soak, outside CI, crosses many seeds with both versions)
 CASES = (
     [(v, s) for v in kafka_dist.versions() for s in SEEDS]
     if SEEDS
-    else [(v, i + 1) for i, v in enumerate(kafka_dist.versions())]
+    else list(zip(kafka_dist.versions(), scenario.covering_seeds(kafka_dist.versions()), strict=True))
 )
 
 

@@ -502,6 +502,45 @@ def plan_episodes(rng: random.Random, unclean: tuple[int, int] = (2, 4)) -> list
     return kinds
 
 
+def schedule_rng(seed: int, version: str, brokers: int = 3) -> tuple[random.Random, int, int]:
+    """The seed's random schedule on ``version``: its generator, and the brokers it makes leader ``L`` and follower
+    ``F`` of the unclean partitions (the generator's first draw; the episode plan is its next)."""
+    rng = random.Random(f"{seed}/{version}")
+    L, F = rng.sample(range(1, brokers + 1), 2)
+    return rng, L, F
+
+
+def planned_episodes(seed: int, version: str, brokers: int = 3, unclean: tuple[int, int] = (2, 4)) -> list[str]:
+    """The episode kinds :func:`run_scenario` runs for ``seed`` on ``version`` (no cluster needed)."""
+    rng, _L, _F = schedule_rng(seed, version, brokers)
+    return plan_episodes(rng, unclean)
+
+
+def covering_seeds(versions: list[str], search: int = 4000) -> list[int]:
+    """One seed per version such that, together, the versions' plans run every episode kind (:data:`KINDS`) at
+    least once, with the fewest episodes in all (then the smallest seeds).  Seeds ``1..k`` are searched, ``k``
+    such that ``k ** len(versions)`` stays within ``search``; if no choice covers every kind, ``1, 2, ...``
+    (and :func:`uncovered_kinds` names what is missing)."""
+    import itertools
+
+    n = len(versions)
+    if n == 0:
+        return []
+    k = max(2, int(search ** (1 / n)))
+    plans = [[(s, planned_episodes(s, v)) for s in range(1, k + 1)] for v in versions]
+    best: tuple[int, list[int]] | None = None
+    for choice in itertools.product(*plans):
+        if set().union(*(set(p) for _s, p in choice)) >= set(KINDS):
+            key = (sum(len(p) for _s, p in choice), [s for s, _p in choice])
+            best = key if best is None or key < best else best
+    return best[1] if best else list(range(1, n + 1))
+
+
+def uncovered_kinds(cases: list[tuple[str, int]]) -> set[str]:
+    """The episode kinds that none of ``cases`` ((version, seed) pairs) runs."""
+    return set(KINDS) - {k for v, s in cases for k in planned_episodes(s, v)}
+
+
 def run_scenario(
     seed: int,
     version: str,
@@ -521,9 +560,8 @@ def run_scenario(
     """
     workdir = Path(workdir)
     shutil.rmtree(workdir, ignore_errors=True)
-    rng = random.Random(f"{seed}/{version}")
+    rng, L, F = schedule_rng(seed, version, brokers)
     sc = Scenario(seed, version, workdir, brokers)
-    L, F = rng.sample(range(1, brokers + 1), 2)
     X = [b for b in range(1, brokers + 1) if b not in (L, F)]
     sc.cluster = KafkaCluster(version, workdir / "cluster", brokers=brokers, **(cluster_options or {}))
     try:
