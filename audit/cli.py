@@ -15,6 +15,24 @@ from pydantic import ValidationError
 from . import __version__
 from .tables import FAIL_ON_CHOICES
 
+
+__all__ = [
+    "PREWARM_SWITCH_INTERVAL",
+    "add_audit_arguments",
+    "add_connect_arguments",
+    "build_parser",
+    "connect_target",
+    "demo_log_dirs",
+    "duration_seconds",
+    "entry",
+    "exit_now",
+    "hadoop_aws_package",
+    "main",
+    "run_audit",
+    "spark_app",
+    "spark_conf",
+]
+
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 

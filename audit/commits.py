@@ -17,6 +17,13 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
+
+__all__ = [
+    "KEY",
+    "live_commits",
+    "with_transaction_state",
+]
+
 KEY = ["group_id", "topic", "partition"]
 
 

@@ -14,6 +14,14 @@ import uuid
 
 from .spark import ConnectError
 
+
+__all__ = [
+    "ENV_NAME",
+    "check_kafka_connector",
+    "check_shared_output",
+    "prepare",
+]
+
 #: the directory name a ``--python-env`` archive is unpacked under, in each Python worker's working directory
 ENV_NAME = "koa_env"
 

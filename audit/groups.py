@@ -18,6 +18,13 @@ from .judge import RULES
 from .queries import load_sql
 from .tables import GROUP_STATUSES
 
+
+__all__ = [
+    "DEFAULT_STALE_AFTER_SECONDS",
+    "group_status",
+    "worst_first",
+]
+
 #: ``--stale-after`` default: a day without a commit while records wait
 DEFAULT_STALE_AFTER_SECONDS = 24 * 3600
 

@@ -27,6 +27,19 @@ from .queries import epoch_end_offsets_sql, load_sql
 from .tables import FINDING_COLUMNS, FINDING_TYPES, SEVERITY_RANK
 from .spark import in_parallel, small_settings
 
+
+__all__ = [
+    "OPTIONAL_INPUTS",
+    "RESUME_TIER",
+    "RULES",
+    "TIMELINE_TYPE",
+    "judge",
+    "project_findings",
+    "register_context",
+    "run_rule",
+    "with_verdicts",
+]
+
 #: finding name -> SQL file (without .sql) in ``sql/``; order = tie-break for verdicts.
 RULES = {
     "LOG_TRUNCATION": "finding_log_truncation",

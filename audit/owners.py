@@ -18,6 +18,17 @@ from pyspark.sql import functions as F
 
 from .queries import load_sql
 
+
+__all__ = [
+    "GROUP_RECORD_TYPES",
+    "OWNER_COLUMNS",
+    "OWNER_TYPES",
+    "group_records",
+    "group_tables",
+    "subscribed_topics",
+    "with_owners",
+]
+
 #: classic GroupMetadata (2), KIP-848 ConsumerGroupMetadata (3), ConsumerGroupMemberMetadata (5),
 #: ConsumerGroupCurrentMemberAssignment (8), KIP-932 ShareGroupMemberMetadata (10), ShareGroupMetadata (11) and
 #: ShareGroupCurrentMemberAssignment (14), KIP-1071 StreamsGroupMetadata (17), StreamsGroupMemberMetadata (19),

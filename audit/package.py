@@ -23,6 +23,16 @@ import subprocess
 import sys
 import tempfile
 
+
+__all__ = [
+    "DIST",
+    "DRIVER_ONLY",
+    "PackageError",
+    "build_executor_env",
+    "executor_requirements",
+    "package_zip",
+]
+
 DIST = "kafka-offset-audit"
 #: dependencies the executors do not need: Spark ships pyspark (and py4j) to its Python workers; the rest is
 #: the driver's (reports, metrics)

@@ -30,6 +30,25 @@ from .sources.source import open_source
 from .spark import collect_together, in_parallel
 from .tables import SEVERITIES, failing_severities, fails
 
+
+__all__ = [
+    "CONSOLE_FAILED",
+    "EXIT_INTERNAL",
+    "MAX_COUNTED_VERSION",
+    "MAX_TRACEBACK",
+    "MAX_WHERE",
+    "OTHER_KIND",
+    "RECORD_COLUMNS",
+    "AuditConfig",
+    "AuditInternalError",
+    "Decoded",
+    "Judged",
+    "RunResult",
+    "preflight",
+    "run",
+    "usage_errors",
+]
+
 #: the decoded columns the commit and summary stages read (file names stay in ``raw`` for issues)
 RECORD_COLUMNS = [
     "source_partition",

@@ -16,6 +16,14 @@ from pyspark.sql import functions as F
 from .judge import TIMELINE_TYPE, project_findings
 from .queries import epoch_end_offsets_sql, load_sql
 
+
+__all__ = [
+    "SHARE_RECORD_COLUMNS",
+    "SHARE_RULES",
+    "judge_shares",
+    "share_records",
+]
+
 #: finding -> SQL file of the share rules (their findings carry ``group_type = 'share'``)
 SHARE_RULES = {
     "LOG_TRUNCATION": "finding_share_log_truncation",

@@ -18,6 +18,12 @@ import os
 import sys
 
 
+__all__ = [
+    "main",
+    "ship_package",
+]
+
+
 def ship_package(spark) -> str:
     """Add a zip of the ``audit`` package (:func:`audit.package.package_zip`) to the executors' Python path;
     returns the zip's path.  The zip lives in a temporary directory removed when this process exits (the driver

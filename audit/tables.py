@@ -15,6 +15,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
+
+__all__ = [
+    "FAIL_ON_CHOICES",
+    "FINDING_COLUMNS",
+    "FINDING_TYPES",
+    "GROUP_STATUSES",
+    "SEVERITIES",
+    "SEVERITY_RANK",
+    "TABLES",
+    "TABLE_SUMMARY",
+    "Column",
+    "conform",
+    "ddl",
+    "failing_severities",
+    "fails",
+    "markdown",
+    "struct",
+]
+
 #: The findings' severities, most severe first: every ranking, count and ``--fail-on`` gate derives from this.
 SEVERITIES: tuple[str, ...] = ("critical", "error", "warning", "info")
 #: severity -> rank, higher is more severe (critical 4 ... info 1)

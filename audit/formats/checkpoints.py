@@ -11,6 +11,23 @@ from __future__ import annotations
 import re
 import unicodedata
 
+
+__all__ = [
+    "PARTITION_DIR",
+    "ROOT_CHECKPOINTS",
+    "SEGMENT_FILE",
+    "SNAPSHOT_FILE",
+    "CheckpointError",
+    "broker_id_of",
+    "checkpoint_header_problem",
+    "end_offset_for",
+    "parse_leader_epoch_checkpoint",
+    "parse_meta_properties",
+    "parse_offset_checkpoint",
+    "parse_partition_dir",
+    "parse_partition_metadata",
+]
+
 #: ``<topic>-<partition>`` directory names; ``.../<topic>-<p>.<uuid>-delete`` and ``-future``
 #: directories (pending deletion or an in-flight ``alterReplicaLogDirs``) are not live logs.
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")

@@ -29,6 +29,15 @@ import numpy as np
 
 from .record_batch import overlapping_view
 
+
+__all__ = [
+    "MAX_KEY_BYTES",
+    "LatestSummary",
+    "group_equal_bytes",
+    "stand_ins",
+    "summarise_latest",
+]
+
 #: keys longer than this many bytes are not summarised (they pass through)
 MAX_KEY_BYTES = 1024
 _MASKS = np.array([(1 << (8 * i)) - 1 for i in range(8)] + [(1 << 64) - 1], dtype=np.uint64)

@@ -31,6 +31,45 @@ from .latest import stand_ins
 from .metadata_log import uuid_to_str
 from .record_batch import read_int, read_varint
 
+
+__all__ = [
+    "CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE",
+    "CONSUMER_GROUP_MEMBER_METADATA_TYPE",
+    "CONSUMER_GROUP_METADATA_TYPE",
+    "GATHER_CHUNK",
+    "GROUP_METADATA_TYPE",
+    "MAX_GROUP_METADATA_VERSION",
+    "MAX_OFFSET_COMMIT_VERSION",
+    "OFFSET_COMMIT_TYPES",
+    "OTHER_GROUP_TYPES",
+    "RECORD_TYPE_NAMES",
+    "SHARE_GROUP_CURRENT_ASSIGNMENT_TYPE",
+    "SHARE_GROUP_MEMBER_METADATA_TYPE",
+    "STREAMS_GROUP_CURRENT_ASSIGNMENT_TYPE",
+    "STREAMS_GROUP_MEMBER_METADATA_TYPE",
+    "STREAMS_GROUP_TOPOLOGY_TYPE",
+    "AssignmentLimitError",
+    "ValueReader",
+    "decode_consumer_assignment",
+    "decode_consumer_group_assignment_value",
+    "decode_consumer_group_member_value",
+    "decode_group_metadata_value",
+    "decode_member_key",
+    "decode_offset_commit_values",
+    "decode_offsets_kv",
+    "decode_offsets_numeric",
+    "decode_offsets_summary",
+    "decode_share_group_assignment_value",
+    "decode_share_group_member_value",
+    "decode_streams_group_assignment_value",
+    "decode_streams_group_member_value",
+    "decode_streams_group_topology_value",
+    "gather_slices",
+    "materialise_offsets_kv",
+    "utf8_slices",
+    "uuid_strings",
+]
+
 OFFSET_COMMIT_TYPES = (0, 1)
 GROUP_METADATA_TYPE = 2
 #: Names of the record types Kafka defines (``CoordinatorRecordType``; the ``apiKey`` of each

@@ -37,6 +37,24 @@ from .offsets import (
 )
 from .record_batch import ATTR_CONTROL, ATTR_TRANSACTIONAL, RecordTable, extract_records, read_int, scan_batches
 
+
+__all__ = [
+    "MAX_OWNER_ENTRIES",
+    "MEMBER_KEY_TYPES",
+    "OWNERS_TYPE",
+    "OWNER_ENTRY",
+    "RAW_SCHEMA",
+    "RECORDS_PER_STEP",
+    "binary_parts",
+    "counts_batch",
+    "decode_offsets_rows",
+    "decode_offsets_rows_latest",
+    "decode_offsets_segment",
+    "issues_batch",
+    "kept_records",
+    "record_rows",
+]
+
 #: Rows produced per segment (``source_file`` is set on issue rows and records with a ``decode_error``).
 #: ``kind``: ``record`` (a data record of a __consumer_offsets
 #: batch), ``control`` (a transaction marker: ``control_type`` 0 ABORT / 1 COMMIT) or

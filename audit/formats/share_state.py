@@ -39,6 +39,22 @@ import pyarrow as pa
 from .offsets import ValueReader, utf8_slices, uuid_strings
 from .record_batch import read_int, read_varint
 
+
+__all__ = [
+    "DELIVERY_STATE_NAMES",
+    "KV_FIELDS",
+    "RECORD_TYPE_NAMES",
+    "SHARE_RAW_SCHEMA",
+    "SHARE_STATE_TOPIC",
+    "STATE_BATCH",
+    "STATE_BATCHES",
+    "decode_share_state_key",
+    "decode_share_state_kv",
+    "decode_share_state_rows",
+    "decode_share_state_segment",
+    "decode_share_state_value",
+]
+
 SHARE_STATE_TOPIC = "__share_group_state"
 SHARE_SNAPSHOT, SHARE_UPDATE = 0, 1
 RECORD_TYPE_NAMES = {SHARE_SNAPSHOT: "ShareSnapshot", SHARE_UPDATE: "ShareUpdate"}

@@ -23,6 +23,17 @@ import numpy as np
 
 from .record_batch import INDEX_ENTRY, extract_records, scan_batches
 
+
+__all__ = [
+    "TIME_ENTRY",
+    "find_offset",
+    "largest_timestamp",
+    "offset_entries",
+    "offset_for_time",
+    "start_position",
+    "time_entries",
+]
+
 TIME_ENTRY = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
 
 

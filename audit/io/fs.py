@@ -17,6 +17,27 @@ from dataclasses import dataclass
 from urllib.parse import urlparse
 
 
+__all__ = [
+    "ARROW_SCHEMES",
+    "FileInfo",
+    "InputError",
+    "children",
+    "delete",
+    "exchange",
+    "exists",
+    "is_local",
+    "list_files",
+    "local_path",
+    "mkdirs",
+    "read_json",
+    "read_small",
+    "rename",
+    "to_uri",
+    "upload",
+    "write_small",
+]
+
+
 class InputError(Exception):
     """A path the user gave cannot be used; the message says what to fix (exit status 2)."""
 

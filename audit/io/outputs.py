@@ -35,6 +35,20 @@ from ..tables import TABLES
 from . import fs
 
 
+__all__ = [
+    "HOST",
+    "OBJECT_STORE_SCHEMES",
+    "OUTPUT_TABLES",
+    "RUNS_DIR",
+    "StagedOutput",
+    "check_output_parent",
+    "check_output_target",
+    "is_object_store",
+    "kill_point",
+    "register_tables",
+]
+
+
 def check_output_parent(output: str, spark: SparkSession | None = None) -> None:
     """Fail fast unless the directory that will hold ``output`` can be created and written.
 

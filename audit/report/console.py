@@ -9,6 +9,14 @@ from pyspark.sql import functions as F
 from ..groups import worst_first
 from ..tables import SEVERITIES
 
+
+__all__ = [
+    "CONSOLE_FINDINGS",
+    "console_queries",
+    "console_table",
+    "render_console",
+]
+
 CONSOLE_FINDINGS = 50
 
 

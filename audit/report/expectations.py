@@ -65,6 +65,26 @@ from audit.report.expectations_config import (
     load_expectations_config,
 )
 
+
+__all__ = [
+    "ALL_ASSETS",
+    "BOUNDS_REQUIRED",
+    "COMMITS_REQUIRED",
+    "COMMITTED_REQUIRED",
+    "DATA_DOCS_DIRNAME",
+    "EPOCHS_REQUIRED",
+    "GROUPS_REQUIRED",
+    "PARQUET_ASSETS",
+    "REQUIRED_ASSETS",
+    "RESULT_RELPATH",
+    "TRUNCATION_CAUSES",
+    "ExpectationsOutcome",
+    "FailedExpectation",
+    "build_suites",
+    "import_gx",
+    "run_expectations",
+]
+
 log = logging.getLogger(__name__)
 
 #: Tables read from the output directory, in validation order.

@@ -23,6 +23,16 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..tables import SEVERITIES
 
+
+__all__ = [
+    "DEFAULT_FINDING_SEVERITIES",
+    "KNOWN_FINDINGS",
+    "KNOWN_SEVERITIES",
+    "ConfigSource",
+    "ExpectationsConfig",
+    "load_expectations_config",
+]
+
 #: Finding names of the audit contract (AUDIT_RULES.md).
 KNOWN_FINDINGS: Tuple[str, ...] = (
     "LOG_TRUNCATION",

@@ -39,6 +39,23 @@ from pyspark.sql import functions as F
 
 from ..io import fs
 
+
+__all__ = [
+    "CHANGE_COLUMNS",
+    "GROUP_CHANGE_COLUMNS",
+    "KEY",
+    "LEGACY_ATTEMPT",
+    "RUNS_SCHEMA",
+    "append_run",
+    "committed",
+    "default_run_id",
+    "finding_changes",
+    "group_changes",
+    "new_attempt",
+    "partition_value",
+    "previous_run",
+]
+
 KEY = ["group_id", "topic", "partition", "finding"]
 #: the join key: a REPLICA_DIVERGENCE row has no group, its replica's broker stands for it
 _JOIN = ["_subject", "topic", "partition", "finding"]

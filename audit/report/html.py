@@ -47,6 +47,13 @@ from ..tables import SEVERITIES, TABLES
 from .plots import fmt_ts as _fmt_ts
 from .plots import plot_group_chart, plot_partition
 
+
+__all__ = [
+    "FINDINGS_PAGE_SIZE",
+    "REPORT_FILENAME",
+    "write_html_report",
+]
+
 REPORT_FILENAME = "report.html"
 #: findings per page of the findings table (the page's script pages and filters them)
 FINDINGS_PAGE_SIZE = 100

@@ -58,6 +58,27 @@ from ..groups import worst_first
 from ..tables import SEVERITIES
 from ..tables import SEVERITY_RANK as _SEV_RANK
 
+
+__all__ = [
+    "DEFAULT_JOB",
+    "DEFAULT_MAX_GROUP_PARTITIONS",
+    "METRICS_FILENAME",
+    "PREFIX",
+    "MetricsError",
+    "build_registry",
+    "check_pushgateway",
+    "failure_registry",
+    "group_partition_query",
+    "group_partition_rows",
+    "group_query",
+    "group_rows",
+    "lost_lineage_query",
+    "lost_lineage_rows",
+    "parse_grouping",
+    "push",
+    "render",
+]
+
 METRICS_FILENAME = "metrics.prom"
 PREFIX = "kafka_offset_audit"
 DEFAULT_JOB = "kafka_offset_audit"

@@ -22,6 +22,12 @@ import re
 import shutil
 from typing import Dict
 
+
+__all__ = [
+    "VENDOR_DIR",
+    "make_offline",
+]
+
 VENDOR_DIR = os.path.join("static", "vendor")
 
 _TABLE_SHIM = r"""/* kafka-offset-audit: stand-in for bootstrap-table's $(...).bootstrapTable(options) in GX Data Docs. */

@@ -12,6 +12,14 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..tables import SEVERITIES
 
+
+__all__ = [
+    "SEVERITY_COLORS",
+    "fmt_ts",
+    "plot_group_chart",
+    "plot_partition",
+]
+
 #: Most severe first (the order of the findings table and of the stacked chart).
 SEVERITY_COLORS: Dict[str, str] = {
     "critical": "#b3001b",

@@ -25,6 +25,23 @@ from ..formats.segments import RAW_SCHEMA
 from .logdirs import spark_schema
 from ..spark import default_parallelism, distribute, is_connect
 
+
+__all__ = [
+    "BOUNDS_DDL",
+    "CONNECTOR_ARTIFACT",
+    "CONNECTOR_HOLD_BYTES",
+    "CONNECTOR_REFUSED",
+    "EEO_DDL",
+    "EPOCHS_DDL",
+    "ClusterTables",
+    "cluster_tables",
+    "connector_package",
+    "live_collect",
+    "read_offsets_connector",
+    "read_offsets_topic",
+    "read_share_state_topic",
+]
+
 EPOCHS_DDL = "topic string, partition int, broker_id int, leader_epoch int, start_offset bigint, is_leader boolean"
 #: ``local_log_start_offset``: the leader's first local offset (ListOffsets EARLIEST_LOCAL, KIP-1005; null where
 #: the leader does not support ListOffsets v8 or answered with an error), as the log-dir source's bounds carry it

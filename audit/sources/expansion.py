@@ -14,6 +14,12 @@ from pyspark.sql import functions as F
 
 from ..spark import default_parallelism, distribute
 
+
+__all__ = [
+    "OFFSETS_AT_SCHEMA",
+    "expansion_offsets",
+]
+
 #: one row per (old partition, expansion): where its log stood at ``expanded_at``
 OFFSETS_AT_SCHEMA = pa.schema(
     [

@@ -21,6 +21,18 @@ from typing import Any, Callable
 
 from pyspark.sql import DataFrame, SparkSession
 
+
+__all__ = [
+    "READ_ISSUES_DDL",
+    "AuditSource",
+    "ConnectorSource",
+    "LiveSource",
+    "LogDirSource",
+    "PartitionTables",
+    "open_source",
+    "raise_live_read_error",
+]
+
 #: read issues: where a source could not read (file, byte position, reason)
 READ_ISSUES_DDL = "file string, position bigint, reason string, detail string, records_affected int"
 

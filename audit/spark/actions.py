@@ -6,6 +6,13 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 
+__all__ = [
+    "collect_together",
+    "in_parallel",
+    "inheriting",
+]
+
+
 def in_parallel(*fns):
     """Call ``fns`` at once, each in its own thread, and return their results in order (the first error is raised
     after all ended).  Spark runs jobs of several threads side by side; for the small tables of an audit a job

@@ -11,6 +11,21 @@ import time
 from pyspark.sql import SparkSession
 
 
+__all__ = [
+    "METASPACE_JAVA_OPTION",
+    "QUICK_START_JAVA_OPTIONS",
+    "SMALL_MACHINE_CPUS",
+    "SMALL_MACHINE_JAVA_OPTIONS",
+    "STALE_DUMP_SECONDS",
+    "ClassDataArchive",
+    "available_cpus",
+    "driver_java_options",
+    "heap_java_options",
+    "pid_alive",
+    "quick_start_java_options",
+]
+
+
 #: JVM options for an embedded local driver in ``--mode latest`` (``KOA_DRIVER_JAVA_OPTIONS`` overrides;
 #: set it empty to keep the JVM's defaults).  C1-only JIT: such a run is short Spark jobs over small tables,
 #: where C2 compiler threads cost more than they win on few cores.  Not used for ``--mode history``, whose JVM

@@ -11,6 +11,17 @@ from pyspark.sql import SparkSession
 from .jvm import ClassDataArchive, driver_java_options
 
 
+__all__ = [
+    "CONNECT_SESSION_CONF",
+    "DATAFRAME_DEBUGGING_CONF",
+    "WORKER_SITE",
+    "ConnectError",
+    "build_remote_session",
+    "build_session",
+    "is_connect",
+]
+
+
 #: the directory holding ``sitecustomize.py``, the start-up hook of the Python processes Spark starts (on their
 #: path through the JVM's ``PYTHONPATH``; never imported by the audit itself)
 WORKER_SITE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "worker_site")

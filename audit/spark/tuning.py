@@ -9,6 +9,19 @@ from pyspark.sql import SparkSession
 from .session import is_connect
 
 
+__all__ = [
+    "SMALL_INPUT_BYTES",
+    "SMALL_INPUT_CONF",
+    "SMALL_TABLE_ROWS",
+    "compact",
+    "default_parallelism",
+    "distribute",
+    "small_settings",
+    "small_tables",
+    "tuned_for_input",
+]
+
+
 def default_parallelism(spark) -> int:
     """Tasks the session runs at once: ``SparkContext.defaultParallelism``; over Spark Connect (no SparkContext
     here), the partitions of a ``range`` the server plans with its leaf-node default parallelism (one small job,
