@@ -118,6 +118,13 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
     add_connect_arguments(a)
     a.add_argument("--verbose", action="store_true", help="Spark's own logging at WARN/INFO")
     a.add_argument("--quiet", action="store_true", help="no progress lines or console table")
+    _add_report_arguments(a)
+    _add_live_arguments(a)
+    _add_history_and_metrics_arguments(a)
+
+
+def _add_report_arguments(a: argparse.ArgumentParser) -> None:
+    """``--skip-reports``, ``--table-prefix``, ``--expectations-config``."""
     a.add_argument(
         "--skip-reports", action="store_true", help="do not run the Great Expectations checkpoint or write report.html"
     )
@@ -133,6 +140,10 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
         default=None,
         help="JSON/YAML thresholds for the expectation suite (see audit/report/expectations_config.py)",
     )
+
+
+def _add_live_arguments(a: argparse.ArgumentParser) -> None:
+    """A live cluster's reading: ``--source``, ``--max-concurrency``."""
     a.add_argument(
         "--source",
         choices=["kafka-python", "kafka-connector"],
@@ -147,6 +158,10 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
         default=None,
         help="live mode: OffsetsForLeaderEpoch/ListOffsets requests in flight at once (default 4)",
     )
+
+
+def _add_history_and_metrics_arguments(a: argparse.ArgumentParser) -> None:
+    """``--history``, ``--run-id``, the Pushgateway's, ``--stale-after``, ``--metrics-max-group-partitions``."""
     a.add_argument(
         "--history",
         metavar="DIR",
@@ -299,42 +314,18 @@ def run_audit(args, master: str | None, on_session=None) -> int:
 
     ``on_session(spark)``: called once the session is built, before the audit (spark-submit ships the package
     there); its errors are internal errors (exit status 3) like Spark's own."""
-    from .pipeline import AuditConfig, run
+    import time
+
+    from .pipeline import preflight, run
+    from .pipeline import usage_errors as usage_error_types
+    from .report.metrics import MetricsError
+    from .spark import ConnectError
 
     try:
-        cfg = AuditConfig(
-            log_dirs=args.log_dirs,
-            bootstrap_servers=getattr(args, "bootstrap_servers", None),
-            client_config=getattr(args, "client_config", None),
-            groups=getattr(args, "groups", None),
-            topics=getattr(args, "topics", None),
-            output=args.output,
-            mode=args.mode,
-            fail_on=args.fail_on,
-            quiet=getattr(args, "quiet", False),
-            reports=not getattr(args, "skip_reports", False),
-            expectations_config=getattr(args, "expectations_config", None),
-            table_prefix=getattr(args, "table_prefix", None),
-            pushgateway=getattr(args, "pushgateway", None),
-            pushgateway_job=getattr(args, "pushgateway_job", "kafka_offset_audit"),
-            pushgateway_labels=getattr(args, "pushgateway_label", None) or [],
-            metrics_max_group_partitions=getattr(args, "metrics_max_group_partitions", 50_000),
-            **({"stale_after_seconds": args.stale_after} if getattr(args, "stale_after", None) is not None else {}),
-            history=getattr(args, "history", None),
-            run_id=getattr(args, "run_id", None),
-            max_concurrency=getattr(args, "max_concurrency", None),
-            source=getattr(args, "source", "kafka-python"),
-        )
+        cfg = _config_from_args(args)
     except ValidationError as exc:
         print(f"kafka-offset-audit: error: {exc.errors()[0]['msg'].removeprefix('Value error, ')}", file=sys.stderr)
         return EXIT_USAGE
-    import time
-
-    from .pipeline import preflight
-    from .pipeline import usage_errors as usage_error_types
-    from .report.metrics import MetricsError
-    from .spark import ClassDataArchive, ConnectError, build_remote_session, build_session
-
     usage_errors = usage_error_types() + (ConnectError,)  # messages name what to fix, redacted
     started = time.time()
     try:
@@ -346,36 +337,9 @@ def run_audit(args, master: str | None, on_session=None) -> int:
         if not isinstance(exc, MetricsError):  # e.g. no broker answers: Prometheus should hear of it
             _push_failure(cfg, started, EXIT_USAGE)
         return EXIT_USAGE
+    class_data = None
     try:
-        wanted: list[str] = []
-        if cfg.source == "kafka-connector":
-            from .sources.cluster import connector_package
-
-            wanted.append(connector_package())
-        if any(str(p).startswith(("s3a://", "s3n://")) for p in [*cfg.log_dirs, cfg.output, cfg.history or ""]):
-            wanted.append(hadoop_aws_package())  # Hadoop's S3A filesystem, matched to pyspark's Hadoop client
-        packages = wanted or None
-        prewarm = _prewarm(cfg.reports)
-        class_data = None
-        try:
-            if remote:
-                spark = build_remote_session(remote, conf=extra_conf)
-            else:
-                class_data = ClassDataArchive.for_this_install(packages)
-                spark = build_session(
-                    master,
-                    verbose=getattr(args, "verbose", False),
-                    quick_start=cfg.mode == "latest",
-                    packages=packages,
-                    class_data=class_data,
-                    conf=extra_conf,
-                )
-        finally:
-            prewarm.join()
-        if remote:
-            from .connect import prepare
-
-            prepare(spark, cfg, python_env=getattr(args, "python_env", None))
+        spark, class_data = _start_session(cfg, args, master, remote, extra_conf)
         if on_session is not None:
             on_session(spark)
         result = run(cfg, spark, checked=True)
@@ -384,26 +348,105 @@ def run_audit(args, master: str | None, on_session=None) -> int:
         _push_failure(cfg, started, EXIT_USAGE)
         return EXIT_USAGE
     except Exception as exc:  # noqa: BLE001 - an internal error: one line (the traceback with --verbose), exit 3
-        from .pipeline import AuditInternalError
-
-        stage = exc.stage if isinstance(exc, AuditInternalError) else "spark"
-        cause = exc.cause if isinstance(exc, AuditInternalError) else exc
-        verbose = getattr(args, "verbose", False)
-        if verbose:
-            import traceback
-
-            traceback.print_exception(type(cause), cause, cause.__traceback__, file=sys.stderr)
-        print(
-            f"kafka-offset-audit: internal error in stage {stage!r}: {_one_line(cause)}; nothing was written "
-            f"(the previous output in {cfg.output}, if any, is untouched)"
-            + ("" if verbose else "; --verbose shows the traceback"),
-            file=sys.stderr,
-        )
-        _push_failure(cfg, started, EXIT_INTERNAL, stage)
-        return EXIT_INTERNAL
+        return _internal_error(cfg, exc, started, getattr(args, "verbose", False))
     except BaseException:
         _push_failure(cfg, started, None)
         raise
+    _print_result(cfg, result, class_data)
+    return result.exit_code
+
+
+def _config_from_args(args):
+    """The :class:`audit.pipeline.AuditConfig` of parsed arguments (a subcommand may lack some: defaults then).
+    Raises pydantic's ``ValidationError`` naming the first bad value."""
+    from .pipeline import AuditConfig
+
+    return AuditConfig(
+        log_dirs=args.log_dirs,
+        bootstrap_servers=getattr(args, "bootstrap_servers", None),
+        client_config=getattr(args, "client_config", None),
+        groups=getattr(args, "groups", None),
+        topics=getattr(args, "topics", None),
+        output=args.output,
+        mode=args.mode,
+        fail_on=args.fail_on,
+        quiet=getattr(args, "quiet", False),
+        reports=not getattr(args, "skip_reports", False),
+        expectations_config=getattr(args, "expectations_config", None),
+        table_prefix=getattr(args, "table_prefix", None),
+        pushgateway=getattr(args, "pushgateway", None),
+        pushgateway_job=getattr(args, "pushgateway_job", "kafka_offset_audit"),
+        pushgateway_labels=getattr(args, "pushgateway_label", None) or [],
+        metrics_max_group_partitions=getattr(args, "metrics_max_group_partitions", 50_000),
+        **({"stale_after_seconds": args.stale_after} if getattr(args, "stale_after", None) is not None else {}),
+        history=getattr(args, "history", None),
+        run_id=getattr(args, "run_id", None),
+        max_concurrency=getattr(args, "max_concurrency", None),
+        source=getattr(args, "source", "kafka-python"),
+    )
+
+
+def _start_session(cfg, args, master: str | None, remote: str | None, extra_conf: dict):
+    """``(spark, class_data)``: a Spark Connect session on ``remote`` (prepared for the audit), else a session with
+    a driver JVM here (with the JVM packages the input needs, and its class-data archive)."""
+    from .spark import ClassDataArchive, build_remote_session, build_session
+
+    wanted: list[str] = []
+    if cfg.source == "kafka-connector":
+        from .sources.cluster import connector_package
+
+        wanted.append(connector_package())
+    if any(str(p).startswith(("s3a://", "s3n://")) for p in [*cfg.log_dirs, cfg.output, cfg.history or ""]):
+        wanted.append(hadoop_aws_package())  # Hadoop's S3A filesystem, matched to pyspark's Hadoop client
+    packages = wanted or None
+    prewarm = _prewarm(cfg.reports)
+    class_data = None
+    try:
+        if remote:
+            spark = build_remote_session(remote, conf=extra_conf)
+        else:
+            class_data = ClassDataArchive.for_this_install(packages)
+            spark = build_session(
+                master,
+                verbose=getattr(args, "verbose", False),
+                quick_start=cfg.mode == "latest",
+                packages=packages,
+                class_data=class_data,
+                conf=extra_conf,
+            )
+    finally:
+        prewarm.join()
+    if remote:
+        from .connect import prepare
+
+        prepare(spark, cfg, python_env=getattr(args, "python_env", None))
+    return spark, class_data
+
+
+def _internal_error(cfg, exc: Exception, started: float, verbose: bool) -> int:
+    """Report an internal error (its stage, one line; the traceback with ``--verbose``), push the failure, and
+    return :data:`EXIT_INTERNAL`."""
+    from .pipeline import AuditInternalError
+
+    stage = exc.stage if isinstance(exc, AuditInternalError) else "spark"
+    cause = exc.cause if isinstance(exc, AuditInternalError) else exc
+    if verbose:
+        import traceback
+
+        traceback.print_exception(type(cause), cause, cause.__traceback__, file=sys.stderr)
+    print(
+        f"kafka-offset-audit: internal error in stage {stage!r}: {_one_line(cause)}; nothing was written "
+        f"(the previous output in {cfg.output}, if any, is untouched)"
+        + ("" if verbose else "; --verbose shows the traceback"),
+        file=sys.stderr,
+    )
+    _push_failure(cfg, started, EXIT_INTERNAL, stage)
+    return EXIT_INTERNAL
+
+
+def _print_result(cfg, result, class_data) -> None:
+    """The failed stages of a run that wrote its tables (stderr), then, unless ``--quiet``, the console table,
+    the findings by severity, and a first run's class-data archive note."""
     if result.exit_code == EXIT_INTERNAL:
         stages = ", ".join(f"{f['stage']} ({f['error']})" for f in result.summary.get("failed_stages") or [])
         print(
@@ -411,21 +454,21 @@ def run_audit(args, master: str | None, on_session=None) -> int:
             f"summary.json are in {cfg.output} (its failed_stages has each traceback)",
             file=sys.stderr,
         )
-    if not cfg.quiet:
-        print()
-        print(result.console)
-        s = result.summary
-        print()
-        print(
-            f"findings: {json.dumps(s['findings']['by_severity'])}; records skipped: "
-            f"{sum(s['records_skipped']['by_reason'].values())}; output: {cfg.output}; exit status {result.exit_code}"
-        )
-    if class_data is not None and class_data.dump_path is not None and not cfg.quiet:
+    if cfg.quiet:
+        return
+    print()
+    print(result.console)
+    s = result.summary
+    print()
+    print(
+        f"findings: {json.dumps(s['findings']['by_severity'])}; records skipped: "
+        f"{sum(s['records_skipped']['by_reason'].values())}; output: {cfg.output}; exit status {result.exit_code}"
+    )
+    if class_data is not None and class_data.dump_path is not None:
         print(
             f"(first run here: the Spark JVM now writes a class-data archive for faster starts, {class_data.directory};"
             " KOA_CDS=off turns it off)"
         )
-    return result.exit_code
 
 
 #: the interpreter's thread switch interval (seconds) while :func:`_prewarm` imports: the main thread starts the

@@ -817,11 +817,11 @@ def _reports(
             )
             outcome = guarded("expectations", suite.result, failed)
         if outcome is not failed:
+            stats = outcome.statistics
+            passed = "passed" if outcome.success else "FAILED"
             _progress(
                 cfg,
-                f"expectations: {'passed' if outcome.success else 'FAILED'} "
-                f"({outcome.statistics.get('successful_expectations')}/"
-                f"{outcome.statistics.get('evaluated_expectations')})",
+                f"expectations: {passed} ({stats.get('successful_expectations')}/{stats.get('evaluated_expectations')})",
             )
         if remote:
             for name in ("expectations", "data_docs", REPORT_FILENAME):
@@ -831,18 +831,22 @@ def _reports(
         if remote:
             shutil.rmtree(local, ignore_errors=True)
     return {
-        "expectations": (
-            {"error": "the expectation suite failed: see failed_stages"}
-            if outcome is failed
-            else {
-                "success": bool(outcome.success),
-                "failed": list(outcome.failed_checks),
-                "statistics": {k: v for k, v in outcome.statistics.items() if k != "by_asset"},
-                "result": "expectations/validation_result.json",
-                "data_docs": "data_docs/index.html",
-            }
-        ),
+        "expectations": _suite_summary(None if outcome is failed else outcome),
         "html_report": "report.html" if html not in (None, failed) else None,
+    }
+
+
+def _suite_summary(outcome) -> dict:
+    """summary.json's ``reports.expectations``: the suite's success, failed checks and statistics, where its
+    result and Data Docs are; ``{"error": ...}`` when the suite did not run to the end (``outcome`` None)."""
+    if outcome is None:
+        return {"error": "the expectation suite failed: see failed_stages"}
+    return {
+        "success": bool(outcome.success),
+        "failed": list(outcome.failed_checks),
+        "statistics": {k: v for k, v in outcome.statistics.items() if k != "by_asset"},
+        "result": "expectations/validation_result.json",
+        "data_docs": "data_docs/index.html",
     }
 
 
@@ -874,7 +878,46 @@ def _share_summary(share_raw, share_partitions) -> dict:
 
 def _summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
     """summary.json content; every collect here is an aggregate bounded by names (record types and versions
-    beyond the known ones counted together: :data:`OTHER_KIND`) or a ``take`` of at most :data:`MAX_WHERE`."""
+    beyond the known ones counted together: :data:`OTHER_KIND`) or a ``take`` of at most :data:`MAX_WHERE`.
+    All of them run in one Spark job (:func:`audit.spark.collect_together`)."""
+    parts = collect_together(_summary_queries(src, raw, findings, epochs))
+    records, commits, by_reason = _record_counts(parts["by_kind"])
+    for r in parts["issues"]:
+        by_reason[r["reason"]] = by_reason.get(r["reason"], 0) + int(r["n"])
+    n_live, n_latest = live_counts
+    commits["deleted_by_tombstone"] = int(commits.pop("_decoded_live_or_committed") - n_live)
+    commits["live"] = int(n_live)
+    commits["group_partitions"] = int(n_latest)
+    where_keys = ("file", "position", "reason", "detail", "record_type")
+    return {
+        "tool": "kafka-offset-audit",
+        "version": __version__,
+        "started_at": started_at,
+        "inputs": _inputs(cfg, src),
+        "records_read": records,
+        "offset_commits": commits,
+        "records_skipped": {
+            "by_reason": by_reason,
+            "where": [{k: r[k] for k in where_keys} for r in parts["where"]],
+            "where_truncated": sum(by_reason.values()) > MAX_WHERE,
+        },
+        "findings": _finding_counts(parts["findings"]),
+        "epoch_cache_disagreements": [
+            {
+                "topic": r["topic"],
+                "partition": r["partition"],
+                "leader_epoch": r["leader_epoch"],
+                "start_offset_by_broker": dict(r["start_offset_by_broker"]),
+            }
+            for r in parts["disagree"]
+        ],
+    }
+
+
+def _summary_queries(src, raw, findings, epochs) -> dict[str, DataFrame]:
+    """The summary's bounded queries: records by kind, type, version, tombstone, transaction state and decode
+    error (``by_kind``), read issues by reason (``issues``), the first skipped records (``where``), findings by
+    name and severity (``findings``), and leader-epoch caches that disagree (``disagree``)."""
     skipped = raw.where((F.col("kind") == "issue") | F.col("decode_error").isNotNull()).select(
         F.col("source_file").alias("file"),
         "position",
@@ -884,7 +927,6 @@ def _summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
         "record_type",
     )
     skipped = skipped.unionByName(src.read_issues.withColumn("record_type", F.lit(None).cast("short")))
-    # independent aggregates, side by side
     record_type = (
         F.when(F.col("record_type").isin(-1, *RECORD_TYPE_NAMES), F.col("record_type"))
         .when(F.col("record_type").isNotNull(), F.lit(OTHER_KIND))
@@ -895,21 +937,22 @@ def _summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
         .when(F.col("value_version").isNotNull(), F.lit(OTHER_KIND))
         .alias("value_version")
     )
-    # every aggregate in one Spark job (audit.spark.collect_together)
-    parts = collect_together(
-        {
-            "by_kind": raw.groupBy("kind", record_type, value_version, "is_tombstone", "txn_state", "decode_error").agg(
-                F.sum(F.when(F.col("kind") == "issue", 1).otherwise(F.col("record_count"))).alias("n"),
-                F.count("*").alias("rows"),
-            ),
-            "issues": src.read_issues.groupBy("reason").agg(F.count("*").alias("n")),
-            "where": skipped.orderBy("file", "position").limit(MAX_WHERE),
-            "findings": findings.groupBy("finding", "severity").count().orderBy("finding", "severity"),
-            "disagree": cache_disagreements(epochs).orderBy("topic", "partition", "leader_epoch").limit(MAX_WHERE),
-        }
-    )
-    by_kind, issue_counts, where_rows = parts["by_kind"], parts["issues"], parts["where"]
-    finding_counts, disagree = parts["findings"], parts["disagree"]
+    return {
+        "by_kind": raw.groupBy("kind", record_type, value_version, "is_tombstone", "txn_state", "decode_error").agg(
+            F.sum(F.when(F.col("kind") == "issue", 1).otherwise(F.col("record_count"))).alias("n"),
+            F.count("*").alias("rows"),
+        ),
+        "issues": src.read_issues.groupBy("reason").agg(F.count("*").alias("n")),
+        "where": skipped.orderBy("file", "position").limit(MAX_WHERE),
+        "findings": findings.groupBy("finding", "severity").count().orderBy("finding", "severity"),
+        "disagree": cache_disagreements(epochs).orderBy("topic", "partition", "leader_epoch").limit(MAX_WHERE),
+    }
+
+
+def _record_counts(by_kind: list[dict]) -> tuple[dict, dict, dict]:
+    """From the ``by_kind`` rows: ``records_read``, ``offset_commits`` (with ``_decoded_live_or_committed``, the
+    commits not aborted or pending, for the caller to set ``deleted_by_tombstone``) and the skipped records by
+    reason."""
     by_type: dict[str, Any] = {}
     kinds: dict[str, Any] = {}
     txn: dict[str, Any] = {}
@@ -935,64 +978,27 @@ def _summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
         elif r["kind"] == "record" and offset_commit:
             txn[r["txn_state"]] = txn.get(r["txn_state"], 0) + n
     txn["none"] = txn.get("none", 0) + folded
-    decoded_commits = sum(txn.get(k, 0) for k in ("none", "committed"))
+    records = {
+        "total": int(sum(kinds.values())) - int(kinds.get("issue", 0)),
+        "control_records": int(kinds.get("control", 0)),
+        "by_record_type": by_type,
+    }
+    commits = {
+        "decoded": int(sum(txn.values())),
+        "transactional_aborted": int(txn.get("aborted", 0)),
+        "transactional_pending": int(txn.get("pending", 0)),
+        "_decoded_live_or_committed": sum(txn.get(k, 0) for k in ("none", "committed")),
+    }
+    return records, commits, by_reason
 
-    for r in issue_counts:
-        by_reason[r["reason"]] = by_reason.get(r["reason"], 0) + int(r["n"])
-    where = [
-        {
-            "file": r["file"],
-            "position": r["position"],
-            "reason": r["reason"],
-            "detail": r["detail"],
-            "record_type": r["record_type"],
-        }
-        for r in where_rows
-    ]
+
+def _finding_counts(rows: list[dict]) -> dict:
+    """summary.json's ``findings``: total, by name, by severity (every severity present) and by both."""
     sev = {s: 0 for s in SEVERITIES}
     names: dict[str, Any] = {}
     name_sev: list = []
-    for r in finding_counts:
+    for r in rows:
         sev[r["severity"]] += r["count"]
         names[r["finding"]] = names.get(r["finding"], 0) + r["count"]
         name_sev.append({"finding": r["finding"], "severity": r["severity"], "count": int(r["count"])})
-    n_live, n_latest = live_counts
-    return {
-        "tool": "kafka-offset-audit",
-        "version": __version__,
-        "started_at": started_at,
-        "inputs": _inputs(cfg, src),
-        "records_read": {
-            "total": int(sum(kinds.values())) - int(kinds.get("issue", 0)),
-            "control_records": int(kinds.get("control", 0)),
-            "by_record_type": by_type,
-        },
-        "offset_commits": {
-            "decoded": int(sum(txn.values())),
-            "transactional_aborted": int(txn.get("aborted", 0)),
-            "transactional_pending": int(txn.get("pending", 0)),
-            "deleted_by_tombstone": int(decoded_commits - n_live),
-            "live": int(n_live),
-            "group_partitions": int(n_latest),
-        },
-        "records_skipped": {
-            "by_reason": by_reason,
-            "where": where,
-            "where_truncated": sum(by_reason.values()) > MAX_WHERE,
-        },
-        "findings": {
-            "total": int(sum(sev.values())),
-            "by_name": names,
-            "by_severity": sev,
-            "by_name_severity": name_sev,
-        },
-        "epoch_cache_disagreements": [
-            {
-                "topic": r["topic"],
-                "partition": r["partition"],
-                "leader_epoch": r["leader_epoch"],
-                "start_offset_by_broker": dict(r["start_offset_by_broker"]),
-            }
-            for r in disagree
-        ],
-    }
+    return {"total": int(sum(sev.values())), "by_name": names, "by_severity": sev, "by_name_severity": name_sev}
