@@ -25,7 +25,7 @@ from .judge import judge, with_verdicts
 from .owners import group_tables, subscribed_topics, with_owners
 from .io.outputs import StagedOutput, check_output_parent, check_output_target
 from .report.console import console_queries, render_console
-from .sources.logdirs import cache_disagreements
+from .sources.source import cache_disagreements
 from .sources.source import open_source
 from .spark import collect_together, in_parallel
 from .tables import SEVERITIES, failing_severities, fails

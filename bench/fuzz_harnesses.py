@@ -7,7 +7,7 @@ only when the decoder breaks that contract: an exception other than the one the 
 ``ValueError`` for a group-metadata value), or a result the contract rules out
 (:class:`HarnessViolation`: an issue row without its file or byte position, a value that does not fit
 the Arrow column the audit writes it to, ...).  The decoders that report bad input as issue rows
-(segments, tails, ``_read_small_files``) document no exception at all.
+(segments, tails, ``read_small_files``) document no exception at all.
 
 :data:`HARNESSES` maps each harness name to a :class:`Harness`: the function, how its input is laid
 out, the seeds built from real Kafka bytes (:func:`build_seeds`), and a structure-aware mutator
@@ -191,13 +191,13 @@ def record_batches(data: bytes) -> None:
 
 
 def _small_files(path: str, data: bytes) -> pa.Table:
-    """``audit.sources.logdirs._read_small_files`` on one file, fed as Spark's ``binaryFile`` feeds it."""
-    from audit.sources.logdirs import SMALL_SCHEMA, _read_small_files
+    """``audit.sources.logdirs.read_small_files`` on one file, fed as Spark's ``binaryFile`` feeds it."""
+    from audit.sources.logdirs import SMALL_SCHEMA, read_small_files
 
     rb = pa.RecordBatch.from_pydict(
         {"path": [path], "content": [data]}, schema=pa.schema([("path", pa.string()), ("content", pa.binary())])
     )
-    out = list(_read_small_files(iter([rb])))
+    out = list(read_small_files(iter([rb])))
     table = pa.Table.from_batches(out, schema=SMALL_SCHEMA)
     issues = table.filter(pa.compute.is_valid(table.column("issue_reason"))).to_pylist()
     for row in issues:
@@ -207,7 +207,7 @@ def _small_files(path: str, data: bytes) -> pa.Table:
 
 def tail_scan(data: bytes) -> None:
     """The log-end-offset tail scan without an ``.index`` (``scan_tail(buf)``, which scans the whole
-    segment) and ``_read_small_files`` on the segment (its ``tail`` row carries the same end offset).
+    segment) and ``read_small_files`` on the segment (its ``tail`` row carries the same end offset).
     Documented exceptions: none."""
     scan = scan_tail(data)
     _check_scan(scan, data)
@@ -510,16 +510,16 @@ def metadata_value(data: bytes) -> None:
 
 
 def metadata_segment(data: bytes) -> None:
-    """A ``__cluster_metadata`` segment through ``audit.sources.logdirs._decode_metadata_files`` as
+    """A ``__cluster_metadata`` segment through ``audit.sources.logdirs.decode_metadata_files`` as
     Spark feeds it (``binaryFile`` content): batches, records and every metadata record value.
     Documented exceptions: none."""
-    from audit.sources.logdirs import _decode_metadata_files, _metadata_schema
+    from audit.sources.logdirs import decode_metadata_files, metadata_schema
 
     rb = pa.RecordBatch.from_pydict(
         {"path": [METADATA_PATH], "content": [data]},
         schema=pa.schema([("path", pa.string()), ("content", pa.binary())]),
     )
-    table = pa.Table.from_batches(list(_decode_metadata_files(iter([rb]))), schema=_metadata_schema())
+    table = pa.Table.from_batches(list(decode_metadata_files(iter([rb]))), schema=metadata_schema())
     for row in (
         table.filter(pa.compute.is_valid(table.column("issue_reason")))
         .select(["source_file", "issue_position"])
@@ -534,7 +534,7 @@ def metadata_segment(data: bytes) -> None:
 
 def leader_epoch_checkpoint(data: bytes) -> None:
     """A ``leader-epoch-checkpoint`` file: ``parse_leader_epoch_checkpoint`` (documented exception:
-    ``CheckpointError``) and ``_read_small_files`` on the file (documented exceptions: none)."""
+    ``CheckpointError``) and ``read_small_files`` on the file (documented exceptions: none)."""
     text = data.decode("utf-8", "replace")
     try:
         entries = parse_leader_epoch_checkpoint(text)
@@ -549,7 +549,7 @@ def leader_epoch_checkpoint(data: bytes) -> None:
 def offset_checkpoint(data: bytes) -> None:
     """A root offset checkpoint (``replication-offset-checkpoint``, ``log-start-offset-checkpoint``,
     ...): ``parse_offset_checkpoint`` (documented exception: ``CheckpointError``) and
-    ``_read_small_files`` on the file (documented exceptions: none)."""
+    ``read_small_files`` on the file (documented exceptions: none)."""
     text = data.decode("utf-8", "replace")
     try:
         entries = parse_offset_checkpoint(text)

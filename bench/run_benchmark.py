@@ -13,7 +13,7 @@ with PASS/FAIL for the targets: >= 1,000,000 commit records/s end to end at N=5,
     python -m bench.run_benchmark --n 1000000 --n 5000000 --master 'local[2]' --output /tmp/bench.json
 
 Runs are sequential (one Spark at a time).  ``--stages`` also times the decode stage alone
-(segment paths -> mapInArrow(_decode_offsets_latest) -> count) in the same child after ``run()``.
+(segment paths -> mapInArrow(decode_offsets_latest) -> count) in the same child after ``run()``.
 """
 
 from __future__ import annotations
@@ -292,7 +292,7 @@ def time_decode_stage(spark, log_dir: str, repeats: int = 2) -> dict:
     """The decode stage alone, as ``--mode latest`` runs it: segment paths -> mapInArrow(latest-mode
     decoder; Python workers read the files) -> count (warm JVM)."""
     from audit.formats.segments import RAW_SCHEMA
-    from audit.sources.logdirs import _binary, _decode_offsets_latest, spark_schema
+    from audit.sources.logdirs import binary_files, decode_offsets_latest, spark_schema
     from bench.generate import offsets_segments
 
     paths = ["file://" + p for p in offsets_segments(log_dir)]
@@ -300,7 +300,7 @@ def time_decode_stage(spark, log_dir: str, repeats: int = 2) -> dict:
     n = 0
     for _ in range(repeats):
         t = time.perf_counter()
-        n = _binary(spark, paths).mapInArrow(_decode_offsets_latest, spark_schema(RAW_SCHEMA)).count()
+        n = binary_files(spark, paths).mapInArrow(decode_offsets_latest, spark_schema(RAW_SCHEMA)).count()
         times.append(round(time.perf_counter() - t, 3))
     # the same files through the decoder in this (driver) process, no Spark: the numpy work alone
     from pathlib import Path as _P
@@ -333,7 +333,7 @@ def child_floor(log_dir: str, out_dir: str, master: str, result_file: str, repea
     Spark can reach here.
     """
     from audit.formats.segments import RAW_SCHEMA
-    from audit.sources.logdirs import _binary, _decode_offsets_latest, spark_schema
+    from audit.sources.logdirs import binary_files, decode_offsets_latest, spark_schema
     from audit.spark import build_session
     from bench.generate import offsets_segments
 
@@ -344,8 +344,8 @@ def child_floor(log_dir: str, out_dir: str, master: str, result_file: str, repea
     for _ in range(repeats):
         t = time.perf_counter()
         (
-            _binary(spark, paths)
-            .mapInArrow(_decode_offsets_latest, spark_schema(RAW_SCHEMA))
+            binary_files(spark, paths)
+            .mapInArrow(decode_offsets_latest, spark_schema(RAW_SCHEMA))
             .write.mode("overwrite")
             .parquet(out_dir)
         )

@@ -200,10 +200,10 @@ def test_bad_arguments_exit_2(tmp_path):
 
 def test_segment_gone_before_the_executor_reads_it_is_reported(tmp_path):
     """A listed segment that cannot be opened on the executor becomes an ``unreadable_file`` issue."""
-    from audit.sources.logdirs import _decode_offsets_files
+    from audit.sources.logdirs import decode_offsets_files
 
     path = f"file:{tmp_path}/__consumer_offsets-3/00000000000000000000.log"
-    out = pa.Table.from_batches(list(_decode_offsets_files(iter([pa.RecordBatch.from_pydict({"path": [path]})]))))
+    out = pa.Table.from_batches(list(decode_offsets_files(iter([pa.RecordBatch.from_pydict({"path": [path]})]))))
     rows = out.to_pylist()
     assert [(r["kind"], r["decode_error"], r["source_file"], r["source_partition"]) for r in rows] == [
         ("issue", "unreadable_file", path, 3)
@@ -257,11 +257,11 @@ def test_log_dirs_with_hash_and_space_in_their_path(scenario_latest, audit_dirs,
 
 def test_metadata_segment_gone_before_the_executor_reads_it_is_reported(tmp_path):
     """The KRaft metadata decoder reports a file it cannot open, like the other readers."""
-    from audit.sources.logdirs import _decode_metadata_files
+    from audit.sources.logdirs import decode_metadata_files
 
     path = f"file:{tmp_path}/__cluster_metadata-0/00000000000000000000.log"
     rows = pa.Table.from_batches(
-        list(_decode_metadata_files(iter([pa.RecordBatch.from_pydict({"path": [path]})])))
+        list(decode_metadata_files(iter([pa.RecordBatch.from_pydict({"path": [path]})])))
     ).to_pylist()
     assert [(r["source_file"], r["timestamp"], r["decode_error"].split(":")[0]) for r in rows] == [
         (path, None, "unreadable_file at byte 0")

@@ -115,7 +115,7 @@ def test_offset_for_time_sweep_matches_kafka(grown):
     """audit.formats.time_index against Kafka's ListOffsets over every record timestamp of the log, +-1 ms."""
     from audit.formats.record_batch import extract_records, scan_batches
     from audit.formats.time_index import offset_for_time
-    from audit.sources.logdirs import _mmap_local
+    from audit.sources.logdirs import mmap_local
 
     (part_dir,) = [d for c in grown["copies"] for d in c.rglob(f"{TOPIC}-0") if d.is_dir()]
     segs = sorted(part_dir.glob("*.log"))
@@ -125,14 +125,14 @@ def test_offset_for_time_sweep_matches_kafka(grown):
             out = []
             for suffix in (".log", ".timeindex", ".index"):
                 f = path.with_suffix(suffix)
-                out.append(_mmap_local(str(f)) if f.exists() else None)
+                out.append(mmap_local(str(f)) if f.exists() else None)
             return tuple(out)
 
         return load
 
     stamps = set()
     for s in segs:
-        buf = _mmap_local(str(s))
+        buf = mmap_local(str(s))
         stamps.update(int(t) for t in extract_records(buf, scan_batches(buf)).timestamp)
     probes = sorted({t + d for t in stamps for d in (-1, 0, 1)})
     assert len(probes) >= 10

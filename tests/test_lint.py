@@ -60,3 +60,17 @@ def _with_repo_on_path() -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     return env
+
+
+def test_every_package_is_installed():
+    """``pyproject.toml`` lists the packages a ``pip install .`` installs: every directory of ``audit/`` with an
+    ``__init__.py`` is among them (one left out imports in a checkout and fails when installed)."""
+    import tomllib
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(p.parent.relative_to(REPO).parts)
+        for p in (REPO / "audit").rglob("__init__.py")
+        if "__pycache__" not in p.parts
+    }
+    assert found - listed == set(), f"add to [tool.setuptools] packages: {sorted(found - listed)}"

@@ -125,7 +125,7 @@ def test_small_input_tables_are_read_in_one_task(spark, tmp_path):
     """compact: a materialised table of a small input is read in one task (the same rows), a large input's keeps
     its partitions, and one shuffle partition set by hand is no small input; the log-dir readers' path lists take
     one slice per core for a small input, four otherwise."""
-    from audit.sources.logdirs import _binary
+    from audit.sources.logdirs import binary_files
     from audit.spark import SMALL_INPUT_BYTES, compact, small_settings, tuned_for_input
 
     table = spark.range(0, 40, numPartitions=8).localCheckpoint()
@@ -137,13 +137,13 @@ def test_small_input_tables_are_read_in_one_task(spark, tmp_path):
         assert not small_settings(spark) and compact(table).rdd.getNumPartitions() == 8
         with tuned_for_input(spark, SMALL_INPUT_BYTES):  # large
             assert compact(table).rdd.getNumPartitions() == 8
-            assert _binary(spark, uris).rdd.getNumPartitions() == min(20, 4 * cores)
+            assert binary_files(spark, uris).rdd.getNumPartitions() == min(20, 4 * cores)
         with tuned_for_input(spark, 1000):  # small
             assert small_settings(spark)
             small = compact(table)
             assert small.rdd.getNumPartitions() == 1
             assert sorted(r.id for r in small.collect()) == list(range(40))
-            assert _binary(spark, uris).rdd.getNumPartitions() == min(20, cores)
+            assert binary_files(spark, uris).rdd.getNumPartitions() == min(20, cores)
         assert not small_settings(spark)
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", original)
@@ -165,19 +165,19 @@ def test_balanced_slices_deal_the_largest_first_to_the_lightest_slice():
 
 
 def test_binary_paths_with_sizes_make_one_partition_per_balanced_slice(spark, tmp_path):
-    """_binary with sizes: one partition per balanced slice, heaviest first, every path once; without sizes
+    """binary_files with sizes: one partition per balanced slice, heaviest first, every path once; without sizes
     the paths keep their order."""
-    from audit.sources.logdirs import _binary, balanced_slices
+    from audit.sources.logdirs import binary_files, balanced_slices
 
     uris = [(tmp_path / f"f{i}").as_uri() for i in range(50)]
     sizes = [(i * 37) % 23 + 15 for i in range(50)]
-    parts = _binary(spark, uris, sizes).rdd.glom().collect()
+    parts = binary_files(spark, uris, sizes).rdd.glom().collect()
     cores = spark.sparkContext.defaultParallelism
     assert len(parts) == min(50, 4 * cores)
     assert [[r.path for r in p] for p in parts] == [[uris[i] for i in g] for g in balanced_slices(sizes, len(parts))]
     totals = [sum(sizes[uris.index(r.path)] for r in p) for p in parts]
     assert max(totals) - min(totals) <= max(sizes), totals
-    assert [r.path for p in _binary(spark, uris).rdd.glom().collect() for r in p] == uris
+    assert [r.path for p in binary_files(spark, uris).rdd.glom().collect() for r in p] == uris
 
 
 def test_large_input_reads_partition_state_with_small_table_settings(spark, monkeypatch):
@@ -187,11 +187,12 @@ def test_large_input_reads_partition_state_with_small_table_settings(spark, monk
     import glob
 
     from audit.sources import logdirs
+    from audit.sources.logdirs import partition_state, reader, small_files
     from audit.spark import SMALL_TABLE_ROWS, small_settings, small_tables
     from tests.paths import SCENARIO
 
     seen = {}
-    bounds, binary = logdirs._bounds, logdirs._binary
+    bounds, binary = reader.partition_bounds, reader.binary_files
 
     def spy_bounds(*a):
         seen["bounds"] = (spark.conf.get("spark.sql.adaptive.enabled"), spark.conf.get("spark.sql.shuffle.partitions"))
@@ -203,8 +204,9 @@ def test_large_input_reads_partition_state_with_small_table_settings(spark, monk
         )
         return binary(sp, uris, sizes)
 
-    monkeypatch.setattr(logdirs, "_bounds", spy_bounds)
-    monkeypatch.setattr(logdirs, "_binary", spy_binary)
+    monkeypatch.setattr(reader, "partition_bounds", spy_bounds)
+    for module in (small_files, partition_state, reader):  # every module of read_log_dirs that reads files
+        monkeypatch.setattr(module, "binary_files", spy_binary)
     before = {
         k: spark.conf.get(k, None)
         for k in (

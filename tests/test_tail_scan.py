@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from audit.formats.record_batch import INDEX_ENTRY, index_start, scan_batches, scan_tail
-from audit.sources.logdirs import TAIL, _read_small_files
+from audit.sources.logdirs import TAIL, read_small_files
 
 from .paths import SHARED
 
@@ -145,11 +145,11 @@ def test_small_file_reader_uses_the_index_next_to_a_local_segment(tmp_path):
     log = pdir / f"{BASE:020d}.log"
     log.write_bytes(_flip_crc_of(seg, int(scan_batches(seg).position[5])))  # a corrupt batch early on
     batch = pa.RecordBatch.from_pydict({"path": ["file://" + str(log)]})
-    rows = pa.Table.from_batches(list(_read_small_files([batch]))).to_pylist()
+    rows = pa.Table.from_batches(list(read_small_files([batch]))).to_pylist()
     # without an index the whole file is read and the early corrupt batch is reported
     assert [r["issue_reason"] for r in rows] == ["crc_mismatch"] and rows[0]["value"] == BASE + 1500
     (pdir / f"{BASE:020d}.index").write_bytes(_index(seg) + bytes(4096))
-    rows = pa.Table.from_batches(list(_read_small_files([batch]))).to_pylist()
+    rows = pa.Table.from_batches(list(read_small_files([batch]))).to_pylist()
     # with it only the last batches are read: same log end offset, the early batch is not read
     assert [(r["file_kind"], r["value"], r["issue_reason"]) for r in rows] == [(TAIL, BASE + 1500, None)]
 

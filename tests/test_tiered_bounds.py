@@ -12,7 +12,7 @@ import pytest
 
 from audit.judge import with_verdicts
 from audit.queries import load_sql
-from audit.sources.logdirs import PARTITION_STATE_DDL, REMOTE_TIER_DDL, _bounds
+from audit.sources.logdirs import PARTITION_STATE_DDL, REMOTE_TIER_DDL, partition_bounds
 
 AUTH_DDL = (
     "broker_id int, topic string, partition int, topic_id string, log_start_offset bigint, "
@@ -60,7 +60,7 @@ def test_tiered_log_start_is_the_checkpoint_not_the_first_local_segment(spark):
         AUTH_DDL,
     )
     cache = spark.createDataFrame([], CACHE_DDL)
-    b = _bounds(auth, cache, _state(spark, {"tiered": True, "plain": False}))
+    b = partition_bounds(auth, cache, _state(spark, {"tiered": True, "plain": False}))
     t = _one(b, "tiered")
     assert (t["log_start_offset"], t["local_log_start_offset"], t["remote_storage_enabled"]) == (40, 300, True)
     p = _one(b, "plain")
@@ -91,7 +91,7 @@ def test_remote_metadata_moves_the_log_start_and_marks_the_topic_tiered(spark):
         REMOTE_TIER_DDL,
     )
     state = spark.createDataFrame([], PARTITION_STATE_DDL)
-    b = _bounds(auth, spark.createDataFrame([], CACHE_DDL), state, remote)
+    b = partition_bounds(auth, spark.createDataFrame([], CACHE_DDL), state, remote)
     t = _one(b, "tiered")
     assert (t["log_start_offset"], t["local_log_start_offset"], t["remote_segments"]) == (120, 300, 3)
     assert t["remote_storage_enabled"] is True
@@ -105,7 +105,7 @@ def test_tiered_without_checkpoint_falls_back_to_the_epoch_cache(spark):
     # Kafka truncates a tiered log's leader-epoch cache only at the log start, so its first entry bounds it
     auth = spark.createDataFrame(_auth([(1, "tiered", 300, None, 500, 1)]), AUTH_DDL)
     cache = spark.createDataFrame([(1, "tiered", 0, "p", 0, 25), (1, "tiered", 0, "p", 2, 260)], CACHE_DDL)
-    b = _bounds(auth, cache, _state(spark, {"tiered": True}))
+    b = partition_bounds(auth, cache, _state(spark, {"tiered": True}))
     t = _one(b, "tiered")
     assert (t["log_start_offset"], t["local_log_start_offset"]) == (25, 300)
 

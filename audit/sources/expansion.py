@@ -41,14 +41,14 @@ def _offsets_at(batches):
     be read here (not a local file, or unreadable)."""
     from audit.formats.time_index import offset_for_time
     from audit.io.fs import is_local
-    from audit.sources.logdirs import _mmap_local
+    from audit.sources.logdirs import mmap_local
 
     def opener(uri):
         def load():
             out = []
             for suffix in (".log", ".timeindex", ".index"):
                 try:
-                    out.append(_mmap_local(uri[: -len(".log")] + suffix))
+                    out.append(mmap_local(uri[: -len(".log")] + suffix))
                 except OSError:
                     if suffix == ".log":
                         raise

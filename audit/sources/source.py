@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 
 __all__ = [
+    "cache_disagreements",
     "READ_ISSUES_DDL",
     "AuditSource",
     "ConnectorSource",
@@ -358,3 +360,22 @@ def open_source(
             latest=cfg.mode == "latest",
         )
     return LogDirSource(spark, progress, cfg.log_dirs, latest=cfg.mode == "latest")
+
+
+def cache_disagreements(epochs: DataFrame) -> DataFrame:
+    """Epochs whose start offset differs between replicas' caches (an unclean election's footprint).
+
+    Input: topic, partition, broker_id, leader_epoch, start_offset rows (every replica's cache).
+    Output: topic, partition, leader_epoch, start_offset_by_broker map<string, long>.
+    """
+    return (
+        epochs.groupBy("topic", "partition", "leader_epoch")
+        .agg(
+            F.countDistinct("start_offset").alias("n"),
+            F.map_from_entries(F.collect_list(F.struct(F.col("broker_id").cast("string"), "start_offset"))).alias(
+                "start_offset_by_broker"
+            ),
+        )
+        .where(F.col("n") > 1)
+        .drop("n")
+    )
