@@ -180,14 +180,14 @@ def test_binary_paths_with_sizes_make_one_partition_per_balanced_slice(spark, tm
     assert [r.path for p in binary_files(spark, uris).rdd.glom().collect() for r in p] == uris
 
 
-def test_large_input_reads_partition_state_with_small_table_settings(spark, monkeypatch):
+def test_large_input_reads_the_metadata_log_with_small_table_settings(spark, monkeypatch):
     """A large input's log-dir read: the partition-state tables (bounds here) are built with the small-table
     settings, the segments' decode with the input's own (four slices per core), and the session's values are
     back afterwards; nothing changes for tables of SMALL_TABLE_ROWS rows or more."""
     import glob
 
     from audit.sources import logdirs
-    from audit.sources.logdirs import partition_state, reader, small_files
+    from audit.sources.logdirs import kraft_metadata, reader, small_files
     from audit.spark import SMALL_TABLE_ROWS, small_settings, small_tables
     from tests.paths import SCENARIO
 
@@ -205,7 +205,7 @@ def test_large_input_reads_partition_state_with_small_table_settings(spark, monk
         return binary(sp, uris, sizes)
 
     monkeypatch.setattr(reader, "partition_bounds", spy_bounds)
-    for module in (small_files, partition_state, reader):  # every module of read_log_dirs that reads files
+    for module in (small_files, kraft_metadata, reader):  # every module of read_log_dirs that reads files
         monkeypatch.setattr(module, "binary_files", spy_binary)
     before = {
         k: spark.conf.get(k, None)

@@ -12,7 +12,7 @@ import pytest
 
 from audit.judge import with_verdicts
 from audit.queries import load_sql
-from audit.sources.logdirs import PARTITION_STATE_DDL, REMOTE_TIER_DDL, partition_bounds
+from audit.sources.logdirs import METADATA_PARTITIONS_DDL, REMOTE_TIER_DDL, partition_bounds
 
 AUTH_DDL = (
     "broker_id int, topic string, partition int, topic_id string, log_start_offset bigint, "
@@ -35,7 +35,7 @@ def _auth(rows):
 def _state(spark, tiered: dict[str, bool]):
     return spark.createDataFrame(
         [(t, 0, 1, 3, 0, None, [], on) for t, on in tiered.items()],
-        PARTITION_STATE_DDL,
+        METADATA_PARTITIONS_DDL,
     )
 
 
@@ -90,7 +90,7 @@ def test_remote_metadata_moves_the_log_start_and_marks_the_topic_tiered(spark):
         ],
         REMOTE_TIER_DDL,
     )
-    state = spark.createDataFrame([], PARTITION_STATE_DDL)
+    state = spark.createDataFrame([], METADATA_PARTITIONS_DDL)
     b = partition_bounds(auth, spark.createDataFrame([], CACHE_DDL), state, remote)
     t = _one(b, "tiered")
     assert (t["log_start_offset"], t["local_log_start_offset"], t["remote_segments"]) == (120, 300, 3)

@@ -21,7 +21,7 @@ Modules:
   root checkpoints) and the per-replica tables they give;
 * :mod:`.decoders`: the segment decoders (``__consumer_offsets``, ``__share_group_state``,
   ``__remote_log_metadata``, ``__cluster_metadata``);
-* :mod:`.partition_state`: the KRaft metadata log's replay and the remote tier;
+* :mod:`.kraft_metadata`: the KRaft metadata log's replay and the remote tier;
 * :mod:`.replicas`: replica choice (damage, topic incarnations, authority, bounds, chosen segments);
 * :mod:`.recovery`: records recovered from another replica (:func:`recover_from_replicas`);
 * :mod:`.reader`: the entry, :func:`read_log_dirs`.
@@ -57,7 +57,7 @@ from .inventory import (
     discover,
     log_bytes,
 )
-from .partition_state import PARTITION_STATE_DDL, REMOTE_TIER_DDL, MetadataState, metadata_state, remote_tier
+from .kraft_metadata import METADATA_PARTITIONS_DDL, REMOTE_TIER_DDL, MetadataState, metadata_state, remote_tier
 from .reader import LogDirTables, read_log_dirs
 from .recovery import recover_from_replicas
 from .replicas import (
@@ -85,7 +85,7 @@ __all__ = [
     "OFFSETS_TOPIC",
     "PARTITION_FILES",
     "PARTITION_METADATA",
-    "PARTITION_STATE_DDL",
+    "METADATA_PARTITIONS_DDL",
     "PARTITION_SUFFIXES",
     "REMOTE_LOG_METADATA_TOPIC",
     "REMOTE_TIER_DDL",

@@ -1,7 +1,7 @@
 """The reading entry: :func:`read_log_dirs` turns broker log dirs into the tables the judge reads.
 
 Steps: the replicas table and the small files (:mod:`.small_files`) beside the KRaft metadata log's replay
-(:mod:`.partition_state`); the replicas of stale topic incarnations left out; the bounds from each partition's
+(:mod:`.kraft_metadata`); the replicas of stale topic incarnations left out; the bounds from each partition's
 authoritative replica (:mod:`.replicas`); then the chosen replicas' ``__consumer_offsets`` and
 ``__share_group_state`` segments decoded with ``mapInArrow`` (:mod:`.decoders`) and the read issues gathered.
 """
@@ -17,7 +17,7 @@ from ...spark import compact, in_parallel, small_tables
 from .decoders import decode_offsets_files, decode_offsets_latest, decode_share_state_files, decoder_issues
 from .files import binary_files, spark_schema
 from .inventory import EPOCH_CHECKPOINT, METADATA_TOPIC, OFFSETS_TOPIC, SHARE_STATE_TOPIC, Inventory, discover
-from .partition_state import MetadataState, metadata_state, remote_tier
+from .kraft_metadata import MetadataState, metadata_state, remote_tier
 from .replicas import (
     REPLICA_SCHEMA,
     chosen_segments,
@@ -40,7 +40,7 @@ class LogDirTables:
     replicas: DataFrame
     epochs: DataFrame
     bounds: DataFrame
-    partition_state: DataFrame
+    metadata_partitions: DataFrame
     read_issues: DataFrame
     inventory: Inventory
     offsets_replicas: dict[int, dict]
@@ -90,7 +90,7 @@ def read_log_dirs(
       metadata_leader_epoch int (the partition's leader epoch per the KRaft metadata log, null without it),
       epoch_timeline array<struct<epoch int, started_at timestamp, leader int, unclean boolean>> (when each
       leader epoch began, its first leader, whether an unclean election began it; ditto);
-    - ``partition_state``: the KRaft metadata replay per partition (may be empty);
+    - ``metadata_partitions``: the KRaft metadata replay per partition (may be empty);
     - ``leader_timeline``: every partition state change in the KRaft metadata log (``sql/leader_timeline.sql``
       gives the columns), None without the metadata log;
     - ``broker_timeline``: every broker registration, fencing, unfencing, controlled shutdown and
@@ -124,7 +124,7 @@ def read_log_dirs(
         tables.replicas,
         epochs,
         tables.bounds,
-        tables.metadata.partition_state,
+        tables.metadata.metadata_partitions,
         read_issues,
         inv,
         chosen,
@@ -157,7 +157,7 @@ def _partition_tables(spark: SparkSession, inv: Inventory) -> _PartitionTables:
     remote, remote_issues, remote_uris = remote_tier(spark, inv)
     bounds, timeline = in_parallel(
         lambda: partition_bounds(
-            replica_authority(replicas, meta.partition_state), rep_cache, meta.partition_state, remote
+            replica_authority(replicas, meta.metadata_partitions), rep_cache, meta.metadata_partitions, remote
         ).localCheckpoint(),
         meta.timeline or (lambda: None),
     )

@@ -14,7 +14,7 @@ from pyspark.sql import types as T
 
 from ..source import cache_disagreements
 from .inventory import OFFSETS_TOPIC, Inventory, Replica
-from .partition_state import REMOTE_TIER_DDL
+from .kraft_metadata import REMOTE_TIER_DDL
 from .small_files import SmallFileTables
 
 

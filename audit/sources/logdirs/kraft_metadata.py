@@ -23,7 +23,7 @@ REMOTE_TIER_DDL = (
     "remote_segments bigint"
 )
 
-PARTITION_STATE_DDL = (
+METADATA_PARTITIONS_DDL = (
     "topic string, partition int, last_leader int, leader_epoch int, "
     "unclean_elections int, last_unclean_election timestamp, "
     "epoch_timeline array<struct<epoch:int, started_at:timestamp, leader:int, unclean:boolean>>, "
@@ -67,8 +67,8 @@ def remote_tier(spark: SparkSession, inv: Inventory) -> tuple[DataFrame | None, 
 class MetadataState(NamedTuple):
     """What :func:`metadata_state` returns."""
 
-    #: one row per partition (:data:`PARTITION_STATE_DDL`), checkpointed
-    partition_state: DataFrame
+    #: one row per partition (:data:`METADATA_PARTITIONS_DDL`), checkpointed
+    metadata_partitions: DataFrame
     #: which replica was used (None: no metadata log)
     source: str | None
     #: read-issue rows of the metadata log, or None
@@ -102,7 +102,7 @@ def metadata_state(spark, meta_reps: list[Replica], ends: dict[int, int | None])
     """
     if not meta_reps:
         return MetadataState(
-            spark.createDataFrame([], PARTITION_STATE_DDL).localCheckpoint(), None, None, [], None, None
+            spark.createDataFrame([], METADATA_PARTITIONS_DDL).localCheckpoint(), None, None, [], None, None
         )
     best = sorted(meta_reps, key=lambda r: (-(ends.get(r.broker_id) or -1), r.broker_id))[0]
     uris = [u for _b, u, size in best.segments if size > 0]
