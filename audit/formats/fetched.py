@@ -275,16 +275,7 @@ def decode_prepared(
             out.next_offsets[c.partition] = max(c.next_offset, out.next_offsets.get(c.partition, c.next_offset))
     use = [c for c in prepared if len(c.scan)]
     if use:
-        shifts = np.cumsum([0] + [c.size for c in use[:-1]]).tolist()
-        scan = _merge([c.scan for c in use], shifts)
-        buf = b"".join(c.buf for c in use)
-        if consume:
-            for c in use:
-                c.buf = b""
-        keep = np.concatenate([c.keep for c in use])
-        bpart = np.concatenate([np.full(len(c.scan), c.partition, dtype=np.int32) for c in use])
-        blo = np.concatenate([np.full(len(c.scan), c.fetch_offset, dtype=np.int64) for c in use])
-        bhi = np.concatenate([np.full(len(c.scan), c.end_offset, dtype=np.int64) for c in use])
+        buf, scan, keep, bpart, blo, bhi = _joined(use, consume)
         recs = extract_records(buf, scan, keep) if keep.any() else None
         if recs is not None:
             for i in recs.issues:
@@ -303,45 +294,79 @@ def decode_prepared(
                 recs.value_start[sel],
                 recs.value_len[sel],
             )
-            n = out.records = len(sel)
-            zeros = np.zeros(n, dtype=bool)
-            # the transaction outcome is applied already: nothing here is a control or pending record
-            keep_rows, live_count, record_count, counts = kept_records(sub, zeros, zeros, decoded and reduce_latest)
-            for lo in range(0, len(keep_rows), RECORDS_PER_STEP):
-                idx = keep_rows[lo : lo + RECORDS_PER_STEP]
-                rows_part = bpart[sub.batch[idx]]
-                if not decoded:
-                    out.batches.append(_records_batch(sub, idx, rows_part))
-                    continue
-                out.batches.append(
-                    _located(
-                        record_rows(
-                            sub,
-                            scan,
-                            idx,
-                            zeros[idx],
-                            zeros[idx],
-                            live_count[lo : lo + RECORDS_PER_STEP],
-                            record_count[lo : lo + RECORDS_PER_STEP],
-                            "",
-                            0,
-                        ),
-                        rows_part,
-                        topic,
-                    )
-                )
-            if counts:
-                out.batches.append(counts_batch(int(bpart[0]), counts))
+            out.records = len(sel)
+            out.batches += _rows_batches(sub, scan, bpart, decoded=decoded, topic=topic, reduce_latest=reduce_latest)
     if issues:
         out.issues = len(issues)
         if decoded:
-            for p in sorted({p for p, _ in issues}):
-                batch = issues_batch(f"{topic}-{p}", p, [i for q, i in issues if q == p])
-                i = RAW_SCHEMA.get_field_index("position")  # a byte position in a response means nothing to a reader
-                out.batches.append(
-                    batch.set_column(i, RAW_SCHEMA.field("position"), pa.nulls(batch.num_rows, pa.int64()))
-                )
+            out.batches += _issue_batches(issues, topic)
     return out
+
+
+def _joined(use: list[PreparedChunk], consume: bool) -> tuple:
+    """``(buf, scan, keep, partition, fetch_offset, end_offset)``: the chunks ``use`` laid end to end (their bytes,
+    one :class:`BatchScan`, the batches to read) and each batch's partition and range (their ``buf`` emptied when
+    ``consume``)."""
+    shifts = np.cumsum([0] + [c.size for c in use[:-1]]).tolist()
+    scan = _merge([c.scan for c in use], shifts)
+    buf = b"".join(c.buf for c in use)
+    if consume:
+        for c in use:
+            c.buf = b""
+    keep = np.concatenate([c.keep for c in use])
+    bpart = np.concatenate([np.full(len(c.scan), c.partition, dtype=np.int32) for c in use])
+    blo = np.concatenate([np.full(len(c.scan), c.fetch_offset, dtype=np.int64) for c in use])
+    bhi = np.concatenate([np.full(len(c.scan), c.end_offset, dtype=np.int64) for c in use])
+    return buf, scan, keep, bpart, blo, bhi
+
+
+def _rows_batches(
+    sub: RecordTable, scan: BatchScan, bpart: np.ndarray, *, decoded: bool, topic: str, reduce_latest: bool
+) -> list[pa.RecordBatch]:
+    """The row batches of the records ``sub`` (of the batches of ``scan``, ``bpart`` their partitions), at most
+    :data:`RECORDS_PER_STEP` rows each, as :func:`decode_prepared` returns them; with ``reduce_latest``, those
+    :func:`audit.formats.latest.summarise_latest` keeps and a ``kind='count'`` batch."""
+    batches = []
+    zeros = np.zeros(len(sub), dtype=bool)
+    # the transaction outcome is applied already: nothing here is a control or pending record
+    keep_rows, live_count, record_count, counts = kept_records(sub, zeros, zeros, decoded and reduce_latest)
+    for lo in range(0, len(keep_rows), RECORDS_PER_STEP):
+        idx = keep_rows[lo : lo + RECORDS_PER_STEP]
+        rows_part = bpart[sub.batch[idx]]
+        if not decoded:
+            batches.append(_records_batch(sub, idx, rows_part))
+            continue
+        batches.append(
+            _located(
+                record_rows(
+                    sub,
+                    scan,
+                    idx,
+                    zeros[idx],
+                    zeros[idx],
+                    live_count[lo : lo + RECORDS_PER_STEP],
+                    record_count[lo : lo + RECORDS_PER_STEP],
+                    "",
+                    0,
+                ),
+                rows_part,
+                topic,
+            )
+        )
+    if counts:
+        batches.append(counts_batch(int(bpart[0]), counts))
+    return batches
+
+
+def _issue_batches(issues: list, topic: str) -> list[pa.RecordBatch]:
+    """One :data:`RAW_SCHEMA` batch of ``kind='issue'`` rows per partition of the ``(partition, issue)`` pairs
+    ``issues`` (``position`` null)."""
+    batches = []
+    for p in sorted({p for p, _ in issues}):
+        batch = issues_batch(f"{topic}-{p}", p, [i for q, i in issues if q == p])
+        i = RAW_SCHEMA.get_field_index("position")  # a byte position in a response means nothing to a reader
+        batches.append(batch.set_column(i, RAW_SCHEMA.field("position"), pa.nulls(batch.num_rows, pa.int64())))
+    return batches
 
 
 def _located(rows: pa.RecordBatch, partitions: np.ndarray, topic: str) -> pa.RecordBatch:

@@ -181,6 +181,82 @@ def _group_metadata(
         else np.zeros(0, dtype=np.int64)
     )
     errs = err.to_pylist() if len(rows) or len(cg_rows) else None
+    newest = _classic_groups(data, rows, value_start, value_len, group_id, errs, generation, proto, protocol, members)
+    owner_rows = np.zeros(n, dtype=bool)
+    owners = _OwnerEntries()
+    _classic_owners(data, newest, value_start, value_len, errs, owner_rows, owners)
+    for i in cg_rows:
+        i = int(i)
+        rt = record_type[i]
+        ks, kl = int(key_start[i]), int(key_len[i])
+        if rt != STREAMS_GROUP_TOPOLOGY_TYPE:
+            member_ids[i] = decode_member_key(data[ks : ks + kl].tobytes())
+        if value_len[i] < 0:
+            continue
+        s, ln = int(value_start[i]), int(value_len[i])
+        try:
+            epoch = _member_owners(rt, data[s : s + ln].tobytes(), i, member_ids[i], owners)
+            if epoch is not None:
+                generation[i] = epoch
+            owner_rows[i] = True
+        except AssignmentLimitError:
+            errs[i] = "owners_over_limit"
+        except ValueError as exc:
+            errs[i] = "unknown_value_version" if "version" in str(exc) else "malformed_value"
+    cols = owners.cols
+    if cols["row"]:
+        order = np.argsort(np.asarray(cols["row"], dtype=np.int64), kind="stable")
+        cols = {k: [v[j] for j in order] for k, v in cols.items()}
+    return {
+        "group_generation": pa.array(generation),
+        "group_protocol_type": pa.array(proto, pa.string()),
+        "group_protocol": pa.array(protocol, pa.string()),
+        "group_members": pa.array(members),
+        "group_owners": _owners_array(n, owner_rows, cols),
+        "member_id": pa.array(member_ids, pa.string()),
+        "decode_error": pa.array(errs, pa.string()) if errs is not None else err,
+    }
+
+
+class _OwnerEntries:
+    """The owner entries (:data:`OWNER_ENTRY`) one decode call builds, column by column (``row``: the record each
+    belongs to), and ``left``: how many more :data:`MAX_OWNER_ENTRIES` allows."""
+
+    def __init__(self) -> None:
+        self.cols: dict[str, list] = {
+            k: []
+            for k in (
+                "row",
+                "member_id",
+                "group_instance_id",
+                "client_id",
+                "client_host",
+                "topic",
+                "partitions",
+                "process_id",
+                "subtopology",
+            )
+        }
+        self.left = MAX_OWNER_ENTRIES
+
+    def add(self, i, member_id, instance, client, host, topic, parts, process=None, subtopology=None) -> None:
+        """Nothing: one entry of record ``i`` appended (``left`` is the caller's to count down)."""
+        cols = self.cols
+        cols["row"].append(i)
+        cols["member_id"].append(member_id)
+        cols["group_instance_id"].append(instance)
+        cols["client_id"].append(client)
+        cols["client_host"].append(host)
+        cols["topic"].append(topic)
+        cols["partitions"].append(parts)
+        cols["process_id"].append(process)
+        cols["subtopology"].append(subtopology)
+
+
+def _classic_groups(data, rows, value_start, value_len, group_id, errs, generation, proto, protocol, members) -> dict:
+    """``{group_id: row}``: each classic consumer group's newest GroupMetadataValue with members among ``rows``;
+    every one of ``rows`` decoded without assignments into ``generation``, ``proto``, ``protocol`` and
+    ``members`` (failures into ``errs``)."""
     newest: dict = {}
     for i in rows:
         s, ln = int(value_start[i]), int(value_len[i])
@@ -197,38 +273,16 @@ def _group_metadata(
         )
         if g["members"] > 0 and g["protocol_type"] == "consumer":
             newest[group_id[int(i)].as_py()] = int(i)
-    owner_rows = np.zeros(n, dtype=bool)
-    cols: dict[str, list] = {
-        k: []
-        for k in (
-            "row",
-            "member_id",
-            "group_instance_id",
-            "client_id",
-            "client_host",
-            "topic",
-            "partitions",
-            "process_id",
-            "subtopology",
-        )
-    }
-    left = MAX_OWNER_ENTRIES
+    return newest
 
-    def add(i, member_id, instance, client, host, topic, parts, process=None, subtopology=None):
-        cols["row"].append(i)
-        cols["member_id"].append(member_id)
-        cols["group_instance_id"].append(instance)
-        cols["client_id"].append(client)
-        cols["client_host"].append(host)
-        cols["topic"].append(topic)
-        cols["partitions"].append(parts)
-        cols["process_id"].append(process)
-        cols["subtopology"].append(subtopology)
 
+def _classic_owners(data, newest: dict, value_start, value_len, errs, owner_rows, owners: _OwnerEntries) -> None:
+    """Nothing: the (member, topic) assignments of the ``newest`` classic group records added to ``owners`` (those
+    rows marked in ``owner_rows``; ``malformed_assignment`` or ``owners_over_limit`` into ``errs``)."""
     for i in sorted(newest.values()):
         s, ln = int(value_start[i]), int(value_len[i])
         try:
-            g = decode_group_metadata_value(data[s : s + ln].tobytes(), max_entries=left)
+            g = decode_group_metadata_value(data[s : s + ln].tobytes(), max_entries=owners.left)
         except AssignmentLimitError:
             errs[i] = "owners_over_limit"
             continue
@@ -237,79 +291,50 @@ def _group_metadata(
         owner_rows[i] = True
         for m in g["member_list"]:
             for topic, parts in m["assignment"] or ():
-                add(i, m["member_id"], m["group_instance_id"], m["client_id"], m["client_host"], topic, parts)
-                left -= 1
-    for i in cg_rows:
-        i = int(i)
-        rt = record_type[i]
-        ks, kl = int(key_start[i]), int(key_len[i])
-        if rt != STREAMS_GROUP_TOPOLOGY_TYPE:
-            member_ids[i] = decode_member_key(data[ks : ks + kl].tobytes())
-        if value_len[i] < 0:
-            continue
-        s, ln = int(value_start[i]), int(value_len[i])
-        value = data[s : s + ln].tobytes()
-        try:
-            if rt == CONSUMER_GROUP_MEMBER_METADATA_TYPE:
-                m = decode_consumer_group_member_value(value)
-                add(i, member_ids[i], m["group_instance_id"], m["client_id"], m["client_host"], None, None)
-            elif rt == SHARE_GROUP_MEMBER_METADATA_TYPE:
-                m = decode_share_group_member_value(value)
-                add(i, member_ids[i], None, m["client_id"], m["client_host"], None, None)
-                for name in m["subscribed_topics"][:left]:  # named topics: a live audit resolves their ids
-                    add(i, member_ids[i], None, None, None, name, None)
-                    left -= 1
-            elif rt == STREAMS_GROUP_MEMBER_METADATA_TYPE:
-                m = decode_streams_group_member_value(value)
-                add(
-                    i,
-                    member_ids[i],
-                    m["group_instance_id"],
-                    m["client_id"],
-                    m["client_host"],
-                    None,
-                    None,
-                    m["process_id"],
-                )
-            elif rt == STREAMS_GROUP_CURRENT_ASSIGNMENT_TYPE:
-                a = decode_streams_group_assignment_value(value, max_entries=left)
-                generation[i] = a["member_epoch"]
-                for sub, parts in a["active"]:
-                    add(i, member_ids[i], None, None, None, None, parts, None, sub)
-                    left -= 1
-            elif rt == STREAMS_GROUP_TOPOLOGY_TYPE:
-                t = decode_streams_group_topology_value(value, max_entries=left)
-                generation[i] = t["epoch"]
-                for sub, name in t["sources"]:
-                    add(i, None, None, None, None, name, None, None, sub)
-                    left -= 1
-            else:
-                a = (
-                    decode_consumer_group_assignment_value(value, max_entries=left)
-                    if rt == CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE
-                    else decode_share_group_assignment_value(value, max_entries=left)
-                )
-                generation[i] = a["member_epoch"]
-                for topic_id, parts in a["assigned"]:
-                    add(i, member_ids[i], None, None, None, topic_id, parts)
-                    left -= 1
-            owner_rows[i] = True
-        except AssignmentLimitError:
-            errs[i] = "owners_over_limit"
-        except ValueError as exc:
-            errs[i] = "unknown_value_version" if "version" in str(exc) else "malformed_value"
-    if cols["row"]:
-        order = np.argsort(np.asarray(cols["row"], dtype=np.int64), kind="stable")
-        cols = {k: [v[j] for j in order] for k, v in cols.items()}
-    return {
-        "group_generation": pa.array(generation),
-        "group_protocol_type": pa.array(proto, pa.string()),
-        "group_protocol": pa.array(protocol, pa.string()),
-        "group_members": pa.array(members),
-        "group_owners": _owners_array(n, owner_rows, cols),
-        "member_id": pa.array(member_ids, pa.string()),
-        "decode_error": pa.array(errs, pa.string()) if errs is not None else err,
-    }
+                owners.add(i, m["member_id"], m["group_instance_id"], m["client_id"], m["client_host"], topic, parts)
+                owners.left -= 1
+
+
+def _member_owners(rt, value: bytes, i: int, member_id, owners: _OwnerEntries) -> int | None:
+    """The member epoch (types 8, 14, 22) or topology epoch (23) of record ``i``'s ``value`` of record type ``rt``
+    (None for the member metadata types 5, 10, 19), its owner entries added to ``owners``.  Raises
+    ``ValueError`` (the value does not decode) or :class:`AssignmentLimitError`."""
+    if rt == CONSUMER_GROUP_MEMBER_METADATA_TYPE:
+        m = decode_consumer_group_member_value(value)
+        owners.add(i, member_id, m["group_instance_id"], m["client_id"], m["client_host"], None, None)
+        return None
+    if rt == SHARE_GROUP_MEMBER_METADATA_TYPE:
+        m = decode_share_group_member_value(value)
+        owners.add(i, member_id, None, m["client_id"], m["client_host"], None, None)
+        for name in m["subscribed_topics"][: owners.left]:  # named topics: a live audit resolves their ids
+            owners.add(i, member_id, None, None, None, name, None)
+            owners.left -= 1
+        return None
+    if rt == STREAMS_GROUP_MEMBER_METADATA_TYPE:
+        m = decode_streams_group_member_value(value)
+        owners.add(i, member_id, m["group_instance_id"], m["client_id"], m["client_host"], None, None, m["process_id"])
+        return None
+    if rt == STREAMS_GROUP_CURRENT_ASSIGNMENT_TYPE:
+        a = decode_streams_group_assignment_value(value, max_entries=owners.left)
+        for sub, parts in a["active"]:
+            owners.add(i, member_id, None, None, None, None, parts, None, sub)
+            owners.left -= 1
+        return a["member_epoch"]
+    if rt == STREAMS_GROUP_TOPOLOGY_TYPE:
+        t = decode_streams_group_topology_value(value, max_entries=owners.left)
+        for sub, name in t["sources"]:
+            owners.add(i, None, None, None, None, name, None, None, sub)
+            owners.left -= 1
+        return t["epoch"]
+    a = (
+        decode_consumer_group_assignment_value(value, max_entries=owners.left)
+        if rt == CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE
+        else decode_share_group_assignment_value(value, max_entries=owners.left)
+    )
+    for topic_id, parts in a["assigned"]:
+        owners.add(i, member_id, None, None, None, topic_id, parts)
+        owners.left -= 1
+    return a["member_epoch"]
 
 
 def _owners_array(n: int, owner_rows: np.ndarray, cols: dict) -> pa.Array:

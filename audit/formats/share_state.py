@@ -243,9 +243,57 @@ def decode_share_state_kv(
     """
     n = len(key_start)
     data = np.asarray(data, dtype=np.uint8)
-    size = len(data)
     ks, kl, vs, vl = (np.asarray(a, dtype=np.int64) for a in (key_start, key_len, value_start, value_len))
     err = np.zeros(n, dtype=np.int8)  # 0 ok, then the codes of _ERRORS
+    rtype, glen, good_key, tid_start, partition = _share_keys(data, ks, kl, err)
+
+    tomb = good_key & (vl < 0)
+    has_value = good_key & (vl >= 2)
+    version = np.where(has_value, read_int(data, np.where(has_value, vs, 0), 2), -1).astype(np.int16)
+    err[good_key & (vl >= 0) & (vl < 2)] = _MALFORMED_VALUE
+    err[has_value & (version != 0)] = _UNKNOWN_VALUE_VERSION
+    todo = has_value & (version == 0)
+
+    snap = rtype == SHARE_SNAPSHOT
+    fixed = np.where(snap, 2 + 12 + 24, 2 + 16)
+    fits = todo & (vl >= fixed + 2)  # the batch count and the tagged-field count at least
+    v = _fixed_fields(data, vs, snap, fits)
+    fast, nb, flat_rec, within, bpos, dcc = _fast_batches(data, vs, vl, fixed, fits)
+    v["delivery_complete_count"] = dcc
+
+    # the rest, record by record (many batches, other tagged fields, the 4.0 layout, malformed bytes)
+    slow = np.nonzero(todo & ~fast)[0]
+    batches_lists = _slow_values(data, slow, vs, vl, rtype, err, v)
+    decoded = todo & (err == 0)
+    state_batches = _state_batches(data, fast, nb, flat_rec, within, bpos, slow, batches_lists, decoded)
+
+    def col(a, m, dtype):
+        return pa.array(np.asarray(a, dtype=dtype), mask=~m)
+
+    group_id = utf8_slices(data, np.where(good_key, ks + 4, 0), np.where(good_key, glen, -1), good_key)
+    create_ts, write_ts = v["create_timestamp"], v["write_timestamp"]
+    return {
+        "record_type": col(rtype, kl >= 2, np.int16),
+        "group_id": group_id,
+        "topic_id": uuid_strings(data, tid_start),
+        "partition": col(partition, good_key, np.int32),
+        "is_tombstone": col(tomb, good_key, bool),
+        "value_version": col(version, has_value, np.int16),
+        "snapshot_epoch": col(v["snapshot_epoch"], decoded, np.int32),
+        "state_epoch": col(v["state_epoch"], decoded & snap, np.int32),
+        "leader_epoch": col(v["leader_epoch"], decoded, np.int32),
+        "start_offset": col(v["start_offset"], decoded, np.int64),
+        "delivery_complete_count": col(dcc, decoded, np.int32),
+        "create_timestamp": col(create_ts, decoded & snap & (create_ts != -1), np.int64),
+        "write_timestamp": col(write_ts, decoded & snap & (write_ts != -1), np.int64),
+        "state_batches": state_batches,
+        "decode_error": pa.array(_ERRORS[err], pa.string()),
+    }
+
+
+def _share_keys(data: np.ndarray, ks: np.ndarray, kl: np.ndarray, err: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(record_type, group_id length, good_key, topic id start, partition)`` of every key (-1 where they do not
+    decode); the keys' errors set in ``err``."""
     key_ok = kl >= _MIN_KEY
     rtype = np.where(kl >= 2, read_int(data, np.where(kl >= 2, ks, 0), 2), -1)
     glen = np.where(key_ok, read_int(data, np.where(key_ok, ks + 2, 0), 2), -1)
@@ -257,26 +305,34 @@ def decode_share_state_kv(
     good_key = err == 0
     tid_start = np.where(good_key, ks + 4 + glen, -1)
     partition = np.where(good_key, read_int(data, np.where(good_key, ks + 20 + glen, 0), 4), -1).astype(np.int32)
+    return rtype, glen, good_key, tid_start, partition
 
-    tomb = good_key & (vl < 0)
-    has_value = good_key & (vl >= 2)
-    version = np.where(has_value, read_int(data, np.where(has_value, vs, 0), 2), -1).astype(np.int16)
-    err[good_key & (vl >= 0) & (vl < 2)] = _MALFORMED_VALUE
-    err[has_value & (version != 0)] = _UNKNOWN_VALUE_VERSION
-    todo = has_value & (version == 0)
 
-    snap = rtype == SHARE_SNAPSHOT
+def _fixed_fields(data: np.ndarray, vs: np.ndarray, snap: np.ndarray, fits: np.ndarray) -> dict[str, np.ndarray]:
+    """The fixed-position fields of the values that ``fits`` (snapshots where ``snap``, else updates):
+    ``snapshot_epoch``, ``state_epoch``, ``leader_epoch``, ``start_offset``, ``create_timestamp`` and
+    ``write_timestamp`` (-1 elsewhere)."""
     i32 = lambda off, m: np.where(m, read_int(data, np.where(m, vs + off, 0), 4), -1)  # noqa: E731
     i64 = lambda off, m: np.where(m, read_int(data, np.where(m, vs + off, 0), 8), -1)  # noqa: E731
-    fixed = np.where(snap, 2 + 12 + 24, 2 + 16)
-    fits = todo & (vl >= fixed + 2)  # the batch count and the tagged-field count at least
     s, u = fits & snap, fits & ~snap
-    snapshot_epoch = np.where(fits, i32(2, fits), -1)
-    state_epoch = np.where(s, i32(6, s), -1)
-    leader_epoch = np.where(s, i32(10, s), np.where(u, i32(6, u), -1))
-    start_offset = np.where(s, i64(14, s), np.where(u, i64(10, u), -1))
-    create_ts = np.where(s, i64(22, s), -1)
-    write_ts = np.where(s, i64(30, s), -1)
+    return {
+        "snapshot_epoch": np.where(fits, i32(2, fits), -1),
+        "state_epoch": np.where(s, i32(6, s), -1),
+        "leader_epoch": np.where(s, i32(10, s), np.where(u, i32(6, u), -1)),
+        "start_offset": np.where(s, i64(14, s), np.where(u, i64(10, u), -1)),
+        "create_timestamp": np.where(s, i64(22, s), -1),
+        "write_timestamp": np.where(s, i64(30, s), -1),
+    }
+
+
+def _fast_batches(
+    data: np.ndarray, vs: np.ndarray, vl: np.ndarray, fixed: np.ndarray, fits: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """``(fast, batch count, record of each batch, batch index within it, batch position, delivery complete
+    count)``: the values of the common shape (the batches without tagged fields, no tagged field but
+    ``DeliveryCompleteCount`` after them; ``fast``) and where their batches are (-1: no count)."""
+    n = len(vs)
+    size = len(data)
     arr = vs + fixed
     # the batch count: an unsigned varint (count + 1), then the batches from ``first``
     count, count_size, count_ok = read_varint(data, np.where(fits, arr, 0), 5, zigzag=False)
@@ -305,28 +361,52 @@ def decode_share_state_kv(
         dcc[t[ok]] = read_int(data, end[t[ok]] + 3, 4)
         one_tag[t[~ok]] = False
     fast = no_tags | one_tag
+    return fast, nb, flat_rec, within, bpos, dcc
 
-    # the rest, record by record (many batches, other tagged fields, the 4.0 layout, malformed bytes)
-    batches_lists: list = [None] * n
-    slow = np.nonzero(todo & ~fast)[0]
+
+def _slow_values(
+    data: np.ndarray,
+    slow: np.ndarray,
+    vs: np.ndarray,
+    vl: np.ndarray,
+    rtype: np.ndarray,
+    err: np.ndarray,
+    v: dict[str, np.ndarray],
+) -> list:
+    """Each record's ``state_batches`` list for the ``slow`` rows (:func:`decode_share_state_value`; None
+    elsewhere and where it fails); their fields set in ``v``, their failures in ``err``."""
+    batches_lists: list = [None] * len(vs)
     buf = None
     for i in slow:
         if buf is None:
             buf = data.tobytes()
         try:
-            v = decode_share_state_value(buf[vs[i] : vs[i] + vl[i]], int(rtype[i]))
+            d = decode_share_state_value(buf[vs[i] : vs[i] + vl[i]], int(rtype[i]))
         except ValueError as exc:
             err[i] = _UNKNOWN_VALUE_VERSION if "version" in str(exc) else _MALFORMED_VALUE
             continue
-        snapshot_epoch[i], leader_epoch[i], start_offset[i] = v["snapshot_epoch"], v["leader_epoch"], v["start_offset"]
-        state_epoch[i] = -1 if v["state_epoch"] is None else v["state_epoch"]
-        create_ts[i] = -1 if v["create_timestamp"] is None else v["create_timestamp"]
-        write_ts[i] = -1 if v["write_timestamp"] is None else v["write_timestamp"]
-        dcc[i] = v["delivery_complete_count"]
-        batches_lists[i] = v["state_batches"]
-    decoded = todo & (err == 0)
+        for name in ("snapshot_epoch", "leader_epoch", "start_offset", "delivery_complete_count"):
+            v[name][i] = d[name]
+        for name in ("state_epoch", "create_timestamp", "write_timestamp"):
+            v[name][i] = -1 if d[name] is None else d[name]
+        batches_lists[i] = d["state_batches"]
+    return batches_lists
 
-    # state_batches: the fast rows' batches straight from the buffer, the slow rows' from their lists
+
+def _state_batches(
+    data: np.ndarray,
+    fast: np.ndarray,
+    nb: np.ndarray,
+    flat_rec: np.ndarray,
+    within: np.ndarray,
+    bpos: np.ndarray,
+    slow: np.ndarray,
+    batches_lists: list,
+    decoded: np.ndarray,
+) -> pa.ListArray:
+    """The ``state_batches`` column (null where not ``decoded``): the ``fast`` rows' batches straight from the
+    buffer (at ``bpos``), the ``slow`` rows' from their ``batches_lists``."""
+    n = len(fast)
     fast_idx = np.nonzero(fast)[0]
     counts = np.zeros(n, dtype=np.int64)
     counts[fast_idx] = nb[fast_idx]
@@ -358,31 +438,9 @@ def decode_share_state_kv(
     values = pa.StructArray.from_arrays(
         [pa.array(first), pa.array(last), pa.array(state), pa.array(dcount)], fields=list(STATE_BATCH)
     )
-    state_batches = pa.ListArray.from_arrays(
+    return pa.ListArray.from_arrays(
         pa.array(starts.astype(np.int32)), values, type=STATE_BATCHES, mask=pa.array(~decoded)
     )
-
-    def col(a, m, dtype):
-        return pa.array(np.asarray(a, dtype=dtype), mask=~m)
-
-    group_id = utf8_slices(data, np.where(good_key, ks + 4, 0), np.where(good_key, glen, -1), good_key)
-    return {
-        "record_type": col(rtype, kl >= 2, np.int16),
-        "group_id": group_id,
-        "topic_id": uuid_strings(data, tid_start),
-        "partition": col(partition, good_key, np.int32),
-        "is_tombstone": col(tomb, good_key, bool),
-        "value_version": col(version, has_value, np.int16),
-        "snapshot_epoch": col(snapshot_epoch, decoded, np.int32),
-        "state_epoch": col(state_epoch, decoded & snap, np.int32),
-        "leader_epoch": col(leader_epoch, decoded, np.int32),
-        "start_offset": col(start_offset, decoded, np.int64),
-        "delivery_complete_count": col(dcc, decoded, np.int32),
-        "create_timestamp": col(create_ts, decoded & snap & (create_ts != -1), np.int64),
-        "write_timestamp": col(write_ts, decoded & snap & (write_ts != -1), np.int64),
-        "state_batches": state_batches,
-        "decode_error": pa.array(_ERRORS[err], pa.string()),
-    }
 
 
 _ERRORS = np.array(

@@ -1,6 +1,6 @@
 """Kafka client ``.properties`` files -> kafka-python 3 keyword settings.
 
-The live-cluster source (``collector.py``, ``kafka_datasource.py``) talks to a
+The live-cluster source (``audit.sources.collector``, ``kafka_datasource.py``) talks to a
 cluster with the same client properties an operator already uses for the Java
 tools (``kafka-consumer-groups --command-config client.properties``).  This
 module parses that file (Java ``java.util.Properties`` syntax), maps every key
@@ -527,84 +527,9 @@ def parse_client_properties(props: Mapping[str, str], source: str | None = None)
 
     for key, raw in props.items():
         value = raw.strip()
-        if key in _INT_KEYS:
-            name, minimum = _INT_KEYS[key]
-            settings[name] = _int(key, value, minimum)
-        elif key == "bootstrap.servers":
-            settings["bootstrap_servers"] = _servers(value)
-        elif key == "client.id":
-            settings["client_id"] = value
-        elif key == "client.rack":
-            settings["client_rack"] = value
-        elif key == "client.dns.lookup":
-            settings["client_dns_lookup"] = _choice(key, value, _DNS_LOOKUPS)
-        elif key == "security.protocol":
-            settings["security_protocol"] = _choice(key, value, _SECURITY_PROTOCOLS, upper=True)
-        elif key == "sasl.mechanism":
-            settings["sasl_mechanism"] = _choice(key, value, _SASL_MECHANISMS, upper=True)
-        elif key == "sasl.kerberos.service.name":
-            settings["sasl_kerberos_service_name"] = value
-        elif key == "sasl.jaas.config":
-            module, options = _parse_jaas(value)
-            short = module.rsplit(".", 1)[-1]
-            if short in ("PlainLoginModule", "ScramLoginModule"):
-                for opt in ("username", "password"):
-                    if opt not in options:
-                        raise ClientConfigError(f"sasl.jaas.config: {short} needs the {opt} option{where}", key=key)
-                settings["sasl_plain_username"] = options["username"]
-                settings["sasl_plain_password"] = options["password"]
-                _remember_secret(options["password"])
-            elif short == "Krb5LoginModule":
-                if "serviceName" in options:
-                    settings.setdefault("sasl_kerberos_service_name", options["serviceName"])
-            else:
-                raise ClientConfigError(
-                    f"sasl.jaas.config: login module {short} is not supported (supported: "
-                    f"PlainLoginModule, ScramLoginModule, Krb5LoginModule){where}",
-                    key=key,
-                )
-        elif key in ("ssl.truststore.location", "ssl.keystore.location"):
-            store = key.split(".")[1]
-            type_key = f"ssl.{store}.type"
-            store_type = props.get(type_key, "").strip().upper()
-            if store_type and store_type != "PEM":
-                raise ClientConfigError(
-                    f"{type_key}={store_type}: kafka-python reads PEM files only; convert the "
-                    f"{store} (keytool -exportcert / openssl pkcs12) and set {type_key}=PEM",
-                    key=type_key,
-                )
-            if not store_type and not value.lower().endswith(_PEM_SUFFIXES):
-                raise ClientConfigError(
-                    f"{key}: {os.path.basename(value)!r} does not look like a PEM file and "
-                    f"{type_key} is not set; kafka-python reads PEM files only (set {type_key}=PEM)",
-                    key=key,
-                )
-            settings["ssl_cafile" if store == "truststore" else "ssl_certfile"] = value
-        elif key in ("ssl.truststore.type", "ssl.keystore.type"):
-            if value.upper() != "PEM":
-                raise ClientConfigError(
-                    f"{key}={value}: kafka-python reads PEM files only; convert the store and set {key}=PEM", key=key
-                )
-        elif key == "ssl.key.password":
-            settings["ssl_password"] = raw
-        elif key == "ssl.keystore.password":
-            if "ssl.key.password" not in props:  # PEM keystores: the key password (Java uses ssl.key.password)
-                settings["ssl_password"] = raw
-        elif key == "ssl.endpoint.identification.algorithm":
-            if value.lower() not in ("", "https"):
-                raise ClientConfigError(f"{key}: must be 'https' or empty, got {value!r}", key=key)
-            settings["ssl_check_hostname"] = value.lower() == "https"
-        elif key == "ssl.cipher.suites":
-            if value:
-                settings["ssl_ciphers"] = ":".join(s.strip() for s in value.split(",") if s.strip())
-        elif key in _SSL_UNSUPPORTED:
-            raise ClientConfigError(f"{key}: {_SSL_UNSUPPORTED[key]}", key=key)
-        elif key == "check.crcs":
-            settings["check_crcs"] = _bool(key, value)
-        elif key in ("receive.buffer.bytes", "send.buffer.bytes"):
-            n = _int(key, value, -1)
-            settings[key.replace(".", "_")] = None if n == -1 else n
-        elif key == "metadata.recovery.strategy":
+        if _client_setting(key, raw, value, props, settings, where):
+            continue
+        if key == "metadata.recovery.strategy":
             strategy = _choice(key, value.lower(), _RECOVERY_STRATEGIES)
         elif key == "metadata.recovery.rebootstrap.trigger.ms":
             trigger_ms = _int(key, value, 0)
@@ -618,6 +543,122 @@ def parse_client_properties(props: Mapping[str, str], source: str | None = None)
         else:
             raise ClientConfigError(f"unknown client property {key!r}{where}; remove it or check the spelling", key=key)
 
+    _check_sasl(settings, where)
+    return ClientConfig(
+        settings=settings,
+        metadata_recovery_strategy=strategy,
+        metadata_recovery_rebootstrap_trigger_ms=trigger_ms,
+        retry_backoff_max_ms=retry_backoff_max_ms,
+        default_api_timeout_ms=default_api_timeout_ms,
+        ignored=tuple(ignored),
+        source=source,
+    )
+
+
+def _client_setting(
+    key: str, raw: str, value: str, props: Mapping[str, str], settings: dict[str, Any], where: str
+) -> bool:
+    """Whether ``key`` is a property mapped onto kafka-python settings (then put into ``settings``; ``value`` is
+    ``raw`` stripped).  Raises :class:`ClientConfigError` for a malformed or unsupported value."""
+    if key in _INT_KEYS:
+        name, minimum = _INT_KEYS[key]
+        settings[name] = _int(key, value, minimum)
+    elif key == "bootstrap.servers":
+        settings["bootstrap_servers"] = _servers(value)
+    elif key == "client.id":
+        settings["client_id"] = value
+    elif key == "client.rack":
+        settings["client_rack"] = value
+    elif key == "client.dns.lookup":
+        settings["client_dns_lookup"] = _choice(key, value, _DNS_LOOKUPS)
+    elif key == "security.protocol":
+        settings["security_protocol"] = _choice(key, value, _SECURITY_PROTOCOLS, upper=True)
+    elif key == "sasl.mechanism":
+        settings["sasl_mechanism"] = _choice(key, value, _SASL_MECHANISMS, upper=True)
+    elif key == "sasl.kerberos.service.name":
+        settings["sasl_kerberos_service_name"] = value
+    elif key == "sasl.jaas.config":
+        _jaas_settings(key, value, settings, where)
+    elif key == "check.crcs":
+        settings["check_crcs"] = _bool(key, value)
+    elif key in ("receive.buffer.bytes", "send.buffer.bytes"):
+        n = _int(key, value, -1)
+        settings[key.replace(".", "_")] = None if n == -1 else n
+    else:
+        return _ssl_setting(key, raw, value, props, settings)
+    return True
+
+
+def _jaas_settings(key: str, value: str, settings: dict[str, Any], where: str) -> None:
+    """Nothing: the credentials (Plain/Scram login modules) or Kerberos service name of ``sasl.jaas.config``
+    put into ``settings``.  Raises :class:`ClientConfigError` for a missing option or another login module."""
+    module, options = _parse_jaas(value)
+    short = module.rsplit(".", 1)[-1]
+    if short in ("PlainLoginModule", "ScramLoginModule"):
+        for opt in ("username", "password"):
+            if opt not in options:
+                raise ClientConfigError(f"sasl.jaas.config: {short} needs the {opt} option{where}", key=key)
+        settings["sasl_plain_username"] = options["username"]
+        settings["sasl_plain_password"] = options["password"]
+        _remember_secret(options["password"])
+    elif short == "Krb5LoginModule":
+        if "serviceName" in options:
+            settings.setdefault("sasl_kerberos_service_name", options["serviceName"])
+    else:
+        raise ClientConfigError(
+            f"sasl.jaas.config: login module {short} is not supported (supported: "
+            f"PlainLoginModule, ScramLoginModule, Krb5LoginModule){where}",
+            key=key,
+        )
+
+
+def _ssl_setting(key: str, raw: str, value: str, props: Mapping[str, str], settings: dict[str, Any]) -> bool:
+    """Whether ``key`` is one of the ``ssl.*`` properties (then mapped into ``settings``).  Raises
+    :class:`ClientConfigError` for a store kafka-python cannot read (not PEM) or an unsupported property."""
+    if key in ("ssl.truststore.location", "ssl.keystore.location"):
+        store = key.split(".")[1]
+        type_key = f"ssl.{store}.type"
+        store_type = props.get(type_key, "").strip().upper()
+        if store_type and store_type != "PEM":
+            raise ClientConfigError(
+                f"{type_key}={store_type}: kafka-python reads PEM files only; convert the "
+                f"{store} (keytool -exportcert / openssl pkcs12) and set {type_key}=PEM",
+                key=type_key,
+            )
+        if not store_type and not value.lower().endswith(_PEM_SUFFIXES):
+            raise ClientConfigError(
+                f"{key}: {os.path.basename(value)!r} does not look like a PEM file and "
+                f"{type_key} is not set; kafka-python reads PEM files only (set {type_key}=PEM)",
+                key=key,
+            )
+        settings["ssl_cafile" if store == "truststore" else "ssl_certfile"] = value
+    elif key in ("ssl.truststore.type", "ssl.keystore.type"):
+        if value.upper() != "PEM":
+            raise ClientConfigError(
+                f"{key}={value}: kafka-python reads PEM files only; convert the store and set {key}=PEM", key=key
+            )
+    elif key == "ssl.key.password":
+        settings["ssl_password"] = raw
+    elif key == "ssl.keystore.password":
+        if "ssl.key.password" not in props:  # PEM keystores: the key password (Java uses ssl.key.password)
+            settings["ssl_password"] = raw
+    elif key == "ssl.endpoint.identification.algorithm":
+        if value.lower() not in ("", "https"):
+            raise ClientConfigError(f"{key}: must be 'https' or empty, got {value!r}", key=key)
+        settings["ssl_check_hostname"] = value.lower() == "https"
+    elif key == "ssl.cipher.suites":
+        if value:
+            settings["ssl_ciphers"] = ":".join(s.strip() for s in value.split(",") if s.strip())
+    elif key in _SSL_UNSUPPORTED:
+        raise ClientConfigError(f"{key}: {_SSL_UNSUPPORTED[key]}", key=key)
+    else:
+        return False
+    return True
+
+
+def _check_sasl(settings: dict[str, Any], where: str) -> None:
+    """Nothing: ``sasl_mechanism`` defaulted to GSSAPI under a SASL_* protocol (as in Java).  Raises
+    :class:`ClientConfigError` for a PLAIN/SCRAM mechanism without credentials or OAUTHBEARER."""
     protocol = settings.get("security_protocol", "PLAINTEXT")
     if protocol.startswith("SASL_"):
         mech = settings.setdefault("sasl_mechanism", "GSSAPI")
@@ -632,15 +673,6 @@ def parse_client_properties(props: Mapping[str, str], source: str | None = None)
                 "sasl.mechanism=OAUTHBEARER needs a token provider object; not configurable from a properties file",
                 key="sasl.mechanism",
             )
-    return ClientConfig(
-        settings=settings,
-        metadata_recovery_strategy=strategy,
-        metadata_recovery_rebootstrap_trigger_ms=trigger_ms,
-        retry_backoff_max_ms=retry_backoff_max_ms,
-        default_api_timeout_ms=default_api_timeout_ms,
-        ignored=tuple(ignored),
-        source=source,
-    )
 
 
 def load_client_config(path: str | os.PathLike) -> ClientConfig:

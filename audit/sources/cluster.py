@@ -277,16 +277,59 @@ def cluster_tables(
     problems = list(getattr(result, "problems", []))
     share_reqs: list = []
     if share_requests is not None:
-        share_reqs, share_parts = share_requests(topic_ids)
-        if share_reqs or share_parts:
-            more = collect(share_reqs, share_parts)
-            known = {(b["topic"], b["partition"]) for b in bounds_list}
-            bounds_list += [b for b in more.bounds if (b["topic"], b["partition"]) not in known]
-            eeo_list += list(more.epoch_end_offsets)
-            topic_ids.update(getattr(more, "topic_ids", None) or {})
-            problems += list(getattr(more, "problems", []))
+        share_reqs = _share_round(collect, share_requests, topic_ids, bounds_list, eeo_list, problems)
     now = datetime.now(timezone.utc).replace(tzinfo=None)
-    bounds_rows = [
+    epochs_rows = [
+        (b["topic"], b["partition"], b["leader_id"], b.get("leader_epoch"), None, True)
+        for b in bounds_list
+        if b.get("leader_epoch") is not None and b.get("leader_epoch") >= 0
+    ]
+    eeo_rows = [
+        (e["topic"], e["partition"], e["requested_epoch"], e["leader_epoch"], e["end_offset"], e["answered_by_broker"])
+        for e in eeo_list
+    ]
+    return ClusterTables(
+        epochs=spark.createDataFrame(epochs_rows, EPOCHS_DDL),
+        bounds=spark.createDataFrame(_bounds_rows(bounds_list, now), BOUNDS_DDL),
+        epoch_end_offsets=spark.createDataFrame(eeo_rows, EEO_DDL),
+        topic_names=spark.createDataFrame(
+            sorted((v, k) for k, v in topic_ids.items()),
+            "topic_id string, topic string",
+        ),
+        info={
+            "epoch_requests": len(reqs) + len(share_reqs),
+            "partitions": len(parts),
+            "problems": [str(p) for p in problems][:100],
+            "stats": dict(getattr(result, "stats", {}) or {}),
+        },
+    )
+
+
+def _share_round(
+    collect: Callable[..., Any],
+    share_requests: Callable[[dict], tuple[list, list]],
+    topic_ids: dict,
+    bounds_list: list,
+    eeo_list: list,
+    problems: list,
+) -> list:
+    """The epoch requests of the share-partition states (``share_requests(topic_ids)``); when there are any
+    requests or partitions, their answers (a second ``collect``) are added to ``bounds_list`` (partitions not
+    there yet), ``eeo_list``, ``topic_ids`` and ``problems``."""
+    share_reqs, share_parts = share_requests(topic_ids)
+    if share_reqs or share_parts:
+        more = collect(share_reqs, share_parts)
+        known = {(b["topic"], b["partition"]) for b in bounds_list}
+        bounds_list += [b for b in more.bounds if (b["topic"], b["partition"]) not in known]
+        eeo_list += list(more.epoch_end_offsets)
+        topic_ids.update(getattr(more, "topic_ids", None) or {})
+        problems += list(getattr(more, "problems", []))
+    return share_reqs
+
+
+def _bounds_rows(bounds_list: list, now: datetime) -> list[tuple]:
+    """The :data:`BOUNDS_DDL` rows of the collector's bounds (answered by the leader, captured ``now``)."""
+    return [
         (
             b["topic"],
             b["partition"],
@@ -305,30 +348,6 @@ def cluster_tables(
         )
         for b in bounds_list
     ]
-    epochs_rows = [
-        (b["topic"], b["partition"], b["leader_id"], b.get("leader_epoch"), None, True)
-        for b in bounds_list
-        if b.get("leader_epoch") is not None and b.get("leader_epoch") >= 0
-    ]
-    eeo_rows = [
-        (e["topic"], e["partition"], e["requested_epoch"], e["leader_epoch"], e["end_offset"], e["answered_by_broker"])
-        for e in eeo_list
-    ]
-    return ClusterTables(
-        epochs=spark.createDataFrame(epochs_rows, EPOCHS_DDL),
-        bounds=spark.createDataFrame(bounds_rows, BOUNDS_DDL),
-        epoch_end_offsets=spark.createDataFrame(eeo_rows, EEO_DDL),
-        topic_names=spark.createDataFrame(
-            sorted((v, k) for k, v in topic_ids.items()),
-            "topic_id string, topic string",
-        ),
-        info={
-            "epoch_requests": len(reqs) + len(share_reqs),
-            "partitions": len(parts),
-            "problems": [str(p) for p in problems][:100],
-            "stats": dict(getattr(result, "stats", {}) or {}),
-        },
-    )
 
 
 def live_collect(

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import importlib
 import time
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Generator, Iterator, Mapping
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
@@ -411,41 +411,52 @@ class KafkaOffsetsTopicReader(DataSourceReader):
                     moved = any(consumer.position(tp) != positions[tp] for tp in pending)
                 except Exception as exc:  # noqa: BLE001
                     raise self._fail("read: poll", sorted(tp.partition for tp in pending), exc) from None
-                got = False
-                for tp, records in (batch or {}).items():
-                    r = pending.get(tp)
-                    if r is None:
-                        continue
-                    p = r.partition
-                    for record in records:
-                        offset = record.offset
-                        if offset < r.start_offset:
-                            continue
-                        if offset >= r.end_offset:
-                            finish(tp)
-                            break
-                        got = True
-                        key = record.key
-                        value = record.value
-                        yield (
-                            p,
-                            int(offset),
-                            int(record.timestamp),
-                            bytes(key) if key is not None else None,
-                            bytes(value) if value is not None else None,
-                        )
+                got = yield from _polled_rows(batch, pending, finish)
                 if got or moved:
                     last_progress = time.monotonic()
                 elif (time.monotonic() - last_progress) * 1000 >= self.poll_timeout_ms:
-                    left = "; ".join(
-                        f"{self.topic}-{tp.partition} at offset {positions.get(tp)} (planned end {r.end_offset})"
-                        for tp, r in sorted(pending.items(), key=lambda kv: kv[1].partition)
-                    )
-                    raise KafkaOffsetsTopicError(
-                        f"read: no progress for {self.poll_timeout_ms} ms: {left}; {self._where()}"
-                    )
+                    raise self._no_progress(pending, positions)
         finally:
             _close(consumer)
+
+    def _no_progress(self, pending: dict, positions: dict) -> KafkaOffsetsTopicError:
+        """The error naming the ``pending`` partitions (``TopicPartition -> range``) and their ``positions`` when
+        none moved for ``poll.timeout.ms``."""
+        left = "; ".join(
+            f"{self.topic}-{tp.partition} at offset {positions.get(tp)} (planned end {r.end_offset})"
+            for tp, r in sorted(pending.items(), key=lambda kv: kv[1].partition)
+        )
+        return KafkaOffsetsTopicError(f"read: no progress for {self.poll_timeout_ms} ms: {left}; {self._where()}")
+
+
+def _polled_rows(batch: dict | None, pending: dict, finish: Callable[[Any], None]) -> Generator[tuple, None, bool]:
+    """Yields the ``(source_partition, source_offset, timestamp_ms, key, value)`` of the records of one ``poll``
+    answer ``batch`` within the ``pending`` ranges (``finish(tp)`` called at a range's end); returns whether any
+    record was yielded."""
+    got = False
+    for tp, records in (batch or {}).items():
+        r = pending.get(tp)
+        if r is None:
+            continue
+        p = r.partition
+        for record in records:
+            offset = record.offset
+            if offset < r.start_offset:
+                continue
+            if offset >= r.end_offset:
+                finish(tp)
+                break
+            got = True
+            key = record.key
+            value = record.value
+            yield (
+                p,
+                int(offset),
+                int(record.timestamp),
+                bytes(key) if key is not None else None,
+                bytes(value) if value is not None else None,
+            )
+    return got
 
 
 #: records per Arrow batch the ``consumer`` engine decodes at once when ``decoded``
