@@ -496,7 +496,7 @@ def test_stale_metadata_is_ignored_and_refetched():
     cluster = payments_cluster()
     collector, _, clock = make(cluster)
     collector.fetch_metadata(["dev.payments"])
-    assert collector.partition_state("dev.payments", 0).leader_epoch == 3
+    assert collector.partition_metadata("dev.payments", 0).leader_epoch == 3
     # a lagging broker answers with epoch 2 (older) and another leader; then a fresh answer arrives
     stale = {("dev.payments", 0): (1, 2), ("dev.payments", 1): (3, 2)}
     cluster.metadata_overrides = [lambda names: cluster.metadata_response(names, partitions=stale)]
@@ -505,7 +505,7 @@ def test_stale_metadata_is_ignored_and_refetched():
     collector.fetch_metadata(["dev.payments"])
     assert len(calls_of(cluster, "MetadataRequest")) == n + 2, "stale answer triggers a refetch"
     assert clock.sleeps == [0.1]
-    state = collector.partition_state("dev.payments", 0)
+    state = collector.partition_metadata("dev.payments", 0)
     assert (state.leader_id, state.leader_epoch) == (2, 3)
     assert collector.stats["metadata.stale_partitions_ignored"] == 1
 
@@ -518,7 +518,7 @@ def test_stale_metadata_never_accepted_even_when_it_persists():
     cluster.metadata_overrides = [lambda names: cluster.metadata_response(names, partitions=stale)] * 50
     clock.sleeps.clear()
     collector.fetch_metadata(["dev.payments"])
-    state = collector.partition_state("dev.payments", 0)
+    state = collector.partition_metadata("dev.payments", 0)
     assert (state.leader_id, state.leader_epoch) == (2, 3)
     assert collector.stats["metadata.stale_partitions_ignored"] == 5
     assert clock.sleeps == [0.1, 0.2, 0.4, 0.8]
@@ -580,7 +580,7 @@ def test_rebootstrap_required_error_triggers_immediate_rebootstrap():
     assert isinstance(nodes[0], int) and isinstance(nodes[1], str) and nodes[1].startswith("bootstrap-")
     assert transport.closed_connections == 1
     assert "REBOOTSTRAP_REQUIRED" in collector.rebootstrap_reasons[0]
-    assert collector.partition_state("dev.inventory", 0) is not None
+    assert collector.partition_metadata("dev.inventory", 0) is not None
 
 
 def test_strategy_none_never_rebootstraps_and_deadline_error_names_brokers():

@@ -268,7 +268,7 @@ class _SegmentLeaders:
     def leader(self, topic, p):
         return self.ns(node_id=p % 3)
 
-    def partition_state(self, topic, p):
+    def partition_metadata(self, topic, p):
         return self.ns(leader_epoch=0)
 
     def send_all(self, jobs):

@@ -241,7 +241,7 @@ def _by_leader(
             last_error[p] = "no leader in the metadata"
             refresh = True
             continue
-        state = collector.partition_state(topic, p)
+        state = collector.partition_metadata(topic, p)
         by_leader.setdefault(broker.node_id, []).append((p, pos, state.leader_epoch if state else -1))
         brokers[broker.node_id] = broker
     return by_leader, brokers, refresh

@@ -44,7 +44,7 @@ Output rows are plain ``dict``s (see :data:`EPOCH_END_OFFSETS_COLUMNS`,
 
 The package's modules: :mod:`.errors` (Kafka's error codes, :class:`CollectorError`
 and its subclasses), :mod:`.model` (the output contract, :class:`Broker`,
-:class:`PartitionState`, :class:`CollectorConfig`, :class:`CollectionResult`),
+:class:`PartitionMetadata`, :class:`CollectorConfig`, :class:`CollectionResult`),
 :mod:`.transport` (:class:`KafkaPythonTransport`, deadlines, backoff and round
 trips), :mod:`.metadata` (Metadata, KIP-526/KIP-232/KIP-1102), :mod:`.leaders`
 (requests to the partitions' leaders, retried), :mod:`.offsets`
@@ -92,7 +92,7 @@ from .model import (
     Broker,
     CollectionResult,
     CollectorConfig,
-    PartitionState,
+    PartitionMetadata,
 )
 from .offsets import CONSUMER_REPLICA_ID, EARLIEST, EARLIEST_LOCAL, EARLIEST_LOCAL_MIN_VERSION, LATEST
 from .transport import KafkaPythonTransport
@@ -106,7 +106,7 @@ __all__ = [
     "Broker",
     "CollectionResult",
     "CollectorConfig",
-    "PartitionState",
+    "PartitionMetadata",
     # errors
     "AuthenticationFailedError",
     "BrokersUnreachableError",

@@ -154,12 +154,12 @@ class LeaderRequests(MetadataCache):
         by_leader: dict[int, list[tuple]] = defaultdict(list)
         for e in list(pending):
             topic, partition = e[0], e[1]
-            partition_state = self._partitions.get((topic, partition))
+            meta = self._partitions.get((topic, partition))
             if topic in self._missing_topics:
                 self._problem(stage, topic, partition, self._missing_topics[topic])
                 pending.pop(e)
                 continue
-            if partition_state is None:
+            if meta is None:
                 if topic in self._topic_partitions and partition not in self._topic_partitions[topic] and attempt > 0:
                     self._problem(stage, topic, partition, "UNKNOWN_PARTITION (not in topic metadata)")
                     pending.pop(e)
@@ -167,15 +167,15 @@ class LeaderRequests(MetadataCache):
                 last_error[e] = "no metadata for the partition"
                 refresh.add(topic)
                 continue
-            if partition_state.leader_id is None or partition_state.leader_id < 0:
+            if meta.leader_id is None or meta.leader_id < 0:
                 last_error[e] = "partition has no leader (offline)"
                 refresh.add(topic)
                 continue
-            if partition_state.leader_id not in self._brokers:
-                last_error[e] = f"leader {partition_state.leader_id} is not in the broker list"
+            if meta.leader_id not in self._brokers:
+                last_error[e] = f"leader {meta.leader_id} is not in the broker list"
                 refresh.add(topic)
                 continue
-            by_leader[partition_state.leader_id].append(e)
+            by_leader[meta.leader_id].append(e)
         return by_leader
 
     def _hold_back_optional(

@@ -31,7 +31,7 @@ from .errors import (
     acl_hint,
     error_name,
 )
-from .model import Broker, PartitionState
+from .model import Broker, PartitionMetadata
 from .transport import BrokerFailure, RequestSender
 
 # the package's logger: records keep the name ``audit.sources.collector``
@@ -51,7 +51,7 @@ class MetadataCache(RequestSender):
     """
 
     _brokers: dict[int, Broker]
-    _partitions: dict[tuple[str, int], PartitionState]
+    _partitions: dict[tuple[str, int], PartitionMetadata]
     _last_seen_epoch: dict[tuple[str, int], int]
     _topic_partitions: dict[str, set[int]]
     _missing_topics: dict[str, str]
@@ -199,7 +199,7 @@ class MetadataCache(RequestSender):
                         continue
                     if p.error_code not in (NONE, LEADER_NOT_AVAILABLE, REPLICA_NOT_AVAILABLE):
                         topic_errors[name] = f"partition {p.partition_index}: {error_name(p.error_code)}"
-                    self._partitions[tp] = PartitionState(
+                    self._partitions[tp] = PartitionMetadata(
                         name,
                         p.partition_index,
                         p.leader_id,
@@ -225,11 +225,11 @@ class MetadataCache(RequestSender):
             topic_errors.setdefault(name, f"topic missing from the Metadata response of {broker}")
         return retry
 
-    def fetch_metadata(self, topics: Iterable[str]) -> dict[tuple[str, int], PartitionState]:
+    def fetch_metadata(self, topics: Iterable[str]) -> dict[tuple[str, int], PartitionMetadata]:
         """Fetch metadata for exactly ``topics`` (KIP-526: only these, in batches of
         ``metadata_batch_size``, ``allow_auto_topic_creation=False``).
 
-        Returns ``{(topic, partition): PartitionState}`` for the topics found.
+        Returns ``{(topic, partition): PartitionMetadata}`` for the topics found.
         Topics the cluster does not know are recorded in :attr:`missing_topics`
         (and ``problems``), not raised.
 
@@ -279,7 +279,7 @@ class MetadataCache(RequestSender):
         """Brokers of the last accepted Metadata response."""
         return dict(self._brokers)
 
-    def partition_state(self, topic: str, partition: int) -> PartitionState | None:
+    def partition_metadata(self, topic: str, partition: int) -> PartitionMetadata | None:
         """The accepted metadata for one partition, if any."""
         return self._partitions.get((topic, partition))
 

@@ -2,7 +2,7 @@
 
 The columns of the two tables it produces (:data:`EPOCH_END_OFFSETS_COLUMNS`,
 :data:`BOUNDS_COLUMNS`), the request targets (:class:`Broker`), the accepted
-partition metadata (:class:`PartitionState`), the knobs
+partition metadata (:class:`PartitionMetadata`), the knobs
 (:class:`CollectorConfig`) and the result of one collection
 (:class:`CollectionResult`).
 """
@@ -68,7 +68,7 @@ class Broker:
 
 
 @dataclass(frozen=True)
-class PartitionState:
+class PartitionMetadata:
     """What the accepted metadata says about one partition."""
 
     topic: str

@@ -20,7 +20,7 @@ from kafka.protocol.consumer import (
 )
 
 from .leaders import LeaderRequests
-from .model import Broker, PartitionState
+from .model import Broker, PartitionMetadata
 
 # the package's logger: records keep the name ``audit.sources.collector``
 log = logging.getLogger(__package__)
@@ -77,7 +77,7 @@ class BoundsAnswers:
         if entry[2] == LATEST or (entry[0], entry[1]) not in answered_by:
             answered_by[(entry[0], entry[1])] = broker
 
-    def rows(self, partitions: Mapping[tuple[str, int], PartitionState]) -> list[dict]:
+    def rows(self, partitions: Mapping[tuple[str, int], PartitionMetadata]) -> list[dict]:
         """One bounds row per partition answered both EARLIEST and LATEST, sorted by topic and partition;
         ``leader_epoch`` from ``partitions`` (the accepted metadata)."""
         rows = []
