@@ -306,6 +306,15 @@ def build_alert(
     report = os.path.join(out_dir, "report.html")
     if os.path.isfile(report):
         lines += ["", f"Report: {report}"]
+    html = _alert_html(subject, lines[: 3 + bool(error) + bool(failed)], items, total - len(rows), output, report)
+    return {"subject": subject, "text": "\n".join(lines), "html": html, "findings": len(rows)}
+
+
+def _alert_html(subject: str, head: list[str], items: list, more: int, output, report: str) -> str:
+    """The alert's HTML: ``subject``, the ``head`` lines, a table of ``items`` ((finding row, what is wrong,
+    action) triples), how many ``more`` findings were left out, and where the report is (when it exists)."""
+    import html as _html
+
     e = _html.escape
     html_rows = "".join(
         f"<tr><td><b>{e(r['severity'])}</b></td><td>{e(r['finding'])}</td><td>{e(str(r['group_id'] or '-'))}</td>"
@@ -313,15 +322,14 @@ def build_alert(
         f"<td>{e(what)}</td><td>{e(action)}</td></tr>"
         for r, what, action in items
     )
-    html = (
-        f"<h3>{e(subject)}</h3><p>{'<br>'.join(e(x) for x in lines[: 3 + bool(error) + bool(failed)])}</p>"
+    return (
+        f"<h3>{e(subject)}</h3><p>{'<br>'.join(e(x) for x in head)}</p>"
         + (
             '<table border="1" cellpadding="4"><tr><th>severity</th><th>finding</th><th>group</th>'
             "<th>partition</th><th>committed</th><th>what is wrong</th><th>action</th></tr>" + html_rows + "</table>"
             if items
             else ""
         )
-        + (f"<p>... and {total - len(rows)} more in {e(str(output))}/findings/</p>" if total > len(rows) else "")
+        + (f"<p>... and {more} more in {e(str(output))}/findings/</p>" if more > 0 else "")
         + (f"<p>Report: {e(report)}</p>" if os.path.isfile(report) else "")
     )
-    return {"subject": subject, "text": "\n".join(lines), "html": html, "findings": len(rows)}
