@@ -462,24 +462,8 @@ def decode_offset_commit_values(
     value_ok = (
         known_version & ok_off & np.where(has_epoch, ok_ep, True) & ok_meta & ok_ts & np.where(has_exp, ok_exp, True)
     )
-    # v4 tagged fields: uvarint count, then (uvarint tag, uvarint size, bytes) in ascending tag order, so the
-    # topic id (tag 0, a 16-byte uuid) can only be the first.
     tag_pos = ts_pos + 8
-    topic_id_start = np.full(len(version), -1, dtype=np.int64)
-    flex_ok = flexible & known_version & ok_ts & ok_meta & (tag_pos < value_end)
-    if flex_ok.any():
-
-        def uv(pos, ok):
-            v_, size_, good = read_varint(data, np.where(ok & (pos < dlen), pos, 0), 5, zigzag=False)
-            return v_, size_, good & ok & (pos + size_ <= value_end)
-
-        n_tags, s1, g1 = uv(tag_pos, flex_ok)
-        tag, s2, g2 = uv(tag_pos + s1, g1 & (n_tags >= 1))
-        size, s3, g3 = uv(tag_pos + s1 + s2, g2 & (tag == 0))
-        start = tag_pos + s1 + s2 + s3
-        has_id = g3 & (size == 16) & (start + 16 <= value_end) & (start + 16 <= dlen)
-        topic_id_start = np.where(has_id, start, -1)
-
+    topic_id_start = _topic_id_starts(data, tag_pos, flexible & known_version & ok_ts & ok_meta, value_end)
     return {
         "value_version": version,
         "committed_offset": committed_offset,
@@ -495,6 +479,32 @@ def decode_offset_commit_values(
         "readable_version": ok_v & ~tomb,
         "topic_id_start": topic_id_start,
     }
+
+
+def _topic_id_starts(
+    data: np.ndarray, tag_pos: np.ndarray, flexible_ok: np.ndarray, value_end: np.ndarray
+) -> np.ndarray:
+    """Where v4's tagged ``topicId`` (tag 0, 16 bytes) starts in each value, -1 where it has none.
+
+    The tagged fields at ``tag_pos``: an unsigned varint count, then (uvarint tag, uvarint size, bytes) in
+    ascending tag order, so the topic id can only be the first.  ``flexible_ok``: the values of a flexible
+    version whose fields before the tags were read."""
+    dlen = len(data)
+    topic_id_start = np.full(len(tag_pos), -1, dtype=np.int64)
+    flex_ok = flexible_ok & (tag_pos < value_end)
+    if not flex_ok.any():
+        return topic_id_start
+
+    def uv(pos, ok):
+        v_, size_, good = read_varint(data, np.where(ok & (pos < dlen), pos, 0), 5, zigzag=False)
+        return v_, size_, good & ok & (pos + size_ <= value_end)
+
+    n_tags, s1, g1 = uv(tag_pos, flex_ok)
+    tag, s2, g2 = uv(tag_pos + s1, g1 & (n_tags >= 1))
+    size, s3, g3 = uv(tag_pos + s1 + s2, g2 & (tag == 0))
+    start = tag_pos + s1 + s2 + s3
+    has_id = g3 & (size == 16) & (start + 16 <= value_end) & (start + 16 <= dlen)
+    return np.where(has_id, start, -1)
 
 
 # --------------------------------------------------------------------------- group metadata
