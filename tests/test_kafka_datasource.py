@@ -237,7 +237,7 @@ def offsets_spark(spark):
 
 
 @pytest.mark.parametrize("tasks", [None, "2"])
-def test_replays_real_consumer_offsets_read_committed(offsets_spark, tasks):
+def test_consumer_engine_replays_real_segments_through_a_fake_read_committed_consumer(offsets_spark, tasks):
     spark = offsets_spark
     from audit.sources.kafka_datasource import SCHEMA, register
 

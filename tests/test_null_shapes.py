@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from audit import tables as contract
 from audit.tables import SEVERITY_RANK
-from tests.test_live_pipeline import live_run  # noqa: F401 - the recorded live cluster, replayed (a fixture)
+from tests.test_recorded_live_source import live_run  # noqa: F401 - the recorded live cluster, replayed (a fixture)
 
 FINDINGS = [
     "LOG_TRUNCATION",

@@ -1,5 +1,5 @@
-"""The live-cluster source end to end through the same judge: __consumer_offsets replayed by a
-fake read_committed consumer (broker-1's real segments), OffsetsForLeaderEpoch and ListOffsets
+"""The live-cluster source's code path on recorded answers, not on a live cluster (the lab's tests drive the real
+one): __consumer_offsets replayed by a fake read_committed consumer (broker-1's real segments), OffsetsForLeaderEpoch and ListOffsets
 answers recorded from the real cluster (ground_truth.json). Must agree with the Java consumer."""
 
 import json
@@ -61,7 +61,7 @@ def live_run(spark, tmp_path_factory):
     return result, out
 
 
-def test_live_source_agrees_with_java_consumer(spark, live_run):
+def test_live_source_on_recorded_answers_agrees_with_java_consumer(spark, live_run):
     result, out = live_run
     findings = spark.read.parquet(str(out / "findings")).collect()
     trunc = {(f.group_id, f.topic, f.partition, f.divergence_offset) for f in findings if f.finding == "LOG_TRUNCATION"}
@@ -83,7 +83,7 @@ def test_live_source_agrees_with_java_consumer(spark, live_run):
     assert result.summary["inputs"]["bootstrap_servers"] == "127.0.0.1:29101"
 
 
-def test_live_and_log_dir_sources_give_the_same_findings(spark, live_run, scenario_latest):
+def test_live_source_on_recorded_answers_and_log_dirs_give_the_same_findings(spark, live_run, scenario_latest):
     _r, live_out = live_run
     _r2, dir_out = scenario_latest
     cols = ["group_id", "topic", "partition", "finding", "committed_offset", "divergence_offset"]
