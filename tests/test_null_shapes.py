@@ -42,6 +42,7 @@ CHOICES = {  # columns whose values a consumer maps through a fixed vocabulary
     "status": ["new", "persisted", "resolved"],
     "cause": ["unclean_election", "stale_client_epoch", "log_truncated"],
     "event": ["registered", "fenced", "unfenced", "controlled_shutdown"],
+    "change": ["changed", "new", "gone"],
 }
 TOPICS = ["payments", "orders.v2"]
 GROUPS = ["g1", "billing-consumers"]
@@ -94,17 +95,7 @@ def _row(table: str, all_null: bool = False):
     return st.fixed_dictionaries({c.name: ((st.none() | _value(c)) if c.nullable else _value(c)) for c in cols})
 
 
-TABLES = [
-    "findings",
-    "committed_offsets",
-    "groups",
-    "commits",
-    "epochs",
-    "bounds",
-    "leader_timeline",
-    "broker_timeline",
-    "finding_changes",
-]
+TABLES = list(contract.TABLES)  # every table of the output contract
 
 
 def _tables(all_null: bool = False):
