@@ -63,28 +63,42 @@ def console_queries(
     ``REPLICA_DIVERGENCE`` row has no group (``-``); its ``OWNER`` names the broker holding the lost lineage.
     """
     f_cols, c_cols = set(findings.columns), set(committed.columns)  # read once: each read is a py4j round trip
+    queries = {"findings": _findings_query(findings, f_cols, limit)}
+    if groups is not None:
+        queries["groups"] = _groups_query(groups, limit)
+    queries["committed"] = _committed_query(committed, c_cols, bounds, limit)
+    return queries
 
-    def opt(cols, name):
-        return F.col(name) if name in cols else F.lit(None).cast("string")
 
-    owner = F.when(
-        opt(f_cols, "replica_broker").isNotNull(),  # REPLICA_DIVERGENCE: the replica, not a group
-        F.concat(F.lit("replica on broker "), opt(f_cols, "replica_broker").cast("string")),
+def _opt(cols: set[str], name: str):
+    """Column ``name`` when ``cols`` has it, else a null string."""
+    return F.col(name) if name in cols else F.lit(None).cast("string")
+
+
+def _owner(f_cols: set[str]):
+    """The findings' ``OWNER`` column: the diverged replica's broker, else the owner's ``client.id`` (host)."""
+    return F.when(
+        _opt(f_cols, "replica_broker").isNotNull(),  # REPLICA_DIVERGENCE: the replica, not a group
+        F.concat(F.lit("replica on broker "), _opt(f_cols, "replica_broker").cast("string")),
     ).when(
-        opt(f_cols, "owner_client_id").isNotNull(),
+        _opt(f_cols, "owner_client_id").isNotNull(),
         F.concat_ws(
             " ",
-            opt(f_cols, "owner_client_id"),
-            F.concat(F.lit("("), F.coalesce(opt(f_cols, "owner_client_host"), F.lit("?")), F.lit(")")),
+            _opt(f_cols, "owner_client_id"),
+            F.concat(F.lit("("), F.coalesce(_opt(f_cols, "owner_client_host"), F.lit("?")), F.lit(")")),
         ),
     )
+
+
+def _findings_query(findings: DataFrame, f_cols: set[str], limit: int) -> DataFrame:
+    """The console's findings, most severe first, at most ``limit + 1`` rows (no job)."""
     sev = F.create_map(*[x for i, s in enumerate(SEVERITIES) for x in (F.lit(s), F.lit(i))])
-    frows = (
+    return (
         findings.orderBy(sev[F.col("severity")], "group_id", "topic", "partition", "finding")
         .select(
             "severity",
             "finding",
-            opt(f_cols, "cause").alias("cause"),
+            _opt(f_cols, "cause").alias("cause"),
             "group_id",
             "topic",
             "partition",
@@ -94,36 +108,43 @@ def console_queries(
             "records_at_risk",
             "log_start_offset",
             "log_end_offset",
-            owner.alias("owner"),
+            _owner(f_cols).alias("owner"),
         )
         .limit(limit + 1)
     )
-    queries = {"findings": frows}
-    if groups is not None:
-        queries["groups"] = (
-            worst_first(groups)
-            .select(
-                "group_id",
-                "status",
-                "group_state",
-                "partitions_committed",
-                "total_lag",
-                "max_lag",
-                "worst_verdict",
-                F.when(
-                    F.col("worst_topic").isNotNull(),
-                    F.concat_ws("-", "worst_topic", F.col("worst_partition").cast("string")),
-                ).alias("at"),
-                "records_at_risk",
-                "latest_commit_age_seconds",
-            )
-            .limit(limit + 1)
+
+
+def _groups_query(groups: DataFrame, limit: int) -> DataFrame:
+    """The console's groups, worst status first, at most ``limit + 1`` rows (no job)."""
+    return (
+        worst_first(groups)
+        .select(
+            "group_id",
+            "status",
+            "group_state",
+            "partitions_committed",
+            "total_lag",
+            "max_lag",
+            "worst_verdict",
+            F.when(
+                F.col("worst_topic").isNotNull(),
+                F.concat_ws("-", "worst_topic", F.col("worst_partition").cast("string")),
+            ).alias("at"),
+            "records_at_risk",
+            "latest_commit_age_seconds",
         )
+        .limit(limit + 1)
+    )
+
+
+def _committed_query(committed: DataFrame, c_cols: set[str], bounds: DataFrame, limit: int) -> DataFrame:
+    """The console's committed offsets, those with a finding first, at most ``limit + 1`` rows (no job); ``lag``
+    from ``bounds``' log end offset when ``committed`` has no such column."""
     if "lag" not in c_cols:
         committed = committed.join(
             bounds.select("topic", "partition", "log_end_offset"), ["topic", "partition"], "left"
         ).withColumn("lag", F.col("log_end_offset") - F.col("committed_offset"))
-    queries["committed"] = (
+    return (
         committed.orderBy(F.col("verdict") == "OK", "group_id", "topic", "partition")
         .select(
             "group_id",
@@ -134,11 +155,10 @@ def console_queries(
             "log_end_offset",
             "lag",
             "verdict",
-            *[opt(c_cols, c).alias(c) for c in ("owner_member_id", "owner_client_host", "owner_client_id")],
+            *[_opt(c_cols, c).alias(c) for c in ("owner_member_id", "owner_client_host", "owner_client_id")],
         )
         .limit(limit + 1)
     )
-    return queries
 
 
 def render_console(parts: dict[str, list], limit: int = CONSOLE_FINDINGS) -> str:

@@ -271,30 +271,44 @@ def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
     """
     cfg = load_expectations_config(config)
     gx = import_gx()
-    from great_expectations.expectations.row_conditions import Column
-
     E = gx.expectations
     suites: Dict[str, Any] = {}
-
-    def suite(asset: str, checks: List[Tuple[str, Any]]) -> None:
+    for asset, checks_of in (
+        ("findings", _findings_checks),
+        ("committed_offsets", _committed_checks),
+        ("commits", _commits_checks),
+        ("epochs", _epochs_checks),
+        ("bounds", _bounds_checks),
+        ("groups", _groups_checks),
+        ("summary", _summary_checks),
+    ):
+        checks = checks_of(E, cfg)
         for check, exp in checks:
             exp.meta = {"check": f"{asset}.{check}"}
         suites[asset] = gx.ExpectationSuite(name=f"{cfg.suite_prefix}.{asset}", expectations=[exp for _, exp in checks])
+    return suites
 
-    def columns(cols) -> Any:
-        return E.ExpectTableColumnsToMatchSet(column_set=list(cols), exact_match=False)
 
-    def not_null(col: str) -> Any:
-        return E.ExpectColumnValuesToNotBeNull(column=col)
+def _columns(E: Any, cols) -> Any:
+    """An expectation that the table has (at least) the columns ``cols``."""
+    return E.ExpectTableColumnsToMatchSet(column_set=list(cols), exact_match=False)
+
+
+def _not_null(E: Any, col: str) -> Any:
+    """An expectation that ``col`` has no null."""
+    return E.ExpectColumnValuesToNotBeNull(column=col)
+
+
+def _findings_checks(E: Any, cfg: ExpectationsConfig) -> List[Tuple[str, Any]]:
+    """The ``findings`` suite's ``(check, expectation)`` pairs."""
+    from great_expectations.expectations.row_conditions import Column
 
     is_trunc = Column("finding") == "LOG_TRUNCATION"
     per_group = Column("finding") != "REPLICA_DIVERGENCE"  # the per-partition finding has no group
-
-    # findings ---------------------------------------------------------------------
     f_checks: List[Tuple[str, Any]] = [
-        ("columns", columns(FINDING_COLUMNS)),
+        ("columns", _columns(E, FINDING_COLUMNS)),
         ("group_id_not_null", E.ExpectColumnValuesToNotBeNull(column="group_id", row_condition=per_group)),
-        ("topic_not_null", not_null("topic")),
+        ("topic_not_null", _not_null(E, "topic")),
         ("partition_not_negative", E.ExpectColumnValuesToBeBetween(column="partition", min_value=0)),
         ("finding_known", E.ExpectColumnValuesToBeInSet(column="finding", value_set=list(cfg.known_findings))),
         ("severity_known", E.ExpectColumnValuesToBeInSet(column="severity", value_set=list(cfg.known_severities))),
@@ -311,7 +325,7 @@ def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
             "detail_present",
             E.ExpectColumnValueLengthsToBeBetween(column="detail", min_value=max(cfg.min_detail_length, 0)),
         ),
-        ("detail_not_null", not_null("detail")),
+        ("detail_not_null", _not_null(E, "detail")),
         (
             "truncation_cause_known",
             E.ExpectColumnValuesToBeInSet(column="cause", value_set=list(TRUNCATION_CAUSES), row_condition=is_trunc),
@@ -345,16 +359,18 @@ def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
                 E.ExpectColumnValuesToNotBeInSet(column="severity", value_set=list(cfg.fail_on_severities)),
             ),
         )
-    suite("findings", f_checks)
+    return f_checks
 
-    # committed_offsets ---------------------------------------------------------------
+
+def _committed_checks(E: Any, cfg: ExpectationsConfig) -> List[Tuple[str, Any]]:
+    """The ``committed_offsets`` suite's ``(check, expectation)`` pairs."""
     verdicts = ["OK"] + list(cfg.known_findings)
     c_checks: List[Tuple[str, Any]] = [
-        ("columns", columns(COMMITTED_REQUIRED)),
+        ("columns", _columns(E, COMMITTED_REQUIRED)),
         ("row_count", E.ExpectTableRowCountToBeBetween(min_value=cfg.min_committed_offsets)),
         ("key_unique", E.ExpectCompoundColumnsToBeUnique(column_list=["group_id", "topic", "partition"])),
-        ("group_id_not_null", not_null("group_id")),
-        ("committed_offset_not_null", not_null("committed_offset")),
+        ("group_id_not_null", _not_null(E, "group_id")),
+        ("committed_offset_not_null", _not_null(E, "committed_offset")),
         ("committed_offset_not_negative", E.ExpectColumnValuesToBeBetween(column="committed_offset", min_value=0)),
         ("leader_epoch_valid", E.ExpectColumnValuesToBeBetween(column="committed_leader_epoch", min_value=-1)),
         ("verdict_known", E.ExpectColumnValuesToBeInSet(column="verdict", value_set=verdicts)),
@@ -372,104 +388,103 @@ def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
                 ),
             )
         )
-    suite("committed_offsets", c_checks)
+    return c_checks
 
-    # commits (history mode) -------------------------------------------------------
-    suite(
-        "commits",
-        [
-            ("columns", columns(COMMITS_REQUIRED)),
-            ("committed_offset_not_negative", E.ExpectColumnValuesToBeBetween(column="committed_offset", min_value=0)),
-            ("leader_epoch_valid", E.ExpectColumnValuesToBeBetween(column="committed_leader_epoch", min_value=-1)),
-            (
-                "value_version_known",
-                E.ExpectColumnValuesToBeInSet(column="value_version", value_set=list(cfg.known_value_versions)),
-            ),
-        ],
-    )
 
-    # epochs -----------------------------------------------------------------------
-    suite(
-        "epochs",
-        [
-            ("columns", columns(EPOCHS_REQUIRED)),
-            ("leader_epoch_not_negative", E.ExpectColumnValuesToBeBetween(column="leader_epoch", min_value=0)),
-            ("start_offset_not_negative", E.ExpectColumnValuesToBeBetween(column="start_offset", min_value=0)),
-            (
-                "entry_unique",
-                E.ExpectCompoundColumnsToBeUnique(column_list=["topic", "partition", "broker_id", "leader_epoch"]),
-            ),
-        ],
-    )
+def _commits_checks(E: Any, cfg: ExpectationsConfig) -> List[Tuple[str, Any]]:
+    """The ``commits`` suite's ``(check, expectation)`` pairs (history mode)."""
+    return [
+        ("columns", _columns(E, COMMITS_REQUIRED)),
+        ("committed_offset_not_negative", E.ExpectColumnValuesToBeBetween(column="committed_offset", min_value=0)),
+        ("leader_epoch_valid", E.ExpectColumnValuesToBeBetween(column="committed_leader_epoch", min_value=-1)),
+        (
+            "value_version_known",
+            E.ExpectColumnValuesToBeInSet(column="value_version", value_set=list(cfg.known_value_versions)),
+        ),
+    ]
 
-    # bounds -----------------------------------------------------------------------
-    suite(
-        "bounds",
-        [
-            ("columns", columns(BOUNDS_REQUIRED)),
-            ("key_unique", E.ExpectCompoundColumnsToBeUnique(column_list=["topic", "partition"])),
-            ("log_start_not_negative", E.ExpectColumnValuesToBeBetween(column="log_start_offset", min_value=0)),
-            (
-                "log_end_not_below_start",
-                E.ExpectColumnPairValuesAToBeGreaterThanB(
-                    column_A="log_end_offset",
-                    column_B="log_start_offset",
-                    or_equal=True,
-                    ignore_row_if="either_value_is_missing",
-                ),
-            ),
-            (
-                # tiered storage: the local log starts at or after the log start (UnifiedLog.localLogStartOffset)
-                "local_log_start_not_below_start",
-                E.ExpectColumnPairValuesAToBeGreaterThanB(
-                    column_A="local_log_start_offset",
-                    column_B="log_start_offset",
-                    or_equal=True,
-                    ignore_row_if="either_value_is_missing",
-                ),
-            ),
-            (
-                "high_watermark_not_above_end",
-                E.ExpectColumnPairValuesAToBeGreaterThanB(
-                    column_A="log_end_offset",
-                    column_B="high_watermark",
-                    or_equal=True,
-                    ignore_row_if="either_value_is_missing",
-                ),
-            ),
-        ],
-    )
 
-    # groups: the table against the tables it sums (the check_* columns: :func:`_groups_frame`) ---------
-    suite(
-        "groups",
-        [
-            ("columns", columns(GROUPS_REQUIRED)),
-            ("key_unique", E.ExpectColumnValuesToBeUnique(column="group_id")),
-            ("status_known", E.ExpectColumnValuesToBeInSet(column="status", value_set=list(GROUP_STATUSES))),
-            (
-                "partitions_match_committed",
-                E.ExpectColumnPairValuesToBeEqual(column_A="partitions_committed", column_B="check_partitions"),
-            ),
-            ("findings_match", E.ExpectColumnPairValuesToBeEqual(column_A="findings_total", column_B="check_findings")),
-            (
-                "worst_verdict_is_a_partitions",
-                E.ExpectColumnValuesToBeInSet(column="check_worst_present", value_set=[1]),
-            ),
-            (
-                "worst_severity_matches",
-                E.ExpectColumnPairValuesToBeEqual(
-                    column_A="worst_severity", column_B="check_worst_severity", ignore_row_if="both_values_are_missing"
-                ),
-            ),
-            (
-                "every_committed_group",
-                E.ExpectColumnPairValuesToBeEqual(column_A="groups_rows", column_B="committed_groups"),
-            ),
-        ],
-    )
+def _epochs_checks(E: Any, cfg: ExpectationsConfig) -> List[Tuple[str, Any]]:
+    """The ``epochs`` suite's ``(check, expectation)`` pairs."""
+    return [
+        ("columns", _columns(E, EPOCHS_REQUIRED)),
+        ("leader_epoch_not_negative", E.ExpectColumnValuesToBeBetween(column="leader_epoch", min_value=0)),
+        ("start_offset_not_negative", E.ExpectColumnValuesToBeBetween(column="start_offset", min_value=0)),
+        (
+            "entry_unique",
+            E.ExpectCompoundColumnsToBeUnique(column_list=["topic", "partition", "broker_id", "leader_epoch"]),
+        ),
+    ]
 
-    # summary ----------------------------------------------------------------------
+
+def _bounds_checks(E: Any, cfg: ExpectationsConfig) -> List[Tuple[str, Any]]:
+    """The ``bounds`` suite's ``(check, expectation)`` pairs."""
+    return [
+        ("columns", _columns(E, BOUNDS_REQUIRED)),
+        ("key_unique", E.ExpectCompoundColumnsToBeUnique(column_list=["topic", "partition"])),
+        ("log_start_not_negative", E.ExpectColumnValuesToBeBetween(column="log_start_offset", min_value=0)),
+        (
+            "log_end_not_below_start",
+            E.ExpectColumnPairValuesAToBeGreaterThanB(
+                column_A="log_end_offset",
+                column_B="log_start_offset",
+                or_equal=True,
+                ignore_row_if="either_value_is_missing",
+            ),
+        ),
+        (
+            # tiered storage: the local log starts at or after the log start (UnifiedLog.localLogStartOffset)
+            "local_log_start_not_below_start",
+            E.ExpectColumnPairValuesAToBeGreaterThanB(
+                column_A="local_log_start_offset",
+                column_B="log_start_offset",
+                or_equal=True,
+                ignore_row_if="either_value_is_missing",
+            ),
+        ),
+        (
+            "high_watermark_not_above_end",
+            E.ExpectColumnPairValuesAToBeGreaterThanB(
+                column_A="log_end_offset",
+                column_B="high_watermark",
+                or_equal=True,
+                ignore_row_if="either_value_is_missing",
+            ),
+        ),
+    ]
+
+
+def _groups_checks(E: Any, cfg: ExpectationsConfig) -> List[Tuple[str, Any]]:
+    """The ``groups`` suite's ``(check, expectation)`` pairs: the table against the tables it sums (the
+    ``check_*`` columns of :func:`_groups_frame`)."""
+    return [
+        ("columns", _columns(E, GROUPS_REQUIRED)),
+        ("key_unique", E.ExpectColumnValuesToBeUnique(column="group_id")),
+        ("status_known", E.ExpectColumnValuesToBeInSet(column="status", value_set=list(GROUP_STATUSES))),
+        (
+            "partitions_match_committed",
+            E.ExpectColumnPairValuesToBeEqual(column_A="partitions_committed", column_B="check_partitions"),
+        ),
+        ("findings_match", E.ExpectColumnPairValuesToBeEqual(column_A="findings_total", column_B="check_findings")),
+        (
+            "worst_verdict_is_a_partitions",
+            E.ExpectColumnValuesToBeInSet(column="check_worst_present", value_set=[1]),
+        ),
+        (
+            "worst_severity_matches",
+            E.ExpectColumnPairValuesToBeEqual(
+                column_A="worst_severity", column_B="check_worst_severity", ignore_row_if="both_values_are_missing"
+            ),
+        ),
+        (
+            "every_committed_group",
+            E.ExpectColumnPairValuesToBeEqual(column_A="groups_rows", column_B="committed_groups"),
+        ),
+    ]
+
+
+def _summary_checks(E: Any, cfg: ExpectationsConfig) -> List[Tuple[str, Any]]:
+    """The ``summary`` suite's ``(check, expectation)`` pairs (``summary.json``'s figures, :func:`_summary_row`)."""
     s_checks: List[Tuple[str, Any]] = [
         ("records_read", E.ExpectColumnValuesToBeBetween(column="records_read_total", min_value=cfg.min_records_read)),
         (
@@ -491,8 +506,7 @@ def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
                 E.ExpectColumnValuesToBeBetween(column="corrupt_batches", max_value=int(cfg.max_corrupt_batches)),
             )
         )
-    suite("summary", s_checks)
-    return suites
+    return s_checks
 
 
 # --------------------------------------------------------------------------- inputs
@@ -604,46 +618,37 @@ def _groups_frame(spark, tables_dir: str, cfg: ExpectationsConfig):
     g = spark.read.parquet(f"{tables_dir}/groups")
     c = spark.read.parquet(f"{tables_dir}/committed_offsets")
     f = spark.read.parquet(f"{tables_dir}/findings").where(F.col("group_id").isNotNull())
-    rank = F.create_map(
-        *[x for i, sev in enumerate(("info", "warning", "error", "critical"), 1) for x in (F.lit(sev), F.lit(i))]
-    )
-    by_rank = F.create_map(
-        *[x for i, sev in enumerate(("info", "warning", "error", "critical"), 1) for x in (F.lit(i), F.lit(sev))]
-    )
-    key = ["group_id", "topic", "partition", "committed_offset"]
-    verdict_sev = (
-        c.join(
-            f.select(*key, F.col("finding").alias("verdict"), rank[F.col("severity")].alias("r")),
-            key + ["verdict"],
-            "left",
+    out = _groups_checked(g, c, f)
+    if cfg.engine == "spark":
+        return out
+    rows = _local_rows(f"{tables_dir}/groups")  # one row per group (its footers, no job), else counted
+    if rows is None:
+        rows = out.count()
+    if rows <= cfg.pandas_max_rows:
+        return _to_pandas(out.toArrow())
+    if cfg.engine == "pandas":
+        raise ValueError(
+            f"groups/ has {rows} rows, above pandas_max_rows={cfg.pandas_max_rows}: "
+            "raise the limit or use engine 'auto' or 'spark'"
         )
-        .groupBy("group_id")
-        .agg(F.count(F.lit(1)).alias("rows_joined"), F.max("r").alias("r"))
-    )
+    return out
+
+
+def _groups_checked(g, c, f):
+    """The groups table ``g`` joined with its ``check_*`` columns and the tables' group counts (Spark
+    DataFrame, no job; see :func:`_groups_frame`), from ``committed_offsets`` ``c`` and the group findings ``f``."""
+    from pyspark.sql import functions as F
+
     per_committed = c.groupBy("group_id").agg(F.count(F.lit(1)).alias("check_partitions"))
     per_findings = f.groupBy("group_id").agg(F.count(F.lit(1)).alias("check_findings"))
-    worst = (
-        g.alias("g")
-        .join(
-            c.alias("c"),
-            (F.col("g.group_id") == F.col("c.group_id"))
-            & (F.col("g.worst_verdict") == F.col("c.verdict"))
-            & (
-                F.col("g.worst_topic").isNull()
-                | ((F.col("g.worst_topic") == F.col("c.topic")) & (F.col("g.worst_partition") == F.col("c.partition")))
-            ),
-            "left_semi",
-        )
-        .select("group_id", F.lit(1).alias("check_worst_present"))
-    )
     counts = g.agg(F.count(F.lit(1)).alias("groups_rows")).crossJoin(
         c.agg(F.count_distinct("group_id").alias("committed_groups"))
     )
-    out = (
+    return (
         g.join(per_committed, "group_id", "left")
         .join(per_findings, "group_id", "left")
-        .join(verdict_sev.select("group_id", by_rank[F.col("r")].alias("check_worst_severity")), "group_id", "left")
-        .join(worst, "group_id", "left")
+        .join(_group_worst_severity(c, f), "group_id", "left")
+        .join(_group_worst_present(g, c), "group_id", "left")
         .crossJoin(counts)
         .select(
             *GROUPS_REQUIRED,
@@ -661,19 +666,51 @@ def _groups_frame(spark, tables_dir: str, cfg: ExpectationsConfig):
             "committed_groups",
         )
     )
-    if cfg.engine == "spark":
-        return out
-    rows = _local_rows(f"{tables_dir}/groups")  # one row per group (its footers, no job), else counted
-    if rows is None:
-        rows = out.count()
-    if rows <= cfg.pandas_max_rows:
-        return _to_pandas(out.toArrow())
-    if cfg.engine == "pandas":
-        raise ValueError(
-            f"groups/ has {rows} rows, above pandas_max_rows={cfg.pandas_max_rows}: "
-            "raise the limit or use engine 'auto' or 'spark'"
+
+
+def _group_worst_severity(c, f):
+    """``(group_id, check_worst_severity)``: the most severe severity of the findings matching each group's
+    committed rows' verdicts (null without one); a Spark DataFrame, no job."""
+    from pyspark.sql import functions as F
+
+    rank = F.create_map(
+        *[x for i, sev in enumerate(("info", "warning", "error", "critical"), 1) for x in (F.lit(sev), F.lit(i))]
+    )
+    by_rank = F.create_map(
+        *[x for i, sev in enumerate(("info", "warning", "error", "critical"), 1) for x in (F.lit(i), F.lit(sev))]
+    )
+    key = ["group_id", "topic", "partition", "committed_offset"]
+    verdict_sev = (
+        c.join(
+            f.select(*key, F.col("finding").alias("verdict"), rank[F.col("severity")].alias("r")),
+            key + ["verdict"],
+            "left",
         )
-    return out
+        .groupBy("group_id")
+        .agg(F.count(F.lit(1)).alias("rows_joined"), F.max("r").alias("r"))
+    )
+    return verdict_sev.select("group_id", by_rank[F.col("r")].alias("check_worst_severity"))
+
+
+def _group_worst_present(g, c):
+    """``(group_id, check_worst_present = 1)`` of the groups whose worst verdict is a committed row's verdict at
+    the worst topic-partition (any, without one); a Spark DataFrame, no job."""
+    from pyspark.sql import functions as F
+
+    return (
+        g.alias("g")
+        .join(
+            c.alias("c"),
+            (F.col("g.group_id") == F.col("c.group_id"))
+            & (F.col("g.worst_verdict") == F.col("c.verdict"))
+            & (
+                F.col("g.worst_topic").isNull()
+                | ((F.col("g.worst_topic") == F.col("c.topic")) & (F.col("g.worst_partition") == F.col("c.partition")))
+            ),
+            "left_semi",
+        )
+        .select("group_id", F.lit(1).alias("check_worst_present"))
+    )
 
 
 def _read_inputs(
@@ -793,10 +830,7 @@ def run_expectations(
             ``engine='pandas'`` with a table above ``pandas_max_rows``.
     """
     cfg = load_expectations_config(config)
-    wanted = list(ALL_ASSETS) if assets is None else list(assets)
-    unknown = sorted(set(wanted) - set(ALL_ASSETS))
-    if unknown or not wanted:
-        raise ValueError(f"assets must be a non-empty subset of {list(ALL_ASSETS)}: {unknown}")
+    wanted = _wanted_assets(assets)
     output_dir = os.path.abspath(output_dir)
     if not os.path.isdir(output_dir):
         raise FileNotFoundError(f"audit output directory not found: {output_dir}")
@@ -804,14 +838,49 @@ def run_expectations(
     gx = import_gx()
     suites = build_suites(cfg)
     frames, skipped = _read_inputs(spark, tables_dir or output_dir, wanted, cfg)
+    _add_group_type(frames)
+
+    docs_dir = os.path.join(output_dir, DATA_DOCS_DIRNAME)
+    ctx = _ephemeral_context(gx, cfg, docs_dir)
+    run_id = gx.RunIdentifier(run_name=f"audit-{os.path.basename(output_dir)}")
+    cached: List[Any] = []
+    try:
+        results = _validate_frames(gx, ctx, frames, suites, cfg, run_id, cached)
+        docs_index = _build_data_docs(ctx, cfg, docs_dir)
+    finally:
+        for df in cached:
+            try:
+                df.unpersist()
+            except Exception:  # pragma: no cover
+                pass
+
+    return _write_outcome(output_dir, cfg, results, skipped, docs_index)
+
+
+def _wanted_assets(assets: Optional[Sequence[str]]) -> List[str]:
+    """The assets to validate (all of :data:`ALL_ASSETS` for None); raises ValueError for an unknown or empty
+    selection."""
+    wanted = list(ALL_ASSETS) if assets is None else list(assets)
+    unknown = sorted(set(wanted) - set(ALL_ASSETS))
+    if unknown or not wanted:
+        raise ValueError(f"assets must be a non-empty subset of {list(ALL_ASSETS)}: {unknown}")
+    return wanted
+
+
+def _add_group_type(frames: Dict[str, Any]) -> None:
+    """Give ``frames["findings"]`` a null ``group_type`` column when it has none (an output written before the
+    column existed), in place; returns None."""
     f = frames.get("findings")
-    if f is not None and "group_type" not in f.columns:  # an output written before the column existed
+    if f is not None and "group_type" not in f.columns:
         if hasattr(f, "sparkSession"):
             frames["findings"] = f.selectExpr("*", "CAST(NULL AS STRING) AS group_type")
         else:
             frames["findings"] = f.assign(group_type=None)
 
-    docs_dir = os.path.join(output_dir, DATA_DOCS_DIRNAME)
+
+def _ephemeral_context(gx: Any, cfg: ExpectationsConfig, docs_dir: str) -> Any:
+    """An ephemeral GX context, quiet (no analytics, no progress bars), whose only Data Docs site is ``docs_dir``
+    (emptied first) when ``cfg.build_data_docs``, else none."""
     ctx = gx.get_context(mode="ephemeral")
     try:
         ctx.enable_analytics(False)
@@ -838,58 +907,67 @@ def run_expectations(
                 "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
             },
         )
+    return ctx
 
+
+def _validate_frames(
+    gx: Any,
+    ctx: Any,
+    frames: Dict[str, Any],
+    suites: Dict[str, Any],
+    cfg: ExpectationsConfig,
+    run_id: Any,
+    cached: List[Any],
+) -> Dict[str, Any]:
+    """Run each frame's suite through its own GX Checkpoint; returns ``{asset_name: validation result}``.  A
+    Spark frame is persisted for its run and appended to ``cached`` (the caller unpersists them)."""
     datasources: Dict[str, Any] = {}
-    run_id = gx.RunIdentifier(run_name=f"audit-{os.path.basename(output_dir)}")
     results: Dict[str, Any] = {}
-    cached = []
-    try:
-        for asset_name, df in frames.items():
-            engine = "spark" if hasattr(df, "sparkSession") else "pandas"
-            if engine == "spark":
-                df = df.persist()
-                cached.append(df)
-            if engine not in datasources:
-                datasources[engine] = (
-                    ctx.data_sources.add_spark(name="audit_output", persist=False)
-                    if engine == "spark"
-                    else ctx.data_sources.add_pandas(name="audit_output_pandas")
-                )
-            asset = datasources[engine].add_dataframe_asset(name=asset_name)
-            batch_def = asset.add_batch_definition_whole_dataframe(name=f"{asset_name}_all")
-            gx_suite = ctx.suites.add(suites[asset_name])
-            vdef = ctx.validation_definitions.add(
-                gx.ValidationDefinition(name=f"validate_{asset_name}", data=batch_def, suite=gx_suite)
+    for asset_name, df in frames.items():
+        engine = "spark" if hasattr(df, "sparkSession") else "pandas"
+        if engine == "spark":
+            df = df.persist()
+            cached.append(df)
+        if engine not in datasources:
+            datasources[engine] = (
+                ctx.data_sources.add_spark(name="audit_output", persist=False)
+                if engine == "spark"
+                else ctx.data_sources.add_pandas(name="audit_output_pandas")
             )
-            checkpoint = ctx.checkpoints.add(
-                gx.Checkpoint(
-                    name=f"checkpoint_{asset_name}",
-                    validation_definitions=[vdef],
-                    actions=[],
-                    result_format=_result_format(cfg),
-                )
+        asset = datasources[engine].add_dataframe_asset(name=asset_name)
+        batch_def = asset.add_batch_definition_whole_dataframe(name=f"{asset_name}_all")
+        gx_suite = ctx.suites.add(suites[asset_name])
+        vdef = ctx.validation_definitions.add(
+            gx.ValidationDefinition(name=f"validate_{asset_name}", data=batch_def, suite=gx_suite)
+        )
+        checkpoint = ctx.checkpoints.add(
+            gx.Checkpoint(
+                name=f"checkpoint_{asset_name}",
+                validation_definitions=[vdef],
+                actions=[],
+                result_format=_result_format(cfg),
             )
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                cp_result = checkpoint.run(batch_parameters={"dataframe": df}, run_id=run_id)
-            results[asset_name] = list(cp_result.run_results.values())[0]
-        docs_index = None
-        if cfg.build_data_docs:
-            ctx.build_data_docs(site_names=[_SITE_NAME])
-            index = os.path.join(docs_dir, "index.html")
-            docs_index = index if os.path.isfile(index) else None
-            if docs_index:
-                from .offline_docs import make_offline
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cp_result = checkpoint.run(batch_parameters={"dataframe": df}, run_id=run_id)
+        results[asset_name] = list(cp_result.run_results.values())[0]
+    return results
 
-                make_offline(docs_dir)  # GX's pages load their assets from CDNs: bundle them
-    finally:
-        for df in cached:
-            try:
-                df.unpersist()
-            except Exception:  # pragma: no cover
-                pass
 
-    return _write_outcome(output_dir, cfg, results, skipped, docs_index)
+def _build_data_docs(ctx: Any, cfg: ExpectationsConfig, docs_dir: str) -> Optional[str]:
+    """Build the Data Docs site into ``docs_dir`` and make it work offline when ``cfg.build_data_docs``; returns
+    the path of its ``index.html``, None when not built."""
+    if not cfg.build_data_docs:
+        return None
+    ctx.build_data_docs(site_names=[_SITE_NAME])
+    index = os.path.join(docs_dir, "index.html")
+    docs_index = index if os.path.isfile(index) else None
+    if docs_index:
+        from .offline_docs import make_offline
+
+        make_offline(docs_dir)  # GX's pages load their assets from CDNs: bundle them
+    return docs_index
 
 
 def _exception_message(info: Any) -> Optional[str]:

@@ -723,8 +723,6 @@ def write_html_report(
     Raises:
         FileNotFoundError: ``output_dir`` or its ``findings/`` table is missing.
     """
-    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
-
     output_dir = os.path.abspath(output_dir)
     tables_dir = tables_dir or output_dir
     given = dict(tables or {})
@@ -741,11 +739,65 @@ def write_html_report(
     groups_df = table("groups")
 
     summary = fs.read_json(spark, f"{tables_dir}/summary.json")
-    from pyspark.sql import functions as F
+    first = _collect_first_round(
+        findings_df, committed_df, groups_df, max_findings, max_groups_in_chart, max_plots, max_groups_in_table
+    )
+    keys_df = _plot_keys_frame(spark, first["plot_rows"])
+    second = _collect_second_round(
+        first["plot_rows"],
+        keys_df,
+        epochs_df,
+        bounds_df,
+        committed_df,
+        table("finding_changes"),
+        table("group_changes"),
+        table("broker_timeline"),
+        max_epoch_rows=max_epoch_rows,
+        max_groups_per_plot=max_groups_per_plot,
+        max_changes=max_changes,
+    )
+    plots = _plot_views(first["plot_rows"], first["rows"], second)
+    group_uri = plot_group_chart(first["group_counts"])
 
-    from ..spark import collect_together, small_settings
+    # the plots are drawn: now the expectation suite's result, when a caller runs it at the same time
+    if wait_for is not None:
+        wait_for()
+    expectations = _read_validation_result(output_dir)
 
-    # round 1, one Spark job: the findings, per-group and per-partition aggregates, verdicts and groups
+    page = _render_page(
+        first,
+        second,
+        plots,
+        group_uri,
+        summary,
+        expectations,
+        title=title,
+        display_dir=display_dir or output_dir,
+        output_dir=output_dir,
+        max_findings=max_findings,
+        max_plots=max_plots,
+        max_groups_in_chart=max_groups_in_chart,
+        max_groups_in_table=max_groups_in_table,
+        max_changes=max_changes,
+        max_skipped_locations=max_skipped_locations,
+    )
+    return _write_page(output_dir, page)
+
+
+def _collect_first_round(
+    findings_df,
+    committed_df,
+    groups_df,
+    max_findings: int,
+    max_groups_in_chart: int,
+    max_plots: int,
+    max_groups_in_table: int,
+) -> Dict[str, Any]:
+    """The first round's rows, collected in one Spark job: ``rows``/``total`` (findings), ``group_counts``/
+    ``n_groups`` (per group by severity), ``plot_rows``/``n_tp`` (the partitions to plot), ``verdicts`` (verdict
+    -> count), ``group_rows``/``n_group_rows`` and ``statuses`` (the groups table)."""
+    from ..spark import collect_together
+
     first = {
         **_findings_queries(findings_df, max_findings),
         **_group_count_queries(findings_df, max_groups_in_chart),
@@ -756,30 +808,63 @@ def write_html_report(
     if verdict_query is not None:
         first["verdicts"] = verdict_query
     got = collect_together(first)
-    rows, total = got["findings"], int(got["findings_n"][0]["n"])
-    group_counts = {r["group_id"]: {s: int(r[s] or 0) for s in SEVERITIES} for r in got["group_counts"]}
-    n_groups = int(got["group_counts_n"][0]["n"])
-    plot_rows, n_tp = got["plots"], int(got["plots_n"][0]["n"])
-    verdicts = {str(r["verdict"]): int(r["count"]) for r in got.get("verdicts", [])}
-    group_rows = got.get("groups", [])
-    n_group_rows = int(got["groups_n"][0]["n"]) if "groups_n" in got else 0
-    statuses = _status_counts(got.get("statuses", []))
+    return {
+        "rows": got["findings"],
+        "total": int(got["findings_n"][0]["n"]),
+        "group_counts": {r["group_id"]: {s: int(r[s] or 0) for s in SEVERITIES} for r in got["group_counts"]},
+        "n_groups": int(got["group_counts_n"][0]["n"]),
+        "plot_rows": got["plots"],
+        "n_tp": int(got["plots_n"][0]["n"]),
+        "verdicts": {str(r["verdict"]): int(r["count"]) for r in got.get("verdicts", [])},
+        "group_rows": got.get("groups", []),
+        "n_group_rows": int(got["groups_n"][0]["n"]) if "groups_n" in got else 0,
+        "statuses": _status_counts(got.get("statuses", [])),
+    }
 
-    # round 2, one Spark job: the plotted partitions' epochs, bounds and commits, the changes, broker events
+
+def _plot_keys_frame(spark, plot_rows: List[Dict[str, Any]]):
+    """The plotted partitions' ``(topic, partition)`` as a DataFrame (no job), broadcast unless the session
+    runs with small settings."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+    from ..spark import small_settings
+
     keys = [(r["topic"], int(r["partition"])) for r in plot_rows]
     keys_df = spark.createDataFrame(
         keys, StructType([StructField("topic", StringType()), StructField("partition", IntegerType())])
     )
     if not small_settings(spark):  # a small input's joins run without a broadcast job of their own
         keys_df = F.broadcast(keys_df)
-    changes_df = table("finding_changes")
-    group_changes_df = table("group_changes")
-    broker_df = table("broker_timeline")
+    return keys_df
+
+
+def _collect_second_round(
+    plot_rows: List[Dict[str, Any]],
+    keys_df,
+    epochs_df,
+    bounds_df,
+    committed_df,
+    changes_df,
+    group_changes_df,
+    broker_df,
+    *,
+    max_epoch_rows: int,
+    max_groups_per_plot: int,
+    max_changes: int,
+) -> Dict[str, Any]:
+    """The second round's rows, collected in one Spark job: ``epoch_rows``, ``bound_rows``, ``commit_rows`` and
+    ``broker_rows`` of the plotted partitions, ``change_rows`` (new, resolved, persisted) and ``gchange_rows``
+    (the groups' changes)."""
+    from pyspark.sql import functions as F
+
+    from ..spark import collect_together
+
     second: Dict[str, Any] = {}
-    if keys:
+    if plot_rows:
         for name, df in (("epochs", epochs_df), ("bounds", bounds_df)):
             if df is not None:
-                limit = max_epoch_rows if name == "epochs" else len(keys) * 4 + 1
+                limit = max_epoch_rows if name == "epochs" else len(plot_rows) * 4 + 1
                 second[name] = _for_partitions_query(df, keys_df, limit)
         if committed_df is not None:
             second["commits"] = _commits_for_partitions_query(committed_df, keys_df, max_groups_per_plot)
@@ -799,93 +884,147 @@ def write_html_report(
         order = F.create_map(F.lit("changed"), F.lit(0), F.lit("new"), F.lit(1), F.lit("gone"), F.lit(2))
         second["group_changes"] = group_changes_df.orderBy(order[F.col("change")], "group_id").limit(max_changes)
     got = collect_together(second)
-    epoch_rows, bound_rows, commit_rows = got.get("epochs", []), got.get("bounds", []), got.get("commits", [])
-    change_rows = [r for status in ("new", "resolved", "persisted") for r in got.get(f"changes_{status}", [])]
-    broker_rows, gchange_rows = got.get("brokers", []), got.get("group_changes", [])
+    return {
+        "epoch_rows": got.get("epochs", []),
+        "bound_rows": got.get("bounds", []),
+        "commit_rows": got.get("commits", []),
+        "change_rows": [r for status in ("new", "resolved", "persisted") for r in got.get(f"changes_{status}", [])],
+        "broker_rows": got.get("brokers", []),
+        "gchange_rows": got.get("group_changes", []),
+    }
 
+
+def _plot_views(
+    plot_rows: List[Dict[str, Any]], rows: List[Dict[str, Any]], second: Mapping[str, Any]
+) -> List[Dict[str, Any]]:
+    """One figure per plotted partition (``plot_rows``, in order), from the findings ``rows`` and the second
+    round's rows (:func:`_collect_second_round`): the template's ``plots``."""
     epochs_by_tp: Dict[Tuple[str, int], List[Dict[str, Any]]] = defaultdict(list)
-    for e in epoch_rows:
+    for e in second["epoch_rows"]:
         epochs_by_tp[(e["topic"], int(e["partition"]))].append(e)
-    bounds_by_tp = {(b["topic"], int(b["partition"])): b for b in bound_rows}
+    bounds_by_tp = {(b["topic"], int(b["partition"])): b for b in second["bound_rows"]}
     commits_by_tp: Dict[Tuple[str, int], List[Dict[str, Any]]] = defaultdict(list)
-    for c in commit_rows:
+    for c in second["commit_rows"]:
         commits_by_tp[(c["topic"], int(c["partition"]))].append(c)
-
-    # ---- plots
     plots: List[Dict[str, Any]] = []
     for r in plot_rows:
         tp = (r["topic"], int(r["partition"]))
-        divergences = [int(d) for d in (r["divergences"] or []) if d is not None]
-        eps = epochs_by_tp.get(tp, [])
-        b = bounds_by_tp.get(tp)
-        cs = commits_by_tp.get(tp, [])
-        timeline = [t.asDict() if hasattr(t, "asDict") else dict(t) for t in ((b or {}).get("epoch_timeline") or [])]
-        tp_findings = [f for f in rows if (f.get("topic"), f.get("partition")) == tp]
-        uri = plot_partition(tp[0], tp[1], eps, b, cs, divergences, timeline, tp_findings)
-        story = _incident_timeline(timeline, cs, tp_findings, brokers=broker_rows)
-        notes = _cache_disagreements(eps)
-        if not eps:
-            notes.append("no leader-epoch cache entries for this partition in epochs/")
-        omitted = (cs[0].get("_n", len(cs)) - len(cs)) if cs else 0
-        if omitted > 0:
-            notes.append(f"{omitted} more groups' committed offsets not marked")
-        caption_bits = []
-        if b:
-            caption_bits.append(
-                f"log {b.get('log_start_offset')}..{b.get('log_end_offset')}, high watermark "
-                f"{b.get('high_watermark')}, leader broker {b.get('leader_id')}"
-            )
-        if divergences:
-            caption_bits.append("divergence at " + ", ".join(str(d) for d in divergences))
-        caption_bits += notes
-        alt = f"Leader-epoch history of {tp[0]}-{tp[1]} with the committed offsets of {len(cs)} group(s)"
         plots.append(
-            {
-                "topic": tp[0],
-                "partition": tp[1],
-                "divergences": ",".join(map(str, divergences)),
-                "alt": alt,
-                "uri": uri,
-                "caption": "; ".join(caption_bits),
-                "timeline": story,
-            }
+            _plot_view(
+                tp,
+                [int(d) for d in (r["divergences"] or []) if d is not None],
+                epochs_by_tp.get(tp, []),
+                bounds_by_tp.get(tp),
+                commits_by_tp.get(tp, []),
+                [f for f in rows if (f.get("topic"), f.get("partition")) == tp],
+                second["broker_rows"],
+            )
         )
-    group_uri = plot_group_chart(group_counts)
+    return plots
 
-    # the plots are drawn: now the expectation suite's result, when a caller runs it at the same time
-    if wait_for is not None:
-        wait_for()
-    expectations = None
-    exp_path = os.path.join(output_dir, "expectations", "validation_result.json")
-    if os.path.isfile(exp_path):
-        with open(exp_path, "r", encoding="utf-8") as fh:
-            expectations = json.load(fh)
 
-    # ---- page (templates/report.html.j2)
+def _plot_view(
+    tp: Tuple[str, int],
+    divergences: List[int],
+    eps: List[Dict[str, Any]],
+    b: Optional[Dict[str, Any]],
+    cs: List[Dict[str, Any]],
+    tp_findings: List[Dict[str, Any]],
+    broker_rows: List[Dict[str, Any]],
+) -> Dict[str, Any]:
+    """One partition's figure: its plot's ``uri``, ``alt`` text, ``caption`` and incident ``timeline``."""
+    timeline = [t.asDict() if hasattr(t, "asDict") else dict(t) for t in ((b or {}).get("epoch_timeline") or [])]
+    uri = plot_partition(tp[0], tp[1], eps, b, cs, divergences, timeline, tp_findings)
+    story = _incident_timeline(timeline, cs, tp_findings, brokers=broker_rows)
+    notes = _cache_disagreements(eps)
+    if not eps:
+        notes.append("no leader-epoch cache entries for this partition in epochs/")
+    omitted = (cs[0].get("_n", len(cs)) - len(cs)) if cs else 0
+    if omitted > 0:
+        notes.append(f"{omitted} more groups' committed offsets not marked")
+    caption_bits = []
+    if b:
+        caption_bits.append(
+            f"log {b.get('log_start_offset')}..{b.get('log_end_offset')}, high watermark "
+            f"{b.get('high_watermark')}, leader broker {b.get('leader_id')}"
+        )
+    if divergences:
+        caption_bits.append("divergence at " + ", ".join(str(d) for d in divergences))
+    caption_bits += notes
+    alt = f"Leader-epoch history of {tp[0]}-{tp[1]} with the committed offsets of {len(cs)} group(s)"
+    return {
+        "topic": tp[0],
+        "partition": tp[1],
+        "divergences": ",".join(map(str, divergences)),
+        "alt": alt,
+        "uri": uri,
+        "caption": "; ".join(caption_bits),
+        "timeline": story,
+    }
+
+
+def _render_page(
+    first: Mapping[str, Any],
+    second: Mapping[str, Any],
+    plots: List[Dict[str, Any]],
+    group_uri: Optional[str],
+    summary: Optional[Dict[str, Any]],
+    expectations: Optional[Dict[str, Any]],
+    *,
+    title: str,
+    display_dir: str,
+    output_dir: str,
+    max_findings: int,
+    max_plots: int,
+    max_groups_in_chart: int,
+    max_groups_in_table: int,
+    max_changes: int,
+    max_skipped_locations: int,
+) -> str:
+    """The report page's HTML (``templates/report.html.j2``) from the two rounds' rows
+    (:func:`_collect_first_round`, :func:`_collect_second_round`), the drawn plots and the expectation result."""
     history = (summary or {}).get("history")
-    groups = _groups_view(group_rows, n_group_rows, max_groups_in_table)
-    groups.update(chart=group_uri, chart_cap=max_groups_in_chart, chart_left_out=max(0, n_groups - len(group_counts)))
-    page = (
+    groups = _groups_view(first["group_rows"], first["n_group_rows"], max_groups_in_table)
+    groups.update(
+        chart=group_uri,
+        chart_cap=max_groups_in_chart,
+        chart_left_out=max(0, first["n_groups"] - len(first["group_counts"])),
+    )
+    return (
         _template_env()
         .get_template("report.html.j2")
         .render(
             title=title,
             css=_static("report.css"),
             script=_static("report.js"),
-            display_dir=display_dir or output_dir,
+            display_dir=display_dir,
             generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
             history=history,
-            todo=_todo_view(statuses, rows, total),
-            changes=_changes_view(history, change_rows, max_changes, gchange_rows),
-            findings=_findings_view(rows, total, max_findings),
+            todo=_todo_view(first["statuses"], first["rows"], first["total"]),
+            changes=_changes_view(history, second["change_rows"], max_changes, second["gchange_rows"]),
+            findings=_findings_view(first["rows"], first["total"], max_findings),
             severities=SEVERITIES,
             groups=groups,
             plots=plots,
-            plots_left_out=max(0, n_tp - len(plot_rows)),
+            plots_left_out=max(0, first["n_tp"] - len(first["plot_rows"])),
             max_plots=max_plots,
-            summary=_summary_view(summary, verdicts, expectations, output_dir, max_skipped_locations),
+            summary=_summary_view(summary, first["verdicts"], expectations, output_dir, max_skipped_locations),
         )
     )
+
+
+def _read_validation_result(output_dir: str) -> Optional[Dict[str, Any]]:
+    """``<output_dir>/expectations/validation_result.json`` as loaded JSON; None when absent."""
+    exp_path = os.path.join(output_dir, "expectations", "validation_result.json")
+    if not os.path.isfile(exp_path):
+        return None
+    with open(exp_path, "r", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _write_page(output_dir: str, page: str) -> str:
+    """Write ``page`` to ``<output_dir>/report.html`` atomically (a temporary file, then a rename); returns
+    the path."""
     path = os.path.join(output_dir, REPORT_FILENAME)
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as fh:

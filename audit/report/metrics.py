@@ -230,21 +230,41 @@ def build_registry(
     :func:`lost_lineage_rows`; ``groups``: :func:`group_rows`.
     """
     reg = CollectorRegistry()
+    _group_partition_gauges(reg, rows)
+    if groups:
+        _group_gauges(reg, groups)
+    if lost:
+        _lost_lineage_gauges(reg, lost)
+    _summary_gauges(reg, summary, len(rows))
+    failed = [f.get("stage") for f in summary.get("failed_stages") or []]
+    _run_gauges(reg, summary.get("elapsed_seconds"), success and not failed, summary.get("exit_status"), now, failed)
+    return reg
+
+
+def _gauge(reg: CollectorRegistry, name: str, doc: str, labels: Sequence[str] = (), unit: str = "") -> Gauge:
+    """A gauge ``kafka_offset_audit_<name>`` registered in ``reg``."""
+    return Gauge(f"{PREFIX}_{name}", doc, labelnames=labels, unit=unit, registry=reg)
+
+
+def _group_partition_gauges(reg: CollectorRegistry, rows: list[dict]) -> None:
+    """Register and set the per-group-partition gauges of ``rows`` (:func:`group_partition_rows`); returns None."""
     gp = ("group", "topic", "partition")
-
-    def gauge(name, doc, labels=(), unit=""):
-        return Gauge(f"{PREFIX}_{name}", doc, labelnames=labels, unit=unit, registry=reg)
-
-    offset = gauge("committed_offset", "Latest live committed offset of the group-partition (offsets).", gp)
-    epoch = gauge("committed_leader_epoch", "Leader epoch committed with that offset (-1: none).", gp)
-    lag = gauge(
+    offset = _gauge(reg, "committed_offset", "Latest live committed offset of the group-partition (offsets).", gp)
+    epoch = _gauge(reg, "committed_leader_epoch", "Leader epoch committed with that offset (-1: none).", gp)
+    lag = _gauge(
+        reg,
         "lag_offsets",
         "Log end offset minus committed offset, unclamped: negative when the commit is past the log end.",
         gp,
     )
-    risk = gauge("records_at_risk", "Records the group would skip or re-read per its worst finding (0: none).", gp)
-    verdict = gauge(
-        "verdict", "1 per group-partition; labels give OK or its most severe finding.", gp + ("verdict", "severity")
+    risk = _gauge(
+        reg, "records_at_risk", "Records the group would skip or re-read per its worst finding (0: none).", gp
+    )
+    verdict = _gauge(
+        reg,
+        "verdict",
+        "1 per group-partition; labels give OK or its most severe finding.",
+        gp + ("verdict", "severity"),
     )
     for r in rows:
         key = (str(r["group_id"]), str(r["topic"]), str(r["partition"]))
@@ -255,77 +275,90 @@ def build_registry(
         risk.labels(*key).set(r["records_at_risk"] or 0)
         verdict.labels(*key, str(r["verdict"]), str(r["severity"])).set(1)
 
-    if groups:
-        g = ("group",)
-        g_lag = gauge(
-            "group_lag_offsets",
-            "Sum of the group's partitions' lag (log end offset minus committed offset, unclamped).",
-            g,
-        )
-        g_max = gauge("group_max_lag_offsets", "Largest lag of the group's partitions (unclamped).", g)
-        g_parts = gauge("group_partitions_committed", "Partitions the group has committed offsets for.", g)
-        g_remote = gauge(
-            "group_partitions_remote_tier",
-            "Committed partitions whose next record Kafka fetches from the remote tier (tiered storage, KIP-405).",
-            g,
-        )
-        g_risk = gauge("group_records_at_risk", "Records at risk over the group's findings (0: none).", g)
-        g_age = gauge("group_latest_commit_age_seconds", "Age of the group's latest commit at the audit.", g)
-        g_status = gauge(
-            "group_status", "1 per group; labels give its status and worst verdict.", g + ("status", "worst_verdict")
-        )
-        for r in groups:
-            gid = str(r["group_id"])
-            if r["total_lag"] is not None:
-                g_lag.labels(gid).set(r["total_lag"])
-            if r["max_lag"] is not None:
-                g_max.labels(gid).set(r["max_lag"])
-            g_parts.labels(gid).set(int(r["partitions_committed"] or 0))
-            g_remote.labels(gid).set(int(r.get("partitions_remote") or 0))
-            g_risk.labels(gid).set(int(r["records_at_risk"] or 0))
-            if r["latest_commit_age_seconds"] is not None:
-                g_age.labels(gid).set(r["latest_commit_age_seconds"])
-            g_status.labels(gid, str(r["status"]), str(r["worst_verdict"])).set(1)
 
-    if lost:
-        lp = ("topic", "partition", "broker", "severity")
-        lost_records = gauge(
-            "lost_lineage_records",
-            "Records only this replica holds past the divergence offset: it "
-            "truncates them when it fetches again (REPLICA_DIVERGENCE).",
-            lp,
-        )
-        lost_at = gauge("lost_lineage_divergence_offset", "Where this replica's log will be cut (offsets).", lp[:3])
-        for r in lost:
-            key = (str(r["topic"]), str(r["partition"]), str(r["replica_broker"]))
-            lost_records.labels(*key, str(r["severity"])).set(int(r["records_at_risk"] or 0))
-            if r["divergence_offset"] is not None:
-                lost_at.labels(*key).set(int(r["divergence_offset"]))
+def _group_gauges(reg: CollectorRegistry, groups: Sequence[dict]) -> None:
+    """Register and set the per-group gauges of ``groups`` (:func:`group_rows`); returns None."""
+    g = ("group",)
+    g_lag = _gauge(
+        reg,
+        "group_lag_offsets",
+        "Sum of the group's partitions' lag (log end offset minus committed offset, unclamped).",
+        g,
+    )
+    g_max = _gauge(reg, "group_max_lag_offsets", "Largest lag of the group's partitions (unclamped).", g)
+    g_parts = _gauge(reg, "group_partitions_committed", "Partitions the group has committed offsets for.", g)
+    g_remote = _gauge(
+        reg,
+        "group_partitions_remote_tier",
+        "Committed partitions whose next record Kafka fetches from the remote tier (tiered storage, KIP-405).",
+        g,
+    )
+    g_risk = _gauge(reg, "group_records_at_risk", "Records at risk over the group's findings (0: none).", g)
+    g_age = _gauge(reg, "group_latest_commit_age_seconds", "Age of the group's latest commit at the audit.", g)
+    g_status = _gauge(
+        reg,
+        "group_status",
+        "1 per group; labels give its status and worst verdict.",
+        g + ("status", "worst_verdict"),
+    )
+    for r in groups:
+        gid = str(r["group_id"])
+        if r["total_lag"] is not None:
+            g_lag.labels(gid).set(r["total_lag"])
+        if r["max_lag"] is not None:
+            g_max.labels(gid).set(r["max_lag"])
+        g_parts.labels(gid).set(int(r["partitions_committed"] or 0))
+        g_remote.labels(gid).set(int(r.get("partitions_remote") or 0))
+        g_risk.labels(gid).set(int(r["records_at_risk"] or 0))
+        if r["latest_commit_age_seconds"] is not None:
+            g_age.labels(gid).set(r["latest_commit_age_seconds"])
+        g_status.labels(gid, str(r["status"]), str(r["worst_verdict"])).set(1)
 
+
+def _lost_lineage_gauges(reg: CollectorRegistry, lost: Sequence[dict]) -> None:
+    """Register and set the per-diverged-replica gauges of ``lost`` (:func:`lost_lineage_rows`); returns None."""
+    lp = ("topic", "partition", "broker", "severity")
+    lost_records = _gauge(
+        reg,
+        "lost_lineage_records",
+        "Records only this replica holds past the divergence offset: it "
+        "truncates them when it fetches again (REPLICA_DIVERGENCE).",
+        lp,
+    )
+    lost_at = _gauge(reg, "lost_lineage_divergence_offset", "Where this replica's log will be cut (offsets).", lp[:3])
+    for r in lost:
+        key = (str(r["topic"]), str(r["partition"]), str(r["replica_broker"]))
+        lost_records.labels(*key, str(r["severity"])).set(int(r["records_at_risk"] or 0))
+        if r["divergence_offset"] is not None:
+            lost_at.labels(*key).set(int(r["divergence_offset"]))
+
+
+def _summary_gauges(reg: CollectorRegistry, summary: Mapping[str, Any], exported: int) -> None:
+    """Register and set the per-run counts of ``summary`` (findings, group-partitions, ``exported`` of them in
+    the per-group-partition metrics, commits, records read and skipped); returns None."""
     findings = summary.get("findings") or {}
-    by_sev = gauge("findings_by_severity", "Findings of this run by severity.", ("severity",))
+    by_sev = _gauge(reg, "findings_by_severity", "Findings of this run by severity.", ("severity",))
     for s in SEVERITIES:
         by_sev.labels(s).set(int((findings.get("by_severity") or {}).get(s, 0)))
-    by_name = gauge("findings", "Findings of this run by name and severity.", ("finding", "severity"))
+    by_name = _gauge(reg, "findings", "Findings of this run by name and severity.", ("finding", "severity"))
     for f in findings.get("by_name_severity") or []:
         by_name.labels(f["finding"], f["severity"]).set(int(f["count"]))
     commits = summary.get("offset_commits") or {}
-    gauge("group_partitions", "Group-partitions audited (latest live commit each).").set(
+    _gauge(reg, "group_partitions", "Group-partitions audited (latest live commit each).").set(
         int(commits.get("group_partitions") or 0)
     )
-    gauge(
-        "group_partitions_exported", "Group-partitions in the per-group-partition metrics (worst first, capped)."
-    ).set(len(rows))
-    gauge("offset_commits_live", "Live offset commits read.").set(int(commits.get("live") or 0))
-    gauge("records_read", "Records read from __consumer_offsets.").set(
+    _gauge(
+        reg,
+        "group_partitions_exported",
+        "Group-partitions in the per-group-partition metrics (worst first, capped).",
+    ).set(exported)
+    _gauge(reg, "offset_commits_live", "Live offset commits read.").set(int(commits.get("live") or 0))
+    _gauge(reg, "records_read", "Records read from __consumer_offsets.").set(
         int((summary.get("records_read") or {}).get("total") or 0)
     )
-    skipped = gauge("records_skipped", "Records or byte ranges skipped as unreadable, by reason.", ("reason",))
+    skipped = _gauge(reg, "records_skipped", "Records or byte ranges skipped as unreadable, by reason.", ("reason",))
     for reason, n in ((summary.get("records_skipped") or {}).get("by_reason") or {}).items():
         skipped.labels(str(reason)).set(int(n))
-    failed = [f.get("stage") for f in summary.get("failed_stages") or []]
-    _run_gauges(reg, summary.get("elapsed_seconds"), success and not failed, summary.get("exit_status"), now, failed)
-    return reg
 
 
 def _run_gauges(

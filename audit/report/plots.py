@@ -101,28 +101,9 @@ def plot_partition(
     ``epoch_timeline`` from the KRaft metadata log) marks each unclean election where its epoch begins;
     ``findings`` (this partition's) mark where its log stood when the topic grew (PARTITION_EXPANSION_ORDER)
     and the offsets a diverged replica will lose (REPLICA_DIVERGENCE)."""
-    expansions = sorted(
-        {
-            (int(f["offset_at_expansion"]), f.get("cause_time"))
-            for f in findings
-            if f.get("finding") == "PARTITION_EXPANSION_ORDER" and f.get("offset_at_expansion") is not None
-        },
-        key=lambda x: x[0],
-    )
+    expansions = _expansions(findings)
     lost = [f for f in findings if f.get("finding") == "REPLICA_DIVERGENCE" and f.get("divergence_offset") is not None]
-    by_broker: Dict[Any, List[Tuple[int, int]]] = defaultdict(list)
-    leaders = set()
-    # a live cluster's leader epoch comes without its start offset (null): marked as a level, not a step
-    unknown_start: List[Tuple[Any, int]] = []
-    for e in epochs:
-        if e.get("leader_epoch") is None:
-            continue
-        if e.get("start_offset") is None:
-            unknown_start.append((e.get("broker_id"), int(e["leader_epoch"])))
-            continue
-        by_broker[e.get("broker_id")].append((int(e["leader_epoch"]), int(e["start_offset"])))
-        if e.get("is_leader"):
-            leaders.add(e.get("broker_id"))
+    by_broker, leaders, unknown_start = _epochs_by_broker(epochs)
     log_start = bounds.get("log_start_offset") if bounds else None
     log_end = bounds.get("log_end_offset") if bounds else None
     xs_all = [o for entries in by_broker.values() for _, o in entries]
@@ -139,6 +120,63 @@ def plot_partition(
 
     fig = _new_figure(10, 3.8, margins={"left": 0.08, "right": 0.76, "top": 0.91, "bottom": 0.13})
     ax = fig.add_subplot(111)
+    _draw_log_bounds(ax, log_start, log_end)
+    y_values = _draw_unknown_starts(ax, unknown_start)
+    y_values += _draw_epoch_steps(ax, by_broker, leaders, step_end)
+    y_values += _draw_unclean_elections(ax, by_broker, leaders, timeline)
+    _draw_divergences(ax, divergences)
+    _draw_expansions(ax, expansions)
+    _draw_lost_lineage(ax, lost)
+    y_values += _draw_commits(ax, commits, min(xs_all or [0]), x_end)
+
+    y_lo = min(y_values + [0]) - 0.6
+    y_hi = max(y_values + [0]) + 0.8
+    ax.set_ylim(y_lo, y_hi)
+    ax.set_xlim(min(xs_all or [0]) - pad, x_end + pad)
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.set_xlabel("offset")
+    ax.set_ylabel("leader epoch (-1: none)")
+    ax.set_title(f"{topic}-{partition}: leader-epoch history and committed offsets")
+    ax.grid(alpha=0.25)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=7, frameon=False)
+    return _figure_to_data_uri(fig)
+
+
+def _expansions(findings: Sequence[Dict[str, Any]]) -> List[Tuple[int, Any]]:
+    """``(offset_at_expansion, cause_time)`` of the PARTITION_EXPANSION_ORDER findings, distinct, by offset."""
+    return sorted(
+        {
+            (int(f["offset_at_expansion"]), f.get("cause_time"))
+            for f in findings
+            if f.get("finding") == "PARTITION_EXPANSION_ORDER" and f.get("offset_at_expansion") is not None
+        },
+        key=lambda x: x[0],
+    )
+
+
+def _epochs_by_broker(
+    epochs: Sequence[Dict[str, Any]],
+) -> Tuple[Dict[Any, List[Tuple[int, int]]], set, List[Tuple[Any, int]]]:
+    """``(by_broker, leaders, unknown_start)``: each broker's ``(leader_epoch, start_offset)`` entries, the
+    brokers flagged leader, and the ``(broker, epoch)`` entries without a start offset."""
+    by_broker: Dict[Any, List[Tuple[int, int]]] = defaultdict(list)
+    leaders = set()
+    # a live cluster's leader epoch comes without its start offset (null): marked as a level, not a step
+    unknown_start: List[Tuple[Any, int]] = []
+    for e in epochs:
+        if e.get("leader_epoch") is None:
+            continue
+        if e.get("start_offset") is None:
+            unknown_start.append((e.get("broker_id"), int(e["leader_epoch"])))
+            continue
+        by_broker[e.get("broker_id")].append((int(e["leader_epoch"]), int(e["start_offset"])))
+        if e.get("is_leader"):
+            leaders.add(e.get("broker_id"))
+    return by_broker, leaders, unknown_start
+
+
+def _draw_log_bounds(ax, log_start: Optional[int], log_end: Optional[int]) -> None:
+    """Shade the live log and draw its start and end offsets on ``ax``; returns None."""
     if log_start is not None and log_end is not None:
         ax.axvspan(log_start, log_end, color="#e7f5ff", zorder=0, label="live log")
     if log_start is not None:
@@ -146,6 +184,9 @@ def plot_partition(
     if log_end is not None:
         ax.axvline(log_end, color="#1864ab", lw=1.2, ls="-.", label=f"log end {log_end}")
 
+
+def _draw_unknown_starts(ax, unknown_start: Sequence[Tuple[Any, int]]) -> List[int]:
+    """Draw the epochs without a start offset as levels; returns the epochs drawn (y values)."""
     y_values: List[int] = []
     for i, (broker, ep) in enumerate(sorted(set(unknown_start), key=lambda x: (x[1], str(x[0])))):
         y_values.append(ep)
@@ -166,6 +207,12 @@ def plot_partition(
             fontsize=7,
             color="#495057",
         )
+    return y_values
+
+
+def _draw_epoch_steps(ax, by_broker: Dict[Any, List[Tuple[int, int]]], leaders: set, step_end: int) -> List[int]:
+    """Draw each broker's epoch cache as steps up to ``step_end``; returns the y values drawn."""
+    y_values: List[int] = []
     for idx, broker in enumerate(sorted(by_broker, key=_broker_order(leaders))):
         entries = sorted(by_broker[broker])
         xs = [o for _, o in entries] + [max(step_end, entries[-1][1])]
@@ -188,11 +235,19 @@ def plot_partition(
                 ax.annotate(
                     f"e{ep}@{off}", (off, ep), textcoords="offset points", xytext=(3, 5), fontsize=7, color="#343a40"
                 )
+    return y_values
 
+
+def _draw_unclean_elections(
+    ax, by_broker: Dict[Any, List[Tuple[int, int]]], leaders: set, timeline: Sequence[Dict[str, Any]]
+) -> List[int]:
+    """Mark each unclean election of ``timeline`` where its epoch starts (else at its level); returns their
+    epochs (y values)."""
     starts: Dict[int, int] = {}
     for broker in sorted(by_broker, key=_broker_order(leaders)):
         for ep, off in by_broker[broker]:
             starts.setdefault(ep, off)
+    y_values: List[int] = []
     for i, t in enumerate(t for t in timeline if t.get("unclean") and t.get("epoch") is not None):
         ep = int(t["epoch"])
         label = "unclean election" if i == 0 else None
@@ -212,7 +267,11 @@ def plot_partition(
                 fontsize=7,
                 color="#e8590c",
             )
+    return y_values
 
+
+def _draw_divergences(ax, divergences: Sequence[int]) -> None:
+    """Draw the divergence offsets as vertical lines on ``ax``; returns None."""
     for i, d in enumerate(divergences):
         ax.axvline(d, color="#b3001b", lw=1.8, ls=":", label="divergence" if i == 0 else None, zorder=6)
         ax.annotate(
@@ -225,6 +284,9 @@ def plot_partition(
             color="#b3001b",
         )
 
+
+def _draw_expansions(ax, expansions: Sequence[Tuple[int, Any]]) -> None:
+    """Mark where the log ended when the topic grew (:func:`_expansions`) on ``ax``; returns None."""
     for i, (off, when) in enumerate(expansions):
         ax.axvline(
             off, color="#6741d9", lw=1.4, ls="--", label="log end when the topic grew" if i == 0 else None, zorder=6
@@ -238,6 +300,10 @@ def plot_partition(
             fontsize=7,
             color="#6741d9",
         )
+
+
+def _draw_lost_lineage(ax, lost: Sequence[Dict[str, Any]]) -> None:
+    """Shade the offsets each diverged replica will lose (REPLICA_DIVERGENCE findings) on ``ax``; returns None."""
     for i, f in enumerate(lost):
         d, n = int(f["divergence_offset"]), int(f.get("records_at_risk") or 0)
         ax.axvspan(
@@ -259,10 +325,14 @@ def plot_partition(
             ha="right",
         )
 
+
+def _draw_commits(ax, commits: Sequence[Dict[str, Any]], x_lo: float, x_end: float) -> List[int]:
+    """Mark each group's committed offset at (offset, committed epoch), coloured by verdict, with a legend
+    entry per verdict; returns the committed epochs (y values, -1 for none)."""
     used_verdicts: Dict[str, str] = {}
     seen_points: Dict[Tuple[int, int], int] = {}
-    x_lo = min(xs_all or [0])
     x_span = x_end - x_lo
+    y_values: List[int] = []
     for c in commits:
         raw_off = c.get("committed_offset")
         if raw_off is None:
@@ -291,18 +361,7 @@ def plot_partition(
         )
     for verdict, color in sorted(used_verdicts.items(), key=lambda kv: _verdict_rank(kv[0])):
         ax.plot([], [], marker="v", ls="", color=color, mec="black", label=f"committed: {verdict}")
-
-    y_lo = min(y_values + [0]) - 0.6
-    y_hi = max(y_values + [0]) + 0.8
-    ax.set_ylim(y_lo, y_hi)
-    ax.set_xlim(min(xs_all or [0]) - pad, x_end + pad)
-    ax.yaxis.get_major_locator().set_params(integer=True)
-    ax.set_xlabel("offset")
-    ax.set_ylabel("leader epoch (-1: none)")
-    ax.set_title(f"{topic}-{partition}: leader-epoch history and committed offsets")
-    ax.grid(alpha=0.25)
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=7, frameon=False)
-    return _figure_to_data_uri(fig)
+    return y_values
 
 
 #: Worst severity each finding can have; colours a commit marker by its verdict.
