@@ -145,6 +145,7 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
 from audit.formats import record_batch as rb  # noqa: E402
+from audit.formats.record_batch import records as rb_records  # noqa: E402
 from audit.formats.segments import RAW_SCHEMA, decode_offsets_segment  # noqa: E402
 from bench.fuzz_harnesses import compress, legacy_message, minimal_record, v2_batch, zigzag  # noqa: E402
 
@@ -209,7 +210,7 @@ def test_record_by_record_framing_equals_lock_step(monkeypatch):
         scan = rb.scan_batches(buf)
         results = []
         for threshold in (0, 10**9):  # 0: lock-step throughout; 10**9: record by record throughout
-            monkeypatch.setattr(rb, "LOCKSTEP_MIN_BATCHES", threshold)
+            monkeypatch.setattr(rb_records, "LOCKSTEP_MIN_BATCHES", threshold)
             t = rb.extract_records(buf, scan)
             results.append((_records(t), [(i.reason, i.position) for i in t.issues]))
         assert results[0] == results[1]

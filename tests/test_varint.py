@@ -57,10 +57,10 @@ def _heads(ts, off, klen):
 
 
 def test_short_record_heads_read_as_one_varint_at_a_time():
-    """_short_heads (one gather for the three varints that open a record body) gives what read_varint gives,
+    """short_heads (one gather for the three varints that open a record body) gives what read_varint gives,
     one- and two-byte offset deltas and key lengths mixed; a longer varint anywhere, or a head too near the
     end of the buffer, hands the whole set back to read_varint (None)."""
-    from audit.formats.record_batch import _short_heads
+    from audit.formats.record_batch import short_heads
 
     rng = np.random.default_rng(3)
     n = 2000
@@ -68,7 +68,7 @@ def test_short_record_heads_read_as_one_varint_at_a_time():
     off = rng.integers(-8192, 8192, n)
     klen = np.where(rng.random(n) < 0.5, rng.integers(-1, 64, n), rng.integers(64, 8192, n))
     data, pos = _heads(ts, off, klen)
-    got = _short_heads(data, pos)
+    got = short_heads(data, pos)
     assert got is not None
     t, s1, _ = read_varint(data, pos, 10)
     o, s2, _ = read_varint(data, pos + s1, 5)
@@ -81,5 +81,5 @@ def test_short_record_heads_read_as_one_varint_at_a_time():
         (np.append(ts[:-1], 64), off, klen),
         (ts, np.append(off[:-1], -8193), klen),
     ):
-        assert _short_heads(*_heads(*bad)) is None
-    assert _short_heads(data, np.append(pos, len(data) - 4)) is None
+        assert short_heads(*_heads(*bad)) is None
+    assert short_heads(data, np.append(pos, len(data) - 4)) is None
