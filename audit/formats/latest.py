@@ -136,7 +136,7 @@ class LatestSummary:
     counts: list[tuple[int, int, bool, int]]
 
 
-def summarise_latest(
+def summarise_latest(  # noqa: PLR0915 - one vectorised pass over a segment; to split next
     data: np.ndarray,
     key_start: np.ndarray,
     key_len: np.ndarray,

@@ -44,7 +44,7 @@ _INT64 = struct.Struct(">q")
 _CHECKED_FIELDS = batch_header_fields("crc", "last_offset_delta", "records_count")
 
 
-def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 0) -> BatchScan:
+def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 0) -> BatchScan:  # noqa: PLR0915 - the batch walk, a hot loop; to split next
     """Walk the batch chain of a segment file's bytes.
 
     ``buf``: the whole ``.log`` file content. ``start``: byte position to begin at (a

@@ -77,7 +77,7 @@ def _merge_in_log_order(a: RecordTable, b: RecordTable) -> RecordTable:
     )
 
 
-def _extract_v2_records(
+def _extract_v2_records(  # noqa: PLR0915 - the records walk, a hot loop; to split next
     buf: bytes | memoryview, scan: BatchScan, batch_mask: np.ndarray, budget: InflationBudget
 ) -> RecordTable:
     """:func:`extract_records` for the magic-2 batches selected by ``batch_mask``, compressed ones
