@@ -42,7 +42,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import DAG, BaseNotifier, Param, task
 from airflow.sdk.exceptions import AirflowFailException
 
-# the output contract (no Spark: audit.tables imports nothing beyond the standard library)
+# what the tasks judge and send, and the output contract: neither starts Spark or imports Airflow when imported
 from audit.report.evaluation import DAG_ID, EvaluationError, build_alert, local_output_dir
 from audit.report.evaluation import evaluate_output as _evaluate_output
 from audit.tables import FAIL_ON_CHOICES
