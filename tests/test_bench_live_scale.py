@@ -3,7 +3,9 @@
 from bench.live_scale import table
 
 
-def _results(audit_large=66.3, worker_large=305.0, fetches=532, sizes=((52_428_800, 1_048_576),), quota_exit=1):
+def _results(
+    audit_large=66.3, worker_large=305.0, fetches=532, sizes=((52_428_800, 1_048_576),), quota_exit=1, quota_wall=79.0
+):
     def audit(wall, worker):
         return {
             "wall_s": wall,
@@ -45,7 +47,7 @@ def _results(audit_large=66.3, worker_large=305.0, fetches=532, sizes=((52_428_8
             }
         },
         "logged_run": {"wall_s": 64.8, "exit": 1},
-        "quota_run": {"wall_s": 79.0, "exit": quota_exit, "consumer_byte_rate": 20_971_520},
+        "quota_run": {"wall_s": quota_wall, "exit": quota_exit, "consumer_byte_rate": 20_971_520},
         "offline": {"wall_s": 57.1, "exit": 1},
     }
 
@@ -88,3 +90,5 @@ def test_requests_per_group_or_other_fetch_sizes_fail_the_broker_row():
     assert _one(_verdicts(table(_results(fetches=10_090))), "broker 1") == "FAIL"
     assert _one(_verdicts(table(_results(sizes=((52_428_800, 1_048_576), (1 << 30, 1 << 30))))), "broker 1") == "FAIL"
     assert _one(_verdicts(table(_results(quota_exit=2))), "quota") == "FAIL"
+    # a quota that did not slow the run was not applied: the row says slower
+    assert _one(_verdicts(table(_results(quota_wall=60.0))), "quota") == "FAIL"
