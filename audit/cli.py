@@ -42,7 +42,7 @@ def build_parser(prog: str = "kafka-offset-audit") -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    a = sub.add_parser("audit", help="audit broker log dirs")
+    a = sub.add_parser("audit", help="audit committed offsets: broker log dirs, or a live cluster")
     add_audit_arguments(a)
     d = sub.add_parser("demo", help="audit the bundled 3-broker unclean-election scenario")
     d.add_argument("--output", default="kafka-offset-audit-demo", help="output directory (default: %(default)s)")
@@ -89,18 +89,33 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
     )
     a.add_argument(
         "--bootstrap-servers",
+        "--bootstrap-server",
+        dest="bootstrap_servers",
         metavar="HOST:PORT[,...]",
         default=None,
-        help="audit a running cluster instead (read-only)",
+        help="audit a running cluster instead (read-only; --bootstrap-server, Kafka tools' spelling, too)",
     )
     a.add_argument(
         "--client-config",
+        "--command-config",
+        dest="client_config",
         metavar="FILE",
         default=None,
-        help="Kafka client properties for --bootstrap-servers (security.protocol, sasl.*, ssl.*)",
+        help="Kafka client properties for --bootstrap-servers (security.protocol, sasl.*, ssl.*; "
+        "--command-config, Kafka tools' name, too)",
     )
-    a.add_argument("--groups", metavar="REGEX", default=None, help="only groups whose id matches")
-    a.add_argument("--topics", metavar="REGEX", default=None, help="only topics whose name matches")
+    a.add_argument(
+        "--groups",
+        metavar="REGEX",
+        default=None,
+        help="only groups whose whole id matches this Java regular expression (e.g. 'billing-.*')",
+    )
+    a.add_argument(
+        "--topics",
+        metavar="REGEX",
+        default=None,
+        help="only topics whose whole name matches this Java regular expression (e.g. 'payments|orders\\..*')",
+    )
     a.add_argument("--output", required=True, metavar="DIR", help="output directory (replaced atomically)")
     a.add_argument(
         "--mode",

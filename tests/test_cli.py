@@ -114,3 +114,19 @@ def test_the_spark_submit_application_refuses_spark_connect_arguments(tmp_path):
         )
         assert proc.returncode == 2 and "ship the environment with --archives" in proc.stderr, proc.stderr
         assert not (tmp_path / "out").exists()
+
+
+def test_kafka_tools_spellings_are_accepted():
+    """``--bootstrap-server`` and ``--command-config`` (kafka-consumer-groups' names) set what ``--bootstrap-servers``
+    and ``--client-config`` set, spelled out in full, not through argparse's prefix matching."""
+    from audit.cli import build_parser
+
+    parser = build_parser()
+    kafka = parser.parse_args(
+        ["audit", "--bootstrap-server", "b1:9092,b2:9092", "--command-config", "c.properties", "--output", "o"]
+    )
+    ours = parser.parse_args(
+        ["audit", "--bootstrap-servers", "b1:9092,b2:9092", "--client-config", "c.properties", "--output", "o"]
+    )
+    assert (kafka.bootstrap_servers, kafka.client_config) == ("b1:9092,b2:9092", "c.properties")
+    assert vars(kafka) == vars(ours)
