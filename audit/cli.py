@@ -116,6 +116,18 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
         default=None,
         help="only topics whose whole name matches this Java regular expression (e.g. 'payments|orders\\..*')",
     )
+    a.add_argument(
+        "--exclude-groups",
+        metavar="REGEX",
+        default=None,
+        help="leave out groups whose whole id matches this Java regular expression (after --groups)",
+    )
+    a.add_argument(
+        "--exclude-topics",
+        metavar="REGEX",
+        default=None,
+        help="leave out topics whose whole name matches this Java regular expression (after --topics)",
+    )
     a.add_argument("--output", required=True, metavar="DIR", help="output directory (replaced atomically)")
     a.add_argument(
         "--mode",
@@ -382,6 +394,8 @@ def _config_from_args(args):
         client_config=getattr(args, "client_config", None),
         groups=getattr(args, "groups", None),
         topics=getattr(args, "topics", None),
+        exclude_groups=getattr(args, "exclude_groups", None),
+        exclude_topics=getattr(args, "exclude_topics", None),
         output=args.output,
         mode=args.mode,
         fail_on=args.fail_on,

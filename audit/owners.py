@@ -108,15 +108,26 @@ def with_owners(df: DataFrame, group_state: DataFrame, owners: DataFrame) -> Dat
     )
 
 
-def subscribed_topics(records: DataFrame, groups: str | None = None, topics: str | None = None) -> list[str]:
+def subscribed_topics(
+    records: DataFrame,
+    groups: str | None = None,
+    topics: str | None = None,
+    exclude_groups: str | None = None,
+    exclude_topics: str | None = None,
+) -> list[str]:
     """The topic names share groups' members subscribe to (ShareGroupMemberMetadataValue, record type 10, in
     ``records``: RAW_SCHEMA ``kind='record'`` rows): on a live cluster they name the topic ids of
-    ``__share_group_state``.  ``groups``/``topics``: the audit's ``--groups``/``--topics`` regular expressions (whole
-    names), so that no topic outside the scope is looked up.  A distinct collect: one row per topic."""
+    ``__share_group_state``.  ``groups``/``topics``, ``exclude_groups``/``exclude_topics``: the audit's ``--groups``/
+    ``--topics`` and ``--exclude-groups``/``--exclude-topics`` regular expressions (whole names), so that no topic
+    outside the scope is looked up.  A distinct collect: one row per topic."""
     rows = records.where((F.col("record_type") == 10) & F.col("group_owners").isNotNull())
     if groups:
         rows = rows.where(F.col("group_id").rlike(f"^(?:{groups})$"))
+    if exclude_groups:
+        rows = rows.where(~F.col("group_id").rlike(f"^(?:{exclude_groups})$"))
     names = rows.select(F.explode("group_owners.topic").alias("topic")).where("topic IS NOT NULL")
     if topics:
         names = names.where(F.col("topic").rlike(f"^(?:{topics})$"))
+    if exclude_topics:
+        names = names.where(~F.col("topic").rlike(f"^(?:{exclude_topics})$"))
     return sorted(r.topic for r in names.distinct().collect())

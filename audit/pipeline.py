@@ -32,6 +32,7 @@ from .tables import SEVERITIES, failing_severities, fails
 
 
 __all__ = [
+    "in_scope",
     "CONSOLE_FAILED",
     "EXIT_INTERNAL",
     "MAX_COUNTED_VERSION",
@@ -102,6 +103,8 @@ class AuditConfig(BaseModel):
     client_config: str | None = None
     groups: str | None = None
     topics: str | None = None
+    exclude_groups: str | None = None
+    exclude_topics: str | None = None
     output: str
     mode: Literal["latest", "history"] = "latest"
     fail_on: Literal["critical", "error", "warning", "never"] = "error"
@@ -127,13 +130,14 @@ class AuditConfig(BaseModel):
             )
         if self.source == "kafka-connector" and not self.bootstrap_servers:
             raise ValueError("--source kafka-connector reads a live cluster: give --bootstrap-servers")
-        for name in ("groups", "topics"):
+        for name in ("groups", "topics", "exclude_groups", "exclude_topics"):
             pattern = getattr(self, name)
             if pattern:
                 try:
                     re.compile(pattern)
                 except re.error as exc:
-                    raise ValueError(f"--{name} is not a valid regular expression: {exc}") from exc
+                    flag = name.replace("_", "-")
+                    raise ValueError(f"--{flag} is not a valid regular expression: {exc}") from exc
         from .report.metrics import MetricsError, parse_grouping
 
         try:
@@ -214,11 +218,17 @@ def _progress(cfg: AuditConfig, msg: str) -> None:
         print(f"[kafka-offset-audit {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def _filter(commits, cfg: AuditConfig):
+def in_scope(commits, cfg: AuditConfig):
+    """``commits`` in the audit's scope: group ids and topic names that ``--groups``/``--topics`` match whole, less
+    those ``--exclude-groups``/``--exclude-topics`` match whole (Java regular expressions, Spark's ``rlike``)."""
     if cfg.groups:
         commits = commits.where(F.col("group_id").rlike(f"^(?:{cfg.groups})$"))
     if cfg.topics:
         commits = commits.where(F.col("topic").rlike(f"^(?:{cfg.topics})$"))
+    if cfg.exclude_groups:
+        commits = commits.where(~F.col("group_id").rlike(f"^(?:{cfg.exclude_groups})$"))
+    if cfg.exclude_topics:
+        commits = commits.where(~F.col("topic").rlike(f"^(?:{cfg.exclude_topics})$"))
     return commits
 
 
@@ -380,7 +390,7 @@ def _decode(cfg: AuditConfig, src, tuning) -> Decoded:
     # counted while the checkpoint runs (an observation, not a job of its own)
     counts = Observation("commits")
     commits = (
-        _filter(live_commits(records, latest_only=cfg.mode == "latest"), cfg)
+        in_scope(live_commits(records, latest_only=cfg.mode == "latest"), cfg)
         .observe(counts, *_commit_counts())
         .localCheckpoint()
     )
@@ -396,7 +406,11 @@ def _decode(cfg: AuditConfig, src, tuning) -> Decoded:
     if not cfg.bootstrap_servers or records.where(F.col("record_type").isin(10, 11, 14, 15)).limit(1).count():
         share_raw = src.read_share_state()
     # the share groups' topics named for a live cluster: only those in --groups/--topics scope (KIP-526)
-    share_topics = subscribed_topics(records, cfg.groups, cfg.topics) if share_raw is not None else None
+    share_topics = (
+        subscribed_topics(records, cfg.groups, cfg.topics, cfg.exclude_groups, cfg.exclude_topics)
+        if share_raw is not None
+        else None
+    )
     return Decoded(raw, records, commits, int(n_live or 0), int(n_latest or 0), share_raw, share_topics)
 
 
@@ -440,11 +454,11 @@ def _judge_and_write(
         # a live cluster answered OffsetsForLeaderEpoch for the states' epochs; log dirs: computed from the caches
         live_eeo = state.epoch_end_offsets if cfg.bootstrap_servers else None
         share_findings, shares = judge_shares(spark, d.share_raw, state.epochs, state.bounds, share_names, live_eeo)
-        share_findings = with_owners(_filter(share_findings, cfg), group_state, owners).withColumn(
+        share_findings = with_owners(in_scope(share_findings, cfg), group_state, owners).withColumn(
             "group_type", F.coalesce(F.col("group_type"), F.lit("share"))
         )
         findings = findings.unionByName(share_findings)
-        share_partitions = out.write_table("share_partitions", conform("share_partitions", _filter(shares, cfg)))
+        share_partitions = out.write_table("share_partitions", conform("share_partitions", in_scope(shares, cfg)))
     findings = out.write_table("findings", conform("findings", findings))
     committed = out.write_table(
         "committed_offsets",
@@ -851,7 +865,11 @@ def _suite_summary(outcome) -> dict:
 
 
 def _inputs(cfg, src) -> dict:
-    return {"mode": cfg.mode, "fail_on": cfg.fail_on, "groups": cfg.groups, "topics": cfg.topics, **src.inputs()}
+    scope = {"groups": cfg.groups, "topics": cfg.topics}
+    scope.update(
+        {k: v for k, v in (("exclude_groups", cfg.exclude_groups), ("exclude_topics", cfg.exclude_topics)) if v}
+    )
+    return {"mode": cfg.mode, "fail_on": cfg.fail_on, **scope, **src.inputs()}
 
 
 def _share_summary(share_raw, share_partitions) -> dict:
