@@ -145,6 +145,13 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
     add_connect_arguments(a)
     a.add_argument("--verbose", action="store_true", help="Spark's own logging at WARN/INFO")
     a.add_argument("--quiet", action="store_true", help="no progress lines or console table")
+    a.add_argument(
+        "--max-rows",
+        metavar="N",
+        type=int,
+        default=None,
+        help="rows of each of the console's tables (findings, groups, committed offsets; default: 50)",
+    )
     _add_report_arguments(a)
     _add_live_arguments(a)
     _add_history_and_metrics_arguments(a)
@@ -396,6 +403,7 @@ def _config_from_args(args):
         topics=getattr(args, "topics", None),
         exclude_groups=getattr(args, "exclude_groups", None),
         exclude_topics=getattr(args, "exclude_topics", None),
+        **({"max_rows": args.max_rows} if getattr(args, "max_rows", None) is not None else {}),
         output=args.output,
         mode=args.mode,
         fail_on=args.fail_on,

@@ -24,7 +24,7 @@ from .groups import DEFAULT_STALE_AFTER_SECONDS, group_status
 from .judge import judge, with_verdicts
 from .owners import group_tables, subscribed_topics, with_owners
 from .io.outputs import StagedOutput, check_output_parent, check_output_target
-from .report.console import console_queries, render_console
+from .report.console import CONSOLE_FINDINGS, console_queries, render_console
 from .sources.source import cache_disagreements
 from .sources.source import open_source
 from .spark import collect_together, in_parallel
@@ -105,6 +105,7 @@ class AuditConfig(BaseModel):
     topics: str | None = None
     exclude_groups: str | None = None
     exclude_topics: str | None = None
+    max_rows: int = CONSOLE_FINDINGS
     output: str
     mode: Literal["latest", "history"] = "latest"
     fail_on: Literal["critical", "error", "warning", "never"] = "error"
@@ -130,6 +131,8 @@ class AuditConfig(BaseModel):
             )
         if self.source == "kafka-connector" and not self.bootstrap_servers:
             raise ValueError("--source kafka-connector reads a live cluster: give --bootstrap-servers")
+        if self.max_rows < 1:
+            raise ValueError(f"--max-rows {self.max_rows}: give a number of rows of at least 1")
         for name in ("groups", "topics", "exclude_groups", "exclude_topics"):
             pattern = getattr(self, name)
             if pattern:
@@ -726,7 +729,9 @@ def _metric_and_console_rows(cfg: AuditConfig, j: Judged, bounds, failures: _Fai
     Returns the metric rows (per group-partition, lost lineage, per group) and the console text; a failed stage
     is recorded in ``failures`` and gives no rows / :data:`CONSOLE_FAILED`."""
     mq = failures.guard("metrics", lambda: _metric_queries(cfg, j, bounds))
-    cq = failures.guard("console", lambda: console_queries(j.findings, j.committed, bounds, groups=j.groups))
+    cq = failures.guard(
+        "console", lambda: console_queries(j.findings, j.committed, bounds, cfg.max_rows, groups=j.groups)
+    )
     queries = {**{f"m_{k}": v for k, v in (mq or {}).items()}, **{f"c_{k}": v for k, v in (cq or {}).items()}}
     try:
         rows = collect_together(queries)
@@ -739,7 +744,7 @@ def _metric_and_console_rows(cfg: AuditConfig, j: Judged, bounds, failures: _Fai
     console = CONSOLE_FAILED
     if cq is not None:
         parts = {k[2:]: v for k, v in rows.items() if k.startswith("c_")}
-        console = failures.guard("console", lambda: render_console(parts), CONSOLE_FAILED)
+        console = failures.guard("console", lambda: render_console(parts, cfg.max_rows), CONSOLE_FAILED)
     return metric_rows, console
 
 

@@ -37,6 +37,17 @@ def test_fail_on_sets_exit_status(tmp_path):
     assert main(args + ["--fail-on", "never", "--skip-reports"]) == 0
 
 
+def test_max_rows_bounds_the_console_and_is_checked(tmp_path, capsys):
+    from audit.cli import demo_log_dirs
+
+    args = ["audit", "--log-dirs", demo_log_dirs(), "--output", str(tmp_path / "o"), "--fail-on", "never"]
+    assert main(args + ["--skip-reports", "--max-rows", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "... more findings in findings/ (showing 2)" in printed
+    assert main(args + ["--max-rows", "0"]) == 2
+    assert "--max-rows 0: give a number of rows of at least 1" in capsys.readouterr().err
+
+
 def test_console_script_exit_runs_what_an_exit_runs(tmp_path):
     """audit.cli.entry ends the process quickly (exit_now) but as an exit would: the exit status of main(),
     threads that are not daemons joined (an idle ThreadPoolExecutor's worker told to end first, as an exit does:
