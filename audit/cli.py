@@ -17,6 +17,7 @@ from .tables import FAIL_ON_CHOICES
 
 
 __all__ = [
+    "result_json",
     "PREWARM_SWITCH_INTERVAL",
     "add_audit_arguments",
     "add_connect_arguments",
@@ -104,6 +105,31 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
         help="Kafka client properties for --bootstrap-servers (security.protocol, sasl.*, ssl.*; "
         "--command-config, Kafka tools' name, too)",
     )
+    _add_scope_arguments(a)
+    a.add_argument("--output", required=True, metavar="DIR", help="output directory (replaced atomically)")
+    a.add_argument(
+        "--mode",
+        choices=["latest", "history"],
+        default="latest",
+        help="latest: each group-partition's latest live commit (default); history: every live commit",
+    )
+    a.add_argument(
+        "--fail-on",
+        choices=list(FAIL_ON_CHOICES),
+        default="error",
+        help="exit 1 when a finding of this severity or worse exists (default: error)",
+    )
+    a.add_argument("--master", default=None, help="Spark master (default: local[*], or what spark-submit set)")
+    add_connect_arguments(a)
+    a.add_argument("--verbose", action="store_true", help="Spark's own logging at WARN/INFO")
+    _add_console_arguments(a)
+    _add_report_arguments(a)
+    _add_live_arguments(a)
+    _add_history_and_metrics_arguments(a)
+
+
+def _add_scope_arguments(a: argparse.ArgumentParser) -> None:
+    """``--groups``, ``--topics``, ``--exclude-groups``, ``--exclude-topics``: whole-name Java regular expressions."""
     a.add_argument(
         "--groups",
         metavar="REGEX",
@@ -128,23 +154,18 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
         default=None,
         help="leave out topics whose whole name matches this Java regular expression (after --topics)",
     )
-    a.add_argument("--output", required=True, metavar="DIR", help="output directory (replaced atomically)")
-    a.add_argument(
-        "--mode",
-        choices=["latest", "history"],
-        default="latest",
-        help="latest: each group-partition's latest live commit (default); history: every live commit",
-    )
-    a.add_argument(
-        "--fail-on",
-        choices=list(FAIL_ON_CHOICES),
-        default="error",
-        help="exit 1 when a finding of this severity or worse exists (default: error)",
-    )
-    a.add_argument("--master", default=None, help="Spark master (default: local[*], or what spark-submit set)")
-    add_connect_arguments(a)
-    a.add_argument("--verbose", action="store_true", help="Spark's own logging at WARN/INFO")
+
+
+def _add_console_arguments(a: argparse.ArgumentParser) -> None:
+    """``--quiet``, ``--format``, ``--max-rows``: what the run prints."""
     a.add_argument("--quiet", action="store_true", help="no progress lines or console table")
+    a.add_argument(
+        "--format",
+        choices=["table", "json"],
+        default="table",
+        help="table: the console's tables (default); json: one JSON document on stdout for scripts (findings by "
+        "severity and name, the worst groups and findings, the exit status), progress lines on stderr",
+    )
     a.add_argument(
         "--max-rows",
         metavar="N",
@@ -152,9 +173,6 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
         default=None,
         help="rows of each of the console's tables (findings, groups, committed offsets; default: 50)",
     )
-    _add_report_arguments(a)
-    _add_live_arguments(a)
-    _add_history_and_metrics_arguments(a)
 
 
 def _add_report_arguments(a: argparse.ArgumentParser) -> None:
@@ -404,6 +422,7 @@ def _config_from_args(args):
         exclude_groups=getattr(args, "exclude_groups", None),
         exclude_topics=getattr(args, "exclude_topics", None),
         **({"max_rows": args.max_rows} if getattr(args, "max_rows", None) is not None else {}),
+        format=getattr(args, "format", "table"),
         output=args.output,
         mode=args.mode,
         fail_on=args.fail_on,
@@ -482,8 +501,9 @@ def _internal_error(cfg, exc: Exception, started: float, verbose: bool) -> int:
 
 
 def _print_result(cfg, result, class_data) -> None:
-    """The failed stages of a run that wrote its tables (stderr), then, unless ``--quiet``, the console table,
-    the findings by severity, and a first run's class-data archive note."""
+    """The failed stages of a run that wrote its tables (stderr), then the result: with ``--format json`` one JSON
+    document (:func:`result_json`) on stdout; else, unless ``--quiet``, the console table and the findings by
+    severity; and a first run's class-data archive note (stderr with JSON)."""
     if result.exit_code == EXIT_INTERNAL:
         stages = ", ".join(f"{f['stage']} ({f['error']})" for f in result.summary.get("failed_stages") or [])
         print(
@@ -491,21 +511,63 @@ def _print_result(cfg, result, class_data) -> None:
             f"summary.json are in {cfg.output} (its failed_stages has each traceback)",
             file=sys.stderr,
         )
-    if cfg.quiet:
-        return
-    print()
-    print(result.console)
-    s = result.summary
-    print()
-    print(
-        f"findings: {json.dumps(s['findings']['by_severity'])}; records skipped: "
-        f"{sum(s['records_skipped']['by_reason'].values())}; output: {cfg.output}; exit status {result.exit_code}"
-    )
-    if class_data is not None and class_data.dump_path is not None:
+    as_json = cfg.format == "json"
+    if as_json:
+        print(json.dumps(result_json(cfg, result), default=str))
+    elif not cfg.quiet:
+        print()
+        print(result.console)
+        s = result.summary
+        print()
+        print(
+            f"findings: {json.dumps(s['findings']['by_severity'])}; records skipped: "
+            f"{sum(s['records_skipped']['by_reason'].values())}; output: {cfg.output}; exit status {result.exit_code}"
+        )
+    if class_data is not None and class_data.dump_path is not None and not cfg.quiet:
         print(
             f"(first run here: the Spark JVM now writes a class-data archive for faster starts, {class_data.directory};"
-            " KOA_CDS=off turns it off)"
+            " KOA_CDS=off turns it off)",
+            file=sys.stderr if as_json else sys.stdout,
         )
+
+
+def result_json(cfg, result) -> dict:
+    """``--format json``'s document: ``output``, ``exit_status``, ``findings`` (``summary.json``'s: total, by name,
+    by severity, by both), ``records_skipped`` (a count), ``failed_stages`` (stage and error), and the console's
+    rows, worst first: ``groups`` (the ``groups`` table's columns the console shows), ``top_findings`` and
+    ``committed_offsets``, each at most ``--max-rows`` with a ``*_truncated`` flag when there are more.  Values
+    are JSON's (timestamps as ISO 8601 strings, structs as objects)."""
+    s = result.summary
+    doc: dict = {
+        "output": cfg.output,
+        "exit_status": result.exit_code,
+        "findings": s.get("findings"),
+        "records_skipped": sum((s.get("records_skipped") or {}).get("by_reason", {}).values()),
+        "failed_stages": [{"stage": f.get("stage"), "error": f.get("error")} for f in s.get("failed_stages") or []],
+    }
+    for key, name in (("groups", "groups"), ("findings", "top_findings"), ("committed", "committed_offsets")):
+        rows = result.console_rows.get(key)
+        if rows is None:
+            continue
+        doc[name] = [_json_row(r) for r in rows[: cfg.max_rows]]
+        doc[f"{name}_truncated"] = len(rows) > cfg.max_rows
+    return doc
+
+
+def _json_row(value):
+    """A collected value as JSON's: a Spark ``Row`` or dict as an object, a list as an array, a timestamp as ISO
+    8601, other values as they are."""
+    import datetime
+
+    if hasattr(value, "asDict"):
+        value = value.asDict()
+    if isinstance(value, dict):
+        return {k: _json_row(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_row(v) for v in value]
+    if isinstance(value, (datetime.datetime, datetime.date)):
+        return value.isoformat()
+    return value
 
 
 #: the interpreter's thread switch interval (seconds) while :func:`_prewarm` imports: the main thread starts the

@@ -9,7 +9,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -106,6 +106,7 @@ class AuditConfig(BaseModel):
     exclude_groups: str | None = None
     exclude_topics: str | None = None
     max_rows: int = CONSOLE_FINDINGS
+    format: Literal["table", "json"] = "table"
     output: str
     mode: Literal["latest", "history"] = "latest"
     fail_on: Literal["critical", "error", "warning", "never"] = "error"
@@ -170,9 +171,14 @@ class AuditConfig(BaseModel):
 
 @dataclass
 class RunResult:
+    """One audit's outcome: its exit status, ``summary.json``'s content, the console text, and the console's rows
+    (``findings``, ``groups`` and ``committed``: dicts, at most ``--max-rows`` each and one more to tell that
+    there are more; empty when the console stage failed)."""
+
     exit_code: int
     summary: dict
     console: str
+    console_rows: dict = field(default_factory=dict)
 
 
 class AuditInternalError(RuntimeError):
@@ -217,8 +223,10 @@ def _failure(stage: str, exc: BaseException) -> dict:
 
 
 def _progress(cfg: AuditConfig, msg: str) -> None:
+    """A progress line: on stdout, or on stderr when stdout carries JSON (``--format json``); none with ``--quiet``."""
     if not cfg.quiet:
-        print(f"[kafka-offset-audit {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+        out = sys.stderr if cfg.format == "json" else sys.stdout
+        print(f"[kafka-offset-audit {time.strftime('%H:%M:%S')}] {msg}", flush=True, file=out)
 
 
 def in_scope(commits, cfg: AuditConfig):
@@ -604,7 +612,7 @@ def _audit(
         out.write_json("summary.json", summary)  # the tables are complete: written before any report runs
         stage("reports")
         # the reports, the metrics' rows and the console table only read: side by side
-        reports, (metric_rows, console) = in_parallel(
+        reports, (metric_rows, console, console_rows) = in_parallel(
             (lambda: _reports(cfg, spark, out, tables, guarded)) if cfg.reports else (lambda: None),
             lambda: _metric_and_console_rows(cfg, j, state.bounds, failures),
         )
@@ -625,7 +633,7 @@ def _audit(
         raise
     _progress(cfg, f"write: {cfg.output} ({n_findings} findings)")
     _after_commit(cfg, spark, out, summary, failures, registry, metric_rows)
-    return RunResult(summary["exit_status"], summary, console)
+    return RunResult(summary["exit_status"], summary, console, console_rows)
 
 
 def _after_commit(cfg, spark, out: StagedOutput, summary: dict, failures: _Failures, registry, metric_rows) -> None:
@@ -724,10 +732,10 @@ def _metric_queries(cfg: AuditConfig, j: Judged, bounds) -> dict:
 CONSOLE_FAILED = "(the console table failed: see summary.json's failed_stages)"
 
 
-def _metric_and_console_rows(cfg: AuditConfig, j: Judged, bounds, failures: _Failures) -> tuple[tuple, str]:
+def _metric_and_console_rows(cfg: AuditConfig, j: Judged, bounds, failures: _Failures) -> tuple[tuple, str, dict]:
     """Stage ``metrics`` (its rows) and ``console``: their queries collected together in one Spark job.
-    Returns the metric rows (per group-partition, lost lineage, per group) and the console text; a failed stage
-    is recorded in ``failures`` and gives no rows / :data:`CONSOLE_FAILED`."""
+    Returns the metric rows (per group-partition, lost lineage, per group), the console text and the console's
+    rows; a failed stage is recorded in ``failures`` and gives no rows / :data:`CONSOLE_FAILED`."""
     mq = failures.guard("metrics", lambda: _metric_queries(cfg, j, bounds))
     cq = failures.guard(
         "console", lambda: console_queries(j.findings, j.committed, bounds, cfg.max_rows, groups=j.groups)
@@ -739,13 +747,13 @@ def _metric_and_console_rows(cfg: AuditConfig, j: Judged, bounds, failures: _Fai
         for name, q in (("metrics", mq), ("console", cq)):
             if q is not None:
                 failures.record(name, exc)
-        return ([], [], []), CONSOLE_FAILED
+        return ([], [], []), CONSOLE_FAILED, {}
     metric_rows = (rows.get("m_partitions", []), rows.get("m_lost", []), rows.get("m_groups", []))
-    console = CONSOLE_FAILED
+    console, parts = CONSOLE_FAILED, {}
     if cq is not None:
         parts = {k[2:]: v for k, v in rows.items() if k.startswith("c_")}
         console = failures.guard("console", lambda: render_console(parts, cfg.max_rows), CONSOLE_FAILED)
-    return metric_rows, console
+    return metric_rows, console, parts
 
 
 def _metrics(

@@ -141,3 +141,22 @@ def test_kafka_tools_spellings_are_accepted():
     )
     assert (kafka.bootstrap_servers, kafka.client_config) == ("b1:9092,b2:9092", "c.properties")
     assert vars(kafka) == vars(ours)
+
+
+def test_format_json_prints_one_document_for_scripts(tmp_path, capsys):
+    """``--format json``: stdout is one JSON document (progress on stderr); its counts are summary.json's and its
+    rows the worst first, bounded by ``--max-rows``."""
+    from audit.cli import demo_log_dirs
+
+    out = tmp_path / "o"
+    args = ["audit", "--log-dirs", demo_log_dirs(), "--output", str(out), "--skip-reports", "--format", "json"]
+    assert main(args + ["--max-rows", "3"]) == 1  # the demo's critical findings fail the default --fail-on error
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    summary = json.loads((out / "summary.json").read_text())
+    assert doc["exit_status"] == 1 and doc["output"] == str(out)
+    assert doc["findings"] == summary["findings"] and doc["findings"]["by_severity"]["critical"] > 0
+    assert len(doc["top_findings"]) == 3 and doc["top_findings_truncated"] is True
+    assert doc["top_findings"][0]["severity"] == "critical"
+    assert doc["groups"][0]["status"] == "AT_RISK" and len(doc["groups"]) <= 3
+    assert "[kafka-offset-audit " in captured.err and "[kafka-offset-audit " not in captured.out
