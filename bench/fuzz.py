@@ -499,11 +499,11 @@ def write_committed_seeds(names: list[str] | None = None) -> int:
         small = [(n, b) for n, b in seeds if len(b) <= SEED_BYTES]
         if len(small) < SEED_FILES:  # trim larger segments to their leading batches
             small += [
-                (n, fh._trim(b, SEED_BYTES))
+                (n, fh.trim(b, SEED_BYTES))
                 for n, b in seeds
                 if len(b) > SEED_BYTES and name not in ("tail_scan_index",)
             ]
-        small = fh._dedup(small)
+        small = fh.dedup(small)
         step = max(len(small) / SEED_FILES, 1)  # spread over the sources, not the first few of one
         picked = [small[int(i * step)] for i in range(min(SEED_FILES, len(small)))]
         for label, data in picked:
