@@ -25,7 +25,6 @@ from pyspark.sql import functions as F
 
 from .queries import epoch_end_offsets_sql, load_sql
 from .tables import FINDING_COLUMNS, FINDING_TYPES, SEVERITY_RANK
-from .spark import in_parallel, small_settings
 
 
 __all__ = [
@@ -135,15 +134,8 @@ def judge(
         if df is not None:
             df.createOrReplaceTempView(view)
     names = [n for n in (rules or list(RULES)) if n not in OPTIONAL_INPUTS or given[OPTIONAL_INPUTS[n]] is not None]
-    if small_settings(spark) and spark.conf.get("spark.sql.constraintPropagation.enabled", "true") == "false":
-        # a small input: each rule planned and run on its own thread, so the planning (most of a rule's time
-        # over a few thousand rows) takes both cores instead of one for the whole union.  Not with constraint
-        # propagation on (a large input's settings): Spark then fails to checkpoint a union of checkpoints
-        # (UnionBase.rewriteConstraints: "key not found"), and a large input's rules are better planned as one
-        parts = in_parallel(*[(lambda n=n: run_rule(spark, n).localCheckpoint()) for n in names])
-    else:
-        parts = [run_rule(spark, name) for name in names]
-    # every part has FINDING_COLUMNS in that order (run_rule): a union by position, analysed cheaper than by name
+    # one plan for every rule over the materialised context: no job per rule (the caller writes the union once)
+    parts = [run_rule(spark, name) for name in names]
     return reduce(DataFrame.union, parts)
 
 

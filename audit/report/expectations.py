@@ -587,13 +587,13 @@ def _table_frame(spark, path: str, cfg: ExpectationsConfig):
 
     Raises ValueError for ``engine='pandas'`` and a table above the limit."""
     if cfg.engine == "spark":
-        return spark.read.parquet(path), None
+        return _read_parquet_table(spark, path), None
     rows = _local_rows(path)
     if rows is not None and rows <= cfg.pandas_max_rows:
         import pyarrow.dataset as pads
 
         return _to_pandas(pads.dataset(fs.local_path(path), format="parquet").to_table()), rows
-    sdf = spark.read.parquet(path)
+    sdf = _read_parquet_table(spark, path)
     if rows is None:
         rows = sdf.count()
     if rows <= cfg.pandas_max_rows:
@@ -615,9 +615,9 @@ def _groups_frame(spark, tables_dir: str, cfg: ExpectationsConfig):
     ``committed_groups`` (the tables' numbers of groups).  pandas when at most ``cfg.pandas_max_rows`` groups."""
     from pyspark.sql import functions as F
 
-    g = spark.read.parquet(f"{tables_dir}/groups")
-    c = spark.read.parquet(f"{tables_dir}/committed_offsets")
-    f = spark.read.parquet(f"{tables_dir}/findings").where(F.col("group_id").isNotNull())
+    g = _read_parquet_table(spark, f"{tables_dir}/groups")
+    c = _read_parquet_table(spark, f"{tables_dir}/committed_offsets")
+    f = _read_parquet_table(spark, f"{tables_dir}/findings").where(F.col("group_id").isNotNull())
     out = _groups_checked(g, c, f)
     if cfg.engine == "spark":
         return out
@@ -751,7 +751,7 @@ def _read_inputs(
         else:
             findings_rows = counted.get("findings")
             if findings_rows is None:
-                findings_rows = spark.read.parquet(findings_path).count()
+                findings_rows = _read_parquet_table(spark, findings_path).count()
             if cfg.engine == "spark":
                 frames["summary"] = _summary_frame(spark, summary, findings_rows)
             else:
@@ -1060,3 +1060,10 @@ def _write_outcome(
         failed=failed,
         skipped_assets=skipped,
     )
+
+
+def _read_parquet_table(spark, path: str):
+    """:func:`audit.io.outputs.read_parquet` (imported here: this module loads without pyspark)."""
+    from ..io.outputs import read_parquet
+
+    return read_parquet(spark, path)

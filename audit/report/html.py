@@ -128,7 +128,7 @@ def _read_parquet(spark, tables_dir: str, name: str):
     path = f"{tables_dir}/{name}"
     if not fs.exists(spark, path):
         return None
-    return spark.read.parquet(path)
+    return _read_parquet_table(spark, path)
 
 
 def _count(df):
@@ -825,18 +825,15 @@ def _collect_first_round(
 def _plot_keys_frame(spark, plot_rows: List[Dict[str, Any]]):
     """The plotted partitions' ``(topic, partition)`` as a DataFrame (no job), broadcast unless the session
     runs with small settings."""
-    from pyspark.sql import functions as F
     from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-    from ..spark import small_settings
+    from ..spark import broadcast_unless_small
 
     keys = [(r["topic"], int(r["partition"])) for r in plot_rows]
     keys_df = spark.createDataFrame(
         keys, StructType([StructField("topic", StringType()), StructField("partition", IntegerType())])
     )
-    if not small_settings(spark):  # a small input's joins run without a broadcast job of their own
-        keys_df = F.broadcast(keys_df)
-    return keys_df
+    return broadcast_unless_small(keys_df)
 
 
 def _collect_second_round(
@@ -1031,3 +1028,10 @@ def _write_page(output_dir: str, page: str) -> str:
         fh.write(page)
     os.replace(tmp, path)
     return path
+
+
+def _read_parquet_table(spark, path: str):
+    """:func:`audit.io.outputs.read_parquet` (imported here: this module loads without pyspark)."""
+    from ..io.outputs import read_parquet
+
+    return read_parquet(spark, path)

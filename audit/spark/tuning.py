@@ -13,6 +13,7 @@ __all__ = [
     "SMALL_INPUT_BYTES",
     "SMALL_INPUT_CONF",
     "SMALL_TABLE_ROWS",
+    "broadcast_unless_small",
     "compact",
     "default_parallelism",
     "distribute",
@@ -122,6 +123,15 @@ def _restore_conf(spark: SparkSession, saved: dict[str, str | None]) -> None:
             spark.conf.unset(k)
         else:
             spark.conf.set(k, v)
+
+
+def broadcast_unless_small(df):
+    """``df`` with a broadcast hint (the small side of a join, shipped to every task), except while a small input's
+    settings are on (:func:`small_settings`): there each broadcast's build side would be a Spark job of its own,
+    and the join runs as well inside the job that needs it."""
+    from pyspark.sql import functions as F
+
+    return df if small_settings(df.sparkSession) else F.broadcast(df)
 
 
 def compact(df):

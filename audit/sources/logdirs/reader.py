@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from ...spark import compact, in_parallel, small_tables
+from ...spark import broadcast_unless_small, compact, in_parallel, small_tables
 from .decoders import decode_offsets_files, decode_offsets_latest, decode_share_state_files, decoder_issues
 from .files import binary_files, spark_schema
 from .inventory import EPOCH_CHECKPOINT, METADATA_TOPIC, OFFSETS_TOPIC, SHARE_STATE_TOPIC, Inventory, discover
@@ -29,6 +29,7 @@ from .replicas import (
     topic_id_mismatch_rows,
     topic_id_mismatches,
 )
+from .recovery import bad_row
 from .small_files import SmallFileTables, log_end_offsets, read_small_file_tables
 
 
@@ -52,6 +53,9 @@ class LogDirTables:
     #: ``__share_group_state`` rows (:data:`audit.formats.share_state.SHARE_RAW_SCHEMA`) of the chosen replica of each
     #: of its partitions, materialised; None when the log dirs hold none
     share_raw: DataFrame | None = None
+    #: rows of ``raw_offsets`` that :func:`audit.sources.logdirs.recovery.recover_from_replicas` fills from another
+    #: replica (skipped batches, undecodable records), counted while it was materialised; None when not counted
+    bad_rows: int | None = None
 
 
 @dataclass
@@ -108,7 +112,10 @@ def read_log_dirs(
         chosen, seg_uris, seg_sizes, share_uris = _choose_segments(inv, tables.bounds)
     raw = _offsets_raw(spark, seg_uris, seg_sizes, chosen, reduce_latest)
     share_raw = _share_raw(spark, share_uris)
-    # materialised: the decode runs once (and query plans stay short); the epochs table beside it
+    # materialised: the decode runs once (and query plans stay short); the epochs table beside it.  The rows
+    # recovery fills are counted meanwhile (an observation: no job of its own)
+    bad = Observation("recoverable")
+    raw = raw.observe(bad, F.count_if(bad_row() & F.col("source_partition").isNotNull()).alias("n"))
     raw, epochs, share_raw = in_parallel(
         raw.localCheckpoint,
         tables.epochs.localCheckpoint,
@@ -133,6 +140,7 @@ def read_log_dirs(
         broker_timeline=broker_timeline,
         topic_id_mismatches=tables.stale_replicas,
         share_raw=share_raw,
+        bad_rows=bad.get.get("n"),  # Spark Connect may give no metrics for a checkpoint: None, counted later
     )
 
 
@@ -229,7 +237,7 @@ def _offsets_raw(
     pmap = spark.createDataFrame(
         [(int(p), int(v["answered_by_broker"])) for p, v in chosen.items()], "source_partition int, broker_id int"
     )
-    return raw.join(F.broadcast(pmap), "source_partition", "left")
+    return raw.join(broadcast_unless_small(pmap), "source_partition", "left")
 
 
 def _share_raw(spark: SparkSession, share_uris: list[tuple[str, int]]) -> DataFrame | None:
@@ -289,7 +297,7 @@ def _read_issues(
     tail_issues = small.small.where((F.col("file_kind") != EPOCH_CHECKPOINT) & F.col("issue_reason").isNotNull())
     if decoded:  # the decoders report those files' issues themselves
         decoded_df = spark.createDataFrame([(u,) for u in decoded], "path string")
-        tail_issues = tail_issues.join(F.broadcast(decoded_df), "path", "left_anti")
+        tail_issues = tail_issues.join(broadcast_unless_small(decoded_df), "path", "left_anti")
     issues = [_file_issues(tail_issues), _file_issues(small.bad_cache_lines)]
     issues.append(_damage_issues(tables.replicas, tables.bounds))
     if tables.metadata.issues is not None:

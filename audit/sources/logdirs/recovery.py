@@ -11,6 +11,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from .decoders import decode_offsets_files, decode_offsets_latest
+from ...spark import broadcast_unless_small
 from .files import binary_files, spark_schema
 from .inventory import OFFSETS_TOPIC, Inventory
 
@@ -18,8 +19,8 @@ if TYPE_CHECKING:
     from .reader import LogDirTables
 
 
-def _bad_row() -> Column:
-    """A skipped batch (``kind = 'issue'``) or an undecodable record."""
+def bad_row() -> Column:
+    """A skipped batch (``kind = 'issue'``) or an undecodable record: what :func:`recover_from_replicas` fills."""
     return (F.col("kind") == "issue") | ((F.col("kind") == "record") & F.col("decode_error").isNotNull())
 
 
@@ -41,11 +42,14 @@ def recover_from_replicas(
     an undecodable record its own offset; offsets the chosen replica decoded are never replaced.  Replicas of a
     partition hold the same records at the same offsets (followers copy the leader's batches); the issues stay
     reported.  Returns ``(raw with the recovered rows added, [{"partition", "broker_id", "records"}])``; the
-    input unchanged and ``[]`` when nothing needs recovering (one small aggregate job).
+    input unchanged and ``[]`` when nothing needs recovering (no job when ``src.bad_rows`` is 0, else one small
+    aggregate job).
     """
+    if src.bad_rows == 0:  # counted while ``raw`` was materialised: nothing to recover, no job
+        return raw, []
     bad = [
         r["source_partition"]
-        for r in raw.where(_bad_row() & F.col("source_partition").isNotNull())
+        for r in raw.where(bad_row() & F.col("source_partition").isNotNull())
         .select("source_partition")
         .distinct()
         .collect()
@@ -118,7 +122,7 @@ def _gaps(spark: SparkSession, raw: DataFrame, segs: list[tuple[int, str, int, i
     base, ``segs``: :func:`_segment_ranges`), else the segment's bounds."""
     from pyspark.sql.window import Window
 
-    segdf = F.broadcast(spark.createDataFrame(segs, "sp int, seg_file string, base long, next_base long"))
+    segdf = broadcast_unless_small(spark.createDataFrame(segs, "sp int, seg_file string, base long, next_base long"))
     mine = raw.where(F.col("source_partition").isin(list(alt)))
     by_offset = mine.where(F.col("kind").isin("record", "control") & F.col("offset").isNotNull()).join(
         segdf,
@@ -136,7 +140,7 @@ def _gaps(spark: SparkSession, raw: DataFrame, segs: list[tuple[int, str, int, i
         "offset",
         "kind",
         _good_row().alias("good"),
-        _bad_row().alias("bad"),
+        bad_row().alias("bad"),
     ]
     keyed = by_offset.select(*cols).unionByName(by_file.select(*cols))
     order = Window.partitionBy("source_partition", "seg_file").orderBy("position", F.col("offset").asc_nulls_first())
@@ -170,7 +174,7 @@ def _fill(
         .mapInArrow(decoder, spark_schema(RAW_SCHEMA))
         .where(F.col("kind").isin("record", "control") & F.col("decode_error").isNull())
         .join(
-            F.broadcast(
+            broadcast_unless_small(
                 spark.createDataFrame([(int(p), int(b)) for p, b in alt.items()], "source_partition int, broker_id int")
             ),
             "source_partition",

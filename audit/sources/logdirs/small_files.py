@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ...formats.checkpoints import SEGMENT_FILE, checkpoint_header_problem, parse_partition_metadata
-from ...spark import compact
+from ...spark import broadcast_unless_small, compact
 from .files import UNREADABLE, UNREADABLE_DETAIL, binary_files, file_contents, mmap_local, spark_schema
 from .inventory import EPOCH_CHECKPOINT, PARTITION_METADATA, Inventory
 
@@ -235,7 +235,7 @@ def _checkpoint_table(spark: SparkSession, small: DataFrame, root_rows: list[Roo
     roots_df = spark.createDataFrame(root_rows, "broker_id int, kind string, path string")
     return (
         small.where(F.col("issue_reason").isNull())
-        .join(F.broadcast(roots_df), "path")
+        .join(broadcast_unless_small(roots_df), "path")
         .groupBy("broker_id", "topic", "partition")
         .agg(
             F.max(F.when(F.col("kind") == "log-start-offset-checkpoint", F.col("value"))).alias("ckpt_log_start"),
