@@ -44,21 +44,34 @@ _INT64 = struct.Struct(">q")
 _CHECKED_FIELDS = batch_header_fields("crc", "last_offset_delta", "records_count")
 
 
-def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 0) -> BatchScan:  # noqa: PLR0915 - the batch walk, a hot loop; to split next
+def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 0) -> BatchScan:
     """Walk the batch chain of a segment file's bytes.
 
-    ``buf``: the whole ``.log`` file content. ``start``: byte position to begin at (a
-    position from the segment's ``.index``). CRC-32C (Castagnoli) is checked over
-    ``attributes`` .. batch end as ``DefaultRecordBatch.isValid`` does; a legacy message's
-    CRC-32 over ``magic`` .. message end as ``LegacyRecord.isValid`` does.  A partial tail
-    stops the walk; a CRC mismatch is recorded and the walk continues at the next batch
-    (the length field is still trusted, as Kafka's ``FileLogInputStream`` does); an
-    impossible length stops the walk with ``corrupt_batch``.  Zero bytes from a batch
-    boundary to the end of the file are a preallocated segment's unwritten space
-    (``log.preallocate``), not an issue.  A magic byte other than 0, 1 or 2 (read unsigned,
-    whatever the buffer's format) stops the walk with ``unknown_magic``; a batch whose next
-    offset passes 2^63-1 is ``corrupt_batch`` (kept out of ``end_offset``) and the walk goes on.
-    Never raises.
+    CRC-32C (Castagnoli) is checked over ``attributes`` .. batch end as ``DefaultRecordBatch.isValid`` does; a
+    legacy message's CRC-32 over ``magic`` .. message end as ``LegacyRecord.isValid`` does (:func:`_legacy_entry`).
+    A partial tail stops the walk; a CRC mismatch is recorded and the walk continues at the next batch (the length
+    field is still trusted, as Kafka's ``FileLogInputStream`` does); an impossible length stops the walk with
+    ``corrupt_batch``.  Zero bytes from a batch boundary to the end of the file are a preallocated segment's
+    unwritten space (``log.preallocate``), not an issue.  A magic byte other than 0, 1 or 2 (read unsigned,
+    whatever the buffer's format) stops the walk with ``unknown_magic``; a batch whose next offset passes 2^63-1
+    is ``corrupt_batch`` (kept out of ``end_offset``) and the walk goes on.  One Python step per batch: each v2
+    header is unpacked from the buffer with :data:`BATCH_HEADER`; the numpy columns are built once, at the end, by
+    :func:`_batch_scan`.
+
+    Parameters
+    ----------
+    buf : bytes or memoryview
+        The whole ``.log`` file content (a memoryview may hold signed bytes, as an Arrow buffer does).
+    verify_crc : bool
+        Check every batch's CRC (a batch that fails is kept with ``crc_ok`` False).
+    start : int
+        Byte position to begin at, a batch boundary (a position from the segment's ``.index``).
+
+    Returns
+    -------
+    BatchScan
+        One row per batch (or legacy message) read, in file order; ``bytes_read`` is where the walk stopped.
+        Never raises: what cannot be read is an :class:`~.results.Issue`.
     """
     mv = byte_view(buf)
     n = len(mv)
@@ -80,49 +93,10 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
             break  # space the broker preallocated (log.preallocate=true) and has not written yet
         magic = mv[pos + MAGIC_OFFSET]
         if magic in LEGACY_MIN_SIZE:
-            # legacy entry: offset int64, size int32, crc uint32, magic int8, attributes int8,
-            # [timestamp int64 (magic 1)], key bytes, value bytes
-            if batch_length < LEGACY_MIN_SIZE[magic] or pos + LOG_OVERHEAD + batch_length > n:
-                reason = "partial_batch" if batch_length >= LEGACY_MIN_SIZE[magic] else "corrupt_batch"
-                issues.append(Issue(reason, pos, f"legacy message (magic {magic}) of size {batch_length}", base_offset))
+            end = _legacy_entry(mv, pos, base_offset, batch_length, magic, verify_crc, rows, crc_flags, issues)
+            if end < 0:
                 break
-            end = pos + LOG_OVERHEAD + batch_length
-            stored, attrs = LEGACY_CRC_ATTRIBUTES.unpack_from(mv, pos + LEGACY_CRC_OFFSET)
-            ts = _INT64.unpack_from(mv, pos + LEGACY_TIMESTAMP_OFFSET)[0] if magic == 1 else -1
-            count = 0 if attrs & ATTR_COMPRESSION_MASK else 1
-            ok = _offset_fits(issues, pos, base_offset, 0, count)
-            if ok and verify_crc:
-                computed = zlib.crc32(mv[pos + MAGIC_OFFSET : end])
-                if stored != computed:
-                    ok = False
-                    issues.append(
-                        Issue(
-                            "crc_mismatch",
-                            pos,
-                            f"legacy message (magic {magic}): stored crc {stored:#010x}, computed {computed:#010x}",
-                            base_offset,
-                            count,
-                        )
-                    )
-            rows.append(
-                (  # BatchHeader's fields
-                    base_offset,
-                    batch_length,
-                    -1,  # partition_leader_epoch
-                    magic,
-                    stored,  # crc
-                    attrs & LEGACY_ATTR_MASK,  # attributes
-                    0,  # last_offset_delta
-                    ts,  # base_timestamp
-                    ts,  # max_timestamp
-                    -1,  # producer_id
-                    -1,  # producer_epoch
-                    -1,  # base_sequence
-                    count,  # records_count
-                )
-            )
             positions.append(pos)
-            crc_flags.append(ok)
             pos = end
             continue
         if magic != 2:
@@ -153,19 +127,99 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
             computed = crc32c(mv[pos + ATTRIBUTES_OFFSET : end])
             if stored != computed:
                 ok = False
-                issues.append(
-                    Issue(
-                        "crc_mismatch",
-                        pos,
-                        f"stored crc {stored:#010x}, computed {computed:#010x}",
-                        base_offset,
-                        max(records_count, 0),
-                    )
-                )
+                detail = f"stored crc {stored:#010x}, computed {computed:#010x}"
+                issues.append(Issue("crc_mismatch", pos, detail, base_offset, max(records_count, 0)))
         rows.append(hdr)
         positions.append(pos)
         crc_flags.append(ok)
         pos = end
+    return _batch_scan(rows, positions, crc_flags, issues, pos)
+
+
+def _legacy_entry(
+    mv: memoryview,
+    pos: int,
+    base_offset: int,
+    batch_length: int,
+    magic: int,
+    verify_crc: bool,
+    rows: list[tuple],
+    crc_flags: list[bool],
+    issues: list[Issue],
+) -> int:
+    """Read the legacy message (magic 0 or 1) at byte ``pos`` of ``mv``: a step of :func:`scan_batches`.
+
+    ``LegacyRecord``'s layout: offset int64, size int32, crc uint32, magic int8, attributes int8, [timestamp
+    int64 (magic 1)], key bytes, value bytes.  Its CRC-32 covers ``magic`` .. message end
+    (``LegacyRecord.isValid``).  A compressed message is a wrapper whose value holds a message set: its count
+    is 0 here (its messages are counted when decompressed, by :func:`~.legacy.extract_legacy_records`), else 1.
+
+    Parameters
+    ----------
+    mv : memoryview
+        The segment's bytes, unsigned (:func:`~.primitives.byte_view`).
+    pos, base_offset, batch_length, magic : int
+        The message's byte position, and its offset, size and magic as the walk read them.
+    verify_crc : bool
+        Check its CRC.
+    rows, crc_flags, issues : list
+        Appended to: its :class:`BatchHeader` fields (the v2 fields it has no value for are -1, or 0 for the
+        last offset delta), whether its CRC and offset hold, and its issues.
+
+    Returns
+    -------
+    int
+        The byte position after the message; -1 (nothing appended to ``rows``, its issue to ``issues``) when
+        its size is below the legacy minimum for its magic (``corrupt_batch``) or passes the end of ``mv``
+        (``partial_batch``): the walk stops.
+    """
+    if batch_length < LEGACY_MIN_SIZE[magic] or pos + LOG_OVERHEAD + batch_length > len(mv):
+        reason = "partial_batch" if batch_length >= LEGACY_MIN_SIZE[magic] else "corrupt_batch"
+        issues.append(Issue(reason, pos, f"legacy message (magic {magic}) of size {batch_length}", base_offset))
+        return -1
+    end = pos + LOG_OVERHEAD + batch_length
+    stored, attrs = LEGACY_CRC_ATTRIBUTES.unpack_from(mv, pos + LEGACY_CRC_OFFSET)
+    ts = _INT64.unpack_from(mv, pos + LEGACY_TIMESTAMP_OFFSET)[0] if magic == 1 else -1
+    count = 0 if attrs & ATTR_COMPRESSION_MASK else 1
+    # _offset_fits's test inline: spares a call per message for the usual offset
+    ok = -INT64_MAX <= base_offset + 1 <= INT64_MAX or _offset_fits(issues, pos, base_offset, 0, count)
+    if ok and verify_crc:
+        computed = zlib.crc32(mv[pos + MAGIC_OFFSET : end])
+        if stored != computed:
+            ok = False
+            detail = f"legacy message (magic {magic}): stored crc {stored:#010x}, computed {computed:#010x}"
+            issues.append(Issue("crc_mismatch", pos, detail, base_offset, count))
+    # BatchHeader's fields: base_offset, batch_length, partition_leader_epoch, magic, crc, attributes,
+    # last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, records_count
+    rows.append((base_offset, batch_length, -1, magic, stored, attrs & LEGACY_ATTR_MASK, 0, ts, ts, -1, -1, -1, count))
+    crc_flags.append(ok)
+    return end
+
+
+def _batch_scan(
+    rows: list[tuple], positions: list[int], crc_flags: list[bool], issues: list[Issue], bytes_read: int
+) -> BatchScan:
+    """The :class:`BatchScan` of the batches :func:`scan_batches` read: its rows as numpy columns.
+
+    Parameters
+    ----------
+    rows : list of tuple
+        :class:`BatchHeader` fields, one tuple per batch (as :data:`BATCH_HEADER` unpacks them).
+    positions : list of int
+        Each batch's byte position in the segment.
+    crc_flags : list of bool
+        Each batch's CRC (and next offset) held.
+    issues : list of Issue
+        The walk's issues.
+    bytes_read : int
+        The byte position the walk stopped at.
+
+    Returns
+    -------
+    BatchScan
+        Columns in the dtypes of the header fields (``DefaultRecordBatch``): int64 offsets, positions and
+        timestamps, int32 lengths, deltas and counts, int16 attributes and producer epochs, int8 magic.
+    """
     cols = BatchHeader._make(zip(*rows)) if rows else BatchHeader._make(() for _ in BatchHeader._fields)
     return BatchScan(
         position=np.asarray(positions, dtype=np.int64),
@@ -182,7 +236,7 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
         crc_ok=np.asarray(crc_flags, dtype=bool),
         magic=np.asarray(cols.magic, dtype=np.int8),
         issues=issues,
-        bytes_read=pos,
+        bytes_read=bytes_read,
     )
 
 

@@ -146,14 +146,31 @@ def extract_legacy_records(
 
     As Kafka's ``AbstractLegacyRecordBatch`` (and kafka-python's ``LegacyRecordBatch``) read them: a
     wrapper message's value is decompressed (gzip, snappy, lz4, with Kafka 0.8's lz4 header checksum for
-    magic 0) with :func:`decompress`, bounded by the batch cap and the segment's ``budget``
-    (:class:`InflationBudget`, default: that of the selected entries), and its inner messages walked by
-    :func:`_walk_legacy_set` (magic-1 relative offsets made absolute).  Keys and values of plain messages
-    are copied into the returned table's own buffer, which also holds each decompressed set; a timestamp
-    is -1 for magic 0, the wrapper's for inner messages of a LogAppendTime wrapper.  An entry that cannot
-    be read (a key or value length that does not fit, a null or empty compressed set, an inner message
-    that does not fit) is dropped whole and reported (``decompression_limit`` beyond the budget,
-    ``decompression_failed`` for another compressed wrapper, else ``corrupt_batch``).  Never raises.
+    magic 0) by :func:`_inflate_wrapper`, bounded by the batch cap and the segment's ``budget``, and its
+    inner messages walked by :func:`_walk_legacy_set` (magic-1 relative offsets made absolute).  Keys and
+    values of plain messages are copied into the returned table's own buffer, which also holds each
+    decompressed set; a timestamp is -1 for magic 0, the wrapper's for inner messages of a LogAppendTime
+    wrapper.  An entry that cannot be read (a key or value length that does not fit, a null or empty
+    compressed set, an inner message that does not fit) is dropped whole and reported by
+    :func:`_legacy_issue`.  One Python step per entry; a wrapper's inner messages are read with numpy.
+
+    Parameters
+    ----------
+    buf : bytes or memoryview
+        The whole ``.log`` file content (a memoryview may hold signed bytes).
+    scan : BatchScan
+        Its entries (:func:`~.batches.scan_batches`).
+    batch_mask : numpy.ndarray
+        bool, one per entry of ``scan``: the legacy entries to read.
+    budget : InflationBudget, optional
+        What the segment's compressed entries may still inflate to (spent here); default: the budget of the
+        selected entries (:meth:`InflationBudget.for_batches`).
+
+    Returns
+    -------
+    RecordTable
+        One row per message, in the order of their entries (an entry's inner messages in set order), with
+        positions into the table's own ``data``.  Never raises.
     """
     from array import array
 
@@ -163,7 +180,8 @@ def extract_legacy_records(
     blob = bytearray()
     parts: list[list[np.ndarray]] = []
     issues: list[Issue] = []
-    batch_a, off_a, ts_a, ks_a, kl_a, vs_a, vl_a = (array("q") for _ in range(7))
+    plain = tuple(array("q") for _ in range(7))  # the columns of plain messages, in RecordTable's order
+    batch_a, off_a, ts_a, ks_a, kl_a, vs_a, vl_a = plain
     for i in np.nonzero(batch_mask)[0].tolist():
         pos = int(scan.position[i])
         end = pos + LOG_OVERHEAD + int(scan.batch_length[i])
@@ -183,66 +201,132 @@ def extract_legacy_records(
                     if b_len > 0:
                         blob += mv[b_start : b_start + b_len]
                 continue
-            if vl < 0:
-                raise _LegacyFormatError("the wrapper message of a compressed set has a null value")
-            if codec not in (1, 2, 3):
-                raise _LegacyFormatError(f"compression id {codec} does not exist for magic {magic}")
-            payload = bytes(mv[vs : vs + vl])
-            if codec == 3 and magic == 0:
-                payload = _kafka08_lz4(payload)
-            inner = decompress(codec, payload, budget.cap())
-            cols = _walk_legacy_set(
-                inner, magic, wrapper_offset, attrs, int(scan.base_timestamp[i]), max(budget.records, 0)
+            inner, cols = _inflate_wrapper(
+                mv, vs, vl, codec, magic, wrapper_offset, attrs, int(scan.base_timestamp[i]), budget
             )
-            budget.spend(len(inner), len(cols[0]))
         except Exception as exc:  # codec errors have many types; framing errors are _LegacyFormatError
-            reason = (
-                "decompression_limit"
-                if isinstance(exc, DecompressionLimitError)
-                else "decompression_failed"
-                if codec
-                else "corrupt_batch"
-            )
-            issues.append(
-                Issue(
-                    reason,
-                    pos,
-                    f"legacy message (magic {magic}, {COMPRESSION_NAMES.get(codec, codec)}): {exc}",
-                    wrapper_offset,
-                )
-            )
+            issues.append(_legacy_issue(exc, codec, pos, magic, wrapper_offset))
             continue
-        shift = len(blob)
+        parts.append(_wrapper_columns(i, cols, len(blob)))
         blob += inner
-        m = len(cols[0])
-        k_len, v_len = cols[3], cols[5]
-        parts.append(
-            [
-                np.full(m, i, dtype=np.int64),
-                cols[0],
-                cols[1],
-                np.where(k_len >= 0, cols[2] + shift, 0),
-                k_len,
-                np.where(v_len >= 0, cols[4] + shift, 0),
-                v_len,
-            ]
-        )
-    plain = [
-        np.frombuffer(a, dtype=np.int64) if len(a) else np.zeros(0, np.int64)
-        for a in (batch_a, off_a, ts_a, ks_a, kl_a, vs_a, vl_a)
+    return _legacy_table(blob, plain, parts, issues)
+
+
+def _inflate_wrapper(
+    mv: memoryview,
+    vs: int,
+    vl: int,
+    codec: int,
+    magic: int,
+    wrapper_offset: int,
+    attrs: int,
+    wrapper_ts: int,
+    budget: InflationBudget,
+) -> tuple[bytes | bytearray, list[np.ndarray]]:
+    """The decompressed message set of a legacy wrapper message whose value is ``mv[vs:vs + vl]``, and its columns.
+
+    The value is decompressed with :func:`decompress` (codec 1 gzip, 2 snappy, 3 lz4, the only ones
+    ``LegacyRecord`` knows; magic 0's lz4 header checksum as Kafka 0.8 wrote it, :func:`_kafka08_lz4`) within
+    what is left of ``budget``, its inner messages walked by :func:`_walk_legacy_set`, and ``budget`` spent.
+
+    Parameters
+    ----------
+    mv : memoryview
+        The segment's bytes, unsigned.
+    vs, vl : int
+        The wrapper's value: byte position and length (-1 for null).
+    codec, magic, wrapper_offset, attrs, wrapper_ts : int
+        The wrapper's codec id, magic, offset, attributes and timestamp.
+    budget : InflationBudget
+        What the segment's compressed entries may still inflate to; spent.
+
+    Returns
+    -------
+    tuple
+        ``(inner, columns)``: the decompressed set, and :func:`_walk_legacy_set`'s int64 columns (offsets,
+        timestamps, key starts, key lengths, value starts, value lengths) with positions into it.
+
+    Raises
+    ------
+    _LegacyFormatError
+        For a null value, a codec id legacy messages do not have, or a set that does not frame.
+    DecompressionLimitError
+        Beyond the batch cap or the budget; the codec's own errors for bad data.
+    """
+    if vl < 0:
+        raise _LegacyFormatError("the wrapper message of a compressed set has a null value")
+    if codec not in (1, 2, 3):
+        raise _LegacyFormatError(f"compression id {codec} does not exist for magic {magic}")
+    payload = bytes(mv[vs : vs + vl])
+    if codec == 3 and magic == 0:
+        payload = _kafka08_lz4(payload)
+    inner = decompress(codec, payload, budget.cap())
+    cols = _walk_legacy_set(inner, magic, wrapper_offset, attrs, wrapper_ts, max(budget.records, 0))
+    budget.spend(len(inner), len(cols[0]))
+    return inner, cols
+
+
+def _legacy_issue(exc: Exception, codec: int, pos: int, magic: int, wrapper_offset: int) -> Issue:
+    """The issue of a legacy entry at byte ``pos`` that :func:`extract_legacy_records` could not read.
+
+    ``decompression_limit`` for a wrapper beyond the batch cap or the segment's budget, ``decompression_failed``
+    for another compressed wrapper, else ``corrupt_batch``; the detail names the magic, the codec and ``exc``.
+    """
+    reason = (
+        "decompression_limit"
+        if isinstance(exc, DecompressionLimitError)
+        else "decompression_failed"
+        if codec
+        else "corrupt_batch"
+    )
+    detail = f"legacy message (magic {magic}, {COMPRESSION_NAMES.get(codec, codec)}): {exc}"
+    return Issue(reason, pos, detail, wrapper_offset)
+
+
+def _wrapper_columns(i: int, cols: list[np.ndarray], shift: int) -> list[np.ndarray]:
+    """The :class:`RecordTable` columns (batch, offset, timestamp, key start and length, value start and length)
+    of the inner messages of entry ``i``, their positions moved by ``shift`` (where their set starts in the
+    table's buffer); a null key or value keeps position 0.  ``cols``: :func:`_walk_legacy_set`'s int64 columns."""
+    m = len(cols[0])
+    k_len, v_len = cols[3], cols[5]
+    return [
+        np.full(m, i, dtype=np.int64),
+        cols[0],
+        cols[1],
+        np.where(k_len >= 0, cols[2] + shift, 0),
+        k_len,
+        np.where(v_len >= 0, cols[4] + shift, 0),
+        v_len,
     ]
+
+
+def _legacy_table(blob: bytearray, plain: tuple, parts: list[list[np.ndarray]], issues: list[Issue]) -> RecordTable:
+    """The :class:`RecordTable` of the legacy messages read, in the order of their entries.
+
+    Parameters
+    ----------
+    blob : bytearray
+        The table's buffer: plain messages' keys and values and the decompressed sets (not copied).
+    plain : tuple of array.array
+        Seven ``"q"`` arrays, the columns of the plain messages in :class:`RecordTable`'s order, batch first.
+    parts : list of list of numpy.ndarray
+        The columns of each wrapper's inner messages (:func:`_wrapper_columns`), in the same order.
+    issues : list of Issue
+        The table's issues.
+    """
+    cols = [np.frombuffer(a, dtype=np.int64) if len(a) else np.zeros(0, np.int64) for a in plain]
     if parts:  # plain messages and decompressed sets, in the order of their entries
-        allp = [np.concatenate([plain[c]] + [p[c] for p in parts]) for c in range(7)]
+        allp = [np.concatenate([cols[c]] + [p[c] for p in parts]) for c in range(7)]
         order = np.argsort(allp[0], kind="stable")
-        plain = [c[order] for c in allp]
+        cols = [c[order] for c in allp]
     return RecordTable(
         data=np.frombuffer(blob, dtype=np.uint8),
-        batch=plain[0],
-        offset=plain[1],
-        timestamp=plain[2],
-        key_start=plain[3],
-        key_len=plain[4],
-        value_start=plain[5],
-        value_len=plain[6],
+        batch=cols[0],
+        offset=cols[1],
+        timestamp=cols[2],
+        key_start=cols[3],
+        key_len=cols[4],
+        value_start=cols[5],
+        value_len=cols[6],
         issues=issues,
     )

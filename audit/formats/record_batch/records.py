@@ -12,6 +12,7 @@ millions of records costs a few dozen array operations and one short Python step
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -77,26 +78,77 @@ def _merge_in_log_order(a: RecordTable, b: RecordTable) -> RecordTable:
     )
 
 
-def _extract_v2_records(  # noqa: PLR0915 - the records walk, a hot loop; to split next
+def _extract_v2_records(
     buf: bytes | memoryview, scan: BatchScan, batch_mask: np.ndarray, budget: InflationBudget
 ) -> RecordTable:
-    """:func:`extract_records` for the magic-2 batches selected by ``batch_mask``, compressed ones
-    within ``budget``."""
-    batch_mask = batch_mask.copy()
+    """:func:`extract_records` for the magic-2 batches selected by ``batch_mask``, compressed ones within ``budget``.
+
+    The phases, each a few array operations over all the selected batches (``DefaultRecordBatch`` and
+    ``DefaultRecord``): :func:`_impossible_counts` drops the batches whose record count their bytes cannot hold,
+    :func:`_inflate_batches` decompresses the compressed ones after the segment's bytes, :func:`_frame_records`
+    finds every record's body, :func:`_read_record_bodies` reads its fields, :func:`_report_overruns` drops the
+    batches whose records overrun them and :func:`_record_table` assembles what is left.
+
+    Parameters
+    ----------
+    buf : bytes or memoryview
+        The whole ``.log`` file content (a memoryview may hold signed bytes).
+    scan : BatchScan
+        The batch headers of ``buf`` (:func:`~.batches.scan_batches`).
+    batch_mask : numpy.ndarray
+        bool, one per batch of ``scan``: the magic-2 batches to read (left unchanged).
+    budget : InflationBudget
+        What the segment's compressed batches may still inflate to; spent by :func:`_inflate_batches`.
+
+    Returns
+    -------
+    RecordTable
+        The records of the batches read, in log order, with an :class:`~.results.Issue` per batch dropped.
+    """
     issues: list[Issue] = []
-    base = np.frombuffer(buf, dtype=np.uint8)
+    # records (or their compressed block) of batch i: sec_start[i]:sec_end[i], int64 byte positions in buf
     sec_start = scan.position + RECORDS_OFFSET
     sec_end = scan.position + LOG_OVERHEAD + scan.batch_length.astype(np.int64)
+    batch_mask = batch_mask & ~_impossible_counts(scan, batch_mask, sec_end - sec_start, issues)
+    data = _inflate_batches(buf, scan, batch_mask, sec_start, sec_end, budget, issues)
+    sel = np.nonzero(batch_mask & (scan.record_count > 0))[0]
+    rb, rs, re_, bad = _frame_records(data, sec_start[sel], sec_end[sel], scan.record_count[sel].astype(np.int64))
+    bodies = _read_record_bodies(data, rs, re_)
+    _report_overruns(scan, sel, rb, bodies.ok, bad, issues)
+    return _record_table(data, scan, sel, rb, bad, bodies, issues)
+
+
+def _impossible_counts(scan: BatchScan, batch_mask: np.ndarray, stored: np.ndarray, issues: list[Issue]) -> np.ndarray:
+    """The selected batches whose record count their bytes cannot hold, each reported as ``corrupt_batch``.
+
+    ``DefaultRecordBatch`` throws ``InvalidRecordException`` for a negative count, and a record takes at least
+    :data:`MIN_RECORD_SIZE` bytes: an uncompressed batch holds at most its records payload over that, a
+    compressed one at most :func:`max_batch_payload_bytes` over that.  Found before any decompression or
+    framing, so a forged count costs nothing.
+
+    Parameters
+    ----------
+    scan : BatchScan
+        The batch headers.
+    batch_mask : numpy.ndarray
+        bool, one per batch: those to check.
+    stored : numpy.ndarray
+        int64, one per batch: the bytes of its records payload as stored.
+    issues : list of Issue
+        Appended to, one ``corrupt_batch`` a batch found, in log order.
+
+    Returns
+    -------
+    numpy.ndarray
+        bool, one per batch: True for those found (within ``batch_mask``).
+    """
     codecs = scan.attributes & ATTR_COMPRESSION_MASK
-    counts_all = scan.record_count.astype(np.int64)
+    counts = scan.record_count.astype(np.int64)
     cap = max_batch_payload_bytes()
-    # Record counts the bytes cannot hold (DefaultRecordBatch: a negative count is an
-    # InvalidRecordException; each record takes at least MIN_RECORD_SIZE bytes): reported whole,
-    # before any decompression or framing work, so a forged count costs nothing.
-    room = np.where(codecs == 0, sec_end - sec_start, cap)
-    impossible = batch_mask & ((counts_all < 0) | (counts_all * MIN_RECORD_SIZE > room))
+    room = np.where(codecs == 0, stored, cap)
+    impossible = batch_mask & ((counts < 0) | (counts * MIN_RECORD_SIZE > room))
     for i in np.nonzero(impossible)[0]:
-        c = int(counts_all[i])
+        c = int(counts[i])
         what = (
             f"negative record count {c}"
             if c < 0
@@ -104,66 +156,140 @@ def _extract_v2_records(  # noqa: PLR0915 - the records walk, a hot loop; to spl
             + (f"has {int(room[i])}" if codecs[i] == 0 else f"may inflate to at most {cap}")
         )
         issues.append(Issue("corrupt_batch", int(scan.position[i]), what, int(scan.base_offset[i]), max(c, 0)))
-    batch_mask &= ~impossible
+    return impossible
+
+
+def _inflate_batches(
+    buf: bytes | memoryview,
+    scan: BatchScan,
+    batch_mask: np.ndarray,
+    sec_start: np.ndarray,
+    sec_end: np.ndarray,
+    budget: InflationBudget,
+    issues: list[Issue],
+) -> np.ndarray:
+    """The segment's bytes followed by the decompressed records of its selected compressed batches.
+
+    Each selected batch with a compression codec in its attributes and records is decompressed by
+    :func:`_inflate_batch`; one that cannot be is unselected (its issue appended), one that can has its records
+    range pointed at its block, past the end of ``buf``.
+
+    Parameters
+    ----------
+    buf : bytes or memoryview
+        The whole ``.log`` file content.
+    scan : BatchScan
+        The batch headers.
+    batch_mask : numpy.ndarray
+        bool, one per batch: those to read; set False, in place, for a batch that cannot be decompressed.
+    sec_start, sec_end : numpy.ndarray
+        int64, one per batch: the byte range of its records in ``buf``; set, in place, to the range of its
+        decompressed records in the returned array.
+    budget : InflationBudget
+        What the segment's compressed batches may still inflate to; spent.
+    issues : list of Issue
+        Appended to, one per batch unselected.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8: ``buf`` itself (no copy) when no batch was decompressed, else its bytes then every block.
+    """
+    base = np.frombuffer(buf, dtype=np.uint8)
+    codecs = scan.attributes & ATTR_COMPRESSION_MASK
     extra: list[bytes | bytearray] = []
     extra_len = len(base)
-    sec_start = sec_start.copy()
-    sec_end = sec_end.copy()
     mv = byte_view(buf)
     for i in np.nonzero(batch_mask & (codecs != 0) & (scan.record_count > 0))[0]:
-        c = int(codecs[i])
-        try:
-            if c not in COMPRESSION_NAMES:
-                raise ValueError(f"compression id {c}")
-            budget.check_records(int(counts_all[i]))
-            block = decompress(c, bytes(mv[int(sec_start[i]) : int(sec_end[i])]), budget.cap())
-            budget.spend(len(block), int(counts_all[i]))
-            if int(counts_all[i]) * MIN_RECORD_SIZE > len(block):
-                issues.append(
-                    Issue(
-                        "corrupt_batch",
-                        int(scan.position[i]),
-                        f"record count {int(counts_all[i])} needs "
-                        f"at least {int(counts_all[i]) * MIN_RECORD_SIZE} bytes, the decompressed records "
-                        f"payload has {len(block)}",
-                        int(scan.base_offset[i]),
-                        int(counts_all[i]),
-                    )
-                )
-                batch_mask[i] = False
-                continue
-        except Exception as exc:  # codec errors have many types
-            reason = (
-                "unsupported_compression"
-                if c not in COMPRESSION_NAMES
-                else "decompression_limit"
-                if isinstance(exc, DecompressionLimitError)
-                else "decompression_failed"
-            )
-            issues.append(
-                Issue(
-                    reason,
-                    int(scan.position[i]),
-                    f"{COMPRESSION_NAMES.get(c, c)}: {exc}",
-                    int(scan.base_offset[i]),
-                    int(scan.record_count[i]),
-                )
-            )
+        block = _inflate_batch(mv, scan, i, int(codecs[i]), int(sec_start[i]), int(sec_end[i]), budget, issues)
+        if block is None:
             batch_mask[i] = False
             continue
         sec_start[i] = extra_len
         sec_end[i] = extra_len + len(block)
         extra.append(block)
         extra_len += len(block)
-    data = np.concatenate([base] + [np.frombuffer(b, dtype=np.uint8) for b in extra]) if extra else base
+    return np.concatenate([base] + [np.frombuffer(b, dtype=np.uint8) for b in extra]) if extra else base
 
-    sel = np.nonzero(batch_mask & (scan.record_count > 0))[0]
-    counts = scan.record_count[sel].astype(np.int64)
-    cur = sec_start[sel].copy()
-    ends = sec_end[sel]
-    rb, rs, re_, bad = _frame_records(data, cur, ends, counts)
-    # Record bodies: attributes int8, timestampDelta varlong, offsetDelta varint,
-    # key (varint length + bytes), value (varint length + bytes), headers.
+
+def _inflate_batch(
+    mv: memoryview,
+    scan: BatchScan,
+    i: int | np.integer,
+    codec: int,
+    start: int,
+    end: int,
+    budget: InflationBudget,
+    issues: list[Issue],
+) -> bytes | bytearray | None:
+    """The decompressed records of batch ``i``, or None (and its issue appended) when they cannot be had.
+
+    Kafka's ``CompressionType`` ids name the codec (:data:`COMPRESSION_NAMES`); the block ``mv[start:end]`` is
+    decompressed by :func:`decompress` within what is left of ``budget`` (records and bytes), which is then
+    spent.  Reported: ``unsupported_compression`` for an unknown codec id, ``decompression_limit`` beyond the
+    budget or the batch cap, ``decompression_failed`` for a codec error, and ``corrupt_batch`` for a record
+    count the decompressed bytes cannot hold at :data:`MIN_RECORD_SIZE` bytes a record.
+    """
+    count = int(scan.record_count[i])
+    try:
+        if codec not in COMPRESSION_NAMES:
+            raise ValueError(f"compression id {codec}")
+        budget.check_records(count)
+        block = decompress(codec, bytes(mv[start:end]), budget.cap())
+        budget.spend(len(block), count)
+    except Exception as exc:  # codec errors have many types
+        reason = (
+            "unsupported_compression"
+            if codec not in COMPRESSION_NAMES
+            else "decompression_limit"
+            if isinstance(exc, DecompressionLimitError)
+            else "decompression_failed"
+        )
+        detail = f"{COMPRESSION_NAMES.get(codec, codec)}: {exc}"
+        issues.append(Issue(reason, int(scan.position[i]), detail, int(scan.base_offset[i]), count))
+        return None
+    if count * MIN_RECORD_SIZE > len(block):
+        detail = (
+            f"record count {count} needs at least {count * MIN_RECORD_SIZE} bytes, the decompressed records "
+            f"payload has {len(block)}"
+        )
+        issues.append(Issue("corrupt_batch", int(scan.position[i]), detail, int(scan.base_offset[i]), count))
+        return None
+    return block
+
+
+class _RecordBodies(NamedTuple):
+    """The fields of every framed record's body (``DefaultRecord``), one int64 (``ok``: bool) entry a record."""
+
+    timestamp_delta: np.ndarray
+    offset_delta: np.ndarray
+    key_start: np.ndarray
+    key_len: np.ndarray
+    value_start: np.ndarray
+    value_len: np.ndarray
+    ok: np.ndarray  # every field read and inside the record's body
+
+
+def _read_record_bodies(data: np.ndarray, rs: np.ndarray, re_: np.ndarray) -> _RecordBodies:
+    """The fields of the record bodies at ``data[rs:re_]``, all records at once.
+
+    A ``DefaultRecord`` body: attributes int8, timestampDelta varlong, offsetDelta varint, key (varint length,
+    -1 for null, then its bytes), value (likewise), headers.  The three first varints come from
+    :func:`short_heads` when every record's are short, else from :func:`read_varint` one field at a time.
+
+    Parameters
+    ----------
+    data : numpy.ndarray
+        uint8: the segment's bytes and its decompressed blocks.
+    rs, re_ : numpy.ndarray
+        int64, one per record: the byte range of its body (after its length varint) in ``data``.
+
+    Returns
+    -------
+    _RecordBodies
+        Positions are into ``data``, lengths in bytes; ``ok`` is False for a record whose varints do not end
+        within their bounds, whose key or value length is below -1, or whose value ends past ``re_``.
+    """
     p = rs + 1
     heads = short_heads(data, p)
     if heads is not None:
@@ -181,6 +307,32 @@ def _extract_v2_records(  # noqa: PLR0915 - the records walk, a hot loop; to spl
     value_start = p + s4
     p = value_start + np.maximum(value_len, 0)
     rec_ok = ok1 & ok2 & ok3 & ok4 & (key_len >= -1) & (value_len >= -1) & (p <= re_)
+    return _RecordBodies(ts_delta, off_delta, key_start, key_len, value_start, value_len, rec_ok)
+
+
+def _report_overruns(
+    scan: BatchScan, sel: np.ndarray, rb: np.ndarray, rec_ok: np.ndarray, bad: np.ndarray, issues: list[Issue]
+) -> None:
+    """Mark, in ``bad``, the batches of a record that is not ``rec_ok``, and report every batch ``bad`` marks.
+
+    Each is a ``corrupt_batch`` (``DefaultRecordBatch`` throws ``InvalidRecordException``); its records are
+    dropped by :func:`_record_table`.
+
+    Parameters
+    ----------
+    scan : BatchScan
+        The batch headers.
+    sel : numpy.ndarray
+        int64: the batches framed, as indices into ``scan``.
+    rb : numpy.ndarray
+        int64, one per record: its batch, as an index into ``sel``.
+    rec_ok : numpy.ndarray
+        bool, one per record: its body reads within its bounds (:func:`_read_record_bodies`).
+    bad : numpy.ndarray
+        bool, one per batch of ``sel``: its framing failed (:func:`_frame_records`); updated in place.
+    issues : list of Issue
+        Appended to, one per bad batch, in log order.
+    """
     bad_batches = np.unique(rb[~rec_ok]) if len(rb) else rb
     bad[bad_batches] = True
     for j in np.nonzero(bad)[0]:
@@ -194,22 +346,57 @@ def _extract_v2_records(  # noqa: PLR0915 - the records walk, a hot loop; to spl
                 int(scan.record_count[i]),
             )
         )
+
+
+def _record_table(
+    data: np.ndarray,
+    scan: BatchScan,
+    sel: np.ndarray,
+    rb: np.ndarray,
+    bad: np.ndarray,
+    bodies: _RecordBodies,
+    issues: list[Issue],
+) -> RecordTable:
+    """The :class:`RecordTable` of the framed records whose batch is not ``bad``.
+
+    A record's offset is its batch's base offset plus its offset delta; its timestamp its batch's base timestamp
+    plus its delta, or the batch's max timestamp when the batch's timestamp type is LogAppendTime
+    (``DefaultRecordBatch``: the broker's time for every record).  The columns are the arrays of ``bodies``
+    themselves when no batch is bad (no copies).
+
+    Parameters
+    ----------
+    data : numpy.ndarray
+        uint8: the segment's bytes and its decompressed blocks, the table's buffer.
+    scan : BatchScan
+        The batch headers.
+    sel : numpy.ndarray
+        int64: the batches framed, as indices into ``scan``.
+    rb : numpy.ndarray
+        int64, one per record: its batch, as an index into ``sel``.
+    bad : numpy.ndarray
+        bool, one per batch of ``sel``: its records are dropped.
+    bodies : _RecordBodies
+        The fields of every record (:func:`_read_record_bodies`).
+    issues : list of Issue
+        The table's issues.
+    """
     keep = ~bad[rb] if len(rb) else np.zeros(0, dtype=bool)
     if keep.all():  # the usual case: no copies
         keep = slice(None)
     bi = sel[rb[keep]]
     attrs = scan.attributes[bi]
     log_append = (attrs & ATTR_TIMESTAMP_TYPE) != 0
-    ts = np.where(log_append, scan.max_timestamp[bi], scan.base_timestamp[bi] + ts_delta[keep])
+    ts = np.where(log_append, scan.max_timestamp[bi], scan.base_timestamp[bi] + bodies.timestamp_delta[keep])
     return RecordTable(
         data=data,
         batch=bi.astype(np.int64, copy=False),
-        offset=scan.base_offset[bi] + off_delta[keep],
+        offset=scan.base_offset[bi] + bodies.offset_delta[keep],
         timestamp=ts.astype(np.int64, copy=False),
-        key_start=key_start[keep],
-        key_len=key_len[keep],
-        value_start=value_start[keep],
-        value_len=value_len[keep],
+        key_start=bodies.key_start[keep],
+        key_len=bodies.key_len[keep],
+        value_start=bodies.value_start[keep],
+        value_len=bodies.value_len[keep],
         issues=issues,
     )
 
