@@ -129,7 +129,7 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
 
 
 def _add_scope_arguments(a: argparse.ArgumentParser) -> None:
-    """``--groups``, ``--topics``, ``--exclude-groups``, ``--exclude-topics``: whole-name Java regular expressions."""
+    """Add ``--groups``, ``--topics``, ``--exclude-groups``, ``--exclude-topics``: whole-name Java regexes."""
     a.add_argument(
         "--groups",
         metavar="REGEX",
@@ -195,7 +195,7 @@ def _add_report_arguments(a: argparse.ArgumentParser) -> None:
 
 
 def _add_live_arguments(a: argparse.ArgumentParser) -> None:
-    """A live cluster's reading: ``--source``, ``--max-concurrency``."""
+    """Add a live cluster's reading options: ``--source``, ``--max-concurrency``."""
     a.add_argument(
         "--source",
         choices=["kafka-python", "kafka-connector"],
@@ -266,8 +266,16 @@ def _add_history_and_metrics_arguments(a: argparse.ArgumentParser) -> None:
 
 
 def duration_seconds(text: str) -> int:
-    """``--stale-after``'s value in seconds: a whole number with an optional unit ``s``, ``m``, ``h`` or ``d``
-    (``90``, ``30m``, ``24h``, ``2d``).  Raises :class:`argparse.ArgumentTypeError` naming the accepted forms."""
+    """Parse ``--stale-after``'s value into seconds.
+
+    The value is a whole number with an optional unit ``s``, ``m``, ``h`` or ``d`` (``90``, ``30m``, ``24h``,
+    ``2d``).
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        Naming the accepted forms.
+    """
     m = re.fullmatch(r"\s*(\d+)\s*([smhd]?)\s*", text or "")
     if not m:
         raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of seconds, or with a unit: 30m, 6h, 2d")
@@ -301,8 +309,15 @@ def add_connect_arguments(a: argparse.ArgumentParser) -> None:
 
 
 def connect_target(args) -> str | None:
-    """The Spark Connect URL to use: ``--remote``, else ``$SPARK_REMOTE`` (not under spark-submit); None for a
-    classic session.  Raises :class:`audit.spark.ConnectError` for arguments that contradict each other."""
+    """Return the Spark Connect URL to use: ``--remote``, else ``$SPARK_REMOTE`` (not under spark-submit).
+
+    None for a classic session.
+
+    Raises
+    ------
+    audit.spark.ConnectError
+        Arguments that contradict each other.
+    """
     from .spark import ConnectError
 
     remote = getattr(args, "remote", None)
@@ -331,8 +346,13 @@ def connect_target(args) -> str | None:
 
 
 def spark_conf(items: list[str]) -> dict[str, str]:
-    """``--conf KEY=VALUE`` items as a dict.  Raises :class:`audit.spark.ConnectError` (exit 2) for an item
-    without ``=`` or a key that is not a Spark setting."""
+    """Parse the ``--conf KEY=VALUE`` items into a dict.
+
+    Raises
+    ------
+    audit.spark.ConnectError
+        (exit 2) An item without ``=`` or a key that is not a Spark setting.
+    """
     from .spark import ConnectError
 
     out = {}
@@ -365,7 +385,8 @@ def run_audit(args, master: str | None, on_session=None) -> int:
     """Validate arguments, start Spark, run the pipeline, print the table; returns the exit status.
 
     ``on_session(spark)``: called once the session is built, before the audit (spark-submit ships the package
-    there); its errors are internal errors (exit status 3) like Spark's own."""
+    there); its errors are internal errors (exit status 3) like Spark's own.
+    """
     import time
 
     from .pipeline import preflight, run
@@ -409,8 +430,13 @@ def run_audit(args, master: str | None, on_session=None) -> int:
 
 
 def _config_from_args(args):
-    """The :class:`audit.pipeline.AuditConfig` of parsed arguments (a subcommand may lack some: defaults then).
-    Raises pydantic's ``ValidationError`` naming the first bad value."""
+    """Build the :class:`audit.pipeline.AuditConfig` of parsed arguments (a subcommand may lack some: defaults then).
+
+    Raises
+    ------
+    pydantic.ValidationError
+        Naming the first bad value.
+    """
     from .pipeline import AuditConfig
 
     return AuditConfig(
@@ -443,8 +469,11 @@ def _config_from_args(args):
 
 
 def _start_session(cfg, args, master: str | None, remote: str | None, extra_conf: dict):
-    """``(spark, class_data)``: a Spark Connect session on ``remote`` (prepared for the audit), else a session with
-    a driver JVM here (with the JVM packages the input needs, and its class-data archive)."""
+    """Start the session and return ``(spark, class_data)``.
+
+    A Spark Connect session on ``remote`` (prepared for the audit), else a session with a driver JVM here (with
+    the JVM packages the input needs, and its class-data archive).
+    """
     from .spark import ClassDataArchive, build_remote_session, build_session
 
     wanted: list[str] = []
@@ -480,8 +509,10 @@ def _start_session(cfg, args, master: str | None, remote: str | None, extra_conf
 
 
 def _internal_error(cfg, exc: Exception, started: float, verbose: bool) -> int:
-    """Report an internal error (its stage, one line; the traceback with ``--verbose``), push the failure, and
-    return :data:`EXIT_INTERNAL`."""
+    """Report an internal error, push the failure, and return :data:`EXIT_INTERNAL`.
+
+    The report is its stage, one line; the traceback with ``--verbose``.
+    """
     from .pipeline import AuditInternalError
 
     stage = exc.stage if isinstance(exc, AuditInternalError) else "spark"
@@ -501,9 +532,11 @@ def _internal_error(cfg, exc: Exception, started: float, verbose: bool) -> int:
 
 
 def _print_result(cfg, result, class_data) -> None:
-    """The failed stages of a run that wrote its tables (stderr), then the result: with ``--format json`` one JSON
-    document (:func:`result_json`) on stdout; else, unless ``--quiet``, the console table and the findings by
-    severity; and a first run's class-data archive note (stderr with JSON)."""
+    """Print the failed stages of a run that wrote its tables (stderr), then the result.
+
+    With ``--format json`` one JSON document (:func:`result_json`) on stdout; else, unless ``--quiet``, the
+    console table and the findings by severity; and a first run's class-data archive note (stderr with JSON).
+    """
     if result.exit_code == EXIT_INTERNAL:
         stages = ", ".join(f"{f['stage']} ({f['error']})" for f in result.summary.get("failed_stages") or [])
         print(
@@ -532,11 +565,14 @@ def _print_result(cfg, result, class_data) -> None:
 
 
 def result_json(cfg, result) -> dict:
-    """``--format json``'s document: ``output``, ``exit_status``, ``findings`` (``summary.json``'s: total, by name,
-    by severity, by both), ``records_skipped`` (a count), ``failed_stages`` (stage and error), and the console's
-    rows, worst first: ``groups`` (the ``groups`` table's columns the console shows), ``top_findings`` and
-    ``committed_offsets``, each at most ``--max-rows`` with a ``*_truncated`` flag when there are more.  Values
-    are JSON's (timestamps as ISO 8601 strings, structs as objects)."""
+    """Build ``--format json``'s document.
+
+    It holds ``output``, ``exit_status``, ``findings`` (``summary.json``'s: total, by name, by severity, by both),
+    ``records_skipped`` (a count), ``failed_stages`` (stage and error), and the console's rows, worst first:
+    ``groups`` (the ``groups`` table's columns the console shows), ``top_findings`` and ``committed_offsets``,
+    each at most ``--max-rows`` with a ``*_truncated`` flag when there are more.  Values are JSON's (timestamps as
+    ISO 8601 strings, structs as objects).
+    """
     s = result.summary
     doc: dict = {
         "output": cfg.output,
@@ -555,8 +591,11 @@ def result_json(cfg, result) -> dict:
 
 
 def _json_row(value):
-    """A collected value as JSON's: a Spark ``Row`` or dict as an object, a list as an array, a timestamp as ISO
-    8601, other values as they are."""
+    """Convert a collected value to JSON's.
+
+    A Spark ``Row`` or dict becomes an object, a list an array, a timestamp ISO 8601; other values stay as they
+    are.
+    """
     import datetime
 
     if hasattr(value, "asDict"):
@@ -589,13 +628,15 @@ class _Prewarm:
 
 
 def _prewarm(reports: bool) -> _Prewarm:
-    """Import, in a thread while the Spark JVM starts (this process only waits for it), what the audit
-    imports later on its main thread: ``pyspark.testing.utils`` with pandas (pyspark's py4j converter for
-    numpy arrays imports them at the first value passed to the JVM: about 0.4 s) and, with ``reports``, the
-    report libraries (Great Expectations takes about 2 s, matplotlib).  The caller joins the thread before
-    the audit begins, so no import runs alongside it; until then the switch interval is
+    """Import, in a thread while the Spark JVM starts, what the audit imports later on its main thread.
+
+    This process only waits for the JVM meanwhile.  The imports are ``pyspark.testing.utils`` with pandas
+    (pyspark's py4j converter for numpy arrays imports them at the first value passed to the JVM: about 0.4 s)
+    and, with ``reports``, the report libraries (Great Expectations takes about 2 s, matplotlib).  The caller
+    joins the thread before the audit begins, so no import runs alongside it; until then the switch interval is
     :data:`PREWARM_SWITCH_INTERVAL`.  An import error is left for the code that imports the module to raise
-    and report."""
+    and report.
+    """
     import threading
 
     def work():
@@ -619,9 +660,11 @@ def _prewarm(reports: bool) -> _Prewarm:
 
 
 def _one_line(value, limit: int = 500) -> str:
-    """An error's text on one line, at most ``limit`` characters (a JVM's message can be pages long).  A message
-    holding a Python worker's traceback (PySpark's ``PythonException``) keeps its first line and the worker's own
-    error, its last ``...Error: ...`` line (``ModuleNotFoundError: No module named 'numpy'``)."""
+    """Put an error's text on one line, at most ``limit`` characters (a JVM's message can be pages long).
+
+    A message holding a Python worker's traceback (PySpark's ``PythonException``) keeps its first line and the
+    worker's own error, its last ``...Error: ...`` line (``ModuleNotFoundError: No module named 'numpy'``).
+    """
     raw = str(value).strip()
     lines = [line.strip() for line in raw.splitlines() if line.strip()]
     if len(lines) > 2:
@@ -635,8 +678,10 @@ def _one_line(value, limit: int = 500) -> str:
 
 
 def _push_failure(cfg, started: float, exit_status: int | None, stage: str | None = None) -> None:
-    """With ``--pushgateway``, record a failed run there (``run_success 0``, and ``failed_stage{stage}`` for an
-    internal error), keeping the last good run's metrics."""
+    """Record a failed run on the ``--pushgateway``, keeping the last good run's metrics.
+
+    The failure is ``run_success 0``, and ``failed_stage{stage}`` for an internal error.
+    """
     if not cfg.pushgateway:
         return
     import time
@@ -714,9 +759,11 @@ def exit_now(code: int) -> NoReturn:
 
 
 def entry() -> NoReturn:
-    """The ``kafka-offset-audit`` console script and ``python -m audit.cli``: :func:`main`, then
-    :func:`exit_now` with its exit status.  An exception or ``SystemExit`` from :func:`main` (a usage error)
-    leaves the normal way."""
+    """Run the ``kafka-offset-audit`` console script and ``python -m audit.cli``.
+
+    It runs :func:`main`, then :func:`exit_now` with its exit status.  An exception or ``SystemExit`` from
+    :func:`main` (a usage error) leaves the normal way.
+    """
     exit_now(main())
 
 

@@ -31,7 +31,8 @@ def prepare(spark, cfg, python_env: str | None = None) -> None:
 
     Raises :class:`audit.spark.ConnectError` (exit status 2) when the server cannot read what this client writes
     for a local ``--output`` (no shared filesystem), or lacks Spark's Kafka connector for ``--source
-    kafka-connector``."""
+    kafka-connector``.
+    """
     from .package import package_zip
 
     spark.addArtifacts(package_zip(), pyfile=True)
@@ -44,8 +45,10 @@ def prepare(spark, cfg, python_env: str | None = None) -> None:
 
 
 def check_shared_output(spark, output: str) -> None:
-    """For a local ``output``: a probe file this client writes beside it must be readable by the server (its
-    tables are written there by the server, its summary and reports by this client)."""
+    """Check, for a local ``output``, that a probe file this client writes beside it is readable by the server.
+
+    The output's tables are written there by the server, its summary and reports by this client.
+    """
     from .io import fs
 
     uri = fs.to_uri(output).rstrip("/")

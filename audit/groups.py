@@ -41,16 +41,22 @@ def group_status(
     as_of: datetime | None = None,
     stale_after_seconds: int = DEFAULT_STALE_AFTER_SECONDS,
 ) -> DataFrame:
-    """The ``groups`` table (columns and types: ``audit.tables.TABLES['groups']``) from the
-    ``committed_offsets`` table (:func:`audit.judge.with_verdicts`: verdict, lag, records_at_risk), the
-    ``findings`` table and ``group_info`` (``sql/group_state.sql``: group_id, group_type, group_state,
-    group_protocol_type, group_protocol, group_members; ``None``: no group records read).
+    """Build the ``groups`` table from the ``committed_offsets`` and ``findings`` tables and ``group_info``.
+
+    Columns and types: ``audit.tables.TABLES['groups']``.  The inputs are the ``committed_offsets`` table
+    (:func:`audit.judge.with_verdicts`: verdict, lag, records_at_risk), the ``findings`` table and ``group_info``
+    (``sql/group_state.sql``: group_id, group_type, group_state, group_protocol_type, group_protocol,
+    group_members; ``None``: no group records read).
 
     ``as_of``: the audit's time for ages (a live cluster: when the audit started); ``None`` takes the newest
     commit of the audited groups (log dirs carry no clock of their own).  ``latest_commit_age_seconds`` is in
     seconds; ``total_lag``, ``max_lag`` and ``records_at_risk`` in records, lag unclamped (negative past the log
-    end).  Registers the temp views ``group_committed``, ``group_findings`` and ``group_info``.  Raises
-    ``ValueError`` for a negative ``stale_after_seconds``.
+    end).  Registers the temp views ``group_committed``, ``group_findings`` and ``group_info``.
+
+    Raises
+    ------
+    ValueError
+        A negative ``stale_after_seconds``.
     """
     if stale_after_seconds < 0:
         raise ValueError(f"stale_after_seconds must be 0 or more, not {stale_after_seconds}")
@@ -80,9 +86,11 @@ def group_status(
 
 
 def worst_first(groups: DataFrame) -> DataFrame:
-    """``groups`` (the ``groups`` table) sorted worst first: by ``status`` in :data:`audit.tables.GROUP_STATUSES`
-    order (an unknown status last), then most ``records_at_risk``, most ``total_lag`` (nulls last), then
-    ``group_id``.  A sort only: no Spark job."""
+    """Sort ``groups`` (the ``groups`` table) worst first.
+
+    The order is by ``status`` in :data:`audit.tables.GROUP_STATUSES` order (an unknown status last), then most
+    ``records_at_risk``, most ``total_lag`` (nulls last), then ``group_id``.  A sort only: no Spark job.
+    """
     rank = F.create_map(*[x for i, st in enumerate(GROUP_STATUSES) for x in (F.lit(st), F.lit(i))])
     return groups.orderBy(
         F.coalesce(rank[F.col("status")], F.lit(len(GROUP_STATUSES))),

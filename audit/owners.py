@@ -52,12 +52,15 @@ OWNER_COLUMNS = list(OWNER_TYPES)
 
 
 def group_records(records: DataFrame) -> DataFrame:
-    """The GroupMetadataValue rows of ``records`` (RAW_SCHEMA ``kind='record'`` rows with ``txn_state``,
-    :func:`audit.commits.with_transaction_state`) the group coordinator would load: decoded (a member
-    assignment that did not decode, ``malformed_assignment``, leaves the record's other members; a record
-    with too many to hold, ``owners_over_limit``, keeps its state) and not in an aborted or pending
-    transaction.  Columns: group_id, source_partition, offset, timestamp (ms),
-    is_tombstone, group_generation, group_protocol_type, group_protocol, group_members, group_owners."""
+    """Return the GroupMetadataValue rows of ``records`` the group coordinator would load.
+
+    ``records`` are RAW_SCHEMA ``kind='record'`` rows with ``txn_state``
+    (:func:`audit.commits.with_transaction_state`).  The rows kept are decoded (a member assignment that did not
+    decode, ``malformed_assignment``, leaves the record's other members; a record with too many to hold,
+    ``owners_over_limit``, keeps its state) and not in an aborted or pending transaction.  Columns: group_id,
+    source_partition, offset, timestamp (ms), is_tombstone, group_generation, group_protocol_type, group_protocol,
+    group_members, group_owners.
+    """
     return records.where(
         F.col("record_type").isin(*GROUP_RECORD_TYPES)
         & F.col("txn_state").isin("none", "committed")
@@ -81,11 +84,13 @@ def group_records(records: DataFrame) -> DataFrame:
 def group_tables(
     spark: SparkSession, records: DataFrame, topic_names: DataFrame | None = None
 ) -> tuple[DataFrame, DataFrame]:
-    """``(group_state, partition_owners)`` from ``records`` (see :func:`group_records`): the outputs of
-    ``sql/group_state.sql`` (one row per group) and ``sql/partition_owners.sql`` (one row per assigned
-    group-partition).  ``topic_names`` (topic_id string, topic string; e.g. from ``leader_timeline``) names
-    the topic ids of KIP-848 assignments; without it those give no owner.  Registers the temp views
-    ``group_records`` (checkpointed: one Spark job) and ``topic_names``."""
+    """Build ``(group_state, partition_owners)`` from ``records`` (see :func:`group_records`).
+
+    They are the outputs of ``sql/group_state.sql`` (one row per group) and ``sql/partition_owners.sql`` (one row
+    per assigned group-partition).  ``topic_names`` (topic_id string, topic string; e.g. from
+    ``leader_timeline``) names the topic ids of KIP-848 assignments; without it those give no owner.  Registers
+    the temp views ``group_records`` (checkpointed: one Spark job) and ``topic_names``.
+    """
     # both queries read the view several times (their CTEs are inlined): the group records, a small part of
     # ``records``, are computed once
     group_records(records).localCheckpoint().createOrReplaceTempView("group_records")
@@ -96,9 +101,12 @@ def group_tables(
 
 
 def with_owners(df: DataFrame, group_state: DataFrame, owners: DataFrame) -> DataFrame:
-    """``df`` (keyed by group_id, topic, partition) with :data:`OWNER_COLUMNS` appended: the group's type (Kafka's
-    GroupType: classic, consumer, share, streams), state, protocol type and assignor, and the partition's last owner (null for a group with no GroupMetadataValue:
-    standalone consumers that only commit, KIP-848 consumer groups)."""
+    """Append :data:`OWNER_COLUMNS` to ``df`` (keyed by group_id, topic, partition).
+
+    The columns are the group's type (Kafka's GroupType: classic, consumer, share, streams), state, protocol type
+    and assignor, and the partition's last owner (null for a group with no GroupMetadataValue: standalone
+    consumers that only commit, KIP-848 consumer groups).
+    """
     gs = group_state.select("group_id", "group_type", "group_state", "group_protocol_type", "group_protocol")
     ow = owners.select("group_id", "topic", "partition", *[c for c in OWNER_COLUMNS if c.startswith("owner_")])
     out = df.join(gs, "group_id", "left").join(ow, ["group_id", "topic", "partition"], "left")
@@ -115,11 +123,14 @@ def subscribed_topics(
     exclude_groups: str | None = None,
     exclude_topics: str | None = None,
 ) -> list[str]:
-    """The topic names share groups' members subscribe to (ShareGroupMemberMetadataValue, record type 10, in
-    ``records``: RAW_SCHEMA ``kind='record'`` rows): on a live cluster they name the topic ids of
-    ``__share_group_state``.  ``groups``/``topics``, ``exclude_groups``/``exclude_topics``: the audit's ``--groups``/
-    ``--topics`` and ``--exclude-groups``/``--exclude-topics`` regular expressions (whole names), so that no topic
-    outside the scope is looked up.  A distinct collect: one row per topic."""
+    """Return the topic names share groups' members subscribe to.
+
+    They come from ShareGroupMemberMetadataValue (record type 10) in ``records`` (RAW_SCHEMA ``kind='record'``
+    rows); on a live cluster they name the topic ids of ``__share_group_state``.  ``groups``/``topics``,
+    ``exclude_groups``/``exclude_topics``: the audit's ``--groups``/``--topics`` and
+    ``--exclude-groups``/``--exclude-topics`` regular expressions (whole names), so that no topic outside the
+    scope is looked up.  A distinct collect: one row per topic.
+    """
     rows = records.where((F.col("record_type") == 10) & F.col("group_owners").isNotNull())
     if groups:
         rows = rows.where(F.col("group_id").rlike(f"^(?:{groups})$"))

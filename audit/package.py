@@ -54,7 +54,8 @@ class PackageError(RuntimeError):
 def executor_requirements() -> list[str]:
     """``name==version`` of each runtime dependency the executors need, at the version installed here.
 
-    Raises :class:`PackageError` when the project or one of those dependencies is not installed."""
+    Raises :class:`PackageError` when the project or one of those dependencies is not installed.
+    """
     try:
         reqs = md.requires(DIST) or []
     except md.PackageNotFoundError:
@@ -77,9 +78,21 @@ def executor_requirements() -> list[str]:
 
 
 def build_executor_env(output: str, python: str | None = None, quiet: bool = True) -> str:
-    """Build a virtual environment with :func:`executor_requirements` and pack it into ``output`` (``.tar.gz``)
-    with ``venv-pack``; returns ``output``'s absolute path.  Uses ``pip`` (PyPI, or the index pip is set up
-    for) in a temporary directory.  Raises :class:`PackageError` naming the step that failed."""
+    """Build a virtual environment with :func:`executor_requirements` and pack it into ``output`` (``.tar.gz``).
+
+    The environment is packed with ``venv-pack``.  Uses ``pip`` (PyPI, or the index pip is set up for) in a
+    temporary directory.
+
+    Returns
+    -------
+    str
+        ``output``'s absolute path.
+
+    Raises
+    ------
+    PackageError
+        Names the step that failed.
+    """
     import venv_pack
 
     output = os.path.abspath(output)
@@ -110,9 +123,16 @@ def _run(cmd: list[str], what: str) -> None:
 
 
 def package_zip() -> str:
-    """A zip of the ``audit`` package as this process imports it (its SQL included, from the checkout's ``sql/``
-    when it runs from one; the demo data left out), for ``addPyFile`` or a Spark Connect ``pyfile`` artifact;
-    returns its path, in a temporary directory removed when this process exits."""
+    """Zip the ``audit`` package as this process imports it, for ``addPyFile`` or a Spark Connect ``pyfile``.
+
+    Its SQL is included, from the checkout's ``sql/`` when it runs from one; the demo data is left out.  The zip is
+    an ``addPyFile`` file or a Spark Connect ``pyfile`` artifact.
+
+    Returns
+    -------
+    str
+        The zip's path, in a temporary directory removed when this process exits.
+    """
     import atexit
 
     import audit

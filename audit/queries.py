@@ -16,9 +16,12 @@ __all__ = ["PARSE_FILL", "epoch_end_offsets_sql", "load_sql", "parse_ahead", "sq
 
 
 def sql_dir():
-    """The directory of the ``sql/*.sql`` queries: package ``audit.sql`` as installed (a wheel maps the top-level
-    ``sql/`` there), or, in a checkout that is not installed (``spark-submit jobs/audit_offsets.py``, pytest from
-    the source tree), the ``sql/`` beside ``audit/``.  Returns a :class:`importlib.resources.abc.Traversable`."""
+    """Return the directory of the ``sql/*.sql`` queries, a :class:`importlib.resources.abc.Traversable`.
+
+    It is the package ``audit.sql`` as installed (a wheel maps the top-level ``sql/`` there), or, in a checkout
+    that is not installed (``spark-submit jobs/audit_offsets.py``, pytest from the source tree), the ``sql/``
+    beside ``audit/``.
+    """
     try:
         return resources.files("audit.sql")
     except ModuleNotFoundError:
@@ -49,8 +52,10 @@ PARSE_FILL = {
 
 
 def epoch_end_offsets_sql(epoch_requests: str = "commits", epochs: str = "epochs", bounds: str = "bounds") -> str:
-    """``sql/epoch_end_offsets.sql`` answering the (topic, partition, committed_leader_epoch) rows of the view
-    ``epoch_requests`` from the views ``epochs`` and ``bounds``."""
+    """Return ``sql/epoch_end_offsets.sql``, which answers the rows of the view ``epoch_requests``.
+
+    The rows are (topic, partition, committed_leader_epoch), answered from the views ``epochs`` and ``bounds``.
+    """
     return (
         load_sql("epoch_end_offsets")
         .replace("{epoch_requests}", epoch_requests)
@@ -60,12 +65,14 @@ def epoch_end_offsets_sql(epoch_requests: str = "commits", epochs: str = "epochs
 
 
 def parse_ahead(spark: SparkSession):
-    """Parse every ``sql/*.sql`` query once in a background (daemon) thread and return it; nothing is analysed or
-    run.  A fresh JVM parses its first SQL texts slowly (the ANTLR parser's set-up and decision caches: the
-    audit's 16 queries take about 0.7 s the first time, 0.06 s the second), and each of those parses would
-    otherwise hold up a stage of the audit.  The pipeline starts this before it reads, while the first Spark
-    job waits for its Python workers.  Best effort: an error (a Spark build without this internal parser entry
-    point) leaves the queries to be parsed where they run, as before; results never change."""
+    """Parse every ``sql/*.sql`` query once in a background (daemon) thread and return it.
+
+    Nothing is analysed or run.  A fresh JVM parses its first SQL texts slowly (the ANTLR parser's set-up and
+    decision caches: the audit's 16 queries take about 0.7 s the first time, 0.06 s the second), and each of
+    those parses would otherwise hold up a stage of the audit.  The pipeline starts this before it reads, while
+    the first Spark job waits for its Python workers.  Best effort: an error (a Spark build without this
+    internal parser entry point) leaves the queries to be parsed where they run, as before; results never change.
+    """
     import threading
 
     if is_connect(spark):  # the parser is the Connect server's

@@ -47,8 +47,11 @@ SHARE_RECORD_COLUMNS = (
 
 
 def share_records(share_raw: DataFrame) -> DataFrame:
-    """The decoded records of ``share_raw`` (:data:`audit.formats.share_state.SHARE_RAW_SCHEMA` rows): those the
-    share coordinator would load (``kind = 'record'``, no ``decode_error``), columns :data:`SHARE_RECORD_COLUMNS`."""
+    """Return the decoded records of ``share_raw`` that the share coordinator would load.
+
+    ``share_raw`` holds :data:`audit.formats.share_state.SHARE_RAW_SCHEMA` rows; the records kept are
+    ``kind = 'record'`` with no ``decode_error``, in the columns :data:`SHARE_RECORD_COLUMNS`.
+    """
     return share_raw.where((F.col("kind") == "record") & F.col("decode_error").isNull()).select(*SHARE_RECORD_COLUMNS)
 
 
@@ -60,7 +63,7 @@ def judge_shares(
     topic_names: DataFrame | None,
     epoch_end_offsets: DataFrame | None = None,
 ) -> tuple[DataFrame, DataFrame]:
-    """``(findings, share_partitions)`` of the share groups in ``share_raw``.
+    """Judge the share groups in ``share_raw``: return ``(findings, share_partitions)``.
 
     ``epochs``, ``bounds``: the judge's views of those names (:mod:`audit.judge`); ``topic_names`` (topic_id
     string, topic string) names the states' topic ids: a state whose topic id it does not hold is not judged.

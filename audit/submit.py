@@ -25,9 +25,16 @@ __all__ = [
 
 
 def ship_package(spark) -> str:
-    """Add a zip of the ``audit`` package (:func:`audit.package.package_zip`) to the executors' Python path;
-    returns the zip's path.  The zip lives in a temporary directory removed when this process exits (the driver
-    serves it to executors until the application ends)."""
+    """Add a zip of the ``audit`` package (:func:`audit.package.package_zip`) to the executors' Python path.
+
+    The zip lives in a temporary directory removed when this process exits (the driver serves it to executors until
+    the application ends).
+
+    Returns
+    -------
+    str
+        The zip's path.
+    """
     from audit.package import package_zip
 
     archive = package_zip()

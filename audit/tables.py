@@ -5,7 +5,7 @@ expectation suite, the metrics, the console table and the history read them.  :f
 table exactly these columns, in this order, with these types (a column a source does not produce is all
 null: the live source has no leader-epoch caches, no KRaft metadata log, no replica files), so a reader sees
 one schema whatever the mode.  A column marked nullable may be null in a real run (``null_when`` says when);
-every reader must handle that.  ``tests/test_null_shapes.py`` runs every output consumer over tables with
+every reader must handle that.  ``tests/pipeline/test_null_shapes.py`` runs every output consumer over tables with
 nulls wherever this contract allows them, and checks that real runs of both sources keep the non-null
 columns non-null.
 """
@@ -45,16 +45,23 @@ FAIL_ON_CHOICES: tuple[str, ...] = (*SEVERITIES[:-1], "never")
 
 
 def failing_severities(fail_on: str) -> list[str]:
-    """The severities that fail a run under ``--fail-on fail_on``, most severe first (``never``: none).
-    Raises ``ValueError`` for a value not in :data:`FAIL_ON_CHOICES`."""
+    """Return the severities that fail a run under ``--fail-on fail_on``, most severe first (``never``: none).
+
+    Raises
+    ------
+    ValueError
+        A value not in :data:`FAIL_ON_CHOICES`.
+    """
     if fail_on not in FAIL_ON_CHOICES:
         raise ValueError(f"--fail-on takes one of {', '.join(FAIL_ON_CHOICES)}, not {fail_on!r}")
     return [] if fail_on == "never" else list(SEVERITIES[: SEVERITIES.index(fail_on) + 1])
 
 
 def fails(fail_on: str, by_severity: Mapping[str, int]) -> bool:
-    """Whether findings counted by severity (``summary.json``'s ``findings.by_severity``) fail the run under
-    ``--fail-on fail_on``."""
+    """Tell whether findings counted by severity fail the run under ``--fail-on fail_on``.
+
+    The counts are ``summary.json``'s ``findings.by_severity``.
+    """
     return any(by_severity.get(s, 0) for s in failing_severities(fail_on))
 
 
@@ -67,7 +74,7 @@ class Column:
 
 
 def _c(name: str, type_: str, null_when: str | None = None) -> Column:
-    """A column; non-null unless ``null_when`` says when it is null."""
+    """Declare a column; non-null unless ``null_when`` says when it is null."""
     return Column(name, type_, null_when is not None, null_when or "")
 
 
@@ -330,22 +337,29 @@ FINDING_TYPES: dict[str, str] = {c.name: c.type for c in TABLES["findings"] if c
 
 
 def ddl(name: str) -> str:
-    """The table's schema as a Spark DDL string (``topic string, partition int, ...``)."""
+    """Return the table's schema as a Spark DDL string (``topic string, partition int, ...``)."""
     return ", ".join(f"`{c.name}` {c.type}" for c in TABLES[name])
 
 
 def struct(name: str):
-    """The table's schema as a :class:`pyspark.sql.types.StructType`, nullability as in :data:`TABLES`."""
+    """Return the table's schema as a :class:`pyspark.sql.types.StructType`, nullability as in :data:`TABLES`."""
     from pyspark.sql.types import StructField, StructType, _parse_datatype_string
 
     return StructType([StructField(c.name, _parse_datatype_string(c.type), c.nullable) for c in TABLES[name]])
 
 
 def conform(name: str, df):
-    """``df`` with exactly the contract's columns of table ``name``, in order, cast to the contract's types;
-    a column ``df`` lacks is all null.  One projection (a ``selectExpr``), no job.  Raises ``KeyError`` for a
-    table the contract does not name and ``ValueError`` for a column ``df`` has that the contract lacks (a new
-    column must be added here first, with when it is null)."""
+    """Return ``df`` with exactly the contract's columns of table ``name``, in order, cast to the contract's types.
+
+    A column ``df`` lacks is all null.  One projection (a ``selectExpr``), no job.
+
+    Raises
+    ------
+    KeyError
+        A table the contract does not name.
+    ValueError
+        A column ``df`` has that the contract lacks (a new column must be added here first, with when it is null).
+    """
     have = df.columns
     extra = [c for c in have if c not in {x.name for x in TABLES[name]}]
     if extra:
@@ -379,8 +393,11 @@ TABLE_SUMMARY = {
 
 
 def markdown() -> str:
-    """The column reference page (``docs/columns.md``): every table of :data:`TABLES`, every column with its Spark
-    type and when it is null.  ``python -m audit.tables > docs/columns.md`` writes it; a test keeps it current."""
+    """Render the column reference page (``docs/columns.md``).
+
+    It lists every table of :data:`TABLES`, every column with its Spark type and when it is null.
+    ``python -m audit.tables > docs/columns.md`` writes it; a test keeps it current.
+    """
     lines = [
         "# Output columns",
         "",

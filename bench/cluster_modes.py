@@ -21,8 +21,8 @@ Three measures, one table:
    write), alternated, medians: <= 0.7x.
 
 The cluster's and the server's Python is this interpreter (the project installed): the measures are about where
-Spark runs, not about shipping the environment (``tests/test_spark_standalone.py`` and
-``tests/test_spark_connect.py`` prove the empty-executor paths).
+Spark runs, not about shipping the environment (``tests/spark/test_spark_standalone.py`` and
+``tests/spark/test_spark_connect.py`` prove the empty-executor paths).
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ Each fault in :data:`FAULTS` edits a fresh copy of ``../shared/data/scenarios/un
 --skip-reports --quiet``, in this process, on one SparkSession) audits it.  Per fault the table gives the exit
 status, what ``summary.json`` reported (reason, file, byte position), and how many group-partitions' findings or
 committed offsets differ from the clean run: among those the fault touched (its partitions, or the groups whose
-``__consumer_offsets`` partition it touched), and among the rest, which must be 0.  ``tests/test_fault_injection.py``
-runs the same catalogue and asserts every expectation.  Writes ``OUT.md`` and ``OUT.json``.
+``__consumer_offsets`` partition it touched), and among the rest, which must be 0.
+``tests/pipeline/test_fault_injection.py`` runs the same catalogue and asserts every expectation.  Writes ``OUT.md``
+and ``OUT.json``.
 """
 
 from __future__ import annotations

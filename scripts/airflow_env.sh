@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build (or refresh) the Airflow environment for airflow_dags/ and tests/test_airflow_dag.py.
+# Build (or refresh) the Airflow environment for airflow_dags/ and tests/airflow/test_airflow_dag.py.
 #
 #   bash scripts/airflow_env.sh          # -> .venv-airflow/ beside this script's checkout
 #

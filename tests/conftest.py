@@ -8,7 +8,7 @@ import pytest
 os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ.setdefault("KOA_SHUFFLE_PARTITIONS", "2")
 # the class-data archive (audit.spark.ClassDataArchive) is written by a JVM after its run ended; tests' CLI runs
-# go without it, except tests/test_class_data_archive.py, which turns it on in a directory of its own
+# go without it, except tests/spark/test_class_data_archive.py, which turns it on in a directory of its own
 os.environ.setdefault("KOA_CDS", "off")
 
 from .cluster_fixtures import connect_server, lab_live, packed_env, standalone  # noqa: E402,F401 - session fixtures

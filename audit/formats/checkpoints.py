@@ -59,8 +59,13 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
 
 
 def _int(token: str, bits: int, what: str, line: str) -> int:
-    """``token`` as a signed ``bits``-bit integer (Java ``Integer``/``Long.parseLong``); raises
-    :class:`CheckpointError` naming the file and the line otherwise."""
+    """Parse ``token`` as a signed ``bits``-bit integer (Java ``Integer``/``Long.parseLong``).
+
+    Raises
+    ------
+    CheckpointError
+        Naming the file and the line, when ``token`` is not such an integer.
+    """
     try:
         n = int(token)
     except ValueError:
@@ -71,7 +76,7 @@ def _int(token: str, bits: int, what: str, line: str) -> int:
 
 
 def checkpoint_header_problem(text: str) -> str | None:
-    """What is wrong with a Kafka checkpoint file's header, or None when it is sound.
+    """Return what is wrong with a Kafka checkpoint file's header, or None when it is sound.
 
     ``CheckpointFile`` (``CheckpointReadBuffer.read``) accepts an empty file (an empty checkpoint) or a
     version line ``0``, an entry-count line, then exactly that many non-blank entry lines; any other
@@ -154,7 +159,8 @@ def broker_id_of(props: dict[str, str]) -> int | None:
 
     The broker reads it with ``Integer.parseInt``: a value that is not an int32 literal (out of range,
     ``1_0``, ``0x10``) gives None, like a missing one, never a number the audit's int ``broker_id``
-    columns cannot hold."""
+    columns cannot hold.
+    """
     for key in ("node.id", "broker.id"):
         if key in props:
             v = props[key]
@@ -170,7 +176,7 @@ def broker_id_of(props: dict[str, str]) -> int | None:
 
 
 def end_offset_for(cache: list[tuple[int, int]], requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
-    """What OffsetsForLeaderEpoch answers for ``requested_epoch`` against one replica's cache.
+    """Return what OffsetsForLeaderEpoch answers for ``requested_epoch`` against one replica's cache.
 
     Kafka's ``LeaderEpochFileCache.endOffsetFor``: the latest epoch -> (epoch, log end offset);
     otherwise the largest cached epoch <= requested with the start offset of the next higher
@@ -192,7 +198,7 @@ def end_offset_for(cache: list[tuple[int, int]], requested_epoch: int, log_end_o
 
 
 def parse_partition_metadata(text: str) -> tuple[str | None, str | None]:
-    """A replica dir's ``partition.metadata`` -> ``(topic id, problem)``: exactly one is None.
+    """Parse a replica dir's ``partition.metadata`` into ``(topic id, problem)``: exactly one is None.
 
     Kafka's ``PartitionMetadataFile`` (``storage/.../checkpoint/PartitionMetadataReadBuffer``) writes two lines,
     ``version: 0`` and ``topic_id: <Uuid.toString()>`` (URL-safe base64 of 16 bytes, no padding); any other

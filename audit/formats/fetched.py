@@ -65,8 +65,11 @@ _CONTROL_ABORT = 0
 
 
 class FetchedChunk(NamedTuple):
-    """One partition's part of a Fetch response: its ``Records`` bytes, the offset the request asked for, the
-    planned end (exclusive) and the response's ``(producer_id, first_offset)`` aborted transactions."""
+    """One partition's part of a Fetch response.
+
+    Its ``Records`` bytes, the offset the request asked for, the planned end (exclusive) and the response's
+    ``(producer_id, first_offset)`` aborted transactions.
+    """
 
     partition: int
     records: bytes | memoryview | None
@@ -84,7 +87,8 @@ class FetchedRecords:
     ``next_offset``: the same for a single-partition call;
     ``records``: records returned; ``skipped_aborted`` / ``skipped_control``: batches left out as the consumer
     leaves them out; ``issues``: batches that could not be read (CRC mismatch, corrupt framing), reported as
-    ``kind='issue'`` rows in the decoded form."""
+    ``kind='issue'`` rows in the decoded form.
+    """
 
     batches: list[pa.RecordBatch] = field(default_factory=list)
     next_offsets: dict[int, int] = field(default_factory=dict)
@@ -98,8 +102,10 @@ class FetchedRecords:
 def committed_batches(
     buf: bytes | memoryview, scan, aborted_transactions: Iterable[tuple[int, int]] | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(keep, aborted) masks over ``scan``'s batches under ``read_committed``: ``keep`` is every CRC-valid data
-    batch that Kafka's consumer returns; ``aborted`` the transactional batches it skips as aborted.
+    """Return the (keep, aborted) masks over ``scan``'s batches under ``read_committed``.
+
+    ``keep`` is every CRC-valid data batch that Kafka's consumer returns; ``aborted`` the transactional batches it
+    skips as aborted.
 
     ``aborted_transactions``: the response's ``(producer_id, first_offset)`` pairs (KIP-98).  The walk is
     ``CompletedFetch.nextFetchedRecord``'s; only batches with a producer id take part in it, so the loop runs over
@@ -183,8 +189,11 @@ def _merge(scans: list[BatchScan], shifts: list[int]) -> BatchScan:
 
 @dataclass
 class PreparedChunk:
-    """A :class:`FetchedChunk` after its batch walk (:func:`prepare_fetched`): the bytes of its complete batches,
-    their scan, which batches a read_committed consumer returns within the range, and the offset to fetch next."""
+    """A :class:`FetchedChunk` after its batch walk (:func:`prepare_fetched`).
+
+    It holds the bytes of its complete batches, their scan, which batches a read_committed consumer returns within
+    the range, and the offset to fetch next.
+    """
 
     partition: int
     buf: bytes
@@ -203,9 +212,12 @@ class PreparedChunk:
 
 
 def prepare_fetched(chunk: FetchedChunk, verify_crc: bool = True) -> PreparedChunk:
-    """Walk one partition's ``Records`` bytes (CRC-32C checked when ``verify_crc``): the complete batches, the
-    batches to read (:func:`committed_batches` within ``[fetch_offset, end_offset)``), the next fetch offset and
-    the unreadable batches (a partial batch at the end is the response's size limit, not an issue)."""
+    """Walk one partition's ``Records`` bytes (CRC-32C checked when ``verify_crc``).
+
+    The walk gives the complete batches, the batches to read (:func:`committed_batches` within
+    ``[fetch_offset, end_offset)``), the next fetch offset and the unreadable batches (a partial batch at the end
+    is the response's size limit, not an issue).
+    """
     buf = bytes(chunk.records or b"")
     scan = scan_batches(buf, verify_crc=verify_crc)
     issues = []
@@ -244,27 +256,34 @@ def decode_prepared(
     reduce_latest: bool = False,
     consume: bool = False,
 ) -> FetchedRecords:
-    """The records of ``prepared`` chunks (one partition's in offset order; several partitions may be mixed),
-    decoded together: their complete batches are laid end to end and framed at once, so a response of few,
-    large batches (a commit of thousands of partitions is one batch) still frames in lock-step
-    (:func:`audit.formats.record_batch.extract_records`) rather than record by record.
+    """Decode the records of ``prepared`` chunks together (several partitions may be mixed, each in offset order).
 
-    Args:
-        prepared: :func:`prepare_fetched` results.
-        decoded: True: :data:`RAW_SCHEMA` rows (``kind='record'``, keys and values decoded as
-            :func:`audit.formats.segments.decode_offsets_rows` gives them, ``is_transactional`` false because
-            the transaction outcome is already applied, ``batch_leader_epoch`` of the batch, ``position`` null);
-            unreadable batches as ``kind='issue'`` rows.  False: :data:`RECORDS_SCHEMA` rows (raw key and value).
-        consume: the chunks' bytes are let go of (``buf`` emptied) once laid end to end, so a caller handing
-            over what it held does not hold it twice while it is decoded.
-        topic: named in ``source_file`` (``<topic>-<partition>``) of issues and undecodable records.
-        reduce_latest: (decoded only) ``--mode latest``: only the records
-            :func:`audit.formats.latest.summarise_latest` keeps, plus ``kind='count'`` rows for those it folded
-            away, as the log-dir source does per segment; a key's records are all in one ``__consumer_offsets``
-            partition, so the more of a partition one call holds, the fewer rows leave it.
+    Their complete batches are laid end to end and framed at once, so a response of few, large batches (a commit of
+    thousands of partitions is one batch) still frames in lock-step
+    (:func:`audit.formats.record_batch.extract_records`) rather than record by record.
 
     Never raises on bad bytes: a batch with a CRC mismatch or broken framing is an issue (decoded form) and is
     stepped over.
+
+    Parameters
+    ----------
+    prepared : list of PreparedChunk
+        :func:`prepare_fetched` results.
+    decoded : bool, default True
+        True: :data:`RAW_SCHEMA` rows (``kind='record'``, keys and values decoded as
+        :func:`audit.formats.segments.decode_offsets_rows` gives them, ``is_transactional`` false because the
+        transaction outcome is already applied, ``batch_leader_epoch`` of the batch, ``position`` null); unreadable
+        batches as ``kind='issue'`` rows.  False: :data:`RECORDS_SCHEMA` rows (raw key and value).
+    topic : str, default "__consumer_offsets"
+        Named in ``source_file`` (``<topic>-<partition>``) of issues and undecodable records.
+    reduce_latest : bool, default False
+        (decoded only) ``--mode latest``: only the records :func:`audit.formats.latest.summarise_latest` keeps, plus
+        ``kind='count'`` rows for those it folded away, as the log-dir source does per segment; a key's records are
+        all in one ``__consumer_offsets`` partition, so the more of a partition one call holds, the fewer rows leave
+        it.
+    consume : bool, default False
+        The chunks' bytes are let go of (``buf`` emptied) once laid end to end, so a caller handing over what it held
+        does not hold it twice while it is decoded.
     """
     out = FetchedRecords()
     issues = [(c.partition, i) for c in prepared for i in c.issues]
@@ -304,9 +323,11 @@ def decode_prepared(
 
 
 def _joined(use: list[PreparedChunk], consume: bool) -> tuple:
-    """``(buf, scan, keep, partition, fetch_offset, end_offset)``: the chunks ``use`` laid end to end (their bytes,
-    one :class:`BatchScan`, the batches to read) and each batch's partition and range (their ``buf`` emptied when
-    ``consume``)."""
+    """Lay the chunks ``use`` end to end: ``(buf, scan, keep, partition, fetch_offset, end_offset)``.
+
+    That is their bytes, one :class:`BatchScan`, the batches to read, and each batch's partition and range (their
+    ``buf`` emptied when ``consume``).
+    """
     shifts = np.cumsum([0] + [c.size for c in use[:-1]]).tolist()
     scan = _merge([c.scan for c in use], shifts)
     buf = b"".join(c.buf for c in use)
@@ -323,9 +344,12 @@ def _joined(use: list[PreparedChunk], consume: bool) -> tuple:
 def _rows_batches(
     sub: RecordTable, scan: BatchScan, bpart: np.ndarray, *, decoded: bool, topic: str, reduce_latest: bool
 ) -> list[pa.RecordBatch]:
-    """The row batches of the records ``sub`` (of the batches of ``scan``, ``bpart`` their partitions), at most
-    :data:`RECORDS_PER_STEP` rows each, as :func:`decode_prepared` returns them; with ``reduce_latest``, those
-    :func:`audit.formats.latest.summarise_latest` keeps and a ``kind='count'`` batch."""
+    """Return the row batches of the records ``sub``, at most :data:`RECORDS_PER_STEP` rows each.
+
+    ``sub`` indexes the records of the batches of ``scan``, ``bpart`` their partitions; the batches are as
+    :func:`decode_prepared` returns them; with ``reduce_latest``, those
+    :func:`audit.formats.latest.summarise_latest` keeps and a ``kind='count'`` batch.
+    """
     batches = []
     zeros = np.zeros(len(sub), dtype=bool)
     # the transaction outcome is applied already: nothing here is a control or pending record
@@ -359,8 +383,10 @@ def _rows_batches(
 
 
 def _issue_batches(issues: list, topic: str) -> list[pa.RecordBatch]:
-    """One :data:`RAW_SCHEMA` batch of ``kind='issue'`` rows per partition of the ``(partition, issue)`` pairs
-    ``issues`` (``position`` null)."""
+    """Build one :data:`RAW_SCHEMA` batch of ``kind='issue'`` rows per partition of the ``issues``.
+
+    ``issues`` are ``(partition, issue)`` pairs; ``position`` is null.
+    """
     batches = []
     for p in sorted({p for p, _ in issues}):
         batch = issues_batch(f"{topic}-{p}", p, [i for q, i in issues if q == p])
@@ -394,9 +420,12 @@ def decode_fetched_many(
     verify_crc: bool = True,
     reduce_latest: bool = False,
 ) -> FetchedRecords:
-    """:func:`decode_prepared` of :func:`prepare_fetched` of each of ``chunks`` (the partitions of one Fetch
-    response, or one partition's responses in order): the records with ``fetch_offset <= offset < end_offset``
-    as a ``read_committed`` consumer gets them.  ``next_offsets`` holds each partition's next fetch offset."""
+    """Run :func:`decode_prepared` of :func:`prepare_fetched` on each of ``chunks``, as ``read_committed`` reads.
+
+    ``chunks`` are the partitions of one Fetch response, or one partition's responses in order.  The result holds
+    the records with ``fetch_offset <= offset < end_offset`` as a ``read_committed`` consumer gets them.
+    ``next_offsets`` holds each partition's next fetch offset.
+    """
     out = decode_prepared(
         [prepare_fetched(c, verify_crc) for c in chunks], decoded=decoded, topic=topic, reduce_latest=reduce_latest
     )
@@ -416,15 +445,22 @@ def decode_fetched(
     topic: str = "__consumer_offsets",
     verify_crc: bool = True,
 ) -> FetchedRecords:
-    """:func:`decode_fetched_many` of one partition's ``Records`` bytes ``buf`` (``next_offset`` set).
+    """Run :func:`decode_fetched_many` on one partition's ``Records`` bytes ``buf`` (``next_offset`` set).
 
-    Args:
-        buf: the partition's ``Records`` bytes (None or empty: nothing fetched).
-        source_partition: the partition of ``topic`` (``__consumer_offsets``) they belong to.
-        fetch_offset: the offset the request asked for.
-        end_offset: the planned end (exclusive): the last stable offset captured when the read was planned.
-        aborted_transactions: the response's ``(producer_id, first_offset)`` pairs.
-        decoded, topic, verify_crc: as :func:`decode_fetched_many`.
+    Parameters
+    ----------
+    buf : bytes, memoryview or None
+        The partition's ``Records`` bytes (None or empty: nothing fetched).
+    source_partition : int
+        The partition of ``topic`` (``__consumer_offsets``) they belong to.
+    fetch_offset : int
+        The offset the request asked for.
+    end_offset : int
+        The planned end (exclusive): the last stable offset captured when the read was planned.
+    aborted_transactions : iterable of (int, int), optional
+        The response's ``(producer_id, first_offset)`` pairs.
+    decoded, topic, verify_crc
+        As :func:`decode_fetched_many`.
     """
     chunk = FetchedChunk(
         source_partition, buf, fetch_offset, end_offset, list(aborted_transactions) if aborted_transactions else None

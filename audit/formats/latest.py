@@ -79,8 +79,9 @@ def stand_ins(ids: np.ndarray) -> np.ndarray:
 
 
 def _group_equal_length(data: np.ndarray, s: np.ndarray, n: int) -> np.ndarray:
-    """:func:`group_equal_bytes` for keys of ``n`` bytes starting at ``s``: ids below the row count,
-    numbered in order of first appearance.
+    """Apply :func:`group_equal_bytes` to keys of ``n`` bytes starting at ``s``.
+
+    The ids are below the row count, numbered in order of first appearance.
 
     Each key is read as ``ceil(n / 8)`` little-endian words (bytes past its end masked to 0, bytes past
     the buffer's end read as 0), one fixed-width value per key, and Arrow's ``dictionary_encode``
@@ -110,8 +111,11 @@ def _group_equal_length(data: np.ndarray, s: np.ndarray, n: int) -> np.ndarray:
 
 
 def _word_rows(data: np.ndarray, width: int) -> np.ndarray:
-    """A view of the uint8 array ``data`` whose row *i* is the ``width`` little-endian uint64 words at bytes
-    *i*, *i* + 8, ... (one gather of rows reads many keys); rows only where all those words fit."""
+    """View the uint8 array ``data`` as rows of ``width`` little-endian uint64 words, row *i* at byte *i*.
+
+    Row *i* is the ``width`` words at bytes *i*, *i* + 8, ... (one gather of rows reads many keys); rows only where
+    all those words fit.
+    """
     from numpy.lib.stride_tricks import as_strided
 
     words = overlapping_view(data, "<u8")

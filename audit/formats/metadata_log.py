@@ -421,9 +421,11 @@ def _read_register_broker(r: ByteReader, version: int, row: dict):
 
 
 def _broker_and_epoch(id_field: str, epoch_field: str, fenced: int | None = None):
-    """Reader of records that start with a broker id (int32) and epoch (int64), then only tagged fields:
-    FenceBrokerRecord.json / UnfenceBrokerRecord.json (Id, Epoch; ``fenced`` 1 / -1),
-    UnregisterBrokerRecord.json (BrokerId, BrokerEpoch)."""
+    """Read records that start with a broker id (int32) and epoch (int64), then only tagged fields.
+
+    These are FenceBrokerRecord.json / UnfenceBrokerRecord.json (Id, Epoch; ``fenced`` 1 / -1) and
+    UnregisterBrokerRecord.json (BrokerId, BrokerEpoch).
+    """
 
     def read(r: ByteReader, version: int, row: dict):
         row["broker_id"] = r.int32(id_field)

@@ -136,9 +136,11 @@ _B64URL = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 
 
 def uuid_strings(data: np.ndarray, start: np.ndarray) -> pa.Array:
-    """Arrow strings of the 16-byte uuids at ``data[start:start+16]`` in Kafka's ``Uuid.toString()`` form (URL-safe
-    base64 without padding, 22 characters); null where ``start`` is -1.  Vectorised: 16 bytes padded to 18 make
-    six 3-byte groups, 24 sextets, of which the first 22 carry the uuid."""
+    """Return Arrow strings of the 16-byte uuids at ``data[start:start+16]`` in Kafka's ``Uuid.toString()`` form.
+
+    That form is URL-safe base64 without padding, 22 characters; null where ``start`` is -1.  Vectorised: 16 bytes
+    padded to 18 make six 3-byte groups, 24 sextets, of which the first 22 carry the uuid.
+    """
     n = len(start)
     ok = start >= 0
     if not ok.any():
@@ -161,10 +163,12 @@ GATHER_CHUNK = 1 << 18
 
 
 def gather_slices(data: np.ndarray, start: np.ndarray, lens: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """``data[start[i]:start[i] + lens[i]]`` of every row, concatenated (``offsets``: the running sum of
-    ``lens`` with a leading 0).  Memory stays near the output size: the vectorised per-byte index is
-    built for at most :data:`GATHER_CHUNK` bytes of rows at a time, and a row longer than that (a huge
-    metadata string) is copied as a slice."""
+    """Concatenate ``data[start[i]:start[i] + lens[i]]`` of every row.
+
+    ``offsets``: the running sum of ``lens`` with a leading 0.  Memory stays near the output size: the vectorised
+    per-byte index is built for at most :data:`GATHER_CHUNK` bytes of rows at a time, and a row longer than that
+    (a huge metadata string) is copied as a slice.
+    """
     total = int(offsets[-1])
     out = np.empty(total, dtype=np.uint8)
     n = len(lens)
@@ -216,9 +220,11 @@ def decode_offsets_kv(
 def materialise_offsets_kv(
     data: np.ndarray, num: dict[str, np.ndarray], rows: np.ndarray | None = None
 ) -> dict[str, pa.Array | np.ndarray]:
-    """The columns of :func:`decode_offsets_kv` from :func:`decode_offsets_numeric` output,
-    for the records ``rows`` only (indices into it; default all).  Strings are built here,
-    so a caller that keeps few records pays for few strings."""
+    """Build the columns of :func:`decode_offsets_kv` from :func:`decode_offsets_numeric` output.
+
+    Only the records ``rows`` are built (indices into it; default all).  Strings are built here, so a caller that
+    keeps few records pays for few strings.
+    """
     if rows is not None:
         num = {k: v[rows] for k, v in num.items()}
     fill = num["fill"]
@@ -240,10 +246,13 @@ def materialise_offsets_kv(
 
 
 def _decode_keys(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarray) -> dict[str, np.ndarray]:
-    """The key part of :func:`decode_offsets_numeric`: record type, group and topic positions, partition and the
-    key's own error code (``code``: index into ``_ERRORS``; value errors are set later, over it).  A function of
-    the key's bytes alone (every read is bounded by the key's end), so equal keys give equal results but for the
-    positions, which are relative to ``key_start``."""
+    """Decode the keys: the key part of :func:`decode_offsets_numeric`.
+
+    That is record type, group and topic positions, partition and the key's own error code (``code``: index into
+    ``_ERRORS``; value errors are set later, over it).  A function of the key's bytes alone (every read is bounded
+    by the key's end), so equal keys give equal results but for the positions, which are relative to
+    ``key_start``.
+    """
     dlen = len(data)
     key_start = key_start.astype(np.int64)
     key_end = key_start + np.maximum(key_len, 0)
@@ -296,8 +305,10 @@ def _decode_keys(data: np.ndarray, key_start: np.ndarray, key_len: np.ndarray) -
 
 
 def _value_codes(code: np.ndarray, key_ok_commit: np.ndarray, tomb: np.ndarray, v: dict) -> np.ndarray:
-    """``code`` (the keys' error codes, updated in place and returned) with the value errors of offset commits
-    whose key is whole (:func:`decode_offset_commit_values` output ``v``)."""
+    """Add the value errors of offset commits whose key is whole to ``code`` and return it.
+
+    ``code`` holds the keys' error codes, updated in place; ``v`` is :func:`decode_offset_commit_values` output.
+    """
     known_version, value_ok, ok_v = v["known_version"], v["value_ok"], v["readable_version"]
     commit_val_bad = key_ok_commit & ~tomb
     code[commit_val_bad & ok_v & ~known_version] = _UNKNOWN_VALUE_VERSION
@@ -368,9 +379,10 @@ def decode_offsets_summary(
     key_ids: np.ndarray,
     step: int = 1 << 15,
 ) -> dict[str, np.ndarray]:
-    """:func:`decode_offsets_numeric` ``(values=False)``'s ``record_type``, ``is_tombstone``, ``decoded``,
-    ``topic_ok``, ``leader_epoch`` and ``value_version`` (what a latest-mode summary reads, the same values),
-    with each distinct key parsed once.
+    """Decode what a latest-mode summary reads, parsing each distinct key once.
+
+    The result is :func:`decode_offsets_numeric` ``(values=False)``'s ``record_type``, ``is_tombstone``,
+    ``decoded``, ``topic_ok``, ``leader_epoch`` and ``value_version`` (the same values).
 
     ``key_ids`` (int64 per record): equal ids for byte-equal keys (:func:`audit.formats.latest.group_equal_bytes`
     over the whole keys), -1 for a key parsed on its own.  A segment holds a few thousand distinct keys for
@@ -488,7 +500,8 @@ def _topic_id_starts(
 
     The tagged fields at ``tag_pos``: an unsigned varint count, then (uvarint tag, uvarint size, bytes) in
     ascending tag order, so the topic id can only be the first.  ``flexible_ok``: the values of a flexible
-    version whose fields before the tags were read."""
+    version whose fields before the tags were read.
+    """
     dlen = len(data)
     topic_id_start = np.full(len(tag_pos), -1, dtype=np.int64)
     flex_ok = flexible_ok & (tag_pos < value_end)
@@ -562,17 +575,26 @@ class AssignmentLimitError(ValueError):
 
 
 def decode_consumer_assignment(assignment: bytes, max_entries: int | None = None) -> list[tuple[str, np.ndarray]]:
-    """The assigned partitions of one member of a ``consumer`` protocol group, per topic.
+    """Decode the assigned partitions of one member of a ``consumer`` protocol group, per topic.
 
     ``assignment`` is the ``Assignment`` bytes of a GroupMetadataValue member: an int16 version,
     then ``ConsumerProtocolAssignment.json`` (not flexible): ``AssignedPartitions`` (int32 count
     of {``Topic`` int16-length string, ``Partitions`` int32 array}), ``UserData`` (nullable
-    int32-length bytes).  Returns ``[(topic, partitions int32 ndarray)]``, topics with no
-    partition left out.  Versions above 3 are read as version 3 and bytes after the known fields
+    int32-length bytes).  Versions above 3 are read as version 3 and bytes after the known fields
     are ignored, as Kafka's ``ConsumerProtocol.deserializeAssignment`` does (forward
-    compatibility).  Raises ``ValueError`` for a negative version, a negative or oversized
-    count, or truncated bytes; :class:`AssignmentLimitError` (before building it) when the
-    result would have more than ``max_entries`` topics.
+    compatibility).
+
+    Returns
+    -------
+    list of (str, numpy.ndarray)
+        ``[(topic, partitions int32 ndarray)]``, topics with no partition left out.
+
+    Raises
+    ------
+    ValueError
+        A negative version, a negative or oversized count, or truncated bytes.
+    AssignmentLimitError
+        (Before building it) the result would have more than ``max_entries`` topics.
     """
     r = ValueReader(assignment)
     if r.i16() < 0:
@@ -665,9 +687,11 @@ CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE = 8
 
 
 def decode_member_key(key: bytes) -> str | None:
-    """The ``MemberId`` of a ``ConsumerGroupMemberMetadataKey`` / ``ConsumerGroupCurrentMemberAssignmentKey``
-    (not flexible: int16 type, GroupId int16-length string, MemberId int16-length string); None when the key
-    is cut short."""
+    """Return the ``MemberId`` of a ``ConsumerGroupMemberMetadataKey`` / ``ConsumerGroupCurrentMemberAssignmentKey``.
+
+    The keys are not flexible: int16 type, GroupId int16-length string, MemberId int16-length string.  None when
+    the key is cut short.
+    """
     try:
         r = ValueReader(key, 2)
         r.string(False)
@@ -677,12 +701,22 @@ def decode_member_key(key: bytes) -> str | None:
 
 
 def decode_consumer_group_member_value(value: bytes) -> dict:
-    """A ``ConsumerGroupMemberMetadataValue`` (record type 5, KIP-848; version 0, flexible): returns
-    ``group_instance_id``, ``rack_id``, ``client_id``, ``client_host``.  Fields per
-    ``ConsumerGroupMemberMetadataValue.json`` of Kafka 3.9-4.x (InstanceId, RackId, ClientId, ClientHost,
-    SubscribedTopicNames, SubscribedTopicRegex, RebalanceTimeoutMs, ServerAssignor, tagged
-    ClassicMemberMetadata); the fields after ClientHost are not needed and not read.  Raises ``ValueError``
-    for a version other than 0 or truncated bytes."""
+    """Decode a ``ConsumerGroupMemberMetadataValue`` (record type 5, KIP-848; version 0, flexible).
+
+    Fields per ``ConsumerGroupMemberMetadataValue.json`` of Kafka 3.9-4.x (InstanceId, RackId, ClientId,
+    ClientHost, SubscribedTopicNames, SubscribedTopicRegex, RebalanceTimeoutMs, ServerAssignor, tagged
+    ClassicMemberMetadata); the fields after ClientHost are not needed and not read.
+
+    Returns
+    -------
+    dict
+        ``group_instance_id``, ``rack_id``, ``client_id``, ``client_host``.
+
+    Raises
+    ------
+    ValueError
+        A version other than 0 or truncated bytes.
+    """
     r = ValueReader(value)
     if r.i16() != 0:
         raise ValueError("unknown ConsumerGroupMemberMetadataValue version")
@@ -694,12 +728,25 @@ def decode_consumer_group_member_value(value: bytes) -> dict:
 
 
 def decode_consumer_group_assignment_value(value: bytes, max_entries: int | None = None) -> dict:
-    """A ``ConsumerGroupCurrentMemberAssignmentValue`` (record type 8, KIP-848; version 0, flexible, per
-    ``ConsumerGroupCurrentMemberAssignmentValue.json`` of Kafka 3.9-4.x): ``member_epoch``,
-    ``previous_member_epoch``, ``state`` (int8, ``MemberState``), ``assigned`` and ``pending_revocation``:
-    ``[(topic id as Uuid.toString(), partitions int32 ndarray)]`` (topics without partitions left out).
-    Raises ``ValueError`` for another version, truncated bytes or bytes left over (3.7's early-access layout
-    had other fields under the same version), :class:`AssignmentLimitError` past ``max_entries`` topics."""
+    """Decode a ``ConsumerGroupCurrentMemberAssignmentValue`` (record type 8, KIP-848; version 0, flexible).
+
+    Fields per ``ConsumerGroupCurrentMemberAssignmentValue.json`` of Kafka 3.9-4.x.
+
+    Returns
+    -------
+    dict
+        ``member_epoch``, ``previous_member_epoch``, ``state`` (int8, ``MemberState``), ``assigned`` and
+        ``pending_revocation``: ``[(topic id as Uuid.toString(), partitions int32 ndarray)]`` (topics without
+        partitions left out).
+
+    Raises
+    ------
+    ValueError
+        Another version, truncated bytes or bytes left over (3.7's early-access layout had other fields under the
+        same version).
+    AssignmentLimitError
+        Past ``max_entries`` topics.
+    """
     r = ValueReader(value)
     if r.i16() != 0:
         raise ValueError("unknown ConsumerGroupCurrentMemberAssignmentValue version")
@@ -716,10 +763,23 @@ def decode_consumer_group_assignment_value(value: bytes, max_entries: int | None
 def _assigned_topics(
     r: ValueReader, value: bytes, field: str, max_entries: int | None, key=lambda r: uuid_to_str(r.take(16))
 ) -> list[tuple[str, np.ndarray]]:
-    """A compact array of {``key`` (a topic id, or a streams subtopology id), Partitions compact int32 array, tagged
-    fields} (``TopicPartitions``/``TaskIds`` of the KIP-848, share and streams assignment values): ``[(key, partitions
-    int32 ndarray)]``, entries without partitions left out.  Raises ``ValueError`` for bad counts or truncated
-    bytes, :class:`AssignmentLimitError` past ``max_entries``."""
+    """Read a compact array of {``key``, Partitions compact int32 array, tagged fields}.
+
+    ``key`` is a topic id, or a streams subtopology id: these are the ``TopicPartitions``/``TaskIds`` of the
+    KIP-848, share and streams assignment values.
+
+    Returns
+    -------
+    list of (str, numpy.ndarray)
+        ``[(key, partitions int32 ndarray)]``, entries without partitions left out.
+
+    Raises
+    ------
+    ValueError
+        Bad counts or truncated bytes.
+    AssignmentLimitError
+        Past ``max_entries``.
+    """
     n = r.uvarint() - 1
     if n < 0 or n > len(value):
         raise ValueError(f"bad {field} count")
@@ -745,11 +805,22 @@ SHARE_GROUP_CURRENT_ASSIGNMENT_TYPE = 14
 
 
 def decode_share_group_member_value(value: bytes) -> dict:
-    """A ``ShareGroupMemberMetadataValue`` (record type 10, KIP-932; version 0, flexible, per
-    ``ShareGroupMemberMetadataValue.json`` of Kafka 4.0-4.4: RackId, ClientId, ClientHost, SubscribedTopicNames):
-    returns ``rack_id``, ``client_id``, ``client_host`` (a share member has no ``group.instance.id``) and
-    ``subscribed_topics`` (topic names).  Raises ``ValueError`` for a version other than 0, truncated bytes or a
-    null ClientId/ClientHost/topic name."""
+    """Decode a ``ShareGroupMemberMetadataValue`` (record type 10, KIP-932; version 0, flexible).
+
+    Fields per ``ShareGroupMemberMetadataValue.json`` of Kafka 4.0-4.4: RackId, ClientId, ClientHost,
+    SubscribedTopicNames.
+
+    Returns
+    -------
+    dict
+        ``rack_id``, ``client_id``, ``client_host`` (a share member has no ``group.instance.id``) and
+        ``subscribed_topics`` (topic names).
+
+    Raises
+    ------
+    ValueError
+        A version other than 0, truncated bytes or a null ClientId/ClientHost/topic name.
+    """
     r = ValueReader(value)
     if r.i16() != 0:
         raise ValueError("unknown ShareGroupMemberMetadataValue version")
@@ -771,11 +842,23 @@ def decode_share_group_member_value(value: bytes) -> dict:
 
 
 def decode_share_group_assignment_value(value: bytes, max_entries: int | None = None) -> dict:
-    """A ``ShareGroupCurrentMemberAssignmentValue`` (record type 14, KIP-932; version 0, flexible, per
-    ``ShareGroupCurrentMemberAssignmentValue.json`` of Kafka 4.0-4.4): ``member_epoch``, ``previous_member_epoch``,
-    ``state`` (int8, ``MemberState``) and ``assigned``: ``[(topic id as Uuid.toString(), partitions int32
-    ndarray)]`` (topics without partitions left out).  Raises ``ValueError`` for another version, truncated bytes
-    or bytes left over, :class:`AssignmentLimitError` past ``max_entries`` topics."""
+    """Decode a ``ShareGroupCurrentMemberAssignmentValue`` (record type 14, KIP-932; version 0, flexible).
+
+    Fields per ``ShareGroupCurrentMemberAssignmentValue.json`` of Kafka 4.0-4.4.
+
+    Returns
+    -------
+    dict
+        ``member_epoch``, ``previous_member_epoch``, ``state`` (int8, ``MemberState``) and ``assigned``:
+        ``[(topic id as Uuid.toString(), partitions int32 ndarray)]`` (topics without partitions left out).
+
+    Raises
+    ------
+    ValueError
+        Another version, truncated bytes or bytes left over.
+    AssignmentLimitError
+        Past ``max_entries`` topics.
+    """
     r = ValueReader(value)
     if r.i16() != 0:
         raise ValueError("unknown ShareGroupCurrentMemberAssignmentValue version")
@@ -812,12 +895,23 @@ def _compact_strings(r: ValueReader, what: str, limit: int) -> list[str]:
 
 
 def decode_streams_group_member_value(value: bytes) -> dict:
-    """A ``StreamsGroupMemberMetadataValue`` (record type 19, KIP-1071; version 0, flexible, per
-    ``StreamsGroupMemberMetadataValue.json`` of Kafka 4.1-4.4: InstanceId, RackId, ClientId, ClientHost,
-    RebalanceTimeoutMs, TopologyEpoch, ProcessId, UserEndpoint, ClientTags): returns ``group_instance_id``,
-    ``rack_id``, ``client_id``, ``client_host``, ``topology_epoch`` and ``process_id`` (one Streams instance; it can
-    run several members).  The fields after ProcessId are not read.  Raises ``ValueError`` for a version other
-    than 0, truncated bytes or a null ClientId/ClientHost/ProcessId."""
+    """Decode a ``StreamsGroupMemberMetadataValue`` (record type 19, KIP-1071; version 0, flexible).
+
+    Fields per ``StreamsGroupMemberMetadataValue.json`` of Kafka 4.1-4.4: InstanceId, RackId, ClientId, ClientHost,
+    RebalanceTimeoutMs, TopologyEpoch, ProcessId, UserEndpoint, ClientTags.  The fields after ProcessId are not
+    read.
+
+    Returns
+    -------
+    dict
+        ``group_instance_id``, ``rack_id``, ``client_id``, ``client_host``, ``topology_epoch`` and ``process_id``
+        (one Streams instance; it can run several members).
+
+    Raises
+    ------
+    ValueError
+        A version other than 0, truncated bytes or a null ClientId/ClientHost/ProcessId.
+    """
     r = ValueReader(value)
     if r.i16() != 0:
         raise ValueError("unknown StreamsGroupMemberMetadataValue version")
@@ -832,13 +926,25 @@ def decode_streams_group_member_value(value: bytes) -> dict:
 
 
 def decode_streams_group_assignment_value(value: bytes, max_entries: int | None = None) -> dict:
-    """A ``StreamsGroupCurrentMemberAssignmentValue`` (record type 22, KIP-1071; version 0, flexible, per
-    ``StreamsGroupCurrentMemberAssignmentValue.json`` of Kafka 4.1-4.4): ``member_epoch``, ``previous_member_epoch``,
-    ``state`` (int8, ``streams.MemberState``: 1 STABLE, 2 UNREVOKED_TASKS, 3 UNRELEASED_TASKS) and ``active``: the
-    member's active tasks as ``[(subtopology id, task partitions int32 ndarray)]`` (TaskIds; the tagged
-    AssignmentEpochs skipped).  Standby and warm-up tasks (which process no input) and the tasks pending
-    revocation are not read.  Raises ``ValueError`` for another version or truncated bytes,
-    :class:`AssignmentLimitError` past ``max_entries`` subtopologies."""
+    """Decode a ``StreamsGroupCurrentMemberAssignmentValue`` (record type 22, KIP-1071; version 0, flexible).
+
+    Fields per ``StreamsGroupCurrentMemberAssignmentValue.json`` of Kafka 4.1-4.4.  Standby and warm-up tasks
+    (which process no input) and the tasks pending revocation are not read.
+
+    Returns
+    -------
+    dict
+        ``member_epoch``, ``previous_member_epoch``, ``state`` (int8, ``streams.MemberState``: 1 STABLE,
+        2 UNREVOKED_TASKS, 3 UNRELEASED_TASKS) and ``active``: the member's active tasks as ``[(subtopology id,
+        task partitions int32 ndarray)]`` (TaskIds; the tagged AssignmentEpochs skipped).
+
+    Raises
+    ------
+    ValueError
+        Another version or truncated bytes.
+    AssignmentLimitError
+        Past ``max_entries`` subtopologies.
+    """
     r = ValueReader(value)
     if r.i16() != 0:
         raise ValueError("unknown StreamsGroupCurrentMemberAssignmentValue version")
@@ -848,12 +954,24 @@ def decode_streams_group_assignment_value(value: bytes, max_entries: int | None 
 
 
 def decode_streams_group_topology_value(value: bytes, max_entries: int | None = None) -> dict:
-    """A ``StreamsGroupTopologyValue`` (record type 23, KIP-1071; version 0, flexible, per
-    ``StreamsGroupTopologyValue.json`` of Kafka 4.1-4.4): ``epoch`` and ``sources``: ``[(subtopology id, topic
-    name)]`` for every SourceTopics and RepartitionSourceTopics entry of each subtopology (task *p* of a
-    subtopology reads partition *p* of each of them; SourceTopicRegex subscriptions are resolved by the broker and
-    not named here).  Raises ``ValueError`` for another version or truncated bytes, :class:`AssignmentLimitError`
-    past ``max_entries`` sources."""
+    """Decode a ``StreamsGroupTopologyValue`` (record type 23, KIP-1071; version 0, flexible).
+
+    Fields per ``StreamsGroupTopologyValue.json`` of Kafka 4.1-4.4.
+
+    Returns
+    -------
+    dict
+        ``epoch`` and ``sources``: ``[(subtopology id, topic name)]`` for every SourceTopics and
+        RepartitionSourceTopics entry of each subtopology (task *p* of a subtopology reads partition *p* of each of
+        them; SourceTopicRegex subscriptions are resolved by the broker and not named here).
+
+    Raises
+    ------
+    ValueError
+        Another version or truncated bytes.
+    AssignmentLimitError
+        Past ``max_entries`` sources.
+    """
     r = ValueReader(value)
     if r.i16() != 0:
         raise ValueError("unknown StreamsGroupTopologyValue version")

@@ -222,8 +222,10 @@ class RemoteLogMetadataDecodeError(ValueError):
 
 
 class _RemoteReader(ByteReader):
-    """:class:`audit.formats.metadata_log.ByteReader` with nullable compact bytes and the limits of Kafka's generated
-    readers (string length, tagged-field count)."""
+    """A :class:`audit.formats.metadata_log.ByteReader` with nullable compact bytes and Kafka's reader limits.
+
+    The limits are those of Kafka's generated readers (string length, tagged-field count).
+    """
 
     __slots__ = ()
 
@@ -235,8 +237,11 @@ class _RemoteReader(ByteReader):
         return bytes(self.buf[p : p + n])
 
     def name(self, field: str) -> str:
-        """A non-nullable compact string as Kafka's generated readers take it: at most 32767 bytes, bytes that
-        are not UTF-8 replaced (``new String(bytes, UTF_8)``) rather than refused."""
+        """Read a non-nullable compact string as Kafka's generated readers take it.
+
+        At most 32767 bytes; bytes that are not UTF-8 are replaced (``new String(bytes, UTF_8)``) rather than
+        refused.
+        """
         n = self.uvarint(field) - 1
         if n < 0:
             raise MetadataDecodeError(f"{self.what}: non-nullable string {field} is null")
@@ -280,8 +285,10 @@ def _segment_id(r: _RemoteReader, row: dict) -> None:
 
 
 def _segment_body(r: _RemoteReader, row: dict) -> None:
-    """StartOffset .. RemoteLogSegmentState and the tagged fields (TxnIndexEmpty): the part
-    RemoteLogSegmentMetadataRecord and RemoteLogSegmentMetadataSnapshotRecord share."""
+    """Read StartOffset .. RemoteLogSegmentState and the tagged fields (TxnIndexEmpty).
+
+    This is the part RemoteLogSegmentMetadataRecord and RemoteLogSegmentMetadataSnapshotRecord share.
+    """
     row["start_offset"] = r.int64("StartOffset")
     row["end_offset"] = r.int64("EndOffset")
     row["broker_id"] = r.int32("BrokerId")
@@ -406,8 +413,10 @@ def decode_remote_log_metadata_value(value: bytes | None) -> dict:
 def _record_rows(
     data: np.ndarray, value_start: np.ndarray, value_len: np.ndarray
 ) -> tuple[dict[str, list], list, list]:
-    """The decoded columns (:data:`REMOTE_VALUE_FIELDS`) of each value, and each one's ``decode_error`` and
-    ``detail`` (``None`` when it decoded)."""
+    """Decode each value into the columns :data:`REMOTE_VALUE_FIELDS`, with its ``decode_error`` and ``detail``.
+
+    ``decode_error`` and ``detail`` are ``None`` when the value decoded.
+    """
     cols: dict[str, list] = {name: [] for name in _VALUE_NAMES}
     errors: list = []
     details: list = []

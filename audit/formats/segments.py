@@ -150,9 +150,11 @@ _MEMBER_ASSIGNMENT_TYPES = (
 def _group_metadata(
     data, record_type, value_start, value_len, err: pa.Array, group_id: pa.Array, key_start=None, key_len=None
 ) -> dict:
-    """Per-record decode of the (rare) group records: classic GroupMetadataValue (type 2), the KIP-848 consumer
-    group's member metadata (type 5) and current assignment (type 8), the share group's (10, 14) and the streams
-    group's member metadata (19), current assignment (22) and topology (23).
+    """Decode the (rare) group records one by one.
+
+    They are the classic GroupMetadataValue (type 2), the KIP-848 consumer group's member metadata (type 5) and
+    current assignment (type 8), the share group's (10, 14) and the streams group's member metadata (19), current
+    assignment (22) and topology (23).
 
     Returns the RAW_SCHEMA columns (Arrow arrays) ``group_generation`` (-1 elsewhere; the member epoch
     on type 8), ``group_protocol_type``, ``group_protocol``, ``group_members`` (member count, -1
@@ -219,8 +221,10 @@ def _group_metadata(
 
 
 class _OwnerEntries:
-    """The owner entries (:data:`OWNER_ENTRY`) one decode call builds, column by column (``row``: the record each
-    belongs to), and ``left``: how many more :data:`MAX_OWNER_ENTRIES` allows."""
+    """The owner entries (:data:`OWNER_ENTRY`) one decode call builds, column by column.
+
+    ``row``: the record each belongs to; ``left``: how many more :data:`MAX_OWNER_ENTRIES` allows.
+    """
 
     def __init__(self) -> None:
         self.cols: dict[str, list] = {
@@ -254,9 +258,11 @@ class _OwnerEntries:
 
 
 def _classic_groups(data, rows, value_start, value_len, group_id, errs, generation, proto, protocol, members) -> dict:
-    """``{group_id: row}``: each classic consumer group's newest GroupMetadataValue with members among ``rows``;
-    every one of ``rows`` decoded without assignments into ``generation``, ``proto``, ``protocol`` and
-    ``members`` (failures into ``errs``)."""
+    """Return ``{group_id: row}``: each classic consumer group's newest GroupMetadataValue with members among ``rows``.
+
+    Every one of ``rows`` is decoded without assignments into ``generation``, ``proto``, ``protocol`` and
+    ``members`` (failures into ``errs``).
+    """
     newest: dict = {}
     for i in rows:
         s, ln = int(value_start[i]), int(value_len[i])
@@ -277,8 +283,10 @@ def _classic_groups(data, rows, value_start, value_len, group_id, errs, generati
 
 
 def _classic_owners(data, newest: dict, value_start, value_len, errs, owner_rows, owners: _OwnerEntries) -> None:
-    """Nothing: the (member, topic) assignments of the ``newest`` classic group records added to ``owners`` (those
-    rows marked in ``owner_rows``; ``malformed_assignment`` or ``owners_over_limit`` into ``errs``)."""
+    """Add the (member, topic) assignments of the ``newest`` classic group records to ``owners``; return nothing.
+
+    Those rows are marked in ``owner_rows``; ``malformed_assignment`` or ``owners_over_limit`` go into ``errs``.
+    """
     for i in sorted(newest.values()):
         s, ln = int(value_start[i]), int(value_len[i])
         try:
@@ -296,9 +304,18 @@ def _classic_owners(data, newest: dict, value_start, value_len, errs, owner_rows
 
 
 def _member_owners(rt, value: bytes, i: int, member_id, owners: _OwnerEntries) -> int | None:
-    """The member epoch (types 8, 14, 22) or topology epoch (23) of record ``i``'s ``value`` of record type ``rt``
-    (None for the member metadata types 5, 10, 19), its owner entries added to ``owners``.  Raises
-    ``ValueError`` (the value does not decode) or :class:`AssignmentLimitError`."""
+    """Return the member or topology epoch of record ``i``'s ``value`` of record type ``rt``, adding its owners.
+
+    The member epoch for types 8, 14, 22, the topology epoch for 23, None for the member metadata types 5, 10, 19;
+    its owner entries are added to ``owners``.
+
+    Raises
+    ------
+    ValueError
+        The value does not decode.
+    AssignmentLimitError
+        The assignments hold more (member, topic) entries than allowed (``owners_over_limit``).
+    """
     if rt == CONSUMER_GROUP_MEMBER_METADATA_TYPE:
         m = decode_consumer_group_member_value(value)
         owners.add(i, member_id, m["group_instance_id"], m["client_id"], m["client_host"], None, None)
@@ -410,8 +427,10 @@ RECORDS_PER_STEP = 1 << 15
 
 
 def _record_types(recs, idx: np.ndarray, is_control: np.ndarray, values: bool = True) -> dict[str, np.ndarray]:
-    """:func:`decode_offsets_numeric` of the records ``idx`` of ``recs`` (``values`` as there), control
-    records marked (record type -1, no decode error)."""
+    """Run :func:`decode_offsets_numeric` on the records ``idx`` of ``recs`` (``values`` as there).
+
+    Control records are marked (record type -1, no decode error).
+    """
     num = decode_offsets_numeric(
         recs.data, recs.key_start[idx], recs.key_len[idx], recs.value_start[idx], recs.value_len[idx], values=values
     )
@@ -423,9 +442,11 @@ def _record_types(recs, idx: np.ndarray, is_control: np.ndarray, values: bool = 
 
 
 def _summary_columns(recs, is_control: np.ndarray, key_ids: np.ndarray) -> dict[str, np.ndarray]:
-    """The columns :func:`summarise_latest` reads, of every record (as :func:`_record_types` gives them),
-    each distinct key parsed once (``key_ids``: :func:`audit.formats.latest.group_equal_bytes` over the whole
-    keys), the values :data:`RECORDS_PER_STEP` records at a time."""
+    """Return the columns :func:`summarise_latest` reads, of every record (as :func:`_record_types` gives them).
+
+    Each distinct key is parsed once (``key_ids``: :func:`audit.formats.latest.group_equal_bytes` over the whole
+    keys), the values :data:`RECORDS_PER_STEP` records at a time.
+    """
     num = decode_offsets_summary(
         recs.data, recs.key_start, recs.key_len, recs.value_start, recs.value_len, key_ids, RECORDS_PER_STEP
     )
@@ -495,9 +516,12 @@ def record_rows(
 def kept_records(
     recs, is_control: np.ndarray, is_txn: np.ndarray, reduce_latest: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
-    """``(keep, live_count, record_count, counts)`` of the records of ``recs`` (a
-    :class:`audit.formats.record_batch.RecordTable`, in offset order): every record, one each, or with
-    ``reduce_latest`` what :func:`audit.formats.latest.summarise_latest` keeps and the counts of the rest."""
+    """Return ``(keep, live_count, record_count, counts)`` of the records of ``recs``.
+
+    ``recs`` is a :class:`audit.formats.record_batch.RecordTable`, in offset order.  Every record is kept, one
+    each, or with ``reduce_latest`` what :func:`audit.formats.latest.summarise_latest` keeps and the counts of the
+    rest.
+    """
     n = len(recs)
     if not reduce_latest:
         return np.arange(n, dtype=np.int64), np.ones(n, dtype=np.int64), np.ones(n, dtype=np.int64), []
@@ -561,7 +585,7 @@ def decode_offsets_segment(
 
 
 def binary_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(data uint8, start int64, length int64 with -1 for null) of a binary Arrow array."""
+    """Split a binary Arrow array into (data uint8, start int64, length int64 with -1 for null)."""
     arr = arr.cast(pa.large_binary())
     n = len(arr)
     bufs = arr.buffers()
@@ -575,10 +599,12 @@ def binary_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def decode_offsets_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """Decode records already read by a Kafka client (``read_committed``, so no control
-    records and no aborted transactions): input columns ``source_partition int,
-    source_offset long, timestamp long (ms), key binary, value binary``; output
-    :data:`RAW_SCHEMA` rows (``kind='record'``, ``source_file`` = ``__consumer_offsets-<p>``)."""
+    """Decode records already read by a Kafka client into :data:`RAW_SCHEMA` rows.
+
+    The client reads ``read_committed``, so there are no control records and no aborted transactions.  Input
+    columns ``source_partition int, source_offset long, timestamp long (ms), key binary, value binary``; output
+    :data:`RAW_SCHEMA` rows (``kind='record'``, ``source_file`` = ``__consumer_offsets-<p>``).
+    """
     n = batch.num_rows
     kd, ks, kl = binary_parts(batch.column("key"))
     vd, vs, vl = binary_parts(batch.column("value"))
@@ -621,10 +647,12 @@ def decode_offsets_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
 
 
 def decode_offsets_rows_latest(records: pa.Table) -> list[pa.RecordBatch]:
-    """:func:`decode_offsets_rows` of only the records ``--mode latest`` keeps of ``records`` (a Kafka client's
-    read_committed rows, each ``__consumer_offsets`` partition's in offset order), with the live commits each
-    kept one stands for (``live_count``), plus ``kind='count'`` rows for the records folded away: what
-    :func:`decode_offsets_segment` gives for a segment with ``reduce_latest``."""
+    """Run :func:`decode_offsets_rows` on only the records ``--mode latest`` keeps of ``records``.
+
+    ``records`` are a Kafka client's read_committed rows, each ``__consumer_offsets`` partition's in offset order.
+    The result carries the live commits each kept one stands for (``live_count``), plus ``kind='count'`` rows for
+    the records folded away: what :func:`decode_offsets_segment` gives for a segment with ``reduce_latest``.
+    """
     n = records.num_rows
     if not n:
         return []

@@ -125,10 +125,13 @@ def _entry(c: _Cursor) -> tuple[int, int, int, int]:
 
 
 def _batches(c: _Cursor, limit: int) -> tuple[np.ndarray, ...]:
-    """The StateBatches array at the cursor as four numpy arrays (first offset, last offset, delivery state,
-    delivery count): entries without tagged fields read with numpy, all at once, then (after an entry with tags,
-    read alone) in windows that double while they hold none; so a value of hundreds of thousands of batches costs
-    milliseconds, and one whose entries all carry tags no more than reading them one by one."""
+    """Read the StateBatches array at the cursor as four numpy arrays.
+
+    The arrays are first offset, last offset, delivery state, delivery count.  Entries without tagged fields are
+    read with numpy, all at once, then (after an entry with tags, read alone) in windows that double while they
+    hold none; so a value of hundreds of thousands of batches costs milliseconds, and one whose entries all carry
+    tags no more than reading them one by one.
+    """
     n = c.uvarint() - 1
     if n < 0:
         raise ValueError("null StateBatches")
@@ -212,8 +215,15 @@ def decode_share_state_value(value: bytes, record_type: int) -> dict:
 
 
 def decode_share_state_key(key: bytes) -> tuple[int, str, str, int]:
-    """``(record_type, group_id, topic_id as Uuid.toString(), partition)`` of a ShareSnapshotKey/ShareUpdateKey.
-    Raises ``ValueError`` for truncated bytes, bytes left over or a record type other than 0 and 1."""
+    """Decode a ShareSnapshotKey/ShareUpdateKey into ``(record_type, group_id, topic_id, partition)``.
+
+    ``topic_id`` is given as ``Uuid.toString()``.
+
+    Raises
+    ------
+    ValueError
+        Truncated bytes, bytes left over or a record type other than 0 and 1.
+    """
     from .metadata_log import uuid_to_str
 
     c = _Cursor(key)
@@ -292,8 +302,10 @@ def decode_share_state_kv(
 
 
 def _share_keys(data: np.ndarray, ks: np.ndarray, kl: np.ndarray, err: np.ndarray) -> tuple[np.ndarray, ...]:
-    """``(record_type, group_id length, good_key, topic id start, partition)`` of every key (-1 where they do not
-    decode); the keys' errors set in ``err``."""
+    """Return ``(record_type, group_id length, good_key, topic id start, partition)`` of every key.
+
+    They are -1 where they do not decode; the keys' errors are set in ``err``.
+    """
     key_ok = kl >= _MIN_KEY
     rtype = np.where(kl >= 2, read_int(data, np.where(kl >= 2, ks, 0), 2), -1)
     glen = np.where(key_ok, read_int(data, np.where(key_ok, ks + 2, 0), 2), -1)
@@ -309,9 +321,11 @@ def _share_keys(data: np.ndarray, ks: np.ndarray, kl: np.ndarray, err: np.ndarra
 
 
 def _fixed_fields(data: np.ndarray, vs: np.ndarray, snap: np.ndarray, fits: np.ndarray) -> dict[str, np.ndarray]:
-    """The fixed-position fields of the values that ``fits`` (snapshots where ``snap``, else updates):
-    ``snapshot_epoch``, ``state_epoch``, ``leader_epoch``, ``start_offset``, ``create_timestamp`` and
-    ``write_timestamp`` (-1 elsewhere)."""
+    """Read the fixed-position fields of the values that ``fits`` (snapshots where ``snap``, else updates).
+
+    The fields are ``snapshot_epoch``, ``state_epoch``, ``leader_epoch``, ``start_offset``,
+    ``create_timestamp`` and ``write_timestamp`` (-1 elsewhere).
+    """
     i32 = lambda off, m: np.where(m, read_int(data, np.where(m, vs + off, 0), 4), -1)  # noqa: E731
     i64 = lambda off, m: np.where(m, read_int(data, np.where(m, vs + off, 0), 8), -1)  # noqa: E731
     s, u = fits & snap, fits & ~snap
@@ -328,9 +342,12 @@ def _fixed_fields(data: np.ndarray, vs: np.ndarray, snap: np.ndarray, fits: np.n
 def _fast_batches(
     data: np.ndarray, vs: np.ndarray, vl: np.ndarray, fixed: np.ndarray, fits: np.ndarray
 ) -> tuple[np.ndarray, ...]:
-    """``(fast, batch count, record of each batch, batch index within it, batch position, delivery complete
+    """Find the values of the common shape and where their batches are.
+
+    Returns ``(fast, batch count, record of each batch, batch index within it, batch position, delivery complete
     count)``: the values of the common shape (the batches without tagged fields, no tagged field but
-    ``DeliveryCompleteCount`` after them; ``fast``) and where their batches are (-1: no count)."""
+    ``DeliveryCompleteCount`` after them; ``fast``) and where their batches are (-1: no count).
+    """
     n = len(vs)
     size = len(data)
     arr = vs + fixed
@@ -373,8 +390,10 @@ def _slow_values(
     err: np.ndarray,
     v: dict[str, np.ndarray],
 ) -> list:
-    """Each record's ``state_batches`` list for the ``slow`` rows (:func:`decode_share_state_value`; None
-    elsewhere and where it fails); their fields set in ``v``, their failures in ``err``."""
+    """Decode each record's ``state_batches`` list for the ``slow`` rows (:func:`decode_share_state_value`).
+
+    None elsewhere and where it fails; their fields are set in ``v``, their failures in ``err``.
+    """
     batches_lists: list = [None] * len(vs)
     buf = None
     for i in slow:
@@ -404,8 +423,11 @@ def _state_batches(
     batches_lists: list,
     decoded: np.ndarray,
 ) -> pa.ListArray:
-    """The ``state_batches`` column (null where not ``decoded``): the ``fast`` rows' batches straight from the
-    buffer (at ``bpos``), the ``slow`` rows' from their ``batches_lists``."""
+    """Build the ``state_batches`` column (null where not ``decoded``).
+
+    The ``fast`` rows' batches come straight from the buffer (at ``bpos``), the ``slow`` rows' from their
+    ``batches_lists``.
+    """
     n = len(fast)
     fast_idx = np.nonzero(fast)[0]
     counts = np.zeros(n, dtype=np.int64)
@@ -495,10 +517,12 @@ def _rows(kv: dict, n: int, base: dict) -> pa.RecordBatch:
 def decode_share_state_segment(
     buf: bytes | memoryview, source_file: str, source_partition: int, verify_crc: bool = True
 ) -> list[pa.RecordBatch]:
-    """Decode every record of one ``__share_group_state`` segment (``.log`` bytes) into :data:`SHARE_RAW_SCHEMA`
-    rows: one batch of records in log order (control records left out) and, when anything was skipped (a CRC
-    mismatch, a partial or corrupt batch), one batch of issue rows.  Batches and records are read by
-    :mod:`audit.formats.record_batch` as for ``__consumer_offsets``.  Never raises on bad bytes."""
+    """Decode every record of one ``__share_group_state`` segment (``.log`` bytes) into :data:`SHARE_RAW_SCHEMA` rows.
+
+    The result is one batch of records in log order (control records left out) and, when anything was skipped (a
+    CRC mismatch, a partial or corrupt batch), one batch of issue rows.  Batches and records are read by
+    :mod:`audit.formats.record_batch` as for ``__consumer_offsets``.  Never raises on bad bytes.
+    """
     from .record_batch import ATTR_CONTROL, extract_records, issue_batch, scan_batches
 
     scan = scan_batches(buf, verify_crc=verify_crc)
@@ -533,9 +557,12 @@ def decode_share_state_segment(
 
 
 def decode_share_state_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """Decode records a Kafka client read from ``__share_group_state``: input columns ``source_partition int,
-    source_offset long, timestamp long (ms), key binary, value binary``; output :data:`SHARE_RAW_SCHEMA` rows
-    (``source_file`` = ``__share_group_state-<p>`` on records that did not decode).  Never raises on bad bytes."""
+    """Decode records a Kafka client read from ``__share_group_state`` into :data:`SHARE_RAW_SCHEMA` rows.
+
+    Input columns ``source_partition int, source_offset long, timestamp long (ms), key binary, value binary``;
+    output rows have ``source_file`` = ``__share_group_state-<p>`` on records that did not decode.  Never raises on
+    bad bytes.
+    """
     from .segments import binary_parts
 
     n = batch.num_rows

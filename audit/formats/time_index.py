@@ -38,8 +38,11 @@ TIME_ENTRY = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
 
 
 def time_entries(buf) -> np.ndarray:
-    """The entries of a ``.timeindex`` (its preallocated zero tail and any entry whose timestamp goes back
-    dropped: Kafka only appends a timestamp larger than the last one).  Never raises."""
+    """Return the entries of a ``.timeindex``.
+
+    Its preallocated zero tail and any entry whose timestamp goes back are dropped: Kafka only appends a
+    timestamp larger than the last one.  Never raises.
+    """
     if not buf:
         return np.zeros(0, TIME_ENTRY)
     e = np.frombuffer(buf, dtype=TIME_ENTRY, count=len(buf) // TIME_ENTRY.itemsize)
@@ -53,7 +56,7 @@ def time_entries(buf) -> np.ndarray:
 
 
 def offset_entries(buf) -> np.ndarray:
-    """The entries of a ``.index`` (up to the preallocated zeros).  Never raises."""
+    """Return the entries of a ``.index`` (up to the preallocated zeros).  Never raises."""
     if not buf:
         return np.zeros(0, INDEX_ENTRY)
     e = np.frombuffer(buf, dtype=INDEX_ENTRY, count=len(buf) // INDEX_ENTRY.itemsize)
@@ -64,15 +67,19 @@ def offset_entries(buf) -> np.ndarray:
 
 
 def largest_timestamp(time_index) -> int:
-    """A segment's largest timestamp as Kafka knows it after loading it: its time index's last entry (-1
-    when empty)."""
+    """Return a segment's largest timestamp as Kafka knows it after loading it.
+
+    That is its time index's last entry (-1 when empty).
+    """
     e = time_entries(time_index)
     return int(e["timestamp"][-1]) if len(e) else -1
 
 
 def start_position(time_index, offset_index, target_ms: int) -> int:
-    """Byte position to search a segment from for ``target_ms`` (TimeIndex.lookup, then OffsetIndex.lookup);
-    0 when the indexes give none."""
+    """Return the byte position to search a segment from for ``target_ms``; 0 when the indexes give none.
+
+    The position comes from TimeIndex.lookup, then OffsetIndex.lookup.
+    """
     te = time_entries(time_index)
     i = int(np.searchsorted(te["timestamp"].astype(np.int64), target_ms, side="right")) - 1
     if i < 0:
@@ -84,9 +91,11 @@ def start_position(time_index, offset_index, target_ms: int) -> int:
 
 
 def find_offset(log, target_ms: int, start: int = 0) -> tuple[int, int] | None:
-    """(offset, timestamp) of the first record at or after ``target_ms`` in a segment's bytes, reading the
-    batches from byte ``start`` (``LogSegment.findOffsetByTimestamp``); None when there is none.  Batches
-    that fail their CRC are skipped, as a reader of a damaged copy must."""
+    """Find (offset, timestamp) of the first record at or after ``target_ms`` in a segment's bytes.
+
+    The batches are read from byte ``start`` (``LogSegment.findOffsetByTimestamp``); None when there is none.
+    Batches that fail their CRC are skipped, as a reader of a damaged copy must.
+    """
     scan = scan_batches(log, start=start)
     hits = np.nonzero(scan.crc_ok & (scan.max_timestamp >= target_ms))[0]
     for b in hits[:4]:  # the first batch qualifies unless its records disagree with its header
@@ -106,7 +115,8 @@ def offset_for_time(segments, target_ms: int):
 
     ``segments``: (base offset, loader) in base-offset order, where ``loader()`` returns (log bytes, time
     index bytes or None, offset index bytes or None) and is called in order until the target segment.
-    Returns (offset, timestamp) or None (no record at or after ``target_ms``)."""
+    Returns (offset, timestamp) or None (no record at or after ``target_ms``).
+    """
     segments = list(segments)
     for i, (_base, load) in enumerate(segments):
         log, tix, oix = load()

@@ -52,7 +52,7 @@ class FileInfo:
 
 
 def is_local(path: str) -> bool:
-    """True for plain paths and ``file:`` URIs."""
+    """Tell whether ``path`` is a plain path or a ``file:`` URI."""
     scheme = urlparse(path).scheme
     return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")
 
@@ -167,9 +167,11 @@ ARROW_SCHEMES = {"s3a": "s3", "s3": "s3", "s3n": "s3"}
 
 
 class _ArrowStore:
-    """A URI of an object store through ``pyarrow.fs`` (for a Spark Connect client: no JVM here).  ``s3a://`` and
-    ``s3://`` both go to pyarrow's S3 filesystem, which takes its credentials, region and endpoint
-    (``AWS_ENDPOINT_URL`` for an S3-compatible server) from the standard AWS environment and files."""
+    """A URI of an object store through ``pyarrow.fs`` (for a Spark Connect client: no JVM here).
+
+    ``s3a://`` and ``s3://`` both go to pyarrow's S3 filesystem, which takes its credentials, region and endpoint
+    (``AWS_ENDPOINT_URL`` for an S3-compatible server) from the standard AWS environment and files.
+    """
 
     def __init__(self, uri: str):
         from pyarrow import fs as pafs
@@ -280,8 +282,10 @@ def _arrow_s3():
 
 
 def _store(spark, uri: str):
-    """The non-local filesystem of ``uri``: Hadoop's through the driver JVM, or, over Spark Connect (no JVM in
-    this process), :class:`_ArrowStore`."""
+    """Return the non-local filesystem of ``uri``.
+
+    That is Hadoop's through the driver JVM, or, over Spark Connect (no JVM in this process), :class:`_ArrowStore`.
+    """
     from ..spark import is_connect
 
     if spark is not None and is_connect(spark):
@@ -371,8 +375,11 @@ def rename(spark, src: str, dst: str) -> None:
 
 
 def exchange(a: str, b: str) -> bool:
-    """Swap two local paths in one atomic step (Linux ``renameat2(RENAME_EXCHANGE)``); False where that is not
-    available (another OS, an old kernel or C library, a filesystem without it), nothing changed then."""
+    """Swap two local paths in one atomic step (Linux ``renameat2(RENAME_EXCHANGE)``).
+
+    Returns False where that is not available (another OS, an old kernel or C library, a filesystem without it),
+    nothing changed then.
+    """
     import ctypes
     import ctypes.util
     import sys
@@ -390,7 +397,7 @@ def exchange(a: str, b: str) -> bool:
 
 
 def read_json(spark, uri: str, limit: int = 64 << 20):
-    """Parsed JSON of a small file on any filesystem; None when it does not exist."""
+    """Read the parsed JSON of a small file on any filesystem; None when it does not exist."""
     if not exists(spark, uri):
         return None
     return json.loads(read_small(spark, uri, limit).decode("utf-8"))
@@ -402,8 +409,13 @@ def upload(spark, local: str, uri: str) -> None:
 
 
 def children(spark, uri: str) -> list[str] | None:
-    """Names directly inside a directory; None when ``uri`` does not exist.
-    Raises NotADirectoryError when it is a file."""
+    """Return the names directly inside a directory; None when ``uri`` does not exist.
+
+    Raises
+    ------
+    NotADirectoryError
+        ``uri`` is a file.
+    """
     if is_local(uri):
         path = local_path(uri)
         if not os.path.exists(path):

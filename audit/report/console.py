@@ -47,8 +47,9 @@ def console_queries(
     limit: int = CONSOLE_FINDINGS,
     groups: DataFrame | None = None,
 ) -> dict[str, DataFrame]:
-    """The console table's queries (``findings``, ``groups`` when given, ``committed``), each sorted and limited
-    to ``limit + 1`` rows (no job): what :func:`render_console` renders.
+    """Build the console table's queries (``findings``, ``groups`` when given, ``committed``).
+
+    Each is sorted and limited to ``limit + 1`` rows (no job): what :func:`render_console` renders.
 
     A ``kafka-consumer-groups --describe``-style text table, findings first, then the groups (``groups``: the
     ``groups`` table, :func:`audit.groups.group_status`; one line per group, worst status first) and the
@@ -76,7 +77,7 @@ def _opt(cols: set[str], name: str):
 
 
 def _owner(f_cols: set[str]):
-    """The findings' ``OWNER`` column: the diverged replica's broker, else the owner's ``client.id`` (host)."""
+    """Build the findings' ``OWNER`` column: the diverged replica's broker, else the owner's ``client.id`` (host)."""
     return F.when(
         _opt(f_cols, "replica_broker").isNotNull(),  # REPLICA_DIVERGENCE: the replica, not a group
         F.concat(F.lit("replica on broker "), _opt(f_cols, "replica_broker").cast("string")),
@@ -91,7 +92,7 @@ def _owner(f_cols: set[str]):
 
 
 def _findings_query(findings: DataFrame, f_cols: set[str], limit: int) -> DataFrame:
-    """The console's findings, most severe first, at most ``limit + 1`` rows (no job)."""
+    """Query the console's findings, most severe first, at most ``limit + 1`` rows (no job)."""
     sev = F.create_map(*[x for i, s in enumerate(SEVERITIES) for x in (F.lit(s), F.lit(i))])
     return (
         findings.orderBy(sev[F.col("severity")], "group_id", "topic", "partition", "finding")
@@ -115,7 +116,7 @@ def _findings_query(findings: DataFrame, f_cols: set[str], limit: int) -> DataFr
 
 
 def _groups_query(groups: DataFrame, limit: int) -> DataFrame:
-    """The console's groups, worst status first, at most ``limit + 1`` rows (no job)."""
+    """Query the console's groups, worst status first, at most ``limit + 1`` rows (no job)."""
     return (
         worst_first(groups)
         .select(
@@ -138,8 +139,10 @@ def _groups_query(groups: DataFrame, limit: int) -> DataFrame:
 
 
 def _committed_query(committed: DataFrame, c_cols: set[str], bounds: DataFrame, limit: int) -> DataFrame:
-    """The console's committed offsets, those with a finding first, at most ``limit + 1`` rows (no job); ``lag``
-    from ``bounds``' log end offset when ``committed`` has no such column."""
+    """Query the console's committed offsets, those with a finding first, at most ``limit + 1`` rows (no job).
+
+    ``lag`` comes from ``bounds``' log end offset when ``committed`` has no such column.
+    """
     if "lag" not in c_cols:
         committed = committed.join(
             bounds.select("topic", "partition", "log_end_offset"), ["topic", "partition"], "left"
@@ -162,8 +165,11 @@ def _committed_query(committed: DataFrame, c_cols: set[str], bounds: DataFrame, 
 
 
 def render_console(parts: dict[str, list], limit: int = CONSOLE_FINDINGS) -> str:
-    """The console table from :func:`console_queries`' rows (name -> rows, each a dict or ``Row`` in the
-    queries' column order; ``groups`` absent: no groups section)."""
+    """Render the console table from :func:`console_queries`' rows.
+
+    The rows are name -> rows, each a dict or ``Row`` in the queries' column order; ``groups`` absent: no groups
+    section.
+    """
     frows, crow = parts["findings"], parts["committed"]
     out = []
     heads = [

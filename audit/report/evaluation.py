@@ -1,5 +1,6 @@
-"""Judging a finished audit's output for a scheduler: the expectation suite's result and the ``--fail-on`` gate
-(:func:`evaluate_output`), and the alert for a failed run (:func:`build_alert`).
+"""Judging a finished audit's output for a scheduler: the expectation suite's result, the gate and the alert.
+
+The gate is ``--fail-on`` (:func:`evaluate_output`); the alert is the one for a failed run (:func:`build_alert`).
 
 Reads ``summary.json``, ``expectations/validation_result.json`` and ``findings/`` (streamed with pyarrow, bounded
 memory) of an output on a local or mounted path; starts Spark only to run the expectation suite when the audit
@@ -37,7 +38,10 @@ class EvaluationError(Exception):
 
 
 def local_output_dir(uri: str) -> str | None:
-    """The local path of an audit output: ``/a/b`` or ``file:/a/b`` -> ``/a/b`` or ``file:/a/b``; None for other URIs (hdfs://, s3a://, ...)."""
+    """Return the local path of an audit output; None for other URIs (hdfs://, s3a://, ...).
+
+    ``/a/b`` or ``file:/a/b`` -> ``/a/b`` or ``file:/a/b``.
+    """
     from urllib.parse import urlparse
 
     scheme = urlparse(uri).scheme
@@ -100,11 +104,12 @@ def _run_checkpoint(output_dir: str, fail_on: str, expectations_config: str | No
 
 
 def top_findings(output_dir: str, failing: Sequence[str], limit: int = MAX_LOGGED_FINDINGS) -> tuple[list[dict], int]:
-    """The findings at or above the gate, most severe first, at most ``limit`` (rows, total).
+    """Return the findings at or above the gate, most severe first, at most ``limit`` (rows, total).
 
     Streams ``findings/`` batch by batch (only the gated severities, only the columns used) and keeps
     the first rows in order, so memory stays bounded however many findings there are.  Raises
-    ``OSError``/``pyarrow`` errors when ``findings/`` cannot be read."""
+    ``OSError``/``pyarrow`` errors when ``findings/`` cannot be read.
+    """
     import heapq
 
     import pyarrow.dataset as ds
@@ -136,8 +141,10 @@ def top_findings(output_dir: str, failing: Sequence[str], limit: int = MAX_LOGGE
 
 
 def gated_finding_lines(output_dir: str, failing: Sequence[str]) -> list[str]:
-    """Lines for the findings at or above the gate (most severe first), at most MAX_LOGGED_FINDINGS
-    (see :func:`top_findings`)."""
+    """Format lines for the findings at or above the gate (most severe first), at most MAX_LOGGED_FINDINGS.
+
+    See :func:`top_findings`.
+    """
     if not failing:
         return []
     try:
@@ -231,7 +238,7 @@ MAX_ALERTED_FINDINGS = 50
 
 
 def _split_detail(detail: str | None) -> tuple[str, str]:
-    """A finding's ``detail`` -> (what is wrong and the risk, the action); see AUDIT_RULES.md."""
+    """Split a finding's ``detail`` into (what is wrong and the risk, the action); see AUDIT_RULES.md."""
     text = detail or ""
     head, sep, action = text.partition(" Action: ")
     return (head.strip(), action.strip()) if sep else (text.strip(), "")
@@ -246,7 +253,7 @@ def build_alert(
     task_id: str | None = None,
     error: str | None = None,
 ) -> dict:
-    """The alert for a failed audit run: ``{"subject", "text", "html", "findings"}``.
+    """Build the alert for a failed audit run: ``{"subject", "text", "html", "findings"}``.
 
     When ``output`` holds this run's results, it lists the findings at or above ``fail_on`` (most
     severe first, at most :data:`MAX_ALERTED_FINDINGS`), each with what is wrong and its action, the
@@ -311,8 +318,11 @@ def build_alert(
 
 
 def _alert_html(subject: str, head: list[str], items: list, more: int, output, report: str) -> str:
-    """The alert's HTML: ``subject``, the ``head`` lines, a table of ``items`` ((finding row, what is wrong,
-    action) triples), how many ``more`` findings were left out, and where the report is (when it exists)."""
+    """Render the alert's HTML.
+
+    It holds ``subject``, the ``head`` lines, a table of ``items`` ((finding row, what is wrong, action)
+    triples), how many ``more`` findings were left out, and where the report is (when it exists).
+    """
     import html as _html
 
     e = _html.escape

@@ -143,23 +143,32 @@ class ExpectationsConfig(BaseModel):
         return self
 
     def finding_severity_pairs(self) -> List[Tuple[str, str]]:
-        """The allowed (finding, severity) pairs as a sorted list of tuples."""
+        """Return the allowed (finding, severity) pairs as a sorted list of tuples."""
         return sorted((f, s) for f, sevs in self.finding_severities.items() for s in sevs)
 
 
 def load_expectations_config(source: ConfigSource = None) -> ExpectationsConfig:
     """Build an :class:`ExpectationsConfig` from defaults and an optional override.
 
-    Args:
-        source: ``None`` (code defaults), an ``ExpectationsConfig`` (returned as
-            is), a mapping of field overrides, or the path of a ``.json``,
-            ``.yaml`` or ``.yml`` file holding such a mapping (an empty YAML
-            file means defaults).
+    Parameters
+    ----------
+    source : None, ExpectationsConfig, mapping, str or os.PathLike, optional
+        ``None`` (code defaults), an ``ExpectationsConfig`` (returned as is), a mapping of field overrides, or the
+        path of a ``.json``, ``.yaml`` or ``.yml`` file holding such a mapping (an empty YAML file means defaults).
 
-    Raises:
-        FileNotFoundError: the file does not exist.
-        ValueError: the file is neither JSON nor YAML, or does not hold a mapping.
-        pydantic.ValidationError: an unknown key or an out-of-range value.
+    Returns
+    -------
+    ExpectationsConfig
+        The defaults with the override applied.
+
+    Raises
+    ------
+    FileNotFoundError
+        The file does not exist.
+    ValueError
+        The file is neither JSON nor YAML, or does not hold a mapping.
+    pydantic.ValidationError
+        An unknown key or an out-of-range value.
     """
     if source is None:
         return ExpectationsConfig()

@@ -80,13 +80,15 @@ RUNS_SCHEMA = (
 
 
 def default_run_id(started_at: str) -> str:
-    """The run id when none is given: the run's start time, ``2026-11-23T18:40:05.123456Z``."""
+    """Return the run id when none is given: the run's start time, ``2026-11-23T18:40:05.123456Z``."""
     return datetime.fromisoformat(started_at).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _read(spark: SparkSession, history: str, table: str) -> DataFrame | None:
-    """Every row of ``table`` in ``history``, committed or not, with an ``attempt`` column (null for directories
-    written before attempts existed); None when there is none."""
+    """Read every row of ``table`` in ``history``, committed or not, with an ``attempt`` column.
+
+    ``attempt`` is null for directories written before attempts existed; None when there is no row.
+    """
     base = f"{fs.to_uri(history).rstrip('/')}/{table}"
     names = fs.children(spark, base)
     if not names or not any(n.startswith("run_date=") for n in names):
@@ -103,8 +105,10 @@ def _read(spark: SparkSession, history: str, table: str) -> DataFrame | None:
 
 
 def committed(spark: SparkSession, history: str, table: str) -> DataFrame | None:
-    """``table``'s rows of committed runs only: for each run id, the newest attempt that has a ``runs`` row (see
-    the module docstring); None when the history has no committed run."""
+    """Return ``table``'s rows of committed runs only; None when the history has no committed run.
+
+    For each run id, the rows are those of the newest attempt that has a ``runs`` row (see the module docstring).
+    """
     from pyspark.sql.window import Window
 
     runs = _read(spark, history, "runs")
@@ -122,8 +126,10 @@ def committed(spark: SparkSession, history: str, table: str) -> DataFrame | None
 
 
 def previous_run(spark: SparkSession, history: str, run_id: str) -> dict | None:
-    """The newest run in ``history`` whose run id is not ``run_id``: ``{"run_id", "run_time"}`` (ISO 8601
-    UTC string) or None."""
+    """Return the newest run in ``history`` whose run id is not ``run_id``, or None.
+
+    The run is ``{"run_id", "run_time"}`` (ISO 8601 UTC string).
+    """
     runs = committed(spark, history, "runs")
     if runs is None:
         return None
@@ -138,7 +144,7 @@ def previous_run(spark: SparkSession, history: str, run_id: str) -> dict | None:
 
 
 def finding_changes(spark: SparkSession, history: str, run_id: str, findings: DataFrame) -> tuple[DataFrame, dict]:
-    """This run's findings against the previous run's in ``history``.
+    """Compare the run's findings with the previous run's in ``history``.
 
     Returns (changes, info): ``changes`` has :data:`CHANGE_COLUMNS` (status ``new``, ``persisted`` or
     ``resolved``; for ``resolved`` rows the current-run columns are the previous run's values), ``info``
@@ -205,12 +211,15 @@ GROUP_CHANGE_COLUMNS = [
 def group_changes(
     spark: SparkSession, history: str, run_id: str, groups: DataFrame, previous_run_id: str | None = None
 ) -> tuple[DataFrame, dict]:
-    """This run's ``groups`` table against the previous run's in ``history`` (the newest committed run with another
-    run id, or ``previous_run_id``): one row per group whose status changed (``change``: ``new`` -- not in the
-    previous run's table, ``gone`` -- only there, ``changed`` -- another status), with both runs' status, worst
-    verdict, total lag and records at risk (:data:`GROUP_CHANGE_COLUMNS`).  A previous run appended before
-    ``groups`` was kept compares as empty (every group ``new``).  Returns (changes, info): ``info``
-    ``{"groups_new", "groups_gone", "groups_changed"}`` (an aggregate collect)."""
+    """Compare the run's ``groups`` table with the previous run's in ``history``.
+
+    The previous run is the newest committed run with another run id, or ``previous_run_id``.  The result has one
+    row per group whose status changed (``change``: ``new`` -- not in the previous run's table, ``gone`` -- only
+    there, ``changed`` -- another status), with both runs' status, worst verdict, total lag and records at risk
+    (:data:`GROUP_CHANGE_COLUMNS`).  A previous run appended before ``groups`` was kept compares as empty (every
+    group ``new``).  Returns (changes, info): ``info`` ``{"groups_new", "groups_gone", "groups_changed"}`` (an
+    aggregate collect).
+    """
     if previous_run_id is None:
         prev = previous_run(spark, history, run_id)
         previous_run_id = prev["run_id"] if prev else None
@@ -246,8 +255,11 @@ def group_changes(
 
 
 def _one_per_key(findings: DataFrame) -> DataFrame:
-    """The most severe (then newest) finding per key, with ``_subject``: the group, or for a finding without
-    one (REPLICA_DIVERGENCE) its replica's broker, so such rows compare across runs (a null never joins)."""
+    """Keep the most severe (then newest) finding per key, with ``_subject``.
+
+    ``_subject`` is the group, or for a finding without one (REPLICA_DIVERGENCE) its replica's broker, so such
+    rows compare across runs (a null never joins).
+    """
     from pyspark.sql.window import Window
     from ..tables import SEVERITY_RANK
 
@@ -265,8 +277,10 @@ _ESCAPED = set("\"#%'*/:=?\\\x7f{[]^") | {chr(c) for c in range(1, 0x20)}
 
 
 def partition_value(value: str) -> str:
-    """``value`` as Spark writes it in a ``name=value`` partition directory (``%XX`` for the characters it escapes),
-    so that partition discovery reads back ``value`` itself (an Airflow run id has ``:`` and ``+``)."""
+    """Write ``value`` as Spark writes it in a ``name=value`` partition directory (``%XX`` for escaped characters).
+
+    Partition discovery then reads back ``value`` itself (an Airflow run id has ``:`` and ``+``).
+    """
     return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in value)
 
 
@@ -275,10 +289,12 @@ LEGACY_ATTEMPT = "00000000T000000000000Z-legacy"
 
 
 def _migrate_legacy(spark: SparkSession, base: str) -> list[str]:
-    """Move each run directory written before attempts existed (``run_id=ID/`` holding Parquet files) into
-    ``run_id=ID/attempt=<LEGACY_ATTEMPT>/``, so that old and new runs read as one table (Spark refuses a
-    partition tree of mixed depth).  Through a hidden name (``_legacy-...``, which readers skip), finished by
-    the next append should a process be killed half-way.  Returns the moved directories."""
+    """Move each run directory written before attempts existed into ``run_id=ID/attempt=<LEGACY_ATTEMPT>/``.
+
+    Such a directory is ``run_id=ID/`` holding Parquet files; once moved, old and new runs read as one table (Spark
+    refuses a partition tree of mixed depth).  Through a hidden name (``_legacy-...``, which readers skip),
+    finished by the next append should a process be killed half-way.  Returns the moved directories.
+    """
     moved = []
     for name in ("runs", "findings"):
         for date_dir in fs.children(spark, f"{base}/{name}") or []:
@@ -302,7 +318,7 @@ def _migrate_legacy(spark: SparkSession, base: str) -> list[str]:
 
 
 def new_attempt() -> str:
-    """An attempt id: its UTC start to the microsecond, then a random suffix (sorts by time)."""
+    """Return an attempt id: its UTC start to the microsecond, then a random suffix (sorts by time)."""
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ") + "-" + uuid.uuid4().hex[:8]
 
 
@@ -315,11 +331,17 @@ def append_run(
     output: str,
     groups: DataFrame | None = None,
 ) -> dict:
-    """Append this run (``summary`` as in summary.json, ``findings`` its findings table) to ``history`` as a new
-    attempt, replacing an earlier run with the same ``run_id`` once it is committed (module docstring).  Returns
-    ``{"dir", "run_id", "run_date", "attempt", "replaced"}`` (``replaced``: partition dirs of earlier attempts of
-    this run id that were removed, committed or not).  ``groups``: the run's groups table, kept next to the
-    findings."""
+    """Append this run to ``history`` as a new attempt, replacing an earlier committed run with the same ``run_id``.
+
+    ``summary`` is as in summary.json, ``findings`` its findings table; the earlier run is replaced once this one
+    is committed (module docstring).  ``groups``: the run's groups table, kept next to the findings.
+
+    Returns
+    -------
+    dict
+        ``{"dir", "run_id", "run_date", "attempt", "replaced"}`` (``replaced``: partition dirs of earlier attempts
+        of this run id that were removed, committed or not).
+    """
     from ..io.outputs import kill_point
 
     base = fs.to_uri(history).rstrip("/")

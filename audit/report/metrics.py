@@ -101,19 +101,24 @@ def group_partition_rows(
 def group_partition_query(
     committed: DataFrame, findings: DataFrame, bounds: DataFrame, limit: int, shares: DataFrame | None = None
 ) -> DataFrame:
-    """The per-group-partition metric values, worst first, at most ``limit`` rows (sorted and limited; no job).
+    """Query the per-group-partition metric values, worst first, at most ``limit`` rows (sorted and limited; no job).
 
     ``committed``: ``committed_offsets`` (group_id, topic, partition, committed_offset bigint,
     committed_leader_epoch int, commit_timestamp, verdict string); ``findings``: the findings table
     (severity, records_at_risk bigint, group_type string); ``bounds``: topic, partition, log_end_offset bigint;
     ``shares``: the ``share_partitions`` table (KIP-932) or None.
-    Returns dicts with group_id, topic, partition, committed_offset, committed_leader_epoch,
-    lag (bigint, log_end_offset - committed_offset, unclamped; None without a log end offset),
-    records_at_risk (bigint), verdict, severity (``ok`` or the verdict's finding severity).  A share-partition is
-    a row like a consumer group's partition (group ids are one namespace): its start offset (SPSO) as
-    ``committed_offset``, the leader epoch its state was written under, its ``lag`` and ``records_at_risk`` as
-    ``share_partitions`` has them, and the worst severity of the share group's findings on it (which may be about
-    an older leader epoch's state than the newest).
+
+    A share-partition is a row like a consumer group's partition (group ids are one namespace): its start offset
+    (SPSO) as ``committed_offset``, the leader epoch its state was written under, its ``lag`` and
+    ``records_at_risk`` as ``share_partitions`` has them, and the worst severity of the share group's findings on
+    it (which may be about an older leader epoch's state than the newest).
+
+    Returns
+    -------
+    DataFrame
+        Rows (collected as dicts) with group_id, topic, partition, committed_offset, committed_leader_epoch, lag
+        (bigint, log_end_offset - committed_offset, unclamped; None without a log end offset), records_at_risk
+        (bigint), verdict, severity (``ok`` or the verdict's finding severity).
     """
     keys = ["group_id", "topic", "partition", "committed_offset", "commit_timestamp"]
     rank = F.create_map(*[x for k, v in _SEV_RANK.items() for x in (F.lit(k), F.lit(v))])
@@ -171,9 +176,12 @@ def group_rows(groups: DataFrame, limit: int) -> list[dict]:
 
 
 def group_query(groups: DataFrame, limit: int) -> DataFrame:
-    """The per-group metric values from the ``groups`` table, worst status first (then most records at risk,
-    most lag), at most ``limit`` rows (sorted and limited; no job): group_id, status, worst_verdict,
-    partitions_committed, partitions_remote, total_lag, max_lag, records_at_risk, latest_commit_age_seconds."""
+    """Query the per-group metric values from the ``groups`` table, worst status first, at most ``limit`` rows.
+
+    The order is worst status, then most records at risk, most lag (sorted and limited; no job).  Columns:
+    group_id, status, worst_verdict, partitions_committed, partitions_remote, total_lag, max_lag, records_at_risk,
+    latest_commit_age_seconds.
+    """
     rows = (
         worst_first(groups)
         .select(
@@ -199,9 +207,11 @@ def lost_lineage_rows(findings: DataFrame, limit: int) -> list[dict]:
 
 
 def lost_lineage_query(findings: DataFrame, limit: int) -> DataFrame | None:
-    """The REPLICA_DIVERGENCE findings as metric values, most records first, at most ``limit`` (sorted and
-    limited; no job): topic, partition, replica_broker, divergence_offset, records_at_risk, severity.  None for a
-    findings table without ``replica_broker``."""
+    """Query the REPLICA_DIVERGENCE findings as metric values, most records first, at most ``limit``.
+
+    Sorted and limited; no job.  Columns: topic, partition, replica_broker, divergence_offset, records_at_risk,
+    severity.  None for a findings table without ``replica_broker``.
+    """
     if "replica_broker" not in findings.columns:
         return None
     return (
@@ -221,7 +231,7 @@ def build_registry(
     lost: Sequence[dict] = (),
     groups: Sequence[dict] = (),
 ) -> CollectorRegistry:
-    """A registry holding the run's metrics (see the module docstring).
+    """Build a registry holding the run's metrics (see the module docstring).
 
     ``summary``: the run's ``summary.json`` content (``findings.by_name``/``by_severity``,
     ``records_read.total``, ``records_skipped.by_reason``, ``offset_commits``, ``elapsed_seconds``,
@@ -242,7 +252,7 @@ def build_registry(
 
 
 def _gauge(reg: CollectorRegistry, name: str, doc: str, labels: Sequence[str] = (), unit: str = "") -> Gauge:
-    """A gauge ``kafka_offset_audit_<name>`` registered in ``reg``."""
+    """Register a gauge ``kafka_offset_audit_<name>`` in ``reg`` and return it."""
     return Gauge(f"{PREFIX}_{name}", doc, labelnames=labels, unit=unit, registry=reg)
 
 
@@ -334,8 +344,11 @@ def _lost_lineage_gauges(reg: CollectorRegistry, lost: Sequence[dict]) -> None:
 
 
 def _summary_gauges(reg: CollectorRegistry, summary: Mapping[str, Any], exported: int) -> None:
-    """Register and set the per-run counts of ``summary`` (findings, group-partitions, ``exported`` of them in
-    the per-group-partition metrics, commits, records read and skipped); returns None."""
+    """Register and set the per-run counts of ``summary``; return None.
+
+    The counts are findings, group-partitions, ``exported`` of them in the per-group-partition metrics, commits,
+    records read and skipped.
+    """
     findings = summary.get("findings") or {}
     by_sev = _gauge(reg, "findings_by_severity", "Findings of this run by severity.", ("severity",))
     for s in SEVERITIES:
@@ -397,7 +410,7 @@ def _run_gauges(
 
 
 def render(registry: CollectorRegistry) -> bytes:
-    """The Prometheus text exposition format (what ``metrics.prom`` holds)."""
+    """Render the Prometheus text exposition format (what ``metrics.prom`` holds)."""
     return generate_latest(registry)
 
 
@@ -418,7 +431,8 @@ def parse_grouping(pairs: list[str] | None) -> dict[str, str]:
 def check_pushgateway(url: str, timeout: float = 5.0) -> None:
     """Fail fast unless ``url`` is a Pushgateway that answers ``GET /-/healthy``.
 
-    Raises :class:`MetricsError` naming the URL and what went wrong."""
+    Raises :class:`MetricsError` naming the URL and what went wrong.
+    """
     if not re.match(r"^https?://", url):
         raise MetricsError(f"--pushgateway {url!r}: give an http:// or https:// URL, e.g. http://pushgateway:9091")
     try:
@@ -457,8 +471,10 @@ def push(
 
 
 def failure_registry(elapsed: float, exit_status: int | None, stage: str | None = None) -> CollectorRegistry:
-    """The metrics pushed when a run fails before writing its output: run_success 0, duration, exit status and,
-    for an internal error, ``failed_stage{stage}``."""
+    """Build the metrics pushed when a run fails before writing its output.
+
+    They are run_success 0, duration, exit status and, for an internal error, ``failed_stage{stage}``.
+    """
     reg = CollectorRegistry()
     _run_gauges(reg, elapsed, False, exit_status, None, [stage] if stage else [])
     return reg

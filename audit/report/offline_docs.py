@@ -103,7 +103,12 @@ _URL = re.compile(r"(?:src|href)=[\"']((?:https?:)?//[^\"']*)[\"']", re.IGNORECA
 
 def _rewrite(html: str, rel: str) -> tuple[str, int, int]:
     """Rewrite one page; ``rel`` is the path from the page to the site root (``""``, ``"../../"``).
-    Returns (html, tags pointed at local files, tags dropped)."""
+
+    Returns
+    -------
+    tuple
+        (html, tags pointed at local files, tags dropped).
+    """
     counts = [0, 0]
 
     def sub(m: re.Match) -> str:
@@ -130,11 +135,21 @@ def _rewrite(html: str, rel: str) -> tuple[str, int, int]:
 
 
 def make_offline(site_dir: str) -> dict:
-    """Bundle the assets into ``<site_dir>/static/vendor/`` and rewrite every ``*.html`` under
-    ``site_dir`` to use them (see the module docstring).
+    """Bundle the assets into ``<site_dir>/static/vendor/`` and rewrite every ``*.html`` under ``site_dir``.
 
-    Returns ``{"pages", "localised", "dropped"}`` (counts).  Raises ``FileNotFoundError`` when
-    ``site_dir`` has no ``index.html``, and ``ImportError`` when an XStatic package is missing.
+    The pages then use the bundled assets (see the module docstring).
+
+    Returns
+    -------
+    dict
+        ``{"pages", "localised", "dropped"}`` (counts).
+
+    Raises
+    ------
+    FileNotFoundError
+        ``site_dir`` has no ``index.html``.
+    ImportError
+        An XStatic package is missing.
     """
     if not os.path.isfile(os.path.join(site_dir, "index.html")):
         raise FileNotFoundError(f"no Data Docs site at {site_dir} (index.html missing)")

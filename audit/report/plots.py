@@ -1,6 +1,8 @@
-"""The report's plots (matplotlib, drawn as SVG and embedded as ``data:`` URIs): a partition's leader-epoch
-history with the groups' committed offsets (:func:`plot_partition`) and the findings per group
-(:func:`plot_group_chart`).  Used by :mod:`audit.report.html`."""
+"""The report's plots (matplotlib, drawn as SVG and embedded as ``data:`` URIs), used by :mod:`audit.report.html`.
+
+They are a partition's leader-epoch history with the groups' committed offsets (:func:`plot_partition`) and the
+findings per group (:func:`plot_group_chart`).
+"""
 
 from __future__ import annotations
 
@@ -37,10 +39,13 @@ def fmt_ts(value: Any) -> str:
 
 
 def _figure_to_data_uri(fig) -> str:
-    """``fig`` as an SVG ``data:`` URI.  Text stays text (``svg.fonttype: none``, with matplotlib's font
-    fallbacks down to ``sans-serif``): no glyph is rasterised or turned into a path and nothing is PNG-encoded
-    (a partition's plot: about 0.065 s of the GIL instead of 0.098 s as a PNG, and half the bytes), and the plot
-    stays sharp at any zoom.  ``svg.hashsalt`` makes the element ids the same on every run."""
+    """Render ``fig`` as an SVG ``data:`` URI.
+
+    Text stays text (``svg.fonttype: none``, with matplotlib's font fallbacks down to ``sans-serif``): no glyph is
+    rasterised or turned into a path and nothing is PNG-encoded (a partition's plot: about 0.065 s of the GIL
+    instead of 0.098 s as a PNG, and half the bytes), and the plot stays sharp at any zoom.  ``svg.hashsalt``
+    makes the element ids the same on every run.
+    """
     import matplotlib
     from matplotlib.backends.backend_svg import FigureCanvasSVG
 
@@ -53,8 +58,11 @@ def _figure_to_data_uri(fig) -> str:
 
 
 def _new_figure(width: float, height: float, margins: dict | None = None):
-    """A pyplot-free Figure; ``margins`` (subplots_adjust arguments) fix the layout, which draws
-    once instead of twice (constrained layout otherwise, for the label-width-dependent chart)."""
+    """Create a pyplot-free Figure.
+
+    ``margins`` (subplots_adjust arguments) fix the layout, which draws once instead of twice (constrained layout
+    otherwise, for the label-width-dependent chart).
+    """
     from matplotlib.figure import Figure  # no pyplot: no global backend or state
 
     if margins:
@@ -97,10 +105,12 @@ def plot_partition(
     timeline: Sequence[Dict[str, Any]] = (),
     findings: Sequence[Dict[str, Any]] = (),
 ) -> str:
-    """Leader-epoch history of one partition with the groups' committed offsets; ``timeline`` (the bounds'
-    ``epoch_timeline`` from the KRaft metadata log) marks each unclean election where its epoch begins;
-    ``findings`` (this partition's) mark where its log stood when the topic grew (PARTITION_EXPANSION_ORDER)
-    and the offsets a diverged replica will lose (REPLICA_DIVERGENCE)."""
+    """Plot the leader-epoch history of one partition with the groups' committed offsets.
+
+    ``timeline`` (the bounds' ``epoch_timeline`` from the KRaft metadata log) marks each unclean election where
+    its epoch begins; ``findings`` (this partition's) mark where its log stood when the topic grew
+    (PARTITION_EXPANSION_ORDER) and the offsets a diverged replica will lose (REPLICA_DIVERGENCE).
+    """
     expansions = _expansions(findings)
     lost = [f for f in findings if f.get("finding") == "REPLICA_DIVERGENCE" and f.get("divergence_offset") is not None]
     by_broker, leaders, unknown_start = _epochs_by_broker(epochs)
@@ -157,8 +167,11 @@ def _expansions(findings: Sequence[Dict[str, Any]]) -> List[Tuple[int, Any]]:
 def _epochs_by_broker(
     epochs: Sequence[Dict[str, Any]],
 ) -> Tuple[Dict[Any, List[Tuple[int, int]]], set, List[Tuple[Any, int]]]:
-    """``(by_broker, leaders, unknown_start)``: each broker's ``(leader_epoch, start_offset)`` entries, the
-    brokers flagged leader, and the ``(broker, epoch)`` entries without a start offset."""
+    """Return ``(by_broker, leaders, unknown_start)`` of the epoch entries.
+
+    They are each broker's ``(leader_epoch, start_offset)`` entries, the brokers flagged leader, and the
+    ``(broker, epoch)`` entries without a start offset.
+    """
     by_broker: Dict[Any, List[Tuple[int, int]]] = defaultdict(list)
     leaders = set()
     # a live cluster's leader epoch comes without its start offset (null): marked as a level, not a step
@@ -241,8 +254,10 @@ def _draw_epoch_steps(ax, by_broker: Dict[Any, List[Tuple[int, int]]], leaders: 
 def _draw_unclean_elections(
     ax, by_broker: Dict[Any, List[Tuple[int, int]]], leaders: set, timeline: Sequence[Dict[str, Any]]
 ) -> List[int]:
-    """Mark each unclean election of ``timeline`` where its epoch starts (else at its level); returns their
-    epochs (y values)."""
+    """Mark each unclean election of ``timeline`` where its epoch starts (else at its level).
+
+    Returns their epochs (y values).
+    """
     starts: Dict[int, int] = {}
     for broker in sorted(by_broker, key=_broker_order(leaders)):
         for ep, off in by_broker[broker]:
@@ -327,8 +342,10 @@ def _draw_lost_lineage(ax, lost: Sequence[Dict[str, Any]]) -> None:
 
 
 def _draw_commits(ax, commits: Sequence[Dict[str, Any]], x_lo: float, x_end: float) -> List[int]:
-    """Mark each group's committed offset at (offset, committed epoch), coloured by verdict, with a legend
-    entry per verdict; returns the committed epochs (y values, -1 for none)."""
+    """Mark each group's committed offset at (offset, committed epoch), coloured by verdict.
+
+    Adds a legend entry per verdict; returns the committed epochs (y values, -1 for none).
+    """
     used_verdicts: Dict[str, str] = {}
     seen_points: Dict[Tuple[int, int], int] = {}
     x_span = x_end - x_lo

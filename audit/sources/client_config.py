@@ -88,8 +88,10 @@ _SECRET_PAIR_RE = re.compile(
 
 
 def is_secret_key(key: str) -> bool:
-    """True when a property name (``ssl.key.password``) or kafka-python keyword
-    (``sasl_plain_password``) holds a secret whose value must never be shown."""
+    """Tell whether a property name or kafka-python keyword holds a secret whose value must never be shown.
+
+    Property names are like ``ssl.key.password``, kafka-python keywords like ``sasl_plain_password``.
+    """
     return bool(_SECRET_KEY_RE.search(str(key)))
 
 
@@ -215,11 +217,11 @@ def _logical_lines(text: str) -> Iterable[tuple[int, str]]:
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    """Parse ``java.util.Properties`` text into an ordered ``{key: value}`` dict.
+    r"""Parse ``java.util.Properties`` text into an ordered ``{key: value}`` dict.
 
     Supports ``#``/``!`` comments, ``key=value``, ``key: value`` and
     ``key value`` separators, backslash line continuations and the escapes
-    ``\\t \\n \\r \\f \\uXXXX \\<char>``.  A later duplicate key wins, as in Java.
+    ``\t \n \r \f \uXXXX \<char>``.  A later duplicate key wins, as in Java.
     Never raises on syntax; returns an empty dict for empty text.
     """
     props: dict[str, str] = {}
@@ -411,18 +413,23 @@ def _connection_keys() -> set[str]:
 class ClientConfig:
     """A parsed Kafka client configuration.
 
-    Attributes:
-        settings: kafka-python 3 keyword settings (``security_protocol``,
-            ``sasl_plain_password``, ``ssl_cafile``, ``request_timeout_ms`` ...).
-            Contains secrets: never log it; use :meth:`redacted`.
-        metadata_recovery_strategy: KIP-1102 ``metadata.recovery.strategy``,
-            ``"rebootstrap"`` (default) or ``"none"``.
-        metadata_recovery_rebootstrap_trigger_ms: KIP-1102 trigger, ms (default 300000).
-        retry_backoff_max_ms: ``retry.backoff.max.ms`` (KIP-580) or None.
-        default_api_timeout_ms: ``default.api.timeout.ms`` or None; the collector
-            uses it as its total deadline.
-        ignored: ``(key, reason)`` for keys accepted but overridden by the auditor.
-        source: where the properties came from (a path), for messages.
+    Attributes
+    ----------
+    settings : Mapping[str, Any]
+        kafka-python 3 keyword settings (``security_protocol``, ``sasl_plain_password``, ``ssl_cafile``,
+        ``request_timeout_ms`` ...).  Contains secrets: never log it; use :meth:`redacted`.
+    metadata_recovery_strategy : str
+        KIP-1102 ``metadata.recovery.strategy``, ``"rebootstrap"`` (default) or ``"none"``.
+    metadata_recovery_rebootstrap_trigger_ms : int
+        KIP-1102 trigger, ms (default 300000).
+    retry_backoff_max_ms : int or None
+        ``retry.backoff.max.ms`` (KIP-580) or None.
+    default_api_timeout_ms : int or None
+        ``default.api.timeout.ms`` or None; the collector uses it as its total deadline.
+    ignored : tuple of (str, str)
+        ``(key, reason)`` for keys accepted but overridden by the auditor.
+    source : str or None
+        Where the properties came from (a path), for messages.
     """
 
     settings: Mapping[str, Any] = field(default_factory=dict)
@@ -457,7 +464,7 @@ class ClientConfig:
     __str__ = __repr__
 
     def with_overrides(self, **settings: Any) -> "ClientConfig":
-        """A copy whose kafka-python settings are updated with ``settings``."""
+        """Return a copy whose kafka-python settings are updated with ``settings``."""
         merged = dict(self.settings)
         merged.update(settings)
         for k, v in settings.items():
@@ -474,13 +481,15 @@ class ClientConfig:
         )
 
     def consumer_kwargs(self) -> dict[str, Any]:
-        """Settings accepted by ``kafka.KafkaConsumer`` (it rejects unknown keywords)."""
+        """Return the settings accepted by ``kafka.KafkaConsumer`` (it rejects unknown keywords)."""
         keys = _consumer_keys()
         return {k: v for k, v in self.settings.items() if k in keys}
 
     def connection_kwargs(self) -> dict[str, Any]:
-        """Settings accepted by ``kafka.net.manager.KafkaConnectionManager``
-        (the connection layer used by the collector's real transport)."""
+        """Return the settings accepted by ``kafka.net.manager.KafkaConnectionManager``.
+
+        That is the connection layer used by the collector's real transport.
+        """
         keys = _connection_keys() | {"retry_backoff_ms"}
         return {k: v for k, v in self.settings.items() if k in keys}
 
@@ -488,30 +497,32 @@ class ClientConfig:
 def parse_client_properties(props: Mapping[str, str], source: str | None = None) -> ClientConfig:
     """Map Java client properties onto kafka-python 3 settings.
 
-    Args:
-        props: ``{property: string value}`` as read by :func:`parse_properties`.
-        source: optional origin (a path) shown in messages.
+    Mapping (Java property -> kafka-python keyword): ``bootstrap.servers`` -> ``bootstrap_servers`` (list),
+    ``client.id``, ``security.protocol``, ``sasl.mechanism`` (default ``GSSAPI`` for SASL_* as in Java),
+    ``sasl.jaas.config`` (Plain/Scram login modules) -> ``sasl_plain_username`` / ``sasl_plain_password``,
+    ``ssl.truststore.location`` (PEM) -> ``ssl_cafile``, ``ssl.keystore.location`` (PEM with key and chain) ->
+    ``ssl_certfile``, ``ssl.key.password`` (else ``ssl.keystore.password``) -> ``ssl_password``,
+    ``ssl.endpoint.identification.algorithm`` ("" disables) -> ``ssl_check_hostname``, timeouts/backoffs in ms
+    one-to-one; ``metadata.recovery.strategy`` and ``metadata.recovery.rebootstrap.trigger.ms`` (KIP-1102) are kept
+    on the :class:`ClientConfig` for the collector.
 
-    Returns:
-        :class:`ClientConfig`.
+    Parameters
+    ----------
+    props : Mapping[str, str]
+        ``{property: string value}`` as read by :func:`parse_properties`.
+    source : str or None, optional
+        Optional origin (a path) shown in messages.
 
-    Raises:
-        ClientConfigError: an unknown key (the message names it), a malformed
-            value, or a setting kafka-python cannot honour (JKS/PKCS12 stores,
-            inline PEM, an unsupported SASL login module). Secret values are
-            never part of the message.
+    Returns
+    -------
+    ClientConfig
+        The mapped configuration.
 
-    Mapping (Java property -> kafka-python keyword): ``bootstrap.servers`` ->
-    ``bootstrap_servers`` (list), ``client.id``, ``security.protocol``,
-    ``sasl.mechanism`` (default ``GSSAPI`` for SASL_* as in Java),
-    ``sasl.jaas.config`` (Plain/Scram login modules) -> ``sasl_plain_username``
-    / ``sasl_plain_password``, ``ssl.truststore.location`` (PEM) -> ``ssl_cafile``,
-    ``ssl.keystore.location`` (PEM with key and chain) -> ``ssl_certfile``,
-    ``ssl.key.password`` (else ``ssl.keystore.password``) -> ``ssl_password``,
-    ``ssl.endpoint.identification.algorithm`` ("" disables) -> ``ssl_check_hostname``,
-    timeouts/backoffs in ms one-to-one; ``metadata.recovery.strategy`` and
-    ``metadata.recovery.rebootstrap.trigger.ms`` (KIP-1102) are kept on the
-    :class:`ClientConfig` for the collector.
+    Raises
+    ------
+    ClientConfigError
+        An unknown key (the message names it), a malformed value, or a setting kafka-python cannot honour (JKS/PKCS12
+        stores, inline PEM, an unsupported SASL login module).  Secret values are never part of the message.
     """
     for k, v in props.items():
         if is_secret_key(k):
@@ -558,8 +569,15 @@ def parse_client_properties(props: Mapping[str, str], source: str | None = None)
 def _client_setting(
     key: str, raw: str, value: str, props: Mapping[str, str], settings: dict[str, Any], where: str
 ) -> bool:
-    """Whether ``key`` is a property mapped onto kafka-python settings (then put into ``settings``; ``value`` is
-    ``raw`` stripped).  Raises :class:`ClientConfigError` for a malformed or unsupported value."""
+    """Tell whether ``key`` is a property mapped onto kafka-python settings (then put into ``settings``).
+
+    ``value`` is ``raw`` stripped.
+
+    Raises
+    ------
+    ClientConfigError
+        A malformed or unsupported value.
+    """
     if key in _INT_KEYS:
         name, minimum = _INT_KEYS[key]
         settings[name] = _int(key, value, minimum)
@@ -590,8 +608,15 @@ def _client_setting(
 
 
 def _jaas_settings(key: str, value: str, settings: dict[str, Any], where: str) -> None:
-    """Nothing: the credentials (Plain/Scram login modules) or Kerberos service name of ``sasl.jaas.config``
-    put into ``settings``.  Raises :class:`ClientConfigError` for a missing option or another login module."""
+    """Put the credentials or the Kerberos service name of ``sasl.jaas.config`` into ``settings``; return nothing.
+
+    The credentials are those of the Plain/Scram login modules.
+
+    Raises
+    ------
+    ClientConfigError
+        A missing option or another login module.
+    """
     module, options = _parse_jaas(value)
     short = module.rsplit(".", 1)[-1]
     if short in ("PlainLoginModule", "ScramLoginModule"):
@@ -613,8 +638,13 @@ def _jaas_settings(key: str, value: str, settings: dict[str, Any], where: str) -
 
 
 def _ssl_setting(key: str, raw: str, value: str, props: Mapping[str, str], settings: dict[str, Any]) -> bool:
-    """Whether ``key`` is one of the ``ssl.*`` properties (then mapped into ``settings``).  Raises
-    :class:`ClientConfigError` for a store kafka-python cannot read (not PEM) or an unsupported property."""
+    """Tell whether ``key`` is one of the ``ssl.*`` properties (then mapped into ``settings``).
+
+    Raises
+    ------
+    ClientConfigError
+        A store kafka-python cannot read (not PEM) or an unsupported property.
+    """
     if key in ("ssl.truststore.location", "ssl.keystore.location"):
         store = key.split(".")[1]
         type_key = f"ssl.{store}.type"
@@ -657,8 +687,13 @@ def _ssl_setting(key: str, raw: str, value: str, props: Mapping[str, str], setti
 
 
 def _check_sasl(settings: dict[str, Any], where: str) -> None:
-    """Nothing: ``sasl_mechanism`` defaulted to GSSAPI under a SASL_* protocol (as in Java).  Raises
-    :class:`ClientConfigError` for a PLAIN/SCRAM mechanism without credentials or OAUTHBEARER."""
+    """Default ``sasl_mechanism`` to GSSAPI under a SASL_* protocol (as in Java); return nothing.
+
+    Raises
+    ------
+    ClientConfigError
+        A PLAIN/SCRAM mechanism without credentials, or OAUTHBEARER.
+    """
     protocol = settings.get("security_protocol", "PLAINTEXT")
     if protocol.startswith("SASL_"):
         mech = settings.setdefault("sasl_mechanism", "GSSAPI")
@@ -676,12 +711,13 @@ def _check_sasl(settings: dict[str, Any], where: str) -> None:
 
 
 def load_client_config(path: str | os.PathLike) -> ClientConfig:
-    """Read a Kafka client ``.properties`` file and map it with
-    :func:`parse_client_properties`.
+    """Read a Kafka client ``.properties`` file and map it with :func:`parse_client_properties`.
 
-    Raises:
-        ClientConfigError: unknown/malformed keys (see :func:`parse_client_properties`)
-            or an unreadable file (the message names the path, never its contents).
+    Raises
+    ------
+    ClientConfigError
+        Unknown/malformed keys (see :func:`parse_client_properties`) or an unreadable file (the message names the
+        path, never its contents).
     """
     path = os.fspath(path)
     try:

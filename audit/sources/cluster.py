@@ -67,9 +67,11 @@ CONNECTOR_HOLD_BYTES = 32 << 20
 
 
 def _decode_latest(batches):
-    """``--mode latest`` over the connector's rows: a task reads one ``__consumer_offsets`` partition in offset
-    order, summarised :data:`CONNECTOR_HOLD_BYTES` of records at a time as the log-dir source summarises a
-    segment (:func:`audit.formats.segments.decode_offsets_rows_latest`)."""
+    """Apply ``--mode latest`` to the connector's rows, one ``__consumer_offsets`` partition per task.
+
+    A task reads one partition in offset order, summarised :data:`CONNECTOR_HOLD_BYTES` of records at a time as
+    the log-dir source summarises a segment (:func:`audit.formats.segments.decode_offsets_rows_latest`).
+    """
     import pyarrow as pa
 
     from audit.formats.segments import decode_offsets_rows_latest
@@ -92,9 +94,12 @@ def read_offsets_topic(
     consumer_factory: Callable[..., Any] | None = None,
     latest: bool = False,
 ) -> DataFrame:
-    """``__consumer_offsets`` of a live cluster as :data:`RAW_SCHEMA` rows plus ``broker_id`` (null), read in at
-    most the session's default parallelism of tasks, decoded where they are read (``decoded=true``); ``latest``
-    (``--mode latest``): summarised per partition there too, as the log-dir source does per segment."""
+    """Read ``__consumer_offsets`` of a live cluster as :data:`RAW_SCHEMA` rows plus ``broker_id`` (null).
+
+    The read takes at most the session's default parallelism of tasks, decoded where they are read
+    (``decoded=true``); ``latest`` (``--mode latest``): summarised per partition there too, as the log-dir source
+    does per segment.
+    """
     from .kafka_datasource import register
 
     # as many tasks as the session runs at once: each task reads its partitions with one client
@@ -115,13 +120,15 @@ def read_offsets_topic(
 
 
 def _read_planned_here(spark: SparkSession, options: dict, consumer_factory=None) -> DataFrame:
-    """The ``kafka_offsets_topic`` data source's read, planned in this process: over Spark Connect a Python data
-    source is planned by a Python process of the server's driver, whose Python is the server's own (not the
-    session's ``--python-env``) and whose files (``--client-config``) are not this client's.  Here the reader
-    is built and its partitions listed (ListOffsets) by this client, exactly as the data source's planner does
-    (:func:`audit.sources.kafka_datasource.reader_from_options`), then each task's ranges are read by
-    ``mapInArrow`` on the executors, which run the session's Python.  Same rows (``options['decoded']`` must be
-    true: :data:`RAW_SCHEMA`), same snapshot."""
+    """Plan the ``kafka_offsets_topic`` data source's read in this process, and read it with ``mapInArrow``.
+
+    Over Spark Connect a Python data source is planned by a Python process of the server's driver, whose Python is
+    the server's own (not the session's ``--python-env``) and whose files (``--client-config``) are not this
+    client's.  Here the reader is built and its partitions listed (ListOffsets) by this client, exactly as the
+    data source's planner does (:func:`audit.sources.kafka_datasource.reader_from_options`), then each task's
+    ranges are read by ``mapInArrow`` on the executors, which run the session's Python.  Same rows
+    (``options['decoded']`` must be true: :data:`RAW_SCHEMA`), same snapshot.
+    """
     from .kafka_datasource import OffsetsTopicPartition, OffsetsTopicTask, reader_from_options
 
     reader = reader_from_options(options, consumer_factory)
@@ -174,8 +181,10 @@ def read_offsets_connector(
     topic: str = "__consumer_offsets",
     latest: bool = False,
 ) -> DataFrame:
-    """``__consumer_offsets`` through Spark's Kafka connector (``spark-sql-kafka-0-10``) as :data:`RAW_SCHEMA`
-    rows plus ``broker_id`` (null), decoded by the same :func:`audit.formats.segments.decode_offsets_rows`.
+    """Read ``__consumer_offsets`` through Spark's Kafka connector (``spark-sql-kafka-0-10``).
+
+    The rows are :data:`RAW_SCHEMA` rows plus ``broker_id`` (null), decoded by the same
+    :func:`audit.formats.segments.decode_offsets_rows`.
 
     Assign mode on every partition of ``topic``: the partitions come from one Metadata request naming only
     ``topic`` (:meth:`audit.sources.collector.OffsetCollector.fetch_metadata`, KIP-526).  The connector's
@@ -189,7 +198,10 @@ def read_offsets_connector(
     sets itself (:data:`CONNECTOR_REFUSED`).  The connector's jar must be on the classpath
     (``spark.jars.packages`` / ``--packages`` :func:`connector_package`).
 
-    Raises :class:`audit.sources.collector.CollectorError` when the cluster has no such topic.
+    Raises
+    ------
+    audit.sources.collector.CollectorError
+        The cluster has no such topic.
     """
     import json
 
@@ -313,9 +325,11 @@ def _share_round(
     eeo_list: list,
     problems: list,
 ) -> list:
-    """The epoch requests of the share-partition states (``share_requests(topic_ids)``); when there are any
-    requests or partitions, their answers (a second ``collect``) are added to ``bounds_list`` (partitions not
-    there yet), ``eeo_list``, ``topic_ids`` and ``problems``."""
+    """Collect the epoch requests of the share-partition states (``share_requests(topic_ids)``).
+
+    When there are any requests or partitions, their answers (a second ``collect``) are added to ``bounds_list``
+    (partitions not there yet), ``eeo_list``, ``topic_ids`` and ``problems``.
+    """
     share_reqs, share_parts = share_requests(topic_ids)
     if share_reqs or share_parts:
         more = collect(share_reqs, share_parts)
@@ -328,7 +342,7 @@ def _share_round(
 
 
 def _bounds_rows(bounds_list: list, now: datetime) -> list[tuple]:
-    """The :data:`BOUNDS_DDL` rows of the collector's bounds (answered by the leader, captured ``now``)."""
+    """Build the :data:`BOUNDS_DDL` rows of the collector's bounds (answered by the leader, captured ``now``)."""
     return [
         (
             b["topic"],
@@ -353,8 +367,10 @@ def _bounds_rows(bounds_list: list, now: datetime) -> list[tuple]:
 def live_collect(
     bootstrap_servers: str, client_config: str | None = None, max_concurrency: int | None = None
 ) -> Callable[..., Any]:
-    """A ``collect`` for :func:`cluster_tables` backed by a real :class:`OffsetCollector`
-    (``max_concurrency``: requests in flight at once, the collector's default when None)."""
+    """Build a ``collect`` for :func:`cluster_tables` backed by a real :class:`OffsetCollector`.
+
+    ``max_concurrency``: requests in flight at once, the collector's default when None.
+    """
 
     def collect(reqs, parts):
         from .collector import open_collector
@@ -372,12 +388,18 @@ def read_share_state_topic(
     client_config: str | None = None,
     consumer_factory: Callable[..., Any] | None = None,
 ) -> DataFrame | None:
-    """``__share_group_state`` of a live cluster (KIP-932 share groups) as
-    :data:`audit.formats.share_state.SHARE_RAW_SCHEMA` rows, read-only like ``__consumer_offsets``: each
-    partition's ``[log start, read_committed end)`` captured here (ListOffsets), read by Fetch requests to the
-    leaders in at most the session's default parallelism of tasks and decoded there.  None when the cluster has no
-    such topic (before Kafka 4.0, or no share group ever initialised).  Raises
-    :class:`audit.sources.kafka_datasource.KafkaOffsetsTopicError` as the ``__consumer_offsets`` read does."""
+    """Read ``__share_group_state`` of a live cluster (KIP-932 share groups), read-only like ``__consumer_offsets``.
+
+    The rows are :data:`audit.formats.share_state.SHARE_RAW_SCHEMA` rows: each partition's
+    ``[log start, read_committed end)`` captured here (ListOffsets), read by Fetch requests to the leaders in at
+    most the session's default parallelism of tasks and decoded there.  None when the cluster has no such topic
+    (before Kafka 4.0, or no share group ever initialised).
+
+    Raises
+    ------
+    audit.sources.kafka_datasource.KafkaOffsetsTopicError
+        As the ``__consumer_offsets`` read does.
+    """
     import pyarrow as pa
 
     from ..formats.share_state import SHARE_RAW_SCHEMA, SHARE_STATE_TOPIC, decode_share_state_rows

@@ -35,10 +35,13 @@ OFFSETS_AT_SCHEMA = pa.schema(
 
 
 def _offsets_at(batches):
-    """mapInArrow: rows (topic, partition, expanded_at_ms, new_partitions array<int>, log_end_offset, bases
-    array<long>, uris array<string>) -> :data:`OFFSETS_AT_SCHEMA`.  ``offset_from``: ``time_index`` (the first record at or after the time),
-    ``log_end`` (no record that late: the log end offset), or null with ``issue`` when the segments could not
-    be read here (not a local file, or unreadable)."""
+    """Find each expanded topic's offset at its expansion time (mapInArrow) into :data:`OFFSETS_AT_SCHEMA` rows.
+
+    The input rows are (topic, partition, expanded_at_ms, new_partitions array<int>, log_end_offset, bases
+    array<long>, uris array<string>).  ``offset_from``: ``time_index`` (the first record at or after the time),
+    ``log_end`` (no record that late: the log end offset), or null with ``issue`` when the segments could not be
+    read here (not a local file, or unreadable).
+    """
     from audit.formats.time_index import offset_for_time
     from audit.io.fs import is_local
     from audit.sources.logdirs import mmap_local
@@ -84,15 +87,19 @@ def _offsets_at(batches):
 def expansion_offsets(
     spark: SparkSession, leader_timeline: DataFrame | None, bounds: DataFrame, replicas, commits: DataFrame
 ) -> DataFrame | None:
-    """The ``expansion_offsets`` view of ``sql/finding_partition_expansion_order.sql``.
+    """Build the ``expansion_offsets`` view of ``sql/finding_partition_expansion_order.sql``.
 
     ``leader_timeline``: ``sql/leader_timeline.sql`` rows (None without a metadata log: returns None);
     ``bounds``: the audit's bounds (``answered_by_broker``, ``log_end_offset``); ``replicas``: the log dirs'
     :class:`audit.sources.logdirs.Replica` list; ``commits``: live commits (``--mode history``: every one).
-    Returns topic string, partition int (an old partition), expanded_at timestamp, new_partitions array<int>,
-    offset_at_expansion bigint (null when it could not be read), offset_from string, issue string; None when no
-    audited group committed past offset 0 on a partition added by an expansion.
     The driver collects one row per (expansion, old partition) of those topics: bounded by their partition count.
+
+    Returns
+    -------
+    DataFrame or None
+        Topic string, partition int (an old partition), expanded_at timestamp, new_partitions array<int>,
+        offset_at_expansion bigint (null when it could not be read), offset_from string, issue string; None when
+        no audited group committed past offset 0 on a partition added by an expansion.
     """
     if leader_timeline is None:
         return None

@@ -112,26 +112,42 @@ def read_ranges(
     fail: Any,
     reduce_latest: bool = False,
 ) -> Iterator[pa.RecordBatch]:
-    """Arrow batches of every committed record of ``topic`` in the ``(partition, start, end)`` ranges
-    (``start <= offset < end``), read with Fetch requests; see the module docstring.
+    """Read every committed record of ``topic`` in the ``(partition, start, end)`` ranges into Arrow batches.
 
-    Args:
-        client_config: connection and security settings (bootstrap servers included).
-        topic: ``__consumer_offsets`` (or a mirrored copy).
-        ranges: the planned ``(partition, start_offset, end_offset)``.
-        poll_timeout_ms: longest time without progress on any partition before failing, ms.
-        decoded: :data:`audit.formats.segments.RAW_SCHEMA` rows (True) or
-            :data:`audit.formats.fetched.RECORDS_SCHEMA` rows (False).
-        fail: ``fail(stage, partitions, exc) -> Exception`` building the error to raise (redacted, with the
-            client configuration named): the data source's.
-        reduce_latest: (``decoded``) ``--mode latest``: each partition's records summarised
-            (:func:`audit.formats.fetched.decode_prepared`), at most :data:`PARTITION_HOLD_BYTES` of one partition
-            and :data:`HOLD_BYTES` in all held at once: ``HOLD_BYTES // PARTITION_HOLD_BYTES`` partitions are
-            read at a time (their leaders interleaved), the others wait their turn.
+    The records with ``start <= offset < end`` are read with Fetch requests; see the module docstring.
 
-    Raises:
-        whatever ``fail`` builds: a broker unreachable past the collector's retries, an authorization failure
-        (READ on the topic), an unexpected partition error, or no progress for ``poll_timeout_ms``.
+    Parameters
+    ----------
+    client_config : ClientConfig
+        Connection and security settings (bootstrap servers included).
+    topic : str
+        ``__consumer_offsets`` (or a mirrored copy).
+    ranges : list of (int, int, int)
+        The planned ``(partition, start_offset, end_offset)``.
+    poll_timeout_ms : int
+        Longest time without progress on any partition before failing, ms.
+    decoded : bool
+        :data:`audit.formats.segments.RAW_SCHEMA` rows (True) or :data:`audit.formats.fetched.RECORDS_SCHEMA` rows
+        (False).
+    fail : callable
+        ``fail(stage, partitions, exc) -> Exception`` building the error to raise (redacted, with the client
+        configuration named): the data source's.
+    reduce_latest : bool, default False
+        (``decoded``) ``--mode latest``: each partition's records summarised
+        (:func:`audit.formats.fetched.decode_prepared`), at most :data:`PARTITION_HOLD_BYTES` of one partition and
+        :data:`HOLD_BYTES` in all held at once: ``HOLD_BYTES // PARTITION_HOLD_BYTES`` partitions are read at a
+        time (their leaders interleaved), the others wait their turn.
+
+    Yields
+    ------
+    pyarrow.RecordBatch
+        The records' rows, in the schema ``decoded`` picks.
+
+    Raises
+    ------
+    Exception
+        Whatever ``fail`` builds: a broker unreachable past the collector's retries, an authorization failure (READ
+        on the topic), an unexpected partition error, or no progress for ``poll_timeout_ms``.
     """
     from .collector import open_collector
 
@@ -159,8 +175,10 @@ def _read_todo(
     fail: Any,
     reduce_latest: bool,
 ) -> Iterator[pa.RecordBatch]:
-    """The Arrow batches of :func:`read_ranges` for the ``partition -> [position, end]`` of ``todo`` (emptied as
-    the partitions are read), through ``collector``."""
+    """Read the Arrow batches of :func:`read_ranges` for the ``partition -> [position, end]`` of ``todo``.
+
+    ``todo`` is emptied as the partitions are read, through ``collector``.
+    """
     not_before: dict[int | str, float] = {}
     held: dict[int, list[PreparedChunk]] = {}  # fetched, not decoded yet (latest mode: summarised together)
     last_error: dict[int, str] = {}  # partition -> why its last fetch did not move it
@@ -228,9 +246,11 @@ def _refresh_metadata(collector, topic: str, todo: dict[int, list[int]], fail: A
 def _by_leader(
     collector, topic: str, active: list[int], todo: dict[int, list[int]], last_error: dict[int, str]
 ) -> tuple[dict[int | str, list[tuple[int, int, int]]], dict, bool]:
-    """``(by_leader, brokers, refresh)``: the ``(partition, position, current_leader_epoch)`` of the ``active``
-    partitions by leader node id, the leaders by node id, and whether a partition had no leader (metadata to
-    refresh; its ``last_error`` set)."""
+    """Return ``(by_leader, brokers, refresh)`` for the ``active`` partitions.
+
+    That is the ``(partition, position, current_leader_epoch)`` of the ``active`` partitions by leader node id,
+    the leaders by node id, and whether a partition had no leader (metadata to refresh; its ``last_error`` set).
+    """
     by_leader: dict[int | str, list[tuple[int, int, int]]] = {}
     brokers = {}
     refresh = False
@@ -257,10 +277,12 @@ def _fetch_round(
     last_error: dict[int, str],
     fail: Any,
 ) -> tuple[list[FetchedChunk], dict[int, int], bool, bool]:
-    """``(chunks, stable, moved, refresh)`` of sending the ``(broker, request)`` ``jobs`` at once: each answered
-    partition's records, its last stable offset (or high watermark), whether a position or end moved (a log start
-    or end past it) and whether the metadata is to be refreshed; ``todo``, ``not_before`` (a broker's throttle)
-    and ``last_error`` updated."""
+    """Send the ``(broker, request)`` ``jobs`` at once and return ``(chunks, stable, moved, refresh)``.
+
+    That is each answered partition's records, its last stable offset (or high watermark), whether a position or
+    end moved (a log start or end past it) and whether the metadata is to be refreshed; ``todo``, ``not_before``
+    (a broker's throttle) and ``last_error`` are updated.
+    """
     from .collector import CollectorError
 
     try:
@@ -286,8 +308,10 @@ def _fetch_round(
 def _broker_answered(
     broker, outcome: Any, asked: list[tuple[int, int, int]], not_before: dict[int | str, float], last_error: dict
 ) -> bool:
-    """Whether ``outcome`` is a response whose partitions can be read (else the ``asked`` partitions'
-    ``last_error`` is set); its ``throttle_time_ms`` goes to ``not_before``."""
+    """Tell whether ``outcome`` is a response whose partitions can be read (else set the ``asked`` ones' error).
+
+    Otherwise the ``asked`` partitions' ``last_error`` is set; its ``throttle_time_ms`` goes to ``not_before``.
+    """
     from .collector import error_name
 
     if isinstance(outcome, BaseException):
@@ -318,9 +342,11 @@ def _partition_answer(
     stable: dict[int, int],
     fail: Any,
 ) -> tuple[bool, bool]:
-    """``(moved, refresh)`` of one partition's answer ``pd``: its records appended to ``chunks`` (its stable
-    end to ``stable``), or its position or end moved to the log's bounds (OFFSET_OUT_OF_RANGE), or a retriable
-    error noted; ``fail``'s error raised for any other error."""
+    """Take one partition's answer ``pd`` and return ``(moved, refresh)``.
+
+    Its records are appended to ``chunks`` (its stable end to ``stable``), or its position or end moved to the
+    log's bounds (OFFSET_OUT_OF_RANGE), or a retriable error noted; ``fail``'s error is raised for any other error.
+    """
     from .collector import CollectorError, acl_hint, error_name
 
     p = pd.partition_index
@@ -364,8 +390,11 @@ def _take_chunks(
     last_error: dict[int, str],
     check_crcs: bool,
 ) -> tuple[list[int], bool]:
-    """``(finished, moved)``: the partitions the prepared ``chunks`` (emptied, first to last) took to their end
-    and whether a position moved; what is to decode goes to ``held``, ``todo`` and ``last_error`` updated."""
+    """Take the prepared ``chunks`` (emptied, first to last) and return ``(finished, moved)``.
+
+    That is the partitions the chunks took to their end and whether a position moved; what is to decode goes to
+    ``held``, ``todo`` and ``last_error`` are updated.
+    """
     finished = []
     moved = False
     chunks.reverse()
@@ -389,9 +418,12 @@ def _take_chunks(
 
 
 def _to_flush(held: dict[int, list[PreparedChunk]], finished: list[int], reduce_latest: bool) -> list[int]:
-    """The partitions of ``held`` to decode now: every one when nothing is summarised (many batches frame in
-    lock-step); else those ``finished`` or holding :data:`PARTITION_HOLD_BYTES`, then the fullest while the task
-    holds more than :data:`HOLD_BYTES` (the more of a partition one summary sees, the fewer rows leave the task)."""
+    """Return the partitions of ``held`` to decode now.
+
+    Every one when nothing is summarised (many batches frame in lock-step); else those ``finished`` or holding
+    :data:`PARTITION_HOLD_BYTES`, then the fullest while the task holds more than :data:`HOLD_BYTES` (the more of a
+    partition one summary sees, the fewer rows leave the task).
+    """
     if not reduce_latest:
         return sorted(held)
     sizes = {q: sum(c.size for c in cs) for q, cs in held.items()}
@@ -407,7 +439,7 @@ def _to_flush(held: dict[int, list[PreparedChunk]], finished: list[int], reduce_
 
 
 def _no_progress(topic: str, todo: dict[int, list[int]], last_error: dict[int, str], poll_timeout_ms: int) -> Exception:
-    """The ``TimeoutError`` naming the partitions left in ``todo``, their positions and why they last did not move."""
+    """Build the ``TimeoutError`` naming the partitions left in ``todo``, their positions and why they did not move."""
     left = "; ".join(
         f"{topic}-{p} at offset {pos} (planned end {end}" + (f"; last: {last_error[p]})" if p in last_error else ")")
         for p, (pos, end) in todo.items()
@@ -416,8 +448,10 @@ def _no_progress(topic: str, todo: dict[int, list[int]], last_error: dict[int, s
 
 
 def _interleaved(collector, topic: str, partitions: list[int]) -> list[int]:
-    """``partitions`` ordered so that consecutive ones have different leaders where they can (by the leaders in
-    the collector's metadata; a partition with no leader last)."""
+    """Order ``partitions`` so that consecutive ones have different leaders where they can.
+
+    The leaders are those in the collector's metadata; a partition with no leader comes last.
+    """
     by: dict[object, list[int]] = {}
     for p in partitions:
         b = collector.leader(topic, p)

@@ -103,17 +103,21 @@ ENGINES = ("fetch", "consumer")
 
 
 class KafkaOffsetsTopicError(RuntimeError):
-    """Reading the offsets topic failed. The message names the stage, the topic
-    partition and the bootstrap servers and shows the client configuration
-    redacted; it never contains a secret."""
+    """Reading the offsets topic failed.
+
+    The message names the stage, the topic partition and the bootstrap servers and shows the client configuration
+    redacted; it never contains a secret.
+    """
 
     def __init__(self, message: str):
         super().__init__(redact(message))
 
 
 class OffsetsTopicPartition(InputPartition):
-    """One offsets-topic partition and its ``[start_offset, end_offset)`` range
-    captured at planning time (also a Spark input partition of its own)."""
+    """One offsets-topic partition and its ``[start_offset, end_offset)`` range captured at planning time.
+
+    It is also a Spark input partition of its own.
+    """
 
     def __init__(self, partition: int, start_offset: int, end_offset: int):
         super().__init__((partition, start_offset, end_offset))
@@ -137,9 +141,11 @@ class OffsetsTopicTask(InputPartition):
 
 
 def spread(ranges: list[OffsetsTopicPartition], tasks: int | None) -> list[OffsetsTopicTask]:
-    """The non-empty ``ranges`` over at most ``tasks`` tasks (None: one each), largest first onto the task with
-    the fewest records so far; each task's ranges in partition order.  No non-empty range: one empty task (a
-    Python data source needs at least one input partition)."""
+    """Spread the non-empty ``ranges`` over at most ``tasks`` tasks (None: one each).
+
+    Largest first onto the task with the fewest records so far; each task's ranges in partition order.  No
+    non-empty range: one empty task (a Python data source needs at least one input partition).
+    """
     import heapq
 
     todo = sorted(
@@ -203,7 +209,8 @@ def _partitions_for_topic(consumer: Any, topic: str) -> Any:
     topics that is the request KIP-526 is about, and it needs DESCRIBE on every topic to be complete.
     With a real KafkaConsumer (kafka-python 3.0), the topic is first added to the tracked topics and
     a Metadata request naming only the tracked topics is awaited; other consumers (tests' fakes) are
-    asked directly."""
+    asked directly.
+    """
     cluster, net, manager = (getattr(consumer, a, None) for a in ("_cluster", "_net", "_manager"))
     if cluster is not None and net is not None and manager is not None and hasattr(cluster, "add_topic"):
         for _ in range(2):  # a refresh already in flight may not name the topic: then one more
@@ -227,20 +234,28 @@ def _close(consumer: Any) -> None:
 class KafkaOffsetsTopicReader(DataSourceReader):
     """Batch reader; see the module docstring.
 
-    Args:
-        client_config: parsed client configuration (must carry bootstrap servers).
-        topic: the offsets topic (``__consumer_offsets``).
-        poll_timeout_ms: longest wait without progress in a task, ms.
-        consumer_factory: ``factory(**kafka_python_settings) -> consumer`` with
-            KafkaConsumer's ``partitions_for_topic``, ``beginning_offsets``,
-            ``end_offsets``, ``assign``, ``seek``, ``poll``, ``position``, ``close``
-            (and ``pause``, used when there).
-        tasks: the most Spark tasks to read with (None: one per non-empty partition).
-        engine: ``fetch`` (Fetch requests, vectorised decoding; the default without a ``consumer_factory``)
-            or ``consumer`` (kafka-python's consumer, or ``consumer_factory``'s).
-        decoded: yield :data:`audit.formats.segments.RAW_SCHEMA` Arrow batches instead of :data:`SCHEMA` rows.
-        latest: (``fetch`` engine, ``decoded``) ``--mode latest``: each partition's records summarised before they
-            leave the task (:func:`audit.sources.fetch.read_ranges`), ``kind='count'`` rows for those folded away.
+    Parameters
+    ----------
+    client_config : ClientConfig
+        Parsed client configuration (must carry bootstrap servers).
+    topic : str, default OFFSETS_TOPIC
+        The offsets topic (``__consumer_offsets``).
+    poll_timeout_ms : int, default DEFAULT_POLL_TIMEOUT_MS
+        Longest wait without progress in a task, ms.
+    consumer_factory : callable, optional
+        ``factory(**kafka_python_settings) -> consumer`` with KafkaConsumer's ``partitions_for_topic``,
+        ``beginning_offsets``, ``end_offsets``, ``assign``, ``seek``, ``poll``, ``position``, ``close`` (and
+        ``pause``, used when there).
+    tasks : int, optional
+        The most Spark tasks to read with (None: one per non-empty partition).
+    engine : str, optional
+        ``fetch`` (Fetch requests, vectorised decoding; the default without a ``consumer_factory``) or ``consumer``
+        (kafka-python's consumer, or ``consumer_factory``'s).
+    decoded : bool, default False
+        Yield :data:`audit.formats.segments.RAW_SCHEMA` Arrow batches instead of :data:`SCHEMA` rows.
+    latest : bool, default False
+        (``fetch`` engine, ``decoded``) ``--mode latest``: each partition's records summarised before they leave the
+        task (:func:`audit.sources.fetch.read_ranges`), ``kind='count'`` rows for those folded away.
     """
 
     def __init__(
@@ -301,19 +316,24 @@ class KafkaOffsetsTopicReader(DataSourceReader):
     # -- planning
 
     def partitions(self) -> list[OffsetsTopicTask]:
-        """The Spark input partitions: :meth:`ranges` spread over at most ``tasks`` tasks (:func:`spread`).
+        """Return the Spark input partitions: :meth:`ranges` spread over at most ``tasks`` tasks (:func:`spread`).
 
-        Raises:
-            KafkaOffsetsTopicError: as :meth:`ranges`.
+        Raises
+        ------
+        KafkaOffsetsTopicError
+            As :meth:`ranges`.
         """
         return spread(self.ranges(), self.tasks)
 
     def ranges(self) -> list[OffsetsTopicPartition]:
-        """Every offsets-topic partition, with its ``[log start, read_committed end)`` captured now
-        (ListOffsets EARLIEST / LATEST under read_committed, i.e. the last stable offset).
+        """Return every offsets-topic partition, with its ``[log start, read_committed end)`` captured now.
 
-        Raises:
-            KafkaOffsetsTopicError: topic missing/unauthorized, brokers unreachable.
+        The bounds are ListOffsets EARLIEST / LATEST under read_committed, i.e. the last stable offset.
+
+        Raises
+        ------
+        KafkaOffsetsTopicError
+            Topic missing/unauthorized, brokers unreachable.
         """
         from kafka.structs import TopicPartition
 
@@ -338,14 +358,17 @@ class KafkaOffsetsTopicReader(DataSourceReader):
     # -- reading
 
     def read(self, partition: OffsetsTopicTask | OffsetsTopicPartition) -> Iterator[Any]:  # type: ignore[override]
-        """Every committed record with ``start_offset <= offset < end_offset`` of each range of ``partition``:
-        Arrow record batches (:data:`SCHEMA` columns, or ``RAW_SCHEMA`` when ``decoded``) from the ``fetch``
-        engine; ``(source_partition, source_offset, timestamp_ms, key, value)`` tuples from the ``consumer``
-        engine (Arrow ``RAW_SCHEMA`` batches when ``decoded``).
+        """Read every committed record with ``start_offset <= offset < end_offset`` of each range of ``partition``.
 
-        Raises:
-            KafkaOffsetsTopicError: as :meth:`read_records`; for the ``fetch`` engine, also a Fetch error that
-                is not retriable (named partitions, redacted configuration).
+        The ``fetch`` engine yields Arrow record batches (:data:`SCHEMA` columns, or ``RAW_SCHEMA`` when
+        ``decoded``); the ``consumer`` engine yields ``(source_partition, source_offset, timestamp_ms, key, value)``
+        tuples (Arrow ``RAW_SCHEMA`` batches when ``decoded``).
+
+        Raises
+        ------
+        KafkaOffsetsTopicError
+            As :meth:`read_records`; for the ``fetch`` engine, also a Fetch error that is not retriable (named
+            partitions, redacted configuration).
         """
         ranges = [r for r in getattr(partition, "ranges", [partition]) if r.end_offset > r.start_offset]
         if self.engine == "fetch":
@@ -366,15 +389,17 @@ class KafkaOffsetsTopicReader(DataSourceReader):
             yield from self.read_records(partition)
 
     def read_records(self, partition: OffsetsTopicTask | OffsetsTopicPartition) -> Iterator[tuple]:
-        """The ``consumer`` engine: yield ``(source_partition, source_offset, timestamp_ms, key, value)``
-        for every committed record with ``start_offset <= offset < end_offset``
-        of each range of ``partition``, all read with one consumer (a partition
-        that reaches its end is paused).
+        """Yield every committed record of each range of ``partition`` with the ``consumer`` engine.
 
-        Raises:
-            KafkaOffsetsTopicError: no partition made progress for ``poll.timeout.ms``
-                (the message names those left and their positions), or any consumer
-                failure (named partitions, redacted configuration).
+        Each record is a ``(source_partition, source_offset, timestamp_ms, key, value)`` tuple with
+        ``start_offset <= offset < end_offset``; all are read with one consumer (a partition that reaches its end is
+        paused).
+
+        Raises
+        ------
+        KafkaOffsetsTopicError
+            No partition made progress for ``poll.timeout.ms`` (the message names those left and their positions), or
+            any consumer failure (named partitions, redacted configuration).
         """
         ranges = [r for r in getattr(partition, "ranges", [partition]) if r.end_offset > r.start_offset]
         if not ranges:
@@ -420,8 +445,10 @@ class KafkaOffsetsTopicReader(DataSourceReader):
             _close(consumer)
 
     def _no_progress(self, pending: dict, positions: dict) -> KafkaOffsetsTopicError:
-        """The error naming the ``pending`` partitions (``TopicPartition -> range``) and their ``positions`` when
-        none moved for ``poll.timeout.ms``."""
+        """Build the error naming the ``pending`` partitions when none moved for ``poll.timeout.ms``.
+
+        It names the partitions (``TopicPartition -> range``) and their ``positions``.
+        """
         left = "; ".join(
             f"{self.topic}-{tp.partition} at offset {positions.get(tp)} (planned end {r.end_offset})"
             for tp, r in sorted(pending.items(), key=lambda kv: kv[1].partition)
@@ -430,9 +457,11 @@ class KafkaOffsetsTopicReader(DataSourceReader):
 
 
 def _polled_rows(batch: dict | None, pending: dict, finish: Callable[[Any], None]) -> Generator[tuple, None, bool]:
-    """Yields the ``(source_partition, source_offset, timestamp_ms, key, value)`` of the records of one ``poll``
-    answer ``batch`` within the ``pending`` ranges (``finish(tp)`` called at a range's end); returns whether any
-    record was yielded."""
+    """Yield the records of one ``poll`` answer ``batch`` within the ``pending`` ranges.
+
+    Each is ``(source_partition, source_offset, timestamp_ms, key, value)``; ``finish(tp)`` is called at a
+    range's end.  Returns whether any record was yielded.
+    """
     got = False
     for tp, records in (batch or {}).items():
         r = pending.get(tp)
@@ -497,10 +526,11 @@ def reader_from_options(
 ) -> KafkaOffsetsTopicReader:
     """Build the reader from data-source options (see the module docstring).
 
-    Raises:
-        KafkaOffsetsTopicError: unknown option (named), bad ``poll.timeout.ms``,
-            missing ``bootstrap.servers``, or a client-configuration error
-            (message redacted).
+    Raises
+    ------
+    KafkaOffsetsTopicError
+        Unknown option (named), bad ``poll.timeout.ms``, missing ``bootstrap.servers``, or a client-configuration
+        error (message redacted).
     """
     opts = {str(k).lower(): str(v) for k, v in dict(options).items()}
     unknown = sorted(k for k in opts if k not in _KNOWN_OPTIONS and not k.startswith("kafka."))
@@ -568,8 +598,9 @@ def reader_from_options(
 
 
 class KafkaOffsetsTopicDataSource(DataSource):
-    """``spark.read.format("kafka_offsets_topic")``: raw ``__consumer_offsets``
-    records (schema :data:`SCHEMA`). See the module docstring for options.
+    """``spark.read.format("kafka_offsets_topic")``: raw ``__consumer_offsets`` records (schema :data:`SCHEMA`).
+
+    See the module docstring for options.
 
     ``consumer_factory`` (class attribute) replaces ``kafka.KafkaConsumer``;
     use :func:`with_consumer_factory` to make a subclass with another one.
@@ -595,10 +626,11 @@ class KafkaOffsetsTopicDataSource(DataSource):
 
 
 def with_consumer_factory(factory: Callable[..., Any]) -> type[KafkaOffsetsTopicDataSource]:
-    """A :class:`KafkaOffsetsTopicDataSource` subclass (same short name) whose
-    consumers come from ``factory(**kafka_python_settings)`` - for tests and
-    for alternative clients. ``factory`` must be picklable (Spark ships it to
-    executors)."""
+    """Make a :class:`KafkaOffsetsTopicDataSource` subclass (same short name) with another consumer factory.
+
+    Its consumers come from ``factory(**kafka_python_settings)`` - for tests and for alternative clients.
+    ``factory`` must be picklable (Spark ships it to executors).
+    """
     return type(
         "KafkaOffsetsTopicDataSource",
         (KafkaOffsetsTopicDataSource,),

@@ -74,21 +74,31 @@ class AuditSource(ABC):
 
     @abstractmethod
     def read_offsets(self) -> DataFrame:
-        """The raw ``__consumer_offsets`` records (RAW_SCHEMA + ``broker_id``), materialised.  Raises
-        :class:`audit.io.fs.InputError` or :class:`audit.sources.collector.CollectorError` naming what to fix."""
+        """Read the raw ``__consumer_offsets`` records (RAW_SCHEMA + ``broker_id``), materialised.
+
+        Raises
+        ------
+        audit.io.fs.InputError, audit.sources.collector.CollectorError
+            Naming what to fix.
+        """
 
     @abstractmethod
     def partition_state(
         self, commits: DataFrame, history: bool, share_raw: DataFrame | None = None, share_topics: list | None = None
     ) -> PartitionTables:
-        """Epochs, bounds and epoch end offsets for the partitions of ``commits`` (``audit.commits.live_commits``
-        rows; ``history``: every live commit is judged, not only the latest), and for the share-partition states of
-        ``share_raw`` (:meth:`read_share_state`; ``share_topics``: the topic names share group members subscribe
-        to, which name the states' topic ids on a live cluster)."""
+        """Return epochs, bounds and epoch end offsets for the partitions of ``commits`` and the share states.
+
+        ``commits`` are ``audit.commits.live_commits`` rows (``history``: every live commit is judged, not only the
+        latest); the share-partition states are those of ``share_raw`` (:meth:`read_share_state`;
+        ``share_topics``: the topic names share group members subscribe to, which name the states' topic ids on a
+        live cluster).
+        """
 
     def read_share_state(self) -> DataFrame | None:
-        """The raw ``__share_group_state`` records (:data:`audit.formats.share_state.SHARE_RAW_SCHEMA`),
-        materialised, after :meth:`read_offsets`; None when the source holds none (or does not read them)."""
+        """Read the raw ``__share_group_state`` records (:data:`audit.formats.share_state.SHARE_RAW_SCHEMA`).
+
+        They are materialised, after :meth:`read_offsets`; None when the source holds none (or does not read them).
+        """
         return None
 
     @property
@@ -98,12 +108,14 @@ class AuditSource(ABC):
 
     @abstractmethod
     def inputs(self) -> dict:
-        """What ``summary.json`` says about the inputs (JSON-serialisable)."""
+        """Return what ``summary.json`` says about the inputs (JSON-serialisable)."""
 
 
 class LogDirSource(AuditSource):
-    """Broker log dirs (or copies), read by :func:`audit.sources.logdirs.read_log_dirs`; a damaged
-    ``__consumer_offsets`` replica is completed from another (:func:`recover_from_replicas`)."""
+    """Broker log dirs (or copies), read by :func:`audit.sources.logdirs.read_log_dirs`.
+
+    A damaged ``__consumer_offsets`` replica is completed from another (:func:`recover_from_replicas`).
+    """
 
     def __init__(self, spark: SparkSession, progress: Callable[[str], None], log_dirs: list[str], latest: bool):
         super().__init__(spark, progress)
@@ -112,7 +124,7 @@ class LogDirSource(AuditSource):
         self.inventory: Any = None  # audit.sources.logdirs.Inventory, once listed
 
     def input_bytes(self) -> int:
-        """Lists the log dirs (driver only, :func:`audit.sources.logdirs.discover`; raises its InputError)."""
+        """List the log dirs (driver only, :func:`audit.sources.logdirs.discover`; raises its InputError)."""
         from .logdirs import discover, log_bytes
 
         if self.inventory is None:
@@ -185,9 +197,12 @@ class LogDirSource(AuditSource):
 
 
 class LiveSource(AuditSource):
-    """A running cluster, read-only: ``__consumer_offsets`` through the ``kafka_offsets_topic`` data source,
-    the partition state through :class:`audit.sources.collector.OffsetCollector` (see :mod:`audit.sources.cluster`).
-    ``consumer_factory``/``collect`` replace kafka-python (tests)."""
+    """A running cluster, read-only.
+
+    ``__consumer_offsets`` is read through the ``kafka_offsets_topic`` data source, the partition state through
+    :class:`audit.sources.collector.OffsetCollector` (see :mod:`audit.sources.cluster`).
+    ``consumer_factory``/``collect`` replace kafka-python (tests).
+    """
 
     def __init__(
         self,
@@ -283,8 +298,10 @@ class LiveSource(AuditSource):
 
 
 class ConnectorSource(LiveSource):
-    """``--source kafka-connector``: ``__consumer_offsets`` through Spark's own Kafka connector
-    (:func:`audit.sources.cluster.read_offsets_connector`); the partition state as :class:`LiveSource`."""
+    """``--source kafka-connector``: ``__consumer_offsets`` through Spark's own Kafka connector.
+
+    The read is :func:`audit.sources.cluster.read_offsets_connector`; the partition state as :class:`LiveSource`.
+    """
 
     def read_offsets(self) -> DataFrame:
         from .cluster import read_offsets_connector
@@ -319,11 +336,13 @@ class ConnectorSource(LiveSource):
 
 
 def raise_live_read_error(exc: BaseException):
-    """Raise the :class:`audit.sources.collector.CollectorError` for a failure of the live
-    ``__consumer_offsets`` read, or re-raise ``exc`` when it is not one.  The data source raises
-    :class:`audit.sources.kafka_datasource.KafkaOffsetsTopicError` (message already redacted) in
-    a Python worker; Spark hands it to the driver wrapped in its own exception, whose text holds
-    the original message after ``KafkaOffsetsTopicError: ``."""
+    """Raise the :class:`audit.sources.collector.CollectorError` for a failure of the live read, else re-raise.
+
+    The failure is one of the live ``__consumer_offsets`` read; ``exc`` is re-raised when it is not one.  The
+    data source raises :class:`audit.sources.kafka_datasource.KafkaOffsetsTopicError` (message already redacted)
+    in a Python worker; Spark hands it to the driver wrapped in its own exception, whose text holds the original
+    message after ``KafkaOffsetsTopicError: ``.
+    """
     from .collector import CollectorError
     from .kafka_datasource import KafkaOffsetsTopicError
 
@@ -346,7 +365,10 @@ def open_source(
     consumer_factory: Callable[..., Any] | None = None,
     collect: Callable[..., Any] | None = None,
 ) -> AuditSource:
-    """The source ``cfg`` (an :class:`audit.pipeline.AuditConfig`) names: ``--bootstrap-servers`` or ``--log-dirs``."""
+    """Open the source ``cfg`` names: ``--bootstrap-servers`` or ``--log-dirs``.
+
+    ``cfg`` is an :class:`audit.pipeline.AuditConfig`.
+    """
     if cfg.bootstrap_servers:
         connector = getattr(cfg, "source", "kafka-python") == "kafka-connector"
         return (ConnectorSource if connector else LiveSource)(

@@ -58,8 +58,11 @@ def _installed_version(package: str, file: str, pattern: str, path: list[str]) -
 
 
 def prefer_installed(path: list[str]) -> list[str]:
-    """``path`` (a ``sys.path``) with each zip entry that holds a package of :data:`_PACKAGES` moved to
-    the end when the same version of that package is importable from the other entries.  Never raises."""
+    """Return ``path`` (a ``sys.path``) with zip entries of :data:`_PACKAGES` moved after the installed copies.
+
+    Each zip entry that holds a package of :data:`_PACKAGES` is moved to the end when the same version of that
+    package is importable from the other entries.  Never raises.
+    """
     zips = [p for p in path if p.endswith(".zip")]
     moved = []
     for z in zips:

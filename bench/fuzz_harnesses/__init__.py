@@ -17,7 +17,7 @@ check first: after editing a v2 batch they recompute its CRC-32C (and a legacy m
 they decompress a compressed records block, edit the records and compress it again, and they push
 length and count fields to extremes (0, -1, 2^31-1, 2^63-1, 5- and 10-byte varints).
 
-Nothing here needs atheris: the regression test (``tests/test_fuzz_regressions.py``) replays saved
+Nothing here needs atheris: the regression test (``tests/bench/test_fuzz_regressions.py``) replays saved
 inputs through these functions directly.
 
 The package holds one module per harness (or small family of harnesses): :mod:`.record_batches`,

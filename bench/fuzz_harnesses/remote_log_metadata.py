@@ -56,7 +56,7 @@ _REMOTE_API_KEYS = (0, 1, 2, 3, 0, 1, 4, 5, 99, 127, 128, 0x7FFF, 0x8000, 1 << 2
 _REMOTE_VERSIONS = (0, 0, 1, 2, 0x7FFF, 0x8000)
 _REMOTE_STATES = (0, 1, 2, 3, 0, 1, 4, -1, 127, -128)
 #: Values Kafka 4.4.0's ``RemoteLogMetadataSerde.serialize`` wrote (kafka-storage 4.4.0 on the JVM; the fields are
-#: listed in ``tests/test_remote_log_metadata.py``, which holds the same bytes).
+#: listed in ``tests/formats/test_remote_log_metadata.py``, which holds the same bytes).
 _KAFKA_REMOTE_VALUES = {
     "kafka-4.4-segment-custom-txn": "010000076f72646572730123456789abcdeffedcba987654321000000003001111222233334444555566"
     "66777788880000000000000003e800000000000007cf000000020000018bcfe5687b0000018bcfe569c8030000000500000000000003e8"

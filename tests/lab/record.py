@@ -5,7 +5,7 @@
 
 writes ``<dest>/kafka-<version>-seed<seed>/``: ``brokers/<node>/`` (each node's log dir after a clean
 shutdown), ``scenario.json`` (seed, episodes, schedule, the verdicts of Kafka's consumer taken with the
-cluster up) and ``README.md`` (provenance). ``tests/test_lab_recorded.py`` audits them offline.
+cluster up) and ``README.md`` (provenance). ``tests/lab/test_lab_recorded.py`` audits them offline.
 """
 
 from __future__ import annotations

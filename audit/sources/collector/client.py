@@ -24,16 +24,20 @@ from .transport import CallableTransport, KafkaPythonTransport, parse_host_port
 class OffsetCollector(OffsetRequests):
     """Collects ``epoch_end_offsets`` and ``bounds`` rows from a live cluster.
 
-    Args:
-        transport: object with ``send(target: Broker, request, timeout_ms)``
-            (optionally ``close_connections()``/``close()``), or a callable
-            ``send(target, request)``; returns kafka-python response objects.
-        config: :class:`CollectorConfig`.
-        clock: monotonic seconds (injectable for tests).
-        sleep: ``sleep(seconds)`` (injectable for tests).
+    Thread-safety: one public call at a time; the collector itself fans requests out to at most
+    ``max_concurrency`` threads.
 
-    Thread-safety: one public call at a time; the collector itself fans
-    requests out to at most ``max_concurrency`` threads.
+    Parameters
+    ----------
+    transport : object or callable
+        Object with ``send(target: Broker, request, timeout_ms)`` (optionally ``close_connections()``/``close()``),
+        or a callable ``send(target, request)``; returns kafka-python response objects.
+    config : CollectorConfig, optional
+        The collector's settings (:class:`CollectorConfig`).
+    clock : callable, default time.monotonic
+        Monotonic seconds (injectable for tests).
+    sleep : callable, default time.sleep
+        ``sleep(seconds)`` (injectable for tests).
     """
 
     def __init__(
@@ -69,13 +73,21 @@ class OffsetCollector(OffsetRequests):
     # ------------------------------------------------------------- together
 
     def check_bootstrap(self) -> list[str]:
-        """One MetadataRequest for no topic (``topics=[]``) to any bootstrap broker, under the
-        deadline: proves a broker is reachable and the client authenticates (SASL/TLS) before any
-        work starts.  Returns the brokers the cluster advertised (``host:port``).
+        """Send one MetadataRequest for no topic (``topics=[]``) to any bootstrap broker, under the deadline.
 
-        Raises:
-            BrokersUnreachableError: no broker answered within ``deadline_ms``.
-            AuthenticationFailedError: SASL/TLS failure.
+        This proves a broker is reachable and the client authenticates (SASL/TLS) before any work starts.
+
+        Returns
+        -------
+        list of str
+            The brokers the cluster advertised (``host:port``).
+
+        Raises
+        ------
+        BrokersUnreachableError
+            No broker answered within ``deadline_ms``.
+        AuthenticationFailedError
+            SASL/TLS failure.
         """
         with self._operation():
             self._request_metadata([])
@@ -87,15 +99,18 @@ class OffsetCollector(OffsetRequests):
         bounds_topics: Iterable[str] | None = None,
         bounds_partitions: Iterable[tuple[str, int]] = (),
     ) -> CollectionResult:
-        """Both tables under one deadline.
-
-        Args:
-            epoch_requests: ``(topic, partition, committed_leader_epoch)``.
-            bounds_topics: topics whose every partition gets a bounds row; by
-                default the topics of ``epoch_requests``.
-            bounds_partitions: extra ``(topic, partition)`` pairs for bounds.
+        """Collect both tables under one deadline.
 
         Metadata for all topics in scope is fetched first, in batches (KIP-526).
+
+        Parameters
+        ----------
+        epoch_requests : iterable of (str, int, int)
+            ``(topic, partition, committed_leader_epoch)``.
+        bounds_topics : iterable of str, optional
+            Topics whose every partition gets a bounds row; by default the topics of ``epoch_requests``.
+        bounds_partitions : iterable of (str, int)
+            Extra ``(topic, partition)`` pairs for bounds.
         """
         epoch_requests = list(epoch_requests)
         if bounds_topics is None:
@@ -131,16 +146,23 @@ def open_collector(
     bootstrap_servers: Sequence[str] | str | None = None,
     **config_overrides: Any,
 ) -> OffsetCollector:
-    """An :class:`OffsetCollector` on the real :class:`KafkaPythonTransport`.
+    """Create an :class:`OffsetCollector` on the real :class:`KafkaPythonTransport`.
 
-    Args:
-        client_config: a :class:`ClientConfig`, a path to a client ``.properties``
-            file, or None (PLAINTEXT defaults).
-        bootstrap_servers: overrides ``bootstrap.servers`` of the properties.
-        **config_overrides: :class:`CollectorConfig` fields.
+    Parameters
+    ----------
+    client_config : ClientConfig, str or None, optional
+        A :class:`ClientConfig`, a path to a client ``.properties`` file, or None (PLAINTEXT defaults).
+    bootstrap_servers : sequence of str, str or None, optional
+        Overrides ``bootstrap.servers`` of the properties.
+    **config_overrides
+        :class:`CollectorConfig` fields.
 
-    Raises:
-        ClientConfigError: bad properties; ValueError: no bootstrap servers.
+    Raises
+    ------
+    ClientConfigError
+        Bad properties.
+    ValueError
+        No bootstrap servers.
     """
     if isinstance(client_config, str):
         client_config = load_client_config(client_config)
@@ -164,19 +186,27 @@ def check_bootstrap(
     bootstrap_servers: Sequence[str] | str | None = None,
     timeout_ms: int | None = None,
 ) -> list[str]:
-    """Driver-side check that the cluster answers before Spark starts reading it.
+    """Check, on the driver, that the cluster answers before Spark starts reading it.
 
-    Opens a real collector whose whole budget, per-request timeout and connection-setup timeout
-    are ``timeout_ms`` (default ``KOA_BOOTSTRAP_CHECK_MS`` or :data:`BOOTSTRAP_CHECK_MS`, 15 s) and
-    asks any bootstrap broker for metadata of no topic (:meth:`OffsetCollector.check_bootstrap`),
-    as a Kafka client's bootstrap does.  Returns the advertised brokers (``host:port``).
+    Opens a real collector whose whole budget, per-request timeout and connection-setup timeout are ``timeout_ms``
+    (default ``KOA_BOOTSTRAP_CHECK_MS`` or :data:`BOOTSTRAP_CHECK_MS`, 15 s) and asks any bootstrap broker for
+    metadata of no topic (:meth:`OffsetCollector.check_bootstrap`), as a Kafka client's bootstrap does.
 
-    Raises:
-        ClientConfigError: bad client properties (or an unreadable file).
-        BrokersUnreachableError: no broker answered within ``timeout_ms`` (the message names
-            the brokers tried and their last error).
-        AuthenticationFailedError: SASL/TLS failure.
-        CollectorError: a bootstrap server that is not ``host:port``.
+    Returns
+    -------
+    list of str
+        The advertised brokers (``host:port``).
+
+    Raises
+    ------
+    ClientConfigError
+        Bad client properties (or an unreadable file).
+    BrokersUnreachableError
+        No broker answered within ``timeout_ms`` (the message names the brokers tried and their last error).
+    AuthenticationFailedError
+        SASL/TLS failure.
+    CollectorError
+        A bootstrap server that is not ``host:port``.
     """
     if timeout_ms is None:
         try:

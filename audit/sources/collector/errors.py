@@ -109,8 +109,11 @@ class AuthenticationFailedError(CollectorError):
 
 
 class MissingAclError(CollectorError):
-    """The principal lacks an ACL. ``operation`` (``DESCRIBE``/``READ``...),
-    ``resource_type`` (``TOPIC``/``GROUP``/``CLUSTER``), ``resources`` (names)."""
+    """The principal lacks an ACL.
+
+    ``operation`` (``DESCRIBE``/``READ``...), ``resource_type`` (``TOPIC``/``GROUP``/``CLUSTER``), ``resources``
+    (names).
+    """
 
     def __init__(self, message: str, operation: str, resource_type: str, resources: Sequence[str]):
         super().__init__(message)
@@ -131,11 +134,12 @@ class PartitionsUnavailableError(CollectorError):
 
 
 def acl_hint(code: int, resources: Iterable[str], api: str) -> MissingAclError:
-    """Build the :class:`MissingAclError` for an authorization error ``code``
-    returned by ``api`` (``Metadata``, ``OffsetsForLeaderEpoch``, ``ListOffsets``,
-    ``Fetch``) on ``resources``.  KIP-320 made OffsetsForLeaderEpoch require
-    DESCRIBE on the topic (CLUSTER_ACTION on the cluster before that); reading
-    ``__consumer_offsets`` needs READ on that topic."""
+    """Build the :class:`MissingAclError` for an authorization error ``code`` returned by ``api`` on ``resources``.
+
+    ``api`` is ``Metadata``, ``OffsetsForLeaderEpoch``, ``ListOffsets`` or ``Fetch``.  KIP-320 made
+    OffsetsForLeaderEpoch require DESCRIBE on the topic (CLUSTER_ACTION on the cluster before that); reading
+    ``__consumer_offsets`` needs READ on that topic.
+    """
     resources = sorted(set(resources))
     names = ", ".join(resources[:10]) + (f" (+{len(resources) - 10} more)" if len(resources) > 10 else "")
     if code == TOPIC_AUTHORIZATION_FAILED:
@@ -164,7 +168,7 @@ def acl_hint(code: int, resources: Iterable[str], api: str) -> MissingAclError:
 
 
 def is_auth_failure(exc: BaseException) -> bool:
-    """True when ``exc`` is a SASL or TLS authentication failure (never retried)."""
+    """Tell whether ``exc`` is a SASL or TLS authentication failure (never retried)."""
     if isinstance(
         exc,
         (
@@ -180,7 +184,7 @@ def is_auth_failure(exc: BaseException) -> bool:
 
 
 def authentication_failed(broker: Any, exc: BaseException) -> AuthenticationFailedError:
-    """The :class:`AuthenticationFailedError` for an authentication failure ``exc`` with ``broker``."""
+    """Build the :class:`AuthenticationFailedError` for an authentication failure ``exc`` with ``broker``."""
     return AuthenticationFailedError(
         f"authentication with broker {broker} failed: {redact(exc)}; check security.protocol, "
         "sasl.mechanism, sasl.jaas.config username/password and the ssl.* trust/key stores",

@@ -41,8 +41,10 @@ log = logging.getLogger(__package__)
 
 
 def partition_layers(entries: Sequence[tuple]) -> list[list[tuple]]:
-    """Split entries so that every (topic, partition) appears at most once per layer
-    (a request may name a partition only once)."""
+    """Split entries so that every (topic, partition) appears at most once per layer.
+
+    A request may name a partition only once.
+    """
     layers: list[list[tuple]] = []
     depth: Counter = Counter()
     for e in entries:
@@ -135,7 +137,7 @@ class LeaderRequests(MetadataCache):
                 self.fetch_metadata(sorted(refresh - set(self._missing_topics)))
 
     def _deadline_exceeded(self, api: str, todo: PendingEntries) -> DeadlineExceededError:
-        """The error for entries still pending when the deadline passed."""
+        """Build the error for entries still pending when the deadline passed."""
         return DeadlineExceededError(
             f"{api}: {len(todo.pending)} request(s) still unanswered when the {self.config.deadline_ms} ms "
             f"deadline passed; brokers involved: {self._describe_brokers(sorted(todo.involved))}; e.g. "
@@ -147,9 +149,11 @@ class LeaderRequests(MetadataCache):
     def _route_to_leaders(
         self, stage: str, todo: PendingEntries, attempt: int, refresh: set[str]
     ) -> dict[int, list[tuple]]:
-        """The pending entries by the node id of their partition's leader.  An entry of a missing topic, or of a
-        partition its topic's metadata does not have (after the first round), is dropped as a problem; one
-        without a known leader stays pending and its topic is added to ``refresh``."""
+        """Group the pending entries by the node id of their partition's leader.
+
+        An entry of a missing topic, or of a partition its topic's metadata does not have (after the first round),
+        is dropped as a problem; one without a known leader stays pending and its topic is added to ``refresh``.
+        """
         pending, last_error = todo.pending, todo.last_error
         by_leader: dict[int, list[tuple]] = defaultdict(list)
         for e in list(pending):
@@ -185,8 +189,11 @@ class LeaderRequests(MetadataCache):
         api: str,
         admits: Callable[[Broker], bool | None] | None,
     ) -> None:
-        """Take the optional entries out of ``by_leader`` for every leader that ``admits`` does not admit: dropped
-        when it says False (or there is no ``admits``), kept pending for the next round when not known yet."""
+        """Take the optional entries out of ``by_leader`` for every leader that ``admits`` does not admit.
+
+        They are dropped when it says False (or there is no ``admits``), kept pending for the next round when not
+        known yet.
+        """
         asking = [n for n in sorted(by_leader) if any(todo.is_optional(e) for e in by_leader[n])]
         support = self._admissions([self._brokers[n] for n in asking], admits)
         for node_id in asking:
@@ -207,8 +214,10 @@ class LeaderRequests(MetadataCache):
     def _leader_jobs(
         self, by_leader: dict[int, list[tuple]], build: Callable[[list[tuple]], Any], todo: PendingEntries
     ) -> list[tuple[Broker, list[tuple], Any]]:
-        """``(leader, chunk, request)`` for every leader's entries: a partition at most once per request, at most
-        ``max_partitions_per_request`` entries each."""
+        """Return ``(leader, chunk, request)`` for every leader's entries.
+
+        A partition appears at most once per request, with at most ``max_partitions_per_request`` entries each.
+        """
         jobs: list[tuple[Broker, list[tuple], Any]] = []
         for node_id in sorted(by_leader):
             if not by_leader[node_id]:
@@ -232,9 +241,16 @@ class LeaderRequests(MetadataCache):
         refresh: set[str],
         denied: dict[int, set[str]],
     ) -> None:
-        """Apply the response (or :class:`BrokerFailure`) of ``broker`` to the entries of ``chunk``: answered ones
-        go to ``on_ok``, retriable ones stay pending (their topics added to ``refresh``), authorization errors go
-        to ``denied`` (code -> topics).  Raises :class:`CollectorError` on any other error code."""
+        """Apply the response (or :class:`BrokerFailure`) of ``broker`` to the entries of ``chunk``.
+
+        Answered ones go to ``on_ok``, retriable ones stay pending (their topics added to ``refresh``),
+        authorization errors go to ``denied`` (code -> topics).
+
+        Raises
+        ------
+        CollectorError
+            Any other error code.
+        """
         last_error = todo.last_error
         if isinstance(outcome, BrokerFailure):
             if isinstance(outcome.error, Errors.IncompatibleBrokerVersion):
@@ -276,8 +292,11 @@ class LeaderRequests(MetadataCache):
                 raise CollectorError(f"{api} for {e[0]}-{e[1]} failed at broker {broker}: {error_name(code)}")
 
     def _give_up(self, stage: str, api: str, todo: PendingEntries) -> None:
-        """Retries ran out: drop the optional entries; raise :class:`PartitionsUnavailableError` for the others
-        (``fail_on_unavailable``) or record them as problems."""
+        """Give up once retries ran out: drop the optional entries and fail or record the others.
+
+        Raises :class:`PartitionsUnavailableError` for the others (``fail_on_unavailable``) or records them as
+        problems.
+        """
         todo.skip_optional()
         if not todo.pending:
             return
@@ -295,8 +314,10 @@ class LeaderRequests(MetadataCache):
     def _admissions(
         self, brokers: list[Broker], admits: Callable[[Broker], bool | None] | None
     ) -> dict[int | str, bool | None]:
-        """``admits(broker)`` for each broker (at most ``max_concurrency`` at once: it may open connections);
-        an exception counts as None (not known yet), except SASL/TLS failures, which raise."""
+        """Call ``admits(broker)`` for each broker (at most ``max_concurrency`` at once: it may open connections).
+
+        An exception counts as None (not known yet), except SASL/TLS failures, which raise.
+        """
         if admits is None:
             return {b.node_id: False for b in brokers}
 
@@ -316,8 +337,10 @@ class LeaderRequests(MetadataCache):
             return {b.node_id: v for b, v in zip(brokers, pool.map(one, brokers))}
 
     def _request_version(self, broker: Broker, request_type: Any) -> int | None:
-        """The version of ``request_type`` the transport sends to ``broker`` (its ``api_version``: the ApiVersions
-        negotiation of the connection), or None when the transport cannot tell."""
+        """Return the version of ``request_type`` the transport sends to ``broker``, or None when it cannot tell.
+
+        The version is the transport's ``api_version``: the ApiVersions negotiation of the connection.
+        """
         probe = getattr(self._transport, "api_version", None)
         if probe is None:
             return None

@@ -62,8 +62,10 @@ class MetadataCache(RequestSender):
     rebootstrap_reasons: list[str]
 
     def leader(self, topic: str, partition: int) -> Broker | None:
-        """The leader of ``topic``-``partition`` in the accepted metadata (None: unknown, offline, or not a
-        known broker)."""
+        """Return the leader of ``topic``-``partition`` in the accepted metadata.
+
+        None: unknown, offline, or not a known broker.
+        """
         state = self._partitions.get((topic, partition))
         if state is None or state.leader_id is None or state.leader_id < 0:
             return None
@@ -226,17 +228,24 @@ class MetadataCache(RequestSender):
         return retry
 
     def fetch_metadata(self, topics: Iterable[str]) -> dict[tuple[str, int], PartitionMetadata]:
-        """Fetch metadata for exactly ``topics`` (KIP-526: only these, in batches of
-        ``metadata_batch_size``, ``allow_auto_topic_creation=False``).
+        """Fetch metadata for exactly ``topics``.
 
-        Returns ``{(topic, partition): PartitionMetadata}`` for the topics found.
-        Topics the cluster does not know are recorded in :attr:`missing_topics`
-        (and ``problems``), not raised.
+        KIP-526: only these, in batches of ``metadata_batch_size``, ``allow_auto_topic_creation=False``.  Topics the
+        cluster does not know are recorded in :attr:`missing_topics` (and ``problems``), not raised.
 
-        Raises:
-            MissingAclError: TOPIC_AUTHORIZATION_FAILED (needs DESCRIBE on the topics).
-            BrokersUnreachableError: no broker answered before the deadline.
-            AuthenticationFailedError: SASL/TLS failure.
+        Returns
+        -------
+        dict of (str, int) to PartitionMetadata
+            ``{(topic, partition): PartitionMetadata}`` for the topics found.
+
+        Raises
+        ------
+        MissingAclError
+            TOPIC_AUTHORIZATION_FAILED (needs DESCRIBE on the topics).
+        BrokersUnreachableError
+            No broker answered before the deadline.
+        AuthenticationFailedError
+            SASL/TLS failure.
         """
         wanted = sorted({t for t in topics if t})
         if not wanted:
@@ -280,7 +289,7 @@ class MetadataCache(RequestSender):
         return dict(self._brokers)
 
     def partition_metadata(self, topic: str, partition: int) -> PartitionMetadata | None:
-        """The accepted metadata for one partition, if any."""
+        """Return the accepted metadata for one partition, if any."""
         return self._partitions.get((topic, partition))
 
     def _problem(self, stage: str, topic: str, partition: int | None, error: str) -> None:

@@ -50,8 +50,10 @@ BOUNDS_DDL = ", ".join(f"{n} {t}" for n, t in BOUNDS_COLUMNS)
 
 @dataclass(frozen=True)
 class Broker:
-    """A request target: a broker from metadata (``node_id`` int) or a bootstrap
-    server (``node_id`` ``"bootstrap-N"``)."""
+    """A request target: a broker from metadata or a bootstrap server.
+
+    ``node_id`` is the broker's int for a broker from metadata, ``"bootstrap-N"`` for a bootstrap server.
+    """
 
     node_id: int | str
     host: str
@@ -123,8 +125,10 @@ class CollectorConfig:
 
     @classmethod
     def from_client_config(cls, client_config: ClientConfig, **overrides: Any) -> "CollectorConfig":
-        """Take bootstrap servers, timeouts, backoffs and the KIP-1102 settings
-        from a parsed :class:`ClientConfig`; ``overrides`` win."""
+        """Take bootstrap servers, timeouts, backoffs and the KIP-1102 settings from a parsed :class:`ClientConfig`.
+
+        ``overrides`` win.
+        """
         s = client_config.settings
         kw: dict[str, Any] = {
             "metadata_recovery_strategy": client_config.metadata_recovery_strategy,

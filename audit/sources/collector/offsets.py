@@ -37,7 +37,7 @@ CONSUMER_REPLICA_ID = -1
 
 
 def is_local_start(entry: tuple) -> bool:
-    """True for the EARLIEST_LOCAL entry ``(topic, partition, spec)`` of a bounds request."""
+    """Tell whether ``(topic, partition, spec)`` is the EARLIEST_LOCAL entry of a bounds request."""
     return entry[2] == EARLIEST_LOCAL
 
 
@@ -78,8 +78,10 @@ class BoundsAnswers:
             answered_by[(entry[0], entry[1])] = broker
 
     def rows(self, partitions: Mapping[tuple[str, int], PartitionMetadata]) -> list[dict]:
-        """One bounds row per partition answered both EARLIEST and LATEST, sorted by topic and partition;
-        ``leader_epoch`` from ``partitions`` (the accepted metadata)."""
+        """Return one bounds row per partition answered both EARLIEST and LATEST, sorted by topic and partition.
+
+        ``leader_epoch`` comes from ``partitions`` (the accepted metadata).
+        """
         rows = []
         for (topic, partition), found in sorted(self.offsets.items()):
             if EARLIEST not in found or LATEST not in found:
@@ -106,29 +108,34 @@ class OffsetRequests(LeaderRequests):
     # -------------------------------------------------- OffsetsForLeaderEpoch
 
     def epoch_end_offsets(self, requests: Iterable[tuple[str, int, int]]) -> list[dict]:
-        """End offset of each requested leader epoch, from the partition's leader.
+        """Return the end offset of each requested leader epoch, from the partition's leader.
 
-        Args:
-            requests: ``(topic, partition, committed_leader_epoch)`` triples;
-                duplicates are answered once, epochs < 0 (unknown, never
-                validated by Kafka's consumer) are skipped.
+        Protocol: OffsetsForLeaderEpoch (KIP-101) with ``replica_id=-1`` and ``current_leader_epoch`` from metadata
+        (KIP-320 fencing).  Each partition appears once per request; requests are batched per leader and sent with
+        at most ``max_concurrency`` in flight.  FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER (and
+        other retriable errors) refresh metadata and retry with exponential backoff.
 
-        Returns:
-            rows ``{topic: str, partition: int, requested_epoch: int,
-            leader_epoch: int, end_offset: int, answered_by_broker: int}``:
-            the leader's answer per FORMATS.md section 4 (``-1, -1`` when
-            undefined), sorted by topic, partition, requested_epoch.
+        Parameters
+        ----------
+        requests : iterable of (str, int, int)
+            ``(topic, partition, committed_leader_epoch)`` triples; duplicates are answered once, epochs < 0
+            (unknown, never validated by Kafka's consumer) are skipped.
 
-        Protocol: OffsetsForLeaderEpoch (KIP-101) with ``replica_id=-1`` and
-        ``current_leader_epoch`` from metadata (KIP-320 fencing). Each partition
-        appears once per request; requests are batched per leader and sent
-        with at most ``max_concurrency`` in flight. FENCED_LEADER_EPOCH,
-        UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER (and other retriable
-        errors) refresh metadata and retry with exponential backoff.
+        Returns
+        -------
+        list of dict
+            Rows ``{topic: str, partition: int, requested_epoch: int, leader_epoch: int, end_offset: int,
+            answered_by_broker: int}``: the leader's answer per FORMATS.md section 4 (``-1, -1`` when undefined),
+            sorted by topic, partition, requested_epoch.
 
-        Raises:
-            MissingAclError (DESCRIBE on the topic), PartitionsUnavailableError,
-            DeadlineExceededError, BrokersUnreachableError, AuthenticationFailedError.
+        Raises
+        ------
+        MissingAclError
+            No DESCRIBE on the topic.
+        PartitionsUnavailableError
+        DeadlineExceededError
+        BrokersUnreachableError
+        AuthenticationFailedError
         """
         wanted = {(str(t), int(p), int(e)) for t, p, e in requests}
         entries = sorted(r for r in wanted if r[2] >= 0)
@@ -182,39 +189,44 @@ class OffsetRequests(LeaderRequests):
 
     # ------------------------------------------------------------- ListOffsets
     def log_bounds(self, topics: Iterable[str] = (), partitions: Iterable[tuple[str, int]] = ()) -> list[dict]:
-        """Log start / end offsets of every partition of ``topics`` plus the
-        explicitly listed ``(topic, partition)`` pairs.
+        """Return the log start and end offsets of every partition of ``topics`` and of the listed ``partitions``.
 
-        Returns:
-            rows ``{topic: str, partition: int, log_start_offset: int,
-            local_log_start_offset: int | None, log_end_offset: int,
-            high_watermark: int, leader_id: int, leader_epoch: int}``
-            (offsets are record offsets). ``log_end_offset`` is ListOffsets
-            LATEST under READ_UNCOMMITTED, i.e. the high watermark (the end a
-            consumer can see), so ``high_watermark == log_end_offset``.
-            ``local_log_start_offset`` is ListOffsets EARLIEST_LOCAL: the first
-            offset still on the leader's local disk (``UnifiedLog.localLogStartOffset``),
-            ``>= log_start_offset`` with tiered storage (KIP-405) and equal to it
-            without; None when the leader's negotiated ListOffsets version is
-            below 8 (or the transport cannot tell the version), or when the
-            leader answered that entry with an error (or never, within the
-            retries): the partition's other columns are unaffected.
-            ``leader_id`` is the broker that answered; ``leader_epoch`` its
-            epoch from metadata.
+        Protocol: ListOffsets (API key 2) EARLIEST (-2), LATEST (-1) and, to a leader whose connection negotiated
+        ListOffsets v8+ (ApiVersions; the transport's ``api_version``), EARLIEST_LOCAL (-4; KIP-1005,
+        ListOffsetsRequest.json "Version 8 enables listing offsets by local log start offset"), with
+        ``current_leader_epoch`` (KIP-320 fencing), batched per leader.  A partition may appear only once in a request
+        (Kafka answers a duplicate with INVALID_REQUEST), so each spec goes in its own request to the leader, all sent
+        in the same round; the -4 requests carry ``min_version=8`` so kafka-python never sends them lower.
 
-        Protocol: ListOffsets (API key 2) EARLIEST (-2), LATEST (-1) and, to a
-        leader whose connection negotiated ListOffsets v8+ (ApiVersions; the
-        transport's ``api_version``), EARLIEST_LOCAL (-4; KIP-1005,
-        ListOffsetsRequest.json "Version 8 enables listing offsets by local log
-        start offset"), with ``current_leader_epoch`` (KIP-320 fencing), batched
-        per leader.  A partition may appear only once in a request (Kafka
-        answers a duplicate with INVALID_REQUEST), so each spec goes in its own
-        request to the leader, all sent in the same round; the -4 requests
-        carry ``min_version=8`` so kafka-python never sends them lower.
+        Parameters
+        ----------
+        topics : iterable of str
+            Topics whose every partition gets a row.
+        partitions : iterable of (str, int)
+            Explicitly listed ``(topic, partition)`` pairs.
 
-        Raises:
-            MissingAclError (DESCRIBE on the topic), PartitionsUnavailableError,
-            DeadlineExceededError, BrokersUnreachableError, AuthenticationFailedError.
+        Returns
+        -------
+        list of dict
+            Rows ``{topic: str, partition: int, log_start_offset: int, local_log_start_offset: int | None,
+            log_end_offset: int, high_watermark: int, leader_id: int, leader_epoch: int}`` (offsets are record
+            offsets).  ``log_end_offset`` is ListOffsets LATEST under READ_UNCOMMITTED, i.e. the high watermark (the
+            end a consumer can see), so ``high_watermark == log_end_offset``.  ``local_log_start_offset`` is
+            ListOffsets EARLIEST_LOCAL: the first offset still on the leader's local disk
+            (``UnifiedLog.localLogStartOffset``), ``>= log_start_offset`` with tiered storage (KIP-405) and equal to
+            it without; None when the leader's negotiated ListOffsets version is below 8 (or the transport cannot
+            tell the version), or when the leader answered that entry with an error (or never, within the retries):
+            the partition's other columns are unaffected.  ``leader_id`` is the broker that answered;
+            ``leader_epoch`` its epoch from metadata.
+
+        Raises
+        ------
+        MissingAclError
+            No DESCRIBE on the topic.
+        PartitionsUnavailableError
+        DeadlineExceededError
+        BrokersUnreachableError
+        AuthenticationFailedError
         """
         topics = {str(t) for t in topics}
         explicit = {(str(t), int(p)) for t, p in partitions}
@@ -244,7 +256,7 @@ class OffsetRequests(LeaderRequests):
         return sorted((t, p, spec) for t, p in scope for spec in (EARLIEST_LOCAL, EARLIEST, LATEST))
 
     def _list_offsets_request(self, chunk: list[tuple]) -> Any:
-        """The ListOffsets request for ``chunk`` (``(topic, partition, spec)``, one per partition)."""
+        """Build the ListOffsets request for ``chunk`` (``(topic, partition, spec)``, one per partition)."""
         by_topic: dict[str, list] = {}
         for topic, partition, spec in chunk:
             state = self._partitions[(topic, partition)]
@@ -266,8 +278,10 @@ class OffsetRequests(LeaderRequests):
         )
 
     def _admits_earliest_local(self, broker: Broker) -> bool:
-        """True when ``broker`` negotiated ListOffsets v8+ (EARLIEST_LOCAL); raises when connecting fails
-        (not known yet)."""
+        """Tell whether ``broker`` negotiated ListOffsets v8+ (EARLIEST_LOCAL).
+
+        Raises when connecting fails (not known yet).
+        """
         version = self._request_version(broker, ListOffsetsRequest)
         return version is not None and version >= EARLIEST_LOCAL_MIN_VERSION
 

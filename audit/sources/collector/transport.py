@@ -40,8 +40,15 @@ class BrokerFailure(Exception):
 
 
 def parse_host_port(server: str) -> tuple[str, int]:
-    """``(host, port)`` of a ``bootstrap.servers`` entry (``host:port``, ``[v6]:port``, an optional
-    ``scheme://``; port 9092 when absent).  Raises ValueError when the port is not a number."""
+    """Split a ``bootstrap.servers`` entry into ``(host, port)``.
+
+    Entries are ``host:port`` or ``[v6]:port``, with an optional ``scheme://``; port 9092 when absent.
+
+    Raises
+    ------
+    ValueError
+        The port is not a number.
+    """
     server = server.strip()
     if "://" in server:
         server = server.split("://", 1)[1]
@@ -71,15 +78,16 @@ class CallableTransport:
 class KafkaPythonTransport:
     """Real transport over kafka-python 3's ``KafkaConnectionManager``.
 
-    One connection per target, opened on demand (ApiVersions negotiation and
-    SASL/TLS as configured), driven by kafka-python's IO thread so that
-    :meth:`send` may be called from several threads at once.
+    One connection per target, opened on demand (ApiVersions negotiation and SASL/TLS as configured), driven by
+    kafka-python's IO thread so that :meth:`send` may be called from several threads at once.
 
-    Args:
-        client_config: a :class:`ClientConfig` (or a mapping of kafka-python
-            settings: ``security_protocol``, ``sasl_*``, ``ssl_*``, ``client_id``,
-            ``request_timeout_ms`` ...).
-        **settings: extra kafka-python settings (override ``client_config``).
+    Parameters
+    ----------
+    client_config : ClientConfig, mapping or None, optional
+        A :class:`ClientConfig` (or a mapping of kafka-python settings: ``security_protocol``, ``sasl_*``,
+        ``ssl_*``, ``client_id``, ``request_timeout_ms`` ...).
+    **settings
+        Extra kafka-python settings (override ``client_config``).
     """
 
     def __init__(self, client_config: ClientConfig | Mapping[str, Any] | None = None, **settings: Any):
@@ -144,11 +152,13 @@ class KafkaPythonTransport:
         return self._net.run(_round_trip)
 
     def api_version(self, target: Broker, request_type: Any, timeout_ms: int | None = None) -> int | None:
-        """The version of ``request_type`` (a kafka-python request class, e.g. ``ListOffsetsRequest``) that
-        :meth:`send` will use with ``target``: the highest that kafka-python and the broker both support, from
-        the ApiVersions exchange of the connection (``KafkaConnection.broker_version_data``, which kafka-python
-        also picks each request's version from).  Opens the connection if there is none yet (the one
-        :meth:`send` then uses); no other request is sent.  None when no version is common to both.
+        """Return the version of ``request_type`` that :meth:`send` will use with ``target``.
+
+        ``request_type`` is a kafka-python request class, e.g. ``ListOffsetsRequest``.  The version is the highest
+        that kafka-python and the broker both support, from the ApiVersions exchange of the connection
+        (``KafkaConnection.broker_version_data``, which kafka-python also picks each request's version from).
+        Opens the connection if there is none yet (the one :meth:`send` then uses); no other request is sent.
+        None when no version is common to both.
 
         Raises what connecting raises (``KafkaConnectionError``, ``KafkaTimeoutError``, SASL/TLS errors ...).
         """
@@ -285,12 +295,18 @@ class RequestSender:
             return list(pool.map(one, jobs))
 
     def send_all(self, jobs: list[tuple[Broker, Any]]) -> list[Any]:
-        """Send each ``(broker, request)`` (at most ``max_concurrency`` in flight) and return, in job order, the
-        response or the exception of a broker that failed (the failure is noted against the broker, as for the
-        collector's own requests).
+        """Send each ``(broker, request)`` of ``jobs``, at most ``max_concurrency`` in flight.
 
-        Raises:
-            AuthenticationFailedError: SASL/TLS failure with a broker.
+        Returns
+        -------
+        list
+            In job order, the response, or the exception of a broker that failed (the failure is noted against the
+            broker, as for the collector's own requests).
+
+        Raises
+        ------
+        AuthenticationFailedError
+            SASL/TLS failure with a broker.
         """
         out = []
         for (broker, _), outcome in zip(jobs, self._fan_out(jobs)):
