@@ -91,8 +91,10 @@ def run_rule(spark: SparkSession, finding: str) -> DataFrame:
 
 
 def project_findings(df: DataFrame, extra: tuple[str, ...] = ()) -> DataFrame:
-    """``df`` (a rule's result) as :data:`FINDING_COLUMNS` in that order, typed, then the ``extra`` columns; a column
-    the rule does not fill is null."""
+    """Project ``df`` (a rule's result) onto :data:`FINDING_COLUMNS` in that order, typed, then the ``extra`` columns.
+
+    A column the rule does not fill is null.
+    """
     have = set(df.columns)
     # columns a rule does not fill (``cause*`` belong to LOG_TRUNCATION) are null.  One projection of SQL
     # expressions: built from Column objects it took some 290 py4j calls per rule (a call per function, cast,
@@ -150,8 +152,9 @@ RESUME_TIER = (
 
 
 def with_verdicts(commits: DataFrame, findings: DataFrame, bounds: DataFrame | None = None) -> DataFrame:
-    """The ``committed_offsets`` table: the latest live commit per group-partition with ``verdict``, the
-    partition's bounds and the lag.
+    """Build the ``committed_offsets`` table: the latest live commit per group-partition, its verdict, bounds and lag.
+
+    Each row is the latest live commit per group-partition with ``verdict``, the partition's bounds and the lag.
 
     ``verdict`` is ``OK`` or the name of the most severe finding on that commit (ties broken by
     the order of :data:`RULES`).  ``bounds`` (the judge's view of the same name: one row per topic-partition, from
@@ -163,9 +166,13 @@ def with_verdicts(commits: DataFrame, findings: DataFrame, bounds: DataFrame | N
     end (the finding on the commit says why).  Live, ``log_end_offset`` is what ListOffsets LATEST answers a
     consumer (the high watermark), as in ``kafka-consumer-groups --describe``.  ``records_at_risk`` is the
     largest count any finding on the commit gives (null when none counts).
-    Columns: group_id, topic, partition, committed_offset, committed_leader_epoch, metadata, commit_timestamp,
-    value_version, topic_id, verdict, log_start_offset, local_log_start_offset, log_end_offset, high_watermark,
-    lag, resume_tier, records_at_risk.
+
+    Returns
+    -------
+    DataFrame
+        Columns: group_id, topic, partition, committed_offset, committed_leader_epoch, metadata, commit_timestamp,
+        value_version, topic_id, verdict, log_start_offset, local_log_start_offset, log_end_offset, high_watermark,
+        lag, resume_tier, records_at_risk.
     """
     latest = commits.where("is_latest")
     key = ["group_id", "topic", "partition", "committed_offset", "commit_timestamp"]

@@ -171,9 +171,11 @@ class AuditConfig(BaseModel):
 
 @dataclass
 class RunResult:
-    """One audit's outcome: its exit status, ``summary.json``'s content, the console text, and the console's rows
-    (``findings``, ``groups`` and ``committed``: dicts, at most ``--max-rows`` each and one more to tell that
-    there are more; empty when the console stage failed)."""
+    """One audit's outcome: its exit status, ``summary.json``'s content, the console text, and the console's rows.
+
+    The console's rows are ``findings``, ``groups`` and ``committed``: dicts, at most ``--max-rows`` each and one
+    more to tell that there are more; empty when the console stage failed.
+    """
 
     exit_code: int
     summary: dict
@@ -204,8 +206,10 @@ class _Stage:
 
 
 def usage_errors() -> tuple[type[BaseException], ...]:
-    """Errors whose message names what the user must fix (exit status 2): not internal errors.  The CLI maps
-    these to exit status 2."""
+    """Return the errors whose message names what the user must fix (exit status 2): not internal errors.
+
+    The CLI maps these to exit status 2.
+    """
     from .report.metrics import MetricsError
     from .sources.client_config import ClientConfigError
     from .sources.collector import CollectorError
@@ -215,7 +219,7 @@ def usage_errors() -> tuple[type[BaseException], ...]:
 
 
 def _failure(stage: str, exc: BaseException) -> dict:
-    """A failed stage as ``summary.json`` records it: stage, error (type and message) and the traceback's tail."""
+    """Describe a failed stage as ``summary.json`` records it: stage, error (type and message), traceback's tail."""
     import traceback
 
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
@@ -223,15 +227,21 @@ def _failure(stage: str, exc: BaseException) -> dict:
 
 
 def _progress(cfg: AuditConfig, msg: str) -> None:
-    """A progress line: on stdout, or on stderr when stdout carries JSON (``--format json``); none with ``--quiet``."""
+    """Print a progress line: on stdout, or on stderr when stdout carries JSON (``--format json``).
+
+    No line with ``--quiet``.
+    """
     if not cfg.quiet:
         out = sys.stderr if cfg.format == "json" else sys.stdout
         print(f"[kafka-offset-audit {time.strftime('%H:%M:%S')}] {msg}", flush=True, file=out)
 
 
 def in_scope(commits, cfg: AuditConfig):
-    """``commits`` in the audit's scope: group ids and topic names that ``--groups``/``--topics`` match whole, less
-    those ``--exclude-groups``/``--exclude-topics`` match whole (Java regular expressions, Spark's ``rlike``)."""
+    """Keep the ``commits`` in the audit's scope.
+
+    In scope: group ids and topic names that ``--groups``/``--topics`` match whole, less those
+    ``--exclude-groups``/``--exclude-topics`` match whole (Java regular expressions, Spark's ``rlike``).
+    """
     if cfg.groups:
         commits = commits.where(F.col("group_id").rlike(f"^(?:{cfg.groups})$"))
     if cfg.topics:
@@ -244,16 +254,20 @@ def in_scope(commits, cfg: AuditConfig):
 
 
 def preflight(cfg: AuditConfig, spark: SparkSession | None = None, *, cluster: bool = True) -> None:
-    """Checks that need no Spark job, made before any reading so a bad argument fails in seconds.
+    """Run the checks that need no Spark job, before any reading, so a bad argument fails in seconds.
 
     The output's parent must be a writable directory (:func:`audit.io.outputs.check_output_parent`);
     for a live audit (``cluster``) the ``--client-config`` file must parse
     (:func:`audit.sources.client_config.load_client_config`) and a bootstrap broker must answer a
     Metadata request within ``KOA_BOOTSTRAP_CHECK_MS`` (default 15 s,
-    :func:`audit.sources.collector.check_bootstrap`).  Raises :class:`audit.io.fs.InputError`,
-    :class:`audit.sources.client_config.ClientConfigError` or
-    :class:`audit.sources.collector.CollectorError`, each naming what to fix (the CLI exits 2); with
-    ``--pushgateway``, :class:`audit.report.metrics.MetricsError` when it does not answer.
+    :func:`audit.sources.collector.check_bootstrap`).
+
+    Raises
+    ------
+    audit.io.fs.InputError, audit.sources.client_config.ClientConfigError, audit.sources.collector.CollectorError
+        Each naming what to fix (the CLI exits 2).
+    audit.report.metrics.MetricsError
+        With ``--pushgateway``, when it does not answer.
     """
     check_output_parent(cfg.output, spark)
     if cfg.expectations_config and cfg.reports:
@@ -326,12 +340,15 @@ def run(
 
 @dataclass
 class Decoded:
-    """The decode stage's result.  ``raw``: every decoded record, read issue and control record
+    """The decode stage's result.
+
+    ``raw``: every decoded record, read issue and control record
     (:data:`audit.formats.offsets.RAW_SCHEMA` with ``txn_state``; lazy, read again only by the summary);
     ``records``: its ``kind='record'`` rows (:data:`RECORD_COLUMNS`); ``commits``: the live commits in scope
     (:func:`audit.commits.live_commits`, materialised once); ``n_live``/``n_latest``: live commits and
     group-partitions; ``share_raw``: ``__share_group_state`` decoded (None when not read); ``share_topics``: the
-    share groups' topics in scope (a live cluster) or None."""
+    share groups' topics in scope (a live cluster) or None.
+    """
 
     raw: DataFrame
     records: DataFrame
@@ -344,9 +361,12 @@ class Decoded:
 
 @dataclass
 class Judged:
-    """The judged tables, each written once and read back from the written files (no job): ``findings``,
-    ``committed`` (``committed_offsets``), ``groups``, ``share_partitions`` (None without share groups), and
-    the owner tables they were joined with (``group_state``, ``owners``: :func:`audit.owners.group_tables`)."""
+    """The judged tables, each written once and read back from the written files (no job).
+
+    ``findings``, ``committed`` (``committed_offsets``), ``groups``, ``share_partitions`` (None without share
+    groups), and the owner tables they were joined with (``group_state``, ``owners``:
+    :func:`audit.owners.group_tables`).
+    """
 
     findings: DataFrame
     committed: DataFrame
@@ -385,7 +405,7 @@ class _Failures:
 
 
 def _commit_counts() -> list:
-    """The decode's counts: live commits, group-partitions (latest commits), rows of the commits table."""
+    """Return the decode's counts: live commits, group-partitions (latest commits), rows of the commits table."""
     return [
         F.sum("live_count").alias("live"),
         F.count(F.when(F.col("is_latest"), 1)).alias("latest"),
@@ -394,8 +414,10 @@ def _commit_counts() -> list:
 
 
 def _decode(cfg: AuditConfig, src, tuning) -> Decoded:
-    """Stage ``decode``: the source's records, their transactions resolved, folded into live commits (one
-    checkpoint, counted by an observation: 1 Spark job, plus whatever the source's read runs)."""
+    """Run stage ``decode``: the source's records, their transactions resolved, folded into live commits.
+
+    One checkpoint, counted by an observation: 1 Spark job, plus whatever the source's read runs.
+    """
     raw = with_transaction_state(src.read_offsets(), all_rows=True)
     records = raw.where(F.col("kind") == "record").select(*RECORD_COLUMNS, "txn_state")
     # counted while the checkpoint runs (an observation, not a job of its own)
@@ -428,10 +450,12 @@ def _decode(cfg: AuditConfig, src, tuning) -> Decoded:
 def _judge_and_write(
     cfg: AuditConfig, spark: SparkSession, d: Decoded, state, out: StagedOutput, started_at: str
 ) -> Judged:
-    """Stage ``judge``: the rules (:func:`audit.judge.judge`), joined with the groups' owners, written as ``findings/``; then
-    ``committed_offsets/`` and ``groups/`` from it (and ``share_partitions/``).  Each table is written once and
-    read back from its files for what follows (:meth:`audit.io.outputs.StagedOutput.write_table`): one
-    Spark job per table, nothing judged twice."""
+    """Run stage ``judge``: the rules (:func:`audit.judge.judge`), joined with the groups' owners, as ``findings/``.
+
+    Then ``committed_offsets/`` and ``groups/`` are written from it (and ``share_partitions/``).  Each table is
+    written once and read back from its files for what follows
+    (:meth:`audit.io.outputs.StagedOutput.write_table`): one Spark job per table, nothing judged twice.
+    """
     from .tables import conform
 
     history = cfg.mode == "history"
@@ -487,8 +511,10 @@ def _judge_and_write(
 
 
 def _context_tables(cfg: AuditConfig, d: Decoded, state) -> dict:
-    """The tables written beside the judged ones: ``epochs``, ``bounds``, the timelines where the metadata log
-    was read, ``commits`` in ``--mode history`` (name -> DataFrame, conformed)."""
+    """Return the tables written beside the judged ones (name -> DataFrame, conformed).
+
+    ``epochs``, ``bounds``, the timelines where the metadata log was read, ``commits`` in ``--mode history``.
+    """
     from .tables import conform
 
     tables = {}
@@ -503,8 +529,10 @@ def _context_tables(cfg: AuditConfig, d: Decoded, state) -> dict:
 
 
 def _history_changes(cfg, spark, summary: dict, j: Judged, started_at: str):
-    """Stage ``history`` (part 1): the findings and group statuses compared with the history's previous run
-    (``summary['history']`` filled in); None without ``--history``."""
+    """Run stage ``history`` (part 1): compare the findings and group statuses with the history's previous run.
+
+    ``summary['history']`` is filled in; None without ``--history``.
+    """
     if not cfg.history:
         return None
     from .report.history import default_run_id, finding_changes, group_changes
@@ -549,7 +577,7 @@ def _append_history(cfg, spark, summary: dict, j: Judged) -> None:
 
 
 def _open_output(cfg: AuditConfig, spark: SparkSession) -> tuple[StagedOutput, dict]:
-    """The staged output, after removing what killed runs left beside it (reported as progress)."""
+    """Open the staged output, after removing what killed runs left beside it (reported as progress)."""
     out = StagedOutput(spark, cfg.output)
     leftovers = out.clean_leftovers()
     if leftovers["removed"]:
@@ -568,8 +596,11 @@ def _open_output(cfg: AuditConfig, spark: SparkSession) -> tuple[StagedOutput, d
 def _audit(
     cfg: AuditConfig, spark: SparkSession, src, started: float, started_at: str, tuning, stage: _Stage
 ) -> RunResult:
-    """The audit after the checks, as named stages: decode, partition state, judge (writing the judged
-    tables), write (the other tables, beside the summary), reports, commit (see :func:`run`)."""
+    """Run the audit after the checks, as named stages.
+
+    The stages: decode, partition state, judge (writing the judged tables), write (the other tables, beside the
+    summary), reports, commit (see :func:`run`).
+    """
     from .queries import parse_ahead
 
     parse_ahead(spark)
@@ -637,8 +668,11 @@ def _audit(
 
 
 def _after_commit(cfg, spark, out: StagedOutput, summary: dict, failures: _Failures, registry, metric_rows) -> None:
-    """Stages after the commit: the Pushgateway push and the catalog tables (``--table-prefix``).  A failed
-    catalog registration turns the committed run's exit status to 3 and rewrites its summary and metrics."""
+    """Run the stages after the commit: the Pushgateway push and the catalog tables (``--table-prefix``).
+
+    A failed catalog registration turns the committed run's exit status to 3 and rewrites its summary and
+    metrics.
+    """
     if cfg.pushgateway and registry is not None:
         from .report.metrics import parse_grouping, push
 
@@ -681,8 +715,10 @@ def _after_commit(cfg, spark, out: StagedOutput, summary: dict, failures: _Failu
 
 
 def _rules_not_run(cfg: AuditConfig, state) -> dict:
-    """Why a rule that needs more than committed offsets did not judge (finding -> reason), and the old
-    partitions whose offset at an expansion could not be read (an aggregate collect)."""
+    """Tell why a rule that needs more than committed offsets did not judge (finding -> reason).
+
+    Also returns the old partitions whose offset at an expansion could not be read (an aggregate collect).
+    """
     out = {}
     if state.replicas is None:
         out["REPLICA_DIVERGENCE"] = "a live cluster: no replica's files are read"
@@ -712,8 +748,11 @@ def _exit_code(cfg: AuditConfig, summary: dict) -> int:
 
 
 def _metric_queries(cfg: AuditConfig, j: Judged, bounds) -> dict:
-    """The per-group-partition (share-partitions among them), lost-lineage and per-group queries of
-    ``metrics.prom`` (each at most ``--metrics-max-group-partitions`` rows; :mod:`audit.report.metrics`)."""
+    """Build the per-group-partition, lost-lineage and per-group queries of ``metrics.prom``.
+
+    Share-partitions are among the group-partitions.  Each query gives at most
+    ``--metrics-max-group-partitions`` rows; :mod:`audit.report.metrics`.
+    """
     from .report.metrics import group_partition_query, group_query, lost_lineage_query
 
     limit = cfg.metrics_max_group_partitions
@@ -733,9 +772,16 @@ CONSOLE_FAILED = "(the console table failed: see summary.json's failed_stages)"
 
 
 def _metric_and_console_rows(cfg: AuditConfig, j: Judged, bounds, failures: _Failures) -> tuple[tuple, str, dict]:
-    """Stage ``metrics`` (its rows) and ``console``: their queries collected together in one Spark job.
-    Returns the metric rows (per group-partition, lost lineage, per group), the console text and the console's
-    rows; a failed stage is recorded in ``failures`` and gives no rows / :data:`CONSOLE_FAILED`."""
+    """Run stage ``metrics`` (its rows) and ``console``: their queries collected together in one Spark job.
+
+    A failed stage is recorded in ``failures`` and gives no rows / :data:`CONSOLE_FAILED`.
+
+    Returns
+    -------
+    tuple
+        The metric rows (per group-partition, lost lineage, per group), the console text and the console's
+        rows.
+    """
     mq = failures.guard("metrics", lambda: _metric_queries(cfg, j, bounds))
     cq = failures.guard(
         "console", lambda: console_queries(j.findings, j.committed, bounds, cfg.max_rows, groups=j.groups)
@@ -759,8 +805,13 @@ def _metric_and_console_rows(cfg: AuditConfig, j: Judged, bounds, failures: _Fai
 def _metrics(
     cfg: AuditConfig, spark: SparkSession, out: StagedOutput, summary: dict, metric_rows: tuple[list, list, list]
 ):
-    """Write ``metrics.prom`` (from :func:`_metric_and_console_rows`) into the staged output; returns the registry (pushed
-    after the commit)."""
+    """Write ``metrics.prom`` (from :func:`_metric_and_console_rows`) into the staged output.
+
+    Returns
+    -------
+    CollectorRegistry
+        The registry (pushed after the commit).
+    """
     from .report.metrics import METRICS_FILENAME, build_registry, render
     from .io import fs
 
@@ -864,8 +915,11 @@ def _reports(
 
 
 def _suite_summary(outcome) -> dict:
-    """summary.json's ``reports.expectations``: the suite's success, failed checks and statistics, where its
-    result and Data Docs are; ``{"error": ...}`` when the suite did not run to the end (``outcome`` None)."""
+    """Build summary.json's ``reports.expectations``: the suite's success, failed checks and statistics.
+
+    Also where its result and Data Docs are; ``{"error": ...}`` when the suite did not run to the end (``outcome``
+    None).
+    """
     if outcome is None:
         return {"error": "the expectation suite failed: see failed_stages"}
     return {
@@ -886,8 +940,11 @@ def _inputs(cfg, src) -> dict:
 
 
 def _share_summary(share_raw, share_partitions) -> dict:
-    """summary.json's ``share_groups``: whether ``__share_group_state`` was read, its records by outcome, and the
-    share-partitions judged (an aggregate collect each)."""
+    """Build summary.json's ``share_groups``.
+
+    Whether ``__share_group_state`` was read, its records by outcome, and the share-partitions judged (an
+    aggregate collect each).
+    """
     if share_raw is None:
         return {"state_read": False}
     counts = {
@@ -908,9 +965,12 @@ def _share_summary(share_raw, share_partitions) -> dict:
 
 
 def _summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
-    """summary.json content; every collect here is an aggregate bounded by names (record types and versions
-    beyond the known ones counted together: :data:`OTHER_KIND`) or a ``take`` of at most :data:`MAX_WHERE`.
-    All of them run in one Spark job (:func:`audit.spark.collect_together`)."""
+    """Build summary.json content.
+
+    Every collect here is an aggregate bounded by names (record types and versions beyond the known ones counted
+    together: :data:`OTHER_KIND`) or a ``take`` of at most :data:`MAX_WHERE`.  All of them run in one Spark job
+    (:func:`audit.spark.collect_together`).
+    """
     parts = collect_together(_summary_queries(src, raw, findings, epochs))
     records, commits, by_reason = _record_counts(parts["by_kind"])
     for r in parts["issues"]:
@@ -946,9 +1006,12 @@ def _summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
 
 
 def _summary_queries(src, raw, findings, epochs) -> dict[str, DataFrame]:
-    """The summary's bounded queries: records by kind, type, version, tombstone, transaction state and decode
-    error (``by_kind``), read issues by reason (``issues``), the first skipped records (``where``), findings by
-    name and severity (``findings``), and leader-epoch caches that disagree (``disagree``)."""
+    """Build the summary's bounded queries.
+
+    Records by kind, type, version, tombstone, transaction state and decode error (``by_kind``), read issues by
+    reason (``issues``), the first skipped records (``where``), findings by name and severity (``findings``), and
+    leader-epoch caches that disagree (``disagree``).
+    """
     skipped = raw.where((F.col("kind") == "issue") | F.col("decode_error").isNotNull()).select(
         F.col("source_file").alias("file"),
         "position",
@@ -981,9 +1044,11 @@ def _summary_queries(src, raw, findings, epochs) -> dict[str, DataFrame]:
 
 
 def _record_counts(by_kind: list[dict]) -> tuple[dict, dict, dict]:
-    """From the ``by_kind`` rows: ``records_read``, ``offset_commits`` (with ``_decoded_live_or_committed``, the
-    commits not aborted or pending, for the caller to set ``deleted_by_tombstone``) and the skipped records by
-    reason."""
+    """Count, from the ``by_kind`` rows, ``records_read``, ``offset_commits`` and the skipped records by reason.
+
+    ``offset_commits`` comes with ``_decoded_live_or_committed``, the commits not aborted or pending, for the
+    caller to set ``deleted_by_tombstone``.
+    """
     by_type: dict[str, Any] = {}
     kinds: dict[str, Any] = {}
     txn: dict[str, Any] = {}

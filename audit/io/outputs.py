@@ -147,8 +147,11 @@ def is_object_store(uri: str) -> bool:
 
 
 def kill_point(name: str) -> None:
-    """A point of the commit where ``KOA_KILL_AT=name`` kills this process (SIGKILL), for the tests that prove
-    a run killed there loses nothing committed; nothing otherwise."""
+    """Kill this process (SIGKILL) at commit point ``name`` when ``KOA_KILL_AT=name``; do nothing otherwise.
+
+    A point of the commit where ``KOA_KILL_AT=name`` kills this process, for the tests that prove
+    a run killed there loses nothing committed.
+    """
     if os.environ.get("KOA_KILL_AT") == name:
         import signal
 
@@ -179,10 +182,16 @@ class StagedOutput:
         return self.staging if self.object_store else self.output
 
     def clean_leftovers(self) -> dict[str, list[str]]:
-        """Delete the staging (or swapped-out ``.old``) directories beside ``output`` left by runs that were killed:
-        those named for this host and a process that no longer exists.  Returns ``{"removed": [...], "kept": [...]}``
-        (names; kept: another host's or a live process's, or named the way earlier versions named them, which
-        this run cannot judge)."""
+        """Delete the staging (or swapped-out ``.old``) directories beside ``output`` left by runs that were killed.
+
+        Those deleted are the ones named for this host and a process that no longer exists.
+
+        Returns
+        -------
+        dict[str, list[str]]
+            ``{"removed": [...], "kept": [...]}`` (names; kept: another host's or a live process's, or named the way
+            earlier versions named them, which this run cannot judge).
+        """
         res: dict[str, list[str]] = {"removed": [], "kept": []}
         if self.object_store:
             return self._clean_runs(res)
@@ -215,18 +224,26 @@ class StagedOutput:
         df.write.mode("overwrite").parquet(self.path(name))
 
     def write_table(self, name: str, df: DataFrame) -> DataFrame:
-        """Write output table ``name`` (:data:`audit.tables.TABLES`) once and return it read back from the written
-        files with the contract's schema: one Spark job, and what follows reads the result instead of computing
-        ``df`` again (no checkpoint, no schema inference)."""
+        """Write output table ``name`` (:data:`audit.tables.TABLES`) once; return it read back from the written files.
+
+        It is read back with the contract's schema: one Spark job, and what follows reads the result instead of
+        computing ``df`` again (no checkpoint, no schema inference).
+        """
         from ..tables import ddl
 
         self.write_parquet(name, df)
         return self.spark.read.schema(ddl(name)).parquet(self.path(name))
 
     def write_parquet_all(self, tables: dict[str, DataFrame], threads: int = 2) -> None:
-        """:meth:`write_parquet` of every ``name -> DataFrame``, ``threads`` Spark jobs at a time (each write of a
-        small table is mostly the driver's planning and commit, so two overlap on two cores).  Raises the first
-        write's error after the others ended."""
+        """Run :meth:`write_parquet` of every ``name -> DataFrame``, ``threads`` Spark jobs at a time.
+
+        Each write of a small table is mostly the driver's planning and commit, so two overlap on two cores.
+
+        Raises
+        ------
+        Exception
+            The first write's error, after the others ended.
+        """
         if threads <= 1 or len(tables) <= 1:
             for name, df in tables.items():
                 self.write_parquet(name, df)
@@ -244,8 +261,11 @@ class StagedOutput:
         fs.write_small(self.spark, self.path(name), json.dumps(obj, indent=2, sort_keys=False, default=str).encode())
 
     def _clean_runs(self, res: dict[str, list[str]], keep: tuple[str, ...] = ()) -> dict[str, list[str]]:
-        """Object store: remove ``runs/<run>`` dirs of this host's ended processes that the marker names neither
-        as the committed run nor as the previous one, nor ``keep`` lists (killed runs; superseded ones)."""
+        """Remove, on an object store, ``runs/<run>`` dirs of this host's ended processes that nothing keeps.
+
+        Removed are those the marker names neither as the committed run nor as the previous one, nor ``keep`` lists
+        (killed runs; superseded ones).
+        """
         marker = fs.read_json(self.spark, f"{self.output}/summary.json")
         named = (
             {marker.get("run_dir"), marker.get("previous_run_dir"), *keep} if isinstance(marker, dict) else set(keep)
@@ -269,8 +289,10 @@ class StagedOutput:
         return res
 
     def commit(self) -> None:
-        """Replace ``output`` with the staging dir (old result removed only after the swap); on an object store,
-        write the marker naming this run, then remove the runs before the previous one."""
+        """Replace ``output`` with the staging dir (old result removed only after the swap).
+
+        On an object store, write the marker naming this run, then remove the runs before the previous one.
+        """
         if self.object_store:
             self._commit_marker()
             return
@@ -346,7 +368,7 @@ SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
 
 
 def read_parquet(spark: SparkSession, path: str) -> DataFrame:
-    """A Parquet table directory written by Spark, read with the schema stored in its files.
+    """Read a Parquet table directory written by Spark, with the schema stored in its files.
 
     Spark infers a Parquet schema with a job of its own; for a local directory the schema is instead read from
     one file's footer (the Spark schema Spark's writer stores there, pyarrow: no job), so reading back a table
@@ -370,8 +392,13 @@ def read_parquet(spark: SparkSession, path: str) -> DataFrame:
 
 
 def _footer_schema(path: str):
-    """The Spark schema (nullable) in the footer of the first data file of local table ``path``; None when there
-    is none (no file, not written by Spark, unreadable)."""
+    """Return the Spark schema (nullable) in the footer of the first data file of local table ``path``.
+
+    Returns
+    -------
+    StructType or None
+        None when there is none (no file, not written by Spark, unreadable).
+    """
     import pyarrow.parquet as pq
     from pyspark.sql.types import StructType
 
@@ -387,7 +414,7 @@ def _footer_schema(path: str):
 
 
 def _nullable(node):
-    """A Spark JSON schema with every field, array element and map value nullable (Scala's ``asNullable``)."""
+    """Make a Spark JSON schema's every field, array element and map value nullable (Scala's ``asNullable``)."""
     if isinstance(node, dict):
         out = {k: _nullable(v) for k, v in node.items()}
         for key in ("nullable", "containsNull", "valueContainsNull"):

@@ -168,15 +168,21 @@ class FailedExpectation:
 class ExpectationsOutcome:
     """What :func:`run_expectations` found.
 
-    Attributes:
-        success: every evaluated expectation passed.
-        statistics: ``evaluated_expectations``, ``successful_expectations``,
-            ``unsuccessful_expectations``, ``success_percent`` over all assets,
-            plus ``by_asset`` with the same four per asset.
-        result_path: path of the combined validation result JSON.
-        data_docs_index: path of the Data Docs ``index.html`` (None when not built).
-        failed: the expectations that failed.
-        skipped_assets: optional tables that were absent (e.g. ``commits``).
+    Attributes
+    ----------
+    success : bool
+        Every evaluated expectation passed.
+    statistics : dict
+        ``evaluated_expectations``, ``successful_expectations``, ``unsuccessful_expectations``, ``success_percent``
+        over all assets, plus ``by_asset`` with the same four per asset.
+    result_path : str
+        Path of the combined validation result JSON.
+    data_docs_index : str or None
+        Path of the Data Docs ``index.html`` (None when not built).
+    failed : list of FailedExpectation
+        The expectations that failed.
+    skipped_assets : list of str
+        Optional tables that were absent (e.g. ``commits``).
     """
 
     success: bool
@@ -204,7 +210,8 @@ def _spark_connect_guard() -> None:
     missing, calls ``sys.exit(0)`` (``pyspark/sql/connect/utils.py``, ``check_dependencies``): an audit run
     that way ended silently with exit status 0, whatever it found.  There, and only when those dependencies
     are missing (``pyspark.testing.utils.should_test_connect``), the module is marked absent, so its import
-    raises the ImportError GX expects."""
+    raises the ImportError GX expects.
+    """
     if "pyspark.sql.connect" in sys.modules:
         return
     main = sys.modules.get("__main__")
@@ -224,7 +231,8 @@ def _defer_scipy_stats() -> None:
     GX's 2.7 s import here, taken while the Spark JVM starts.  Before GX is imported, ``scipy.stats`` is set up
     with the standard library's ``importlib.util.LazyLoader``: the module object exists (on ``scipy`` and in
     ``sys.modules``) and the first attribute read of it loads it in full, so any use sees the real module.
-    Nothing happens when ``scipy.stats`` is already imported or scipy is missing."""
+    Nothing happens when ``scipy.stats`` is already imported or scipy is missing.
+    """
     if "scipy.stats" in sys.modules:
         return
     import importlib.util
@@ -245,8 +253,10 @@ def _defer_scipy_stats() -> None:
 
 
 def import_gx():
-    """Import great_expectations lazily, quietly (its import is slow and chatty); see :func:`_spark_connect_guard`
-    and :func:`_defer_scipy_stats`."""
+    """Import great_expectations lazily, quietly (its import is slow and chatty).
+
+    See :func:`_spark_connect_guard` and :func:`_defer_scipy_stats`.
+    """
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     _spark_connect_guard()
     _defer_scipy_stats()
@@ -259,15 +269,17 @@ def import_gx():
 def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
     """Build the expectation suites, one per asset, without validating anything.
 
-    Args:
-        config: an :class:`ExpectationsConfig`, a mapping of overrides, a
-            JSON/YAML path, or None for the defaults.
+    Parameters
+    ----------
+    config : ConfigSource
+        An :class:`ExpectationsConfig`, a mapping of overrides, a JSON/YAML path, or None for the defaults.
 
-    Returns:
-        ``{asset_name: gx.ExpectationSuite}`` for ``findings``,
-        ``committed_offsets``, ``commits``, ``epochs``, ``bounds`` and
-        ``summary``.  Every expectation's ``meta["check"]`` holds its stable
-        name (``<asset>.<check>``).
+    Returns
+    -------
+    dict of str to gx.ExpectationSuite
+        ``{asset_name: gx.ExpectationSuite}`` for ``findings``, ``committed_offsets``, ``commits``, ``epochs``,
+        ``bounds`` and ``summary``.  Every expectation's ``meta["check"]`` holds its stable name
+        (``<asset>.<check>``).
     """
     cfg = load_expectations_config(config)
     gx = import_gx()
@@ -290,17 +302,17 @@ def build_suites(config: ConfigSource = None) -> Dict[str, Any]:
 
 
 def _columns(E: Any, cols) -> Any:
-    """An expectation that the table has (at least) the columns ``cols``."""
+    """Expect that the table has (at least) the columns ``cols``."""
     return E.ExpectTableColumnsToMatchSet(column_set=list(cols), exact_match=False)
 
 
 def _not_null(E: Any, col: str) -> Any:
-    """An expectation that ``col`` has no null."""
+    """Expect that ``col`` has no null."""
     return E.ExpectColumnValuesToNotBeNull(column=col)
 
 
 def _findings_checks(E: Any, cfg: ExpectationsConfig) -> List[Tuple[str, Any]]:
-    """The ``findings`` suite's ``(check, expectation)`` pairs."""
+    """Return the ``findings`` suite's ``(check, expectation)`` pairs."""
     from great_expectations.expectations.row_conditions import Column
 
     is_trunc = Column("finding") == "LOG_TRUNCATION"
@@ -363,7 +375,7 @@ def _findings_checks(E: Any, cfg: ExpectationsConfig) -> List[Tuple[str, Any]]:
 
 
 def _committed_checks(E: Any, cfg: ExpectationsConfig) -> List[Tuple[str, Any]]:
-    """The ``committed_offsets`` suite's ``(check, expectation)`` pairs."""
+    """Return the ``committed_offsets`` suite's ``(check, expectation)`` pairs."""
     verdicts = ["OK"] + list(cfg.known_findings)
     c_checks: List[Tuple[str, Any]] = [
         ("columns", _columns(E, COMMITTED_REQUIRED)),
@@ -392,7 +404,7 @@ def _committed_checks(E: Any, cfg: ExpectationsConfig) -> List[Tuple[str, Any]]:
 
 
 def _commits_checks(E: Any, cfg: ExpectationsConfig) -> List[Tuple[str, Any]]:
-    """The ``commits`` suite's ``(check, expectation)`` pairs (history mode)."""
+    """Return the ``commits`` suite's ``(check, expectation)`` pairs (history mode)."""
     return [
         ("columns", _columns(E, COMMITS_REQUIRED)),
         ("committed_offset_not_negative", E.ExpectColumnValuesToBeBetween(column="committed_offset", min_value=0)),
@@ -405,7 +417,7 @@ def _commits_checks(E: Any, cfg: ExpectationsConfig) -> List[Tuple[str, Any]]:
 
 
 def _epochs_checks(E: Any, cfg: ExpectationsConfig) -> List[Tuple[str, Any]]:
-    """The ``epochs`` suite's ``(check, expectation)`` pairs."""
+    """Return the ``epochs`` suite's ``(check, expectation)`` pairs."""
     return [
         ("columns", _columns(E, EPOCHS_REQUIRED)),
         ("leader_epoch_not_negative", E.ExpectColumnValuesToBeBetween(column="leader_epoch", min_value=0)),
@@ -418,7 +430,7 @@ def _epochs_checks(E: Any, cfg: ExpectationsConfig) -> List[Tuple[str, Any]]:
 
 
 def _bounds_checks(E: Any, cfg: ExpectationsConfig) -> List[Tuple[str, Any]]:
-    """The ``bounds`` suite's ``(check, expectation)`` pairs."""
+    """Return the ``bounds`` suite's ``(check, expectation)`` pairs."""
     return [
         ("columns", _columns(E, BOUNDS_REQUIRED)),
         ("key_unique", E.ExpectCompoundColumnsToBeUnique(column_list=["topic", "partition"])),
@@ -455,8 +467,10 @@ def _bounds_checks(E: Any, cfg: ExpectationsConfig) -> List[Tuple[str, Any]]:
 
 
 def _groups_checks(E: Any, cfg: ExpectationsConfig) -> List[Tuple[str, Any]]:
-    """The ``groups`` suite's ``(check, expectation)`` pairs: the table against the tables it sums (the
-    ``check_*`` columns of :func:`_groups_frame`)."""
+    """Return the ``groups`` suite's ``(check, expectation)`` pairs.
+
+    They check the table against the tables it sums (the ``check_*`` columns of :func:`_groups_frame`).
+    """
     return [
         ("columns", _columns(E, GROUPS_REQUIRED)),
         ("key_unique", E.ExpectColumnValuesToBeUnique(column="group_id")),
@@ -484,7 +498,10 @@ def _groups_checks(E: Any, cfg: ExpectationsConfig) -> List[Tuple[str, Any]]:
 
 
 def _summary_checks(E: Any, cfg: ExpectationsConfig) -> List[Tuple[str, Any]]:
-    """The ``summary`` suite's ``(check, expectation)`` pairs (``summary.json``'s figures, :func:`_summary_row`)."""
+    """Return the ``summary`` suite's ``(check, expectation)`` pairs.
+
+    They check ``summary.json``'s figures (:func:`_summary_row`).
+    """
     s_checks: List[Tuple[str, Any]] = [
         ("records_read", E.ExpectColumnValuesToBeBetween(column="records_read_total", min_value=cfg.min_records_read)),
         (
@@ -524,7 +541,7 @@ def _sum_counts(node: Any) -> int:
 
 
 def _summary_row(summary: Dict[str, Any], findings_rows: int) -> Dict[str, Any]:
-    """The ``summary.json`` figures the suite checks, as one row (column -> value)."""
+    """Return the ``summary.json`` figures the suite checks, as one row (column -> value)."""
     read = _sum_counts((summary.get("records_read") or {}).get("by_record_type") or {})
     skipped_block = summary.get("records_skipped") or {}
     skipped = _sum_counts(skipped_block.get("by_reason") or {})
@@ -551,8 +568,13 @@ def _summary_frame(spark, summary: Dict[str, Any], findings_rows: int):
 
 
 def _local_rows(path: str) -> Optional[int]:
-    """Rows of a local Parquet table directory, from its files' footers (no Spark job); None when
-    ``path`` is not local or a footer does not read."""
+    """Count the rows of a local Parquet table directory from its files' footers (no Spark job).
+
+    Returns
+    -------
+    int or None
+        None when ``path`` is not local or a footer does not read.
+    """
     if not fs.is_local(path):
         return None
     import pyarrow.parquet as pq
@@ -566,8 +588,11 @@ def _local_rows(path: str) -> Optional[int]:
 
 
 def _to_pandas(table):
-    """Arrow table -> pandas, integer columns as pandas' nullable integers (a null stays null and a
-    value stays an integer, as GX's Spark engine sees them; plain ``to_pandas`` would make floats)."""
+    """Convert an Arrow table to pandas, integer columns as pandas' nullable integers.
+
+    A null stays null and a value stays an integer, as GX's Spark engine sees them; plain ``to_pandas`` would make
+    floats.
+    """
     import pandas as pd
     import pyarrow as pa
 
@@ -581,11 +606,17 @@ def _to_pandas(table):
 
 
 def _table_frame(spark, path: str, cfg: ExpectationsConfig):
-    """``(frame, rows)`` of one table: a pandas DataFrame for GX's pandas engine when ``cfg`` allows it
-    and the table has at most ``cfg.pandas_max_rows`` rows (read by pyarrow when local, else by one
-    Spark ``toPandas`` after a ``count``), otherwise a Spark DataFrame (rows None: not counted).
+    """Return ``(frame, rows)`` of one table, a pandas or a Spark DataFrame.
 
-    Raises ValueError for ``engine='pandas'`` and a table above the limit."""
+    A pandas DataFrame for GX's pandas engine when ``cfg`` allows it and the table has at most
+    ``cfg.pandas_max_rows`` rows (read by pyarrow when local, else by one Spark ``toPandas`` after a ``count``),
+    otherwise a Spark DataFrame (rows None: not counted).
+
+    Raises
+    ------
+    ValueError
+        For ``engine='pandas'`` and a table above the limit.
+    """
     if cfg.engine == "spark":
         return _read_parquet_table(spark, path), None
     rows = _local_rows(path)
@@ -607,12 +638,15 @@ def _table_frame(spark, path: str, cfg: ExpectationsConfig):
 
 
 def _groups_frame(spark, tables_dir: str, cfg: ExpectationsConfig):
-    """The ``groups`` table with the figures it must agree with, recomputed from ``committed_offsets/`` and
-    ``findings/`` (one Spark job): ``check_partitions`` (the group's committed rows), ``check_findings`` (its
-    findings rows; ``findings_total`` sums the table's four counts), ``check_worst_present`` (1 when a committed
-    row of the group has the worst verdict at the worst topic-partition, or the verdict ``OK`` with none),
-    ``check_worst_severity`` (the most severe severity of the group's verdicts' findings), ``groups_rows`` and
-    ``committed_groups`` (the tables' numbers of groups).  pandas when at most ``cfg.pandas_max_rows`` groups."""
+    """Return the ``groups`` table with the figures it must agree with, recomputed from the other tables.
+
+    The figures are recomputed from ``committed_offsets/`` and ``findings/`` (one Spark job):
+    ``check_partitions`` (the group's committed rows), ``check_findings`` (its findings rows; ``findings_total``
+    sums the table's four counts), ``check_worst_present`` (1 when a committed row of the group has the worst
+    verdict at the worst topic-partition, or the verdict ``OK`` with none), ``check_worst_severity`` (the most
+    severe severity of the group's verdicts' findings), ``groups_rows`` and ``committed_groups`` (the tables'
+    numbers of groups).  pandas when at most ``cfg.pandas_max_rows`` groups.
+    """
     from pyspark.sql import functions as F
 
     g = _read_parquet_table(spark, f"{tables_dir}/groups")
@@ -635,8 +669,11 @@ def _groups_frame(spark, tables_dir: str, cfg: ExpectationsConfig):
 
 
 def _groups_checked(g, c, f):
-    """The groups table ``g`` joined with its ``check_*`` columns and the tables' group counts (Spark
-    DataFrame, no job; see :func:`_groups_frame`), from ``committed_offsets`` ``c`` and the group findings ``f``."""
+    """Join the groups table ``g`` with its ``check_*`` columns and the tables' group counts.
+
+    A Spark DataFrame, no job (see :func:`_groups_frame`), from ``committed_offsets`` ``c`` and the group
+    findings ``f``.
+    """
     from pyspark.sql import functions as F
 
     per_committed = c.groupBy("group_id").agg(F.count(F.lit(1)).alias("check_partitions"))
@@ -669,8 +706,11 @@ def _groups_checked(g, c, f):
 
 
 def _group_worst_severity(c, f):
-    """``(group_id, check_worst_severity)``: the most severe severity of the findings matching each group's
-    committed rows' verdicts (null without one); a Spark DataFrame, no job."""
+    """Return ``(group_id, check_worst_severity)``: the most severe severity of each group's verdicts' findings.
+
+    That is, of the findings matching each group's committed rows' verdicts (null without one); a Spark
+    DataFrame, no job.
+    """
     from pyspark.sql import functions as F
 
     rank = F.create_map(
@@ -693,8 +733,11 @@ def _group_worst_severity(c, f):
 
 
 def _group_worst_present(g, c):
-    """``(group_id, check_worst_present = 1)`` of the groups whose worst verdict is a committed row's verdict at
-    the worst topic-partition (any, without one); a Spark DataFrame, no job."""
+    """Return ``(group_id, check_worst_present = 1)`` of the groups whose worst verdict is present.
+
+    Those whose worst verdict is a committed row's verdict at the worst topic-partition (any, without one); a
+    Spark DataFrame, no job.
+    """
     from pyspark.sql import functions as F
 
     return (
@@ -716,8 +759,10 @@ def _group_worst_present(g, c):
 def _read_inputs(
     spark, tables_dir: str, wanted: Sequence[str], cfg: Optional[ExpectationsConfig] = None
 ) -> Tuple[Dict[str, Any], List[str]]:
-    """Read the wanted tables (local path or Hadoop URI), each as a pandas or Spark DataFrame
-    (:func:`_table_frame`); report absent optional ones."""
+    """Read the wanted tables (local path or Hadoop URI), each as a pandas or Spark DataFrame.
+
+    Each is read by :func:`_table_frame`; absent optional ones are reported.
+    """
     cfg = cfg or ExpectationsConfig()
     frames: Dict[str, Any] = {}
     skipped: List[str] = []
@@ -798,36 +843,42 @@ def run_expectations(
     assets: Optional[Sequence[str]] = None,
     tables_dir: Optional[str] = None,
 ) -> ExpectationsOutcome:
-    """Validate an audit output directory with Great Expectations (pandas engine for small tables,
-    Spark for large ones: ``ExpectationsConfig.engine``).
+    """Validate an audit output directory with Great Expectations.
 
-    Args:
-        spark: the active ``pyspark.sql.SparkSession`` (GX validates in it).
-        output_dir: the audit's output directory, holding the Parquet tables
-            ``findings/``, ``committed_offsets/``, ``epochs/``, ``bounds/``,
-            optionally ``commits/`` (history mode) and ``summary.json``.  The
-            tables need the contract's columns (see the module docstring);
-            extra columns are allowed.
-        config: thresholds: an :class:`ExpectationsConfig`, a mapping of
-            overrides, a JSON/YAML file path, or None for the defaults.
-        assets: validate only these of :data:`ALL_ASSETS` (default: all);
-            e.g. ``["committed_offsets"]`` for a quick check.
-        tables_dir: where the tables and ``summary.json`` are, when not in
-            ``output_dir``: any Hadoop-compatible URI (the audit's staged
-            output on HDFS, S3 ...); ``output_dir`` is then a local directory
-            for the validation result and Data Docs only.
+    The pandas engine is used for small tables, Spark for large ones: ``ExpectationsConfig.engine``.
 
-    Returns:
-        An :class:`ExpectationsOutcome`.  Side effects: writes
-        ``<output_dir>/expectations/validation_result.json`` (overall success
-        and statistics, the config used, and each asset's GX validation
-        result) and, unless ``config.build_data_docs`` is false, replaces
-        ``<output_dir>/data_docs/`` with a fresh Data Docs site.
+    Parameters
+    ----------
+    spark : SparkSession
+        The active ``pyspark.sql.SparkSession`` (GX validates in it).
+    output_dir : str
+        The audit's output directory, holding the Parquet tables ``findings/``, ``committed_offsets/``,
+        ``epochs/``, ``bounds/``, optionally ``commits/`` (history mode) and ``summary.json``.  The tables need
+        the contract's columns (see the module docstring); extra columns are allowed.
+    config : ConfigSource
+        Thresholds: an :class:`ExpectationsConfig`, a mapping of overrides, a JSON/YAML file path, or None for
+        the defaults.
+    assets : sequence of str, optional
+        Validate only these of :data:`ALL_ASSETS` (default: all); e.g. ``["committed_offsets"]`` for a quick
+        check.
+    tables_dir : str, optional
+        Where the tables and ``summary.json`` are, when not in ``output_dir``: any Hadoop-compatible URI (the
+        audit's staged output on HDFS, S3 ...); ``output_dir`` is then a local directory for the validation
+        result and Data Docs only.
 
-    Raises:
-        FileNotFoundError: ``output_dir`` or a required table is missing.
-        pydantic.ValidationError / ValueError: a bad config or asset name, or
-            ``engine='pandas'`` with a table above ``pandas_max_rows``.
+    Returns
+    -------
+    ExpectationsOutcome
+        Side effects: writes ``<output_dir>/expectations/validation_result.json`` (overall success and
+        statistics, the config used, and each asset's GX validation result) and, unless
+        ``config.build_data_docs`` is false, replaces ``<output_dir>/data_docs/`` with a fresh Data Docs site.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``output_dir`` or a required table is missing.
+    pydantic.ValidationError, ValueError
+        A bad config or asset name, or ``engine='pandas'`` with a table above ``pandas_max_rows``.
     """
     cfg = load_expectations_config(config)
     wanted = _wanted_assets(assets)
@@ -858,8 +909,13 @@ def run_expectations(
 
 
 def _wanted_assets(assets: Optional[Sequence[str]]) -> List[str]:
-    """The assets to validate (all of :data:`ALL_ASSETS` for None); raises ValueError for an unknown or empty
-    selection."""
+    """Return the assets to validate (all of :data:`ALL_ASSETS` for None).
+
+    Raises
+    ------
+    ValueError
+        For an unknown or empty selection.
+    """
     wanted = list(ALL_ASSETS) if assets is None else list(assets)
     unknown = sorted(set(wanted) - set(ALL_ASSETS))
     if unknown or not wanted:
@@ -868,8 +924,14 @@ def _wanted_assets(assets: Optional[Sequence[str]]) -> List[str]:
 
 
 def _add_group_type(frames: Dict[str, Any]) -> None:
-    """Give ``frames["findings"]`` a null ``group_type`` column when it has none (an output written before the
-    column existed), in place; returns None."""
+    """Give ``frames["findings"]`` a null ``group_type`` column when it has none, in place.
+
+    Such an output was written before the column existed.
+
+    Returns
+    -------
+    None
+    """
     f = frames.get("findings")
     if f is not None and "group_type" not in f.columns:
         if hasattr(f, "sparkSession"):
@@ -879,8 +941,10 @@ def _add_group_type(frames: Dict[str, Any]) -> None:
 
 
 def _ephemeral_context(gx: Any, cfg: ExpectationsConfig, docs_dir: str) -> Any:
-    """An ephemeral GX context, quiet (no analytics, no progress bars), whose only Data Docs site is ``docs_dir``
-    (emptied first) when ``cfg.build_data_docs``, else none."""
+    """Create an ephemeral GX context, quiet (no analytics, no progress bars).
+
+    Its only Data Docs site is ``docs_dir`` (emptied first) when ``cfg.build_data_docs``, else none.
+    """
     ctx = gx.get_context(mode="ephemeral")
     try:
         ctx.enable_analytics(False)
@@ -919,8 +983,15 @@ def _validate_frames(
     run_id: Any,
     cached: List[Any],
 ) -> Dict[str, Any]:
-    """Run each frame's suite through its own GX Checkpoint; returns ``{asset_name: validation result}``.  A
-    Spark frame is persisted for its run and appended to ``cached`` (the caller unpersists them)."""
+    """Run each frame's suite through its own GX Checkpoint.
+
+    A Spark frame is persisted for its run and appended to ``cached`` (the caller unpersists them).
+
+    Returns
+    -------
+    dict
+        ``{asset_name: validation result}``.
+    """
     datasources: Dict[str, Any] = {}
     results: Dict[str, Any] = {}
     for asset_name, df in frames.items():
@@ -956,8 +1027,13 @@ def _validate_frames(
 
 
 def _build_data_docs(ctx: Any, cfg: ExpectationsConfig, docs_dir: str) -> Optional[str]:
-    """Build the Data Docs site into ``docs_dir`` and make it work offline when ``cfg.build_data_docs``; returns
-    the path of its ``index.html``, None when not built."""
+    """Build the Data Docs site into ``docs_dir`` and make it work offline when ``cfg.build_data_docs``.
+
+    Returns
+    -------
+    str or None
+        The path of its ``index.html``, None when not built.
+    """
     if not cfg.build_data_docs:
         return None
     ctx.build_data_docs(site_names=[_SITE_NAME])
@@ -971,8 +1047,11 @@ def _build_data_docs(ctx: Any, cfg: ExpectationsConfig, docs_dir: str) -> Option
 
 
 def _exception_message(info: Any) -> Optional[str]:
-    """GX's exception_info is either one {raised_exception, exception_message} dict or,
-    for metric errors, a dict of them keyed by metric id."""
+    """Get the message of GX's exception_info.
+
+    GX's exception_info is either one {raised_exception, exception_message} dict or,
+    for metric errors, a dict of them keyed by metric id.
+    """
     if not isinstance(info, dict):
         return None
     if "raised_exception" in info or "exception_message" in info:

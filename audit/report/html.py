@@ -60,7 +60,7 @@ FINDINGS_PAGE_SIZE = 100
 
 
 def _cause_text(r: dict) -> str:
-    """A LOG_TRUNCATION's cause under its name: ``unclean election: epoch 2, leader 2, at 07:14:55`` ..."""
+    """Format a LOG_TRUNCATION's cause under its name: ``unclean election: epoch 2, leader 2, at 07:14:55`` ..."""
     cause = r.get("cause")
     if not cause:
         return ""
@@ -77,8 +77,10 @@ _FINDING_COLUMNS = tuple(c.name for c in TABLES["findings"])
 
 
 def _replica_text(r: dict) -> str:
-    """A REPLICA_DIVERGENCE has no group: the broker holding the lost lineage and the groups that consumed into it
-    instead (empty for any other finding)."""
+    """Name, for a REPLICA_DIVERGENCE, the broker holding the lost lineage and the groups that consumed into it instead.
+
+    A REPLICA_DIVERGENCE has no group; the text is empty for any other finding.
+    """
     if r.get("group_id") is None and r.get("replica_broker") is not None:
         groups = list(r.get("groups_consumed") or [])
         text = f"replica on broker {r.get('replica_broker')}"
@@ -93,7 +95,7 @@ def _replica_text(r: dict) -> str:
 
 
 def _owner_text(r: dict) -> str:
-    """The group's state and the partition's last owner under the group name (whom to call)."""
+    """Format the group's state and the partition's last owner under the group name (whom to call)."""
     bits = []
     if r.get("owner_client_id") is not None or r.get("owner_member_id") is not None:
         who = f"{r.get('owner_client_id') or '?'} on {r.get('owner_client_host') or '?'}"
@@ -139,7 +141,7 @@ def _count(df):
 
 
 def _findings_queries(findings_df, max_findings: int) -> Dict[str, Any]:
-    """The findings listed (most severe first, at most ``max_findings``) and their total."""
+    """Query the findings listed (most severe first, at most ``max_findings``) and their total."""
     from pyspark.sql import functions as F
 
     have = set(findings_df.columns)
@@ -162,7 +164,7 @@ def _findings_queries(findings_df, max_findings: int) -> Dict[str, Any]:
 
 
 def _group_count_queries(findings_df, max_groups: int) -> Dict[str, Any]:
-    """Findings per group by severity (most critical first, at most ``max_groups``) and the number of groups."""
+    """Query findings per group by severity (most critical first, at most ``max_groups``) and the number of groups."""
     from pyspark.sql import functions as F
 
     per_group = (
@@ -178,8 +180,11 @@ def _group_count_queries(findings_df, max_groups: int) -> Dict[str, Any]:
 
 
 def _plot_partition_queries(findings_df, max_plots: int) -> Dict[str, Any]:
-    """The (topic, partition) keys to plot: most records at risk first (the sum over the partition's
-    findings), then the most severe; with their divergences; and the number of partitions with findings."""
+    """Query the (topic, partition) keys to plot, with their divergences, and the number of partitions with findings.
+
+    The keys are ordered most records at risk first (the sum over the partition's findings), then the most
+    severe.
+    """
     from pyspark.sql import functions as F
 
     risk = F.col("records_at_risk") if "records_at_risk" in findings_df.columns else F.lit(0)
@@ -245,7 +250,7 @@ def _commits_for_partitions_query(df, keys_df, max_per_partition: int):
 
 
 def _verdict_query(committed_df):
-    """Committed offsets per verdict (None without the table or its column)."""
+    """Query committed offsets per verdict (None without the table or its column)."""
     if committed_df is None or "verdict" not in committed_df.columns:
         return None
     return committed_df.groupBy("verdict").count().orderBy("verdict").limit(100)
@@ -255,8 +260,11 @@ def _verdict_query(committed_df):
 
 
 def _groups_queries(groups_df, max_rows: int) -> Dict[str, Any]:
-    """The ``groups`` table's rows, worst status first (then most records at risk, most lag), at most
-    ``max_rows``; the number of groups; groups and records at risk per status (none without the table)."""
+    """Query the ``groups`` table's rows, the number of groups, and groups and records at risk per status.
+
+    The rows come worst status first (then most records at risk, most lag), at most ``max_rows``; none without
+    the table.
+    """
     if groups_df is None:
         return {}
     from pyspark.sql import functions as F
@@ -274,7 +282,7 @@ def _status_counts(rows: List[Dict[str, Any]]) -> Dict[str, Tuple[int, int]]:
 
 
 def _action(detail: Any) -> str:
-    """The ``Action:`` part of a finding's ``detail`` (what to do), or the whole detail when it has none."""
+    """Return the ``Action:`` part of a finding's ``detail`` (what to do), or the whole detail when it has none."""
     text = str(detail or "")
     return text.split(" Action: ", 1)[1] if " Action: " in text else text
 
@@ -282,8 +290,11 @@ def _action(detail: Any) -> str:
 def _todo_view(
     statuses: Dict[str, Tuple[int, int]], rows: List[Dict[str, Any]], total: int, max_actions: int = 5
 ) -> Dict[str, Any]:
-    """'What to do', the report's first screen: how many groups will lose, skip or replay records and on which
-    topics, then the first actions, most severe first (each finding's ``Action:``)."""
+    """Build 'What to do', the report's first screen.
+
+    It says how many groups will lose, skip or replay records and on which topics, then the first actions, most
+    severe first (each finding's ``Action:``).
+    """
     at_risk, risk_records = statuses.get("AT_RISK", (0, 0))
     urgent = [r for r in rows if r.get("severity") in ("critical", "error")]
     topics = sorted({str(r.get("topic")) for r in urgent})
@@ -321,7 +332,7 @@ def _todo_view(
 
 
 def _groups_view(rows: List[Dict[str, Any]], total: int, cap: int) -> Dict[str, Any]:
-    """The per-group table of the ``Per group`` section (from ``groups/``)."""
+    """Build the per-group table of the ``Per group`` section (from ``groups/``)."""
     out = []
     for r in rows:
         out.append(
@@ -352,11 +363,18 @@ def _incident_timeline(
     max_events: int = 60,
     brokers: Sequence[Dict[str, Any]] = (),
 ) -> Optional[Dict[str, Any]]:
-    """What happened to one partition, in time order: leader epochs from the metadata log (unclean
-    elections marked), the fencing, unfencing and controlled shutdowns of the brokers that led it
-    (``broker_timeline/``), the groups' latest commits, then what the audit found: ``{"events": [{"when",
-    "what", "kind"}], "findings": [{"finding", "whose", "outcome"}], "earlier": events left out}``.  None
-    when there is nothing to order (no timeline and no commit time)."""
+    """Tell what happened to one partition, in time order.
+
+    Leader epochs from the metadata log (unclean elections marked), the fencing, unfencing and controlled
+    shutdowns of the brokers that led it (``broker_timeline/``), the groups' latest commits, then what the audit
+    found.
+
+    Returns
+    -------
+    dict or None
+        ``{"events": [{"when", "what", "kind"}], "findings": [{"finding", "whose", "outcome"}], "earlier": events
+        left out}``.  None when there is nothing to order (no timeline and no commit time).
+    """
     events: List[Tuple[Any, int, str, str]] = []
     leaders = {t.get("leader") for t in timeline}
     for b in brokers:
@@ -440,8 +458,10 @@ def _cache_disagreements(epochs: Iterable[Dict[str, Any]]) -> List[str]:
 
 
 def _template_env():
-    """The Jinja2 environment of ``audit/report/templates/``: every ``{{ value }}`` escaped as :func:`html.escape`
-    does (quotes too), None rendered as nothing."""
+    """Build the Jinja2 environment of ``audit/report/templates/``.
+
+    Every ``{{ value }}`` is escaped as :func:`html.escape` does (quotes too), None rendered as nothing.
+    """
     global _ENV
     if _ENV is None:
         from jinja2 import Environment, PackageLoader
@@ -469,7 +489,7 @@ _ENV: Any = None
 
 
 def _static(name: str):
-    """A file of ``templates/`` (the page's stylesheet and script), inlined as is."""
+    """Read a file of ``templates/`` (the page's stylesheet and script), inlined as is."""
     from importlib.resources import files
 
     from markupsafe import Markup
@@ -478,8 +498,10 @@ def _static(name: str):
 
 
 def _value_view(value: Any) -> Dict[str, Any]:
-    """A summary value for the page: a list of records or a mapping of records as a table, a mapping as key/value
-    rows, anything else as text."""
+    """Shape a summary value for the page.
+
+    A list of records or a mapping of records as a table, a mapping as key/value rows, anything else as text.
+    """
     if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
         cols = list(dict.fromkeys(k for v in value for k in v))
         return {"kind": "records", "cols": cols, "rows": [[v.get(c) for c in cols] for v in value[:500]]}
@@ -498,7 +520,7 @@ def _value_view(value: Any) -> Dict[str, Any]:
 
 
 def _counts_items(counts: Any, order: Sequence[str] = ()) -> List[Tuple[str, Any]]:
-    """A card's (name, count) rows: the names in ``order`` first, then the largest counts."""
+    """Return a card's (name, count) rows: the names in ``order`` first, then the largest counts."""
     if not (isinstance(counts, dict) and counts):
         return []
 
@@ -517,8 +539,11 @@ def _summary_view(
     output_dir: str,
     max_skipped_locations: int,
 ) -> Dict[str, Any]:
-    """The run summary at the end of the page: summary.json's counts as cards, the expectation suite's outcome,
-    where data was skipped, the other fields, and the inputs."""
+    """Build the run summary at the end of the page.
+
+    summary.json's counts as cards, the expectation suite's outcome, where data was skipped, the other fields,
+    and the inputs.
+    """
     missing = summary is None
     summary = summary or {}
     inputs = summary.get("inputs") or {}
@@ -568,8 +593,11 @@ def _summary_view(
 def _changes_view(
     info: Optional[Dict[str, Any]], rows: List[Dict[str, Any]], cap: int, group_rows: Sequence[Dict[str, Any]] = ()
 ) -> Dict[str, Any]:
-    """'Since the previous run': counts of new / persisted / resolved findings and up to ``cap`` rows of each,
-    then the groups whose status changed (``group_rows``: ``group_changes/``, at most ``cap``)."""
+    """Build 'Since the previous run': the findings' changes, then the groups whose status changed.
+
+    Counts of new / persisted / resolved findings and up to ``cap`` rows of each, then the groups whose status
+    changed (``group_rows``: ``group_changes/``, at most ``cap``).
+    """
     info = info or {}
     by_status = []
     for status in ("new", "resolved", "persisted"):
@@ -596,8 +624,10 @@ def _changes_view(
 
 
 def _findings_view(rows: List[Dict[str, Any]], total: int, cap: int) -> Dict[str, Any]:
-    """The findings table: one entry per finding with its cells as text, the first ``FINDINGS_PAGE_SIZE`` shown
-    (the page's script pages through the rest)."""
+    """Build the findings table: one entry per finding with its cells as text.
+
+    The first ``FINDINGS_PAGE_SIZE`` are shown (the page's script pages through the rest).
+    """
     head = (
         "severity",
         "finding",
@@ -664,64 +694,68 @@ def write_html_report(
 ) -> str:
     """Write ``<output_dir>/report.html``, a self-contained report of an audit run.
 
-    Args:
-        spark: an active ``pyspark.sql.SparkSession``.
-        output_dir: the audit's output directory.  Reads ``findings/``
-            (required; columns ``group_id, topic, partition, finding,
-            severity, committed_offset, committed_leader_epoch,
-            commit_timestamp, divergence_offset, records_at_risk,
-            epoch_end_offset, log_start_offset, log_end_offset,
-            previous_offset, previous_leader_epoch, answered_by_broker,
-            detail``), and when present ``committed_offsets/`` (``group_id,
-            topic, partition, committed_offset, committed_leader_epoch,
-            verdict``), ``epochs/`` (``topic, partition, broker_id,
-            leader_epoch, start_offset, is_leader``), ``bounds/`` (``topic,
-            partition, log_start_offset, log_end_offset, high_watermark,
-            leader_id``), ``summary.json`` and
-            ``expectations/validation_result.json``; the ``Per group``
-            section lists ``groups/`` (group_id, status, group_type,
-            group_state, partitions_committed, total_lag, max_lag,
-            worst_verdict, findings_*, records_at_risk,
-            latest_commit_timestamp, latest_commit_age_seconds).
-        max_findings: most findings listed in the table (most severe first);
-            a note says how many were left out.
-        max_plots: most topic-partitions plotted (those with the most severe
-            findings first); a note says how many were left out.
-        max_groups_per_plot: most groups' committed offsets marked per plot
-            (groups with a finding first).
-        max_groups_in_chart: most groups in the findings-per-group chart.
-        max_groups_in_table: most rows of ``groups/`` listed (worst status
-            first); a note says how many were left out.
-        max_epoch_rows: most epoch-cache rows collected for all plots together.
-        max_skipped_locations: most ``records_skipped.where`` entries listed.
-        max_changes: most rows listed per status (new, resolved, persisted) of
-            ``finding_changes/`` (written with ``--history``).
-        title: the page title.
-        display_dir: the output directory named on the page (default
-            ``output_dir``).
-        tables_dir: where the tables and ``summary.json`` are, when not in
-            ``output_dir``: any Hadoop-compatible URI; ``output_dir`` is then
-            a local directory holding ``expectations/`` and receiving
-            ``report.html``.
-        wait_for: called once the tables are collected and the plots drawn,
-            before ``expectations/validation_result.json`` is read and the page
-            put together: a caller running the expectation suite at the same
-            time passes its wait (its errors propagate).
-        tables: the output's tables the caller holds in memory, name ->
-            Spark DataFrame with the rows written under that name (the audit
-            passes its materialised tables); those are not read back.  A
-            table absent from it is read from ``tables_dir``.
+    The Spark queries run in two jobs (:func:`audit.spark.collect_together`): the findings, per-group and
+    per-partition aggregates, verdict counts and groups; then the plotted partitions' epochs, bounds, commits,
+    the changes and broker events.
 
-    The Spark queries run in two jobs (:func:`audit.spark.collect_together`):
-    the findings, per-group and per-partition aggregates, verdict counts and
-    groups; then the plotted partitions' epochs, bounds, commits, the changes
-    and broker events.
+    Parameters
+    ----------
+    spark : SparkSession
+        An active ``pyspark.sql.SparkSession``.
+    output_dir : str
+        The audit's output directory.  Reads ``findings/`` (required; columns ``group_id, topic, partition,
+        finding, severity, committed_offset, committed_leader_epoch, commit_timestamp, divergence_offset,
+        records_at_risk, epoch_end_offset, log_start_offset, log_end_offset, previous_offset,
+        previous_leader_epoch, answered_by_broker, detail``), and when present ``committed_offsets/``
+        (``group_id, topic, partition, committed_offset, committed_leader_epoch, verdict``), ``epochs/``
+        (``topic, partition, broker_id, leader_epoch, start_offset, is_leader``), ``bounds/`` (``topic,
+        partition, log_start_offset, log_end_offset, high_watermark, leader_id``), ``summary.json`` and
+        ``expectations/validation_result.json``; the ``Per group`` section lists ``groups/`` (group_id, status,
+        group_type, group_state, partitions_committed, total_lag, max_lag, worst_verdict, findings_*,
+        records_at_risk, latest_commit_timestamp, latest_commit_age_seconds).
+    max_findings : int
+        Most findings listed in the table (most severe first); a note says how many were left out.
+    max_plots : int
+        Most topic-partitions plotted (those with the most severe findings first); a note says how many were
+        left out.
+    max_groups_per_plot : int
+        Most groups' committed offsets marked per plot (groups with a finding first).
+    max_groups_in_chart : int
+        Most groups in the findings-per-group chart.
+    max_epoch_rows : int
+        Most epoch-cache rows collected for all plots together.
+    max_skipped_locations : int
+        Most ``records_skipped.where`` entries listed.
+    max_changes : int
+        Most rows listed per status (new, resolved, persisted) of ``finding_changes/`` (written with
+        ``--history``).
+    max_groups_in_table : int
+        Most rows of ``groups/`` listed (worst status first); a note says how many were left out.
+    title : str
+        The page title.
+    display_dir : str, optional
+        The output directory named on the page (default ``output_dir``).
+    tables_dir : str, optional
+        Where the tables and ``summary.json`` are, when not in ``output_dir``: any Hadoop-compatible URI;
+        ``output_dir`` is then a local directory holding ``expectations/`` and receiving ``report.html``.
+    wait_for : callable, optional
+        Called once the tables are collected and the plots drawn, before ``expectations/validation_result.json``
+        is read and the page put together: a caller running the expectation suite at the same time passes its
+        wait (its errors propagate).
+    tables : mapping, optional
+        The output's tables the caller holds in memory, name -> Spark DataFrame with the rows written under that
+        name (the audit passes its materialised tables); those are not read back.  A table absent from it is
+        read from ``tables_dir``.
 
-    Returns:
+    Returns
+    -------
+    str
         The path of the written ``report.html``.
 
-    Raises:
-        FileNotFoundError: ``output_dir`` or its ``findings/`` table is missing.
+    Raises
+    ------
+    FileNotFoundError
+        ``output_dir`` or its ``findings/`` table is missing.
     """
     output_dir = os.path.abspath(output_dir)
     tables_dir = tables_dir or output_dir
@@ -793,9 +827,12 @@ def _collect_first_round(
     max_plots: int,
     max_groups_in_table: int,
 ) -> Dict[str, Any]:
-    """The first round's rows, collected in one Spark job: ``rows``/``total`` (findings), ``group_counts``/
-    ``n_groups`` (per group by severity), ``plot_rows``/``n_tp`` (the partitions to plot), ``verdicts`` (verdict
-    -> count), ``group_rows``/``n_group_rows`` and ``statuses`` (the groups table)."""
+    """Collect the first round's rows in one Spark job.
+
+    ``rows``/``total`` (findings), ``group_counts``/``n_groups`` (per group by severity), ``plot_rows``/``n_tp``
+    (the partitions to plot), ``verdicts`` (verdict -> count), ``group_rows``/``n_group_rows`` and ``statuses``
+    (the groups table).
+    """
     from ..spark import collect_together
 
     first = {
@@ -823,8 +860,10 @@ def _collect_first_round(
 
 
 def _plot_keys_frame(spark, plot_rows: List[Dict[str, Any]]):
-    """The plotted partitions' ``(topic, partition)`` as a DataFrame (no job), broadcast unless the session
-    runs with small settings."""
+    """Make the plotted partitions' ``(topic, partition)`` a DataFrame (no job).
+
+    It is broadcast unless the session runs with small settings.
+    """
     from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
     from ..spark import broadcast_unless_small
@@ -850,9 +889,11 @@ def _collect_second_round(
     max_groups_per_plot: int,
     max_changes: int,
 ) -> Dict[str, Any]:
-    """The second round's rows, collected in one Spark job: ``epoch_rows``, ``bound_rows``, ``commit_rows`` and
-    ``broker_rows`` of the plotted partitions, ``change_rows`` (new, resolved, persisted) and ``gchange_rows``
-    (the groups' changes)."""
+    """Collect the second round's rows in one Spark job.
+
+    ``epoch_rows``, ``bound_rows``, ``commit_rows`` and ``broker_rows`` of the plotted partitions,
+    ``change_rows`` (new, resolved, persisted) and ``gchange_rows`` (the groups' changes).
+    """
     from pyspark.sql import functions as F
 
     from ..spark import collect_together
@@ -894,8 +935,10 @@ def _collect_second_round(
 def _plot_views(
     plot_rows: List[Dict[str, Any]], rows: List[Dict[str, Any]], second: Mapping[str, Any]
 ) -> List[Dict[str, Any]]:
-    """One figure per plotted partition (``plot_rows``, in order), from the findings ``rows`` and the second
-    round's rows (:func:`_collect_second_round`): the template's ``plots``."""
+    """Draw one figure per plotted partition (``plot_rows``, in order): the template's ``plots``.
+
+    The figures come from the findings ``rows`` and the second round's rows (:func:`_collect_second_round`).
+    """
     epochs_by_tp: Dict[Tuple[str, int], List[Dict[str, Any]]] = defaultdict(list)
     for e in second["epoch_rows"]:
         epochs_by_tp[(e["topic"], int(e["partition"]))].append(e)
@@ -978,8 +1021,11 @@ def _render_page(
     max_changes: int,
     max_skipped_locations: int,
 ) -> str:
-    """The report page's HTML (``templates/report.html.j2``) from the two rounds' rows
-    (:func:`_collect_first_round`, :func:`_collect_second_round`), the drawn plots and the expectation result."""
+    """Render the report page's HTML (``templates/report.html.j2``).
+
+    From the two rounds' rows (:func:`_collect_first_round`, :func:`_collect_second_round`), the drawn plots and
+    the expectation result.
+    """
     history = (summary or {}).get("history")
     groups = _groups_view(first["group_rows"], first["n_group_rows"], max_groups_in_table)
     groups.update(
@@ -1020,8 +1066,13 @@ def _read_validation_result(output_dir: str) -> Optional[Dict[str, Any]]:
 
 
 def _write_page(output_dir: str, page: str) -> str:
-    """Write ``page`` to ``<output_dir>/report.html`` atomically (a temporary file, then a rename); returns
-    the path."""
+    """Write ``page`` to ``<output_dir>/report.html`` atomically (a temporary file, then a rename).
+
+    Returns
+    -------
+    str
+        The path.
+    """
     path = os.path.join(output_dir, REPORT_FILENAME)
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as fh:

@@ -1,4 +1,6 @@
-"""Spark for the audit: the session (embedded, spark-submit, Spark Connect), the driver JVM's options, how
+"""Run Spark for the audit: the session, the driver JVM's options, tuning for an input's size, and concurrent jobs.
+
+Spark for the audit: the session (embedded, spark-submit, Spark Connect), the driver JVM's options, how
 queries are tuned for an input's size, and running several jobs at once or several queries in one job.
 
 The names below are the package's interface; its modules are :mod:`.jvm`, :mod:`.session`, :mod:`.tuning` and

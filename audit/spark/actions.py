@@ -14,11 +14,18 @@ __all__ = [
 
 
 def in_parallel(*fns):
-    """Call ``fns`` at once, each in its own thread, and return their results in order (the first error is raised
-    after all ended).  Spark runs jobs of several threads side by side; for the small tables of an audit a job
-    is mostly the driver's planning and scheduling, which one thread leaves a core idle for.  Each thread gets
-    the caller's Spark local properties (job group, scheduler pool: ``pyspark.inheritable_thread_target``), so a
-    caller's cancellation or pool covers these jobs too."""
+    """Call ``fns`` at once, each in its own thread, and return their results in order.
+
+    Spark runs jobs of several threads side by side; for the small tables of an audit a job is mostly the
+    driver's planning and scheduling, which one thread leaves a core idle for.  Each thread gets the caller's
+    Spark local properties (job group, scheduler pool: ``pyspark.inheritable_thread_target``), so a caller's
+    cancellation or pool covers these jobs too.
+
+    Raises
+    ------
+    Exception
+        The first error, raised after all ended.
+    """
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=len(fns), thread_name_prefix="koa") as pool:
@@ -27,8 +34,11 @@ def in_parallel(*fns):
 
 
 def inheriting(fn):
-    """``fn`` wrapped to run, in another thread, with this thread's Spark local properties and tags
-    (``pyspark.inheritable_thread_target`` given the active or default session); ``fn`` itself without one."""
+    """Wrap ``fn`` to run, in another thread, with this thread's Spark local properties and tags.
+
+    The wrapping is ``pyspark.inheritable_thread_target`` given the active or default session; without such a
+    session, ``fn`` itself is returned.
+    """
     from pyspark import inheritable_thread_target
     from pyspark.errors import PySparkRuntimeError
 
@@ -40,12 +50,23 @@ def inheriting(fn):
 
 
 def collect_together(queries: dict) -> dict[str, list[dict]]:
-    """Several small, bounded queries (name -> DataFrame: each an aggregate, or sorted and ``limit``-ed) collected
-    in one Spark job instead of one each: a union of the queries, each row carrying its query's columns in a
-    struct of its own (the others null), so every value keeps its Spark type and each query its row order.
+    """Collect several small, bounded queries in one Spark job instead of one each.
 
-    Returns name -> rows (``Row.asDict()``: dicts, nested structs kept as ``Row``).  Raises whatever Spark
-    raises for the queries.  Only for bounded results: the rows are all brought to the driver."""
+    The queries (name -> DataFrame) are each an aggregate, or sorted and ``limit``-ed.  They run as a union of
+    the queries, each row carrying its query's columns in a struct of its own (the others null), so every value
+    keeps its Spark type and each query its row order.  Only for bounded results: the rows are all brought to the
+    driver.
+
+    Returns
+    -------
+    dict
+        Name -> rows (``Row.asDict()``: dicts, nested structs kept as ``Row``).
+
+    Raises
+    ------
+    Exception
+        Whatever Spark raises for the queries.
+    """
     from pyspark.sql import functions as F
 
     if not queries:

@@ -49,8 +49,11 @@ def available_cpus() -> int:
 
 
 def quick_start_java_options(cpus: int | None = None) -> str:
-    """:data:`QUICK_START_JAVA_OPTIONS`, plus :data:`SMALL_MACHINE_JAVA_OPTIONS` when ``cpus`` (default
-    :func:`available_cpus`) is at most :data:`SMALL_MACHINE_CPUS`."""
+    """Return :data:`QUICK_START_JAVA_OPTIONS`, plus :data:`SMALL_MACHINE_JAVA_OPTIONS` on a small machine.
+
+    :data:`SMALL_MACHINE_JAVA_OPTIONS` is added when ``cpus`` (default :func:`available_cpus`) is at most
+    :data:`SMALL_MACHINE_CPUS`.
+    """
     cpus = available_cpus() if cpus is None else cpus
     return QUICK_START_JAVA_OPTIONS + (" " + SMALL_MACHINE_JAVA_OPTIONS if cpus <= SMALL_MACHINE_CPUS else "")
 
@@ -61,8 +64,10 @@ METASPACE_JAVA_OPTION = "-XX:MetaspaceSize=256m"
 
 
 def _size_mib(size: str) -> int | None:
-    """MiB of a Spark memory size (``spark.driver.memory``: ``2g``, ``1536m``, ``1024`` = MiB); None when it
-    does not parse."""
+    """Return the MiB of a Spark memory size (``spark.driver.memory``: ``2g``, ``1536m``, ``1024`` = MiB).
+
+    None when it does not parse.
+    """
     import re
 
     m = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)b?\s*", size.lower())
@@ -73,12 +78,14 @@ def _size_mib(size: str) -> int | None:
 
 
 def heap_java_options(driver_memory: str) -> str:
-    """An initial heap of half ``driver_memory`` (``-Xms``) and :data:`METASPACE_JAVA_OPTION`, for a driver of a
-    quick-start run.  The JVM otherwise starts with 1/64 of the machine's memory as heap, of which a third is young
-    generation: a small audit allocates some 5 GB (task binaries' broadcast chunks, sort and aggregation pages,
-    planning), which then takes 40-odd young collections, each copying the same survivors, and full ones as the old
-    generation grows.  Only the initial size changes: the maximum stays ``driver_memory``.  Empty when
-    ``driver_memory`` does not parse or is under 256 MiB."""
+    """Return an initial heap of half ``driver_memory`` (``-Xms``) and :data:`METASPACE_JAVA_OPTION`.
+
+    These are for a driver of a quick-start run.  The JVM otherwise starts with 1/64 of the machine's memory as
+    heap, of which a third is young generation: a small audit allocates some 5 GB (task binaries' broadcast
+    chunks, sort and aggregation pages, planning), which then takes 40-odd young collections, each copying the
+    same survivors, and full ones as the old generation grows.  Only the initial size changes: the maximum stays
+    ``driver_memory``.  Empty when ``driver_memory`` does not parse or is under 256 MiB.
+    """
     mib = _size_mib(driver_memory)
     if mib is None or mib < 256:
         return ""
@@ -88,10 +95,13 @@ def heap_java_options(driver_memory: str) -> str:
 def driver_java_options(
     master: str, quick_start: bool, launching: bool, driver_memory: str | None = None
 ) -> str | None:
-    """``spark.driver.extraJavaOptions`` to set, or None: only when this process starts the driver JVM (on this
-    machine: ``local*``, or client mode to a cluster's master, whose driver plans and schedules here);
-    ``KOA_DRIVER_JAVA_OPTIONS`` (even empty) wins over :func:`quick_start_java_options` (plus
-    :func:`heap_java_options` of ``driver_memory`` when given); a client-mode driver to a cluster gets them too."""
+    """Return the ``spark.driver.extraJavaOptions`` to set, or None.
+
+    Only when this process starts the driver JVM (on this machine: ``local*``, or client mode to a cluster's
+    master, whose driver plans and schedules here); ``KOA_DRIVER_JAVA_OPTIONS`` (even empty) wins over
+    :func:`quick_start_java_options` (plus :func:`heap_java_options` of ``driver_memory`` when given); a
+    client-mode driver to a cluster gets them too.
+    """
     if not launching:
         return None
     default = ""
@@ -146,9 +156,12 @@ class ClassDataArchive:
 
     @classmethod
     def for_this_install(cls, packages: list[str] | None = None) -> "ClassDataArchive | None":
-        """The archive for the JVM spark-submit would start (``$JAVA_HOME/bin/java``, else ``java`` on the
-        PATH, as Spark's ``spark-class`` picks it) and pyspark's jars; None when turned off, under spark-submit,
-        when no JDK is found, or when the cache directory cannot be created or written."""
+        """Return the archive for the JVM spark-submit would start and pyspark's jars.
+
+        The JVM is ``$JAVA_HOME/bin/java``, else ``java`` on the PATH, as Spark's ``spark-class`` picks it.  None when
+        turned off, under spark-submit, when no JDK is found, or when the cache directory cannot be created or
+        written.
+        """
         if (
             os.environ.get("KOA_CDS", "on").lower() in ("off", "0", "false", "no")
             or "PYSPARK_GATEWAY_PORT" in os.environ
@@ -195,9 +208,12 @@ class ClassDataArchive:
         return os.path.isfile(self.path) and os.path.getsize(self.path) > 0
 
     def java_options(self) -> str:
-        """The driver's options: ``-XX:SharedArchiveFile`` when the archive is in place (after promoting a
-        finished dump, :meth:`promote_finished_dumps`); else ``-XX:ArchiveClassesAtExit`` to a file of this
-        process, unless another run's JVM is writing one now (then nothing)."""
+        """Return the driver's options for the class data archive.
+
+        ``-XX:SharedArchiveFile`` when the archive is in place (after promoting a finished dump,
+        :meth:`promote_finished_dumps`); else ``-XX:ArchiveClassesAtExit`` to a file of this process, unless another
+        run's JVM is writing one now (then nothing).
+        """
         if not self.ready() and self.promote_finished_dumps() == "dumping":
             return ""
         if self.ready():
@@ -206,8 +222,10 @@ class ClassDataArchive:
         return f"-XX:ArchiveClassesAtExit={self.dump_path} -XX:+VerifySharedSpaces {_CDS_LOG}"
 
     def record_jvm(self, spark: SparkSession) -> None:
-        """For a run that dumps: note its JVM's pid and class path beside the dump (``<dump>.json``), so the next
-        run knows when the JVM has ended and can check the file with the same class path."""
+        """Note, for a run that dumps, its JVM's pid and class path beside the dump (``<dump>.json``).
+
+        The next run then knows when the JVM has ended and can check the file with the same class path.
+        """
         if self.dump_path is None:
             return
         import json
@@ -223,8 +241,15 @@ class ClassDataArchive:
         os.replace(tmp, f"{self.dump_path}.json")
 
     def promote_finished_dumps(self) -> str | None:
-        """Check each earlier run's dump whose JVM has ended and move the first good one into place; remove bad
-        and given-up ones.  Returns "dumping" while another run's JVM is still writing one, else None."""
+        """Check each earlier run's dump whose JVM has ended and move the first good one into place.
+
+        Bad and given-up dumps are removed.
+
+        Returns
+        -------
+        str or None
+            "dumping" while another run's JVM is still writing one, else None.
+        """
         import json
         import subprocess
         import tempfile

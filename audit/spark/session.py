@@ -29,11 +29,13 @@ WORKER_SITE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 
 @contextlib.contextmanager
 def _worker_site(apply: bool):
-    """While the driver JVM starts, :data:`WORKER_SITE` first on ``PYTHONPATH`` if ``apply``: Spark appends the
-    JVM's ``PYTHONPATH`` to every Python process it starts (workers, their daemon, a Python data source's
-    planners; a ``local-cluster`` executor inherits it), whose start-up hook then imports the installed pyspark
-    rather than recompiling Spark's zip.  This process's own environment is restored afterwards.
-    ``KOA_WORKER_SITE=off`` leaves ``PYTHONPATH`` alone."""
+    """Put :data:`WORKER_SITE` first on ``PYTHONPATH`` while the driver JVM starts, if ``apply``.
+
+    Spark appends the JVM's ``PYTHONPATH`` to every Python process it starts (workers, their daemon, a Python
+    data source's planners; a ``local-cluster`` executor inherits it), whose start-up hook then imports the
+    installed pyspark rather than recompiling Spark's zip.  This process's own environment is restored
+    afterwards.  ``KOA_WORKER_SITE=off`` leaves ``PYTHONPATH`` alone.
+    """
     if not apply or os.environ.get("KOA_WORKER_SITE", "on") == "off":
         yield
         return
@@ -58,8 +60,11 @@ DATAFRAME_DEBUGGING_CONF = "spark.python.sql.dataFrameDebugging.enabled"
 
 
 def _user_set(key: str, launching: bool) -> bool:
-    """Whether the user gave Spark setting ``key``: in ``PYSPARK_SUBMIT_ARGS`` when this process starts the JVM,
-    else in the running JVM's configuration (spark-submit's ``--conf``, ``spark-defaults.conf``)."""
+    """Tell whether the user gave Spark setting ``key``.
+
+    It is looked for in ``PYSPARK_SUBMIT_ARGS`` when this process starts the JVM, else in the running JVM's
+    configuration (spark-submit's ``--conf``, ``spark-defaults.conf``).
+    """
     if launching:
         return key in os.environ.get("PYSPARK_SUBMIT_ARGS", "")
     from pyspark import SparkConf
@@ -168,13 +173,18 @@ def is_connect(spark) -> bool:
 def build_remote_session(
     remote: str, app_name: str = "kafka-offset-audit", conf: dict[str, str] | None = None
 ) -> SparkSession:
-    """A Spark Connect session on ``remote`` (``sc://HOST:PORT[/;param=value...]``, as ``pyspark`` takes it);
-    no JVM starts in this process.  Sets :data:`CONNECT_SESSION_CONF` (``spark.sql.shuffle.partitions`` from
+    """Build a Spark Connect session on ``remote`` (``sc://HOST:PORT[/;param=value...]``, as ``pyspark`` takes it).
+
+    No JVM starts in this process.  Sets :data:`CONNECT_SESSION_CONF` (``spark.sql.shuffle.partitions`` from
     ``KOA_SHUFFLE_PARTITIONS``, default 8) on the session; a setting the server refuses stays the server's.
     ``conf`` (the CLI's ``--conf``) is set after them; a setting of those the server refuses is an error.
 
-    Raises :class:`ConnectError` when the Spark Connect client libraries are missing (``pip install
-    'kafka-offset-audit[connect]'``) or no server answers at ``remote``."""
+    Raises
+    ------
+    ConnectError
+        When the Spark Connect client libraries are missing (``pip install 'kafka-offset-audit[connect]'``) or
+        no server answers at ``remote``.
+    """
     try:
         import google.rpc  # noqa: F401 - googleapis-common-protos
         import grpc  # noqa: F401
@@ -215,8 +225,15 @@ def build_remote_session(
 
 
 def _reachable(remote: str, timeout: float = 10.0) -> None:
-    """Fail fast (:class:`ConnectError`) when nothing accepts a TCP connection at ``remote``'s host and port (default
-    15002): the Connect client would retry for minutes before giving up."""
+    """Fail fast when nothing accepts a TCP connection at ``remote``'s host and port.
+
+    The Connect client would retry for minutes before giving up.
+
+    Raises
+    ------
+    ConnectError
+        When nothing accepts a TCP connection at ``remote``'s host and port (default 15002).
+    """
     import socket
     from urllib.parse import urlparse
 

@@ -24,9 +24,11 @@ __all__ = [
 
 
 def default_parallelism(spark) -> int:
-    """Tasks the session runs at once: ``SparkContext.defaultParallelism``; over Spark Connect (no SparkContext
-    here), the partitions of a ``range`` the server plans with its leaf-node default parallelism (one small job,
-    asked once per session)."""
+    """Return the tasks the session runs at once.
+
+    ``SparkContext.defaultParallelism``; over Spark Connect (no SparkContext here), the partitions of a ``range``
+    the server plans with its leaf-node default parallelism (one small job, asked once per session).
+    """
     if not is_connect(spark):
         return spark.sparkContext.defaultParallelism
     cached = getattr(spark, "_koa_parallelism", None)
@@ -39,8 +41,11 @@ def default_parallelism(spark) -> int:
 
 
 def distribute(spark, rows: list, schema: str, slices: int):
-    """A DataFrame of ``rows`` (tuples, DDL ``schema``) in ``slices`` partitions: ``parallelize`` on a session
-    with a SparkContext, a local relation repartitioned (round robin) over Spark Connect."""
+    """Make a DataFrame of ``rows`` (tuples, DDL ``schema``) in ``slices`` partitions.
+
+    ``parallelize`` on a session with a SparkContext, a local relation repartitioned (round robin) over Spark
+    Connect.
+    """
     if not is_connect(spark):
         return spark.createDataFrame(spark.sparkContext.parallelize(rows, slices), schema)
     return spark.createDataFrame(rows, schema).repartition(slices)
@@ -77,20 +82,24 @@ SMALL_TABLE_ROWS = 50_000
 
 
 def small_settings(spark: SparkSession) -> bool:
-    """Whether ``spark`` runs with a small input's settings now (inside :class:`tuned_for_input` for a small
-    input; one shuffle partition set by hand does not count)."""
+    """Tell whether ``spark`` runs with a small input's settings now.
+
+    That is, inside :class:`tuned_for_input` for a small input; one shuffle partition set by hand does not count.
+    """
     return spark.conf.get("spark.koa.smallInput", "false") == "true"
 
 
 class small_tables:
-    """Context manager: :data:`SMALL_INPUT_CONF` on ``spark`` while one phase of a large audit builds tables of
-    about ``rows`` rows (< :data:`SMALL_TABLE_ROWS`), the session's values restored when it ends; nothing when a
-    small input's settings are already on or the tables are larger.
+    """Set :data:`SMALL_INPUT_CONF` on ``spark`` while one phase of a large audit builds small tables (context manager).
+
+    The tables are of about ``rows`` rows (< :data:`SMALL_TABLE_ROWS`); the session's values are restored when it
+    ends; nothing when a small input's settings are already on or the tables are larger.
 
     The partition-state read of log dirs (small files, replicas, leader-epoch caches, bounds, the KRaft metadata
     replay) builds tables sized by the cluster's partitions, not by its commits: a 20M-commit input has the same
-    few hundred replicas as a 10k-commit one, and adaptive execution would add a job per shuffle for them.  The decode that follows runs with the input's own settings (``compact`` and the readers' slices
-    follow them too).  Only Spark's physical execution changes, never a result.
+    few hundred replicas as a 10k-commit one, and adaptive execution would add a job per shuffle for them.  The
+    decode that follows runs with the input's own settings (``compact`` and the readers' slices follow them too).
+    Only Spark's physical execution changes, never a result.
     """
 
     def __init__(self, spark: SparkSession, rows: int):
@@ -126,28 +135,35 @@ def _restore_conf(spark: SparkSession, saved: dict[str, str | None]) -> None:
 
 
 def broadcast_unless_small(df):
-    """``df`` with a broadcast hint (the small side of a join, shipped to every task), except while a small input's
-    settings are on (:func:`small_settings`): there each broadcast's build side would be a Spark job of its own,
-    and the join runs as well inside the job that needs it."""
+    """Return ``df`` with a broadcast hint (the small side of a join, shipped to every task).
+
+    Except while a small input's settings are on (:func:`small_settings`): there each broadcast's build side
+    would be a Spark job of its own, and the join runs as well inside the job that needs it.
+    """
     from pyspark.sql import functions as F
 
     return df if small_settings(df.sparkSession) else F.broadcast(df)
 
 
 def compact(df):
-    """``df`` read in one task while a small input's settings are on (:func:`small_settings`), else ``df``
-    itself.  For a materialised table of a few hundred rows spread over the partitions of the job that made it
-    (a task per file slice), each later query otherwise runs that many tasks per stage reading it (shared
-    scenario: about 500 tasks in all).  A narrow ``coalesce``: nothing is recomputed or shuffled.  Not for a
-    table already partitioned by a shuffle: a checkpoint keeps that partitioning, which later joins and windows
-    on the same keys reuse, and a coalesce would hide it."""
+    """Return ``df`` read in one task while a small input's settings are on (:func:`small_settings`), else ``df``.
+
+    For a materialised table of a few hundred rows spread over the partitions of the job that made it (a task
+    per file slice), each later query otherwise runs that many tasks per stage reading it (shared scenario: about
+    500 tasks in all).  A narrow ``coalesce``: nothing is recomputed or shuffled.  Not for a table already
+    partitioned by a shuffle: a checkpoint keeps that partitioning, which later joins and windows on the same
+    keys reuse, and a coalesce would hide it.
+    """
     return df.coalesce(1) if small_settings(df.sparkSession) else df
 
 
 class tuned_for_input:
-    """Context manager: :data:`SMALL_INPUT_CONF` on ``spark`` while an audit of ``input_bytes`` (<
-    :data:`SMALL_INPUT_BYTES`) runs, the session's own values restored afterwards; nothing for a larger input.
-    ``input_bytes`` None (unknown before reading): :meth:`decide` applies it later, once the commits are counted."""
+    """Set :data:`SMALL_INPUT_CONF` on ``spark`` while an audit of a small input runs (context manager).
+
+    The input is of ``input_bytes`` (< :data:`SMALL_INPUT_BYTES`); the session's own values are restored
+    afterwards; nothing for a larger input.  ``input_bytes`` None (unknown before reading): :meth:`decide`
+    applies it later, once the commits are counted.
+    """
 
     def __init__(self, spark: SparkSession, input_bytes: int | None):
         self.spark = spark
@@ -159,8 +175,10 @@ class tuned_for_input:
         self.saved = _apply_small_input_conf(self.spark)
 
     def decide(self, commit_rows: int) -> None:
-        """For an input of unknown size, after the decode: tune now if the commits table has fewer than
-        :data:`SMALL_TABLE_ROWS` rows (once; nothing when the size was known)."""
+        """Tune now, for an input of unknown size after the decode, if the commits table is small.
+
+        Small: fewer than :data:`SMALL_TABLE_ROWS` rows (once; nothing when the size was known).
+        """
         if self.undecided:
             self.undecided = False
             self.small = commit_rows < SMALL_TABLE_ROWS

@@ -1,7 +1,9 @@
-"""The ``mapInArrow`` decoders of whole segments, run on executors: ``__consumer_offsets``
-(:mod:`audit.formats.segments`; ``--mode latest`` summarises each segment per group-partition there,
-:mod:`audit.formats.latest`), ``__share_group_state``, ``__remote_log_metadata`` and the KRaft metadata log
-(``__cluster_metadata``), one segment file per row; and the read-issue rows of their output.
+"""Decode whole segments with ``mapInArrow`` decoders, run on executors, one segment file per row.
+
+The decoders cover ``__consumer_offsets`` (:mod:`audit.formats.segments`; ``--mode latest`` summarises each
+segment per group-partition there, :mod:`audit.formats.latest`), ``__share_group_state``,
+``__remote_log_metadata`` and the KRaft metadata log (``__cluster_metadata``), one segment file per row; and
+the read-issue rows of their output.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from .files import UNREADABLE, UNREADABLE_DETAIL, file_contents
 
 
 def decode_offsets_files(batches, reduce_latest: bool = False):
-    """mapInArrow: (path, content) -> RAW_SCHEMA rows of every record of each segment
-    (with ``reduce_latest``: the latest-mode summary of each segment, see :mod:`audit.formats.latest`)."""
+    """Decode (path, content) rows into RAW_SCHEMA rows of every record of each segment (mapInArrow).
+
+    With ``reduce_latest``: the latest-mode summary of each segment, see :mod:`audit.formats.latest`.
+    """
     from audit.formats.checkpoints import parse_partition_dir
     from audit.formats.record_batch import Issue
     from audit.formats.segments import issues_batch, decode_offsets_segment
@@ -110,8 +114,10 @@ def decode_metadata_files(batches):
 
 
 def decode_remote_metadata_files(batches):
-    """mapInArrow: (path, content) -> REMOTE_RAW_SCHEMA rows of every record of each ``__remote_log_metadata``
-    segment."""
+    """Decode (path, content) rows into REMOTE_RAW_SCHEMA rows of every record of each segment (mapInArrow).
+
+    The segments are those of ``__remote_log_metadata``.
+    """
     from audit.formats.checkpoints import parse_partition_dir
     from audit.formats.record_batch import Issue, issue_batch
     from audit.formats.remote_log_metadata import REMOTE_RAW_SCHEMA, decode_remote_log_metadata_segment
@@ -127,9 +133,12 @@ def decode_remote_metadata_files(batches):
 
 
 def decoder_issues(raw: DataFrame, topic: str) -> DataFrame:
-    """The read-issue rows (file, position, reason, detail, records_affected) of a decoder's output with
-    ``source_file, position, offset, decode_error, detail, records_affected`` columns (the share-state and
-    remote-log-metadata raw schemas): its skipped batches and undecodable records of ``topic``."""
+    """Return the read-issue rows (file, position, reason, detail, records_affected) of a decoder's output.
+
+    The output has ``source_file, position, offset, decode_error, detail, records_affected`` columns (the
+    share-state and remote-log-metadata raw schemas); the rows are its skipped batches and undecodable records of
+    ``topic``.
+    """
     return raw.where(F.col("decode_error").isNotNull()).select(
         F.col("source_file").alias("file"),
         "position",

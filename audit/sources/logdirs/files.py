@@ -1,6 +1,8 @@
-"""File access for the ``mapInArrow`` readers: the path rows a reader takes (:func:`binary_files`: Python workers
-open local files themselves, other URIs go through Spark's ``binaryFile``), the bytes of each on the executor
-(:func:`file_contents`), and the Arrow -> Spark schema of their output.
+"""Give the ``mapInArrow`` readers file access.
+
+Provided: the path rows a reader takes (:func:`binary_files`: Python workers open local files themselves,
+other URIs go through Spark's ``binaryFile``), the bytes of each on the executor (:func:`file_contents`), and
+the Arrow -> Spark schema of their output.
 """
 
 from __future__ import annotations
@@ -44,8 +46,13 @@ def file_contents(rb):
 
 
 def mmap_local(path: str):
-    """A local file's bytes, memory-mapped (only the pages read are loaded); ``b""`` when empty.
-    Raises OSError when the file cannot be opened."""
+    """Return a local file's bytes, memory-mapped (only the pages read are loaded); ``b""`` when empty.
+
+    Raises
+    ------
+    OSError
+        When the file cannot be opened.
+    """
     import mmap
 
     from audit.io.fs import local_path
@@ -68,8 +75,9 @@ def _python_reads(uris: list[str]) -> bool:
 
 
 def balanced_slices(sizes: list[int], slices: int) -> list[list[int]]:
-    """The indexes of ``sizes`` (bytes, >= 0) dealt into at most ``slices`` non-empty groups of about equal
-    total size, heaviest group first.
+    """Deal the indexes of ``sizes`` (bytes, >= 0) into at most ``slices`` non-empty groups of about equal total size.
+
+    The groups come heaviest first.
 
     Largest first, each to the group with the fewest bytes so far (Graham's LPT rule: the heaviest group is
     within 4/3 of the best possible); within a group the indexes keep their order.  Spark starts a stage's

@@ -1,4 +1,6 @@
-"""Discovery: the driver lists the given roots (names, sizes, times only) and finds the broker log dirs, their
+"""Discover the broker log dirs, their replicas and the files of each below the given roots.
+
+Discovery: the driver lists the given roots (names, sizes, times only) and finds the broker log dirs, their
 replicas and the files of each, reading one ``meta.properties`` per log dir for its broker id.
 
 Follows Kafka's on-disk layout (``UnifiedLog``, ``LogSegment``): ``<topic>-<partition>/`` folders of segments,
@@ -100,8 +102,15 @@ def discover(spark: SparkSession, roots: list[str]) -> Inventory:
 
 
 def _files_by_log_dir(spark: SparkSession, roots: list[str], notes: list[str]) -> dict[str, list[FileInfo]]:
-    """Log dir URI -> its Kafka files (root files and partition files), every file listed once over all ``roots``;
-    notes overlapping roots in ``notes``.  Raises :class:`InputError` for a root with no Kafka log dir inside."""
+    """Map each log dir URI to its Kafka files (root and partition files), each listed once over all ``roots``.
+
+    Overlapping roots are noted in ``notes``.
+
+    Raises
+    ------
+    InputError
+        For a root with no Kafka log dir inside.
+    """
     by_dir: dict[str, list[FileInfo]] = defaultdict(list)
     seen: set[str] = set()
     for root in roots:
@@ -138,8 +147,10 @@ def _files_by_log_dir(spark: SparkSession, roots: list[str], notes: list[str]) -
 
 
 def _log_dirs(spark: SparkSession, by_dir: dict[str, list[FileInfo]], notes: list[str]) -> list[LogDir]:
-    """One :class:`LogDir` per log dir URI, in URI order, its broker id read from its ``meta.properties`` (a
-    synthetic negative id, noted in ``notes``, when it names none)."""
+    """Return one :class:`LogDir` per log dir URI, in URI order, its broker id read from its ``meta.properties``.
+
+    The broker id is a synthetic negative id, noted in ``notes``, when ``meta.properties`` names none.
+    """
     log_dirs: list[LogDir] = []
     synthetic = -1
     for uri in sorted(by_dir):
@@ -163,8 +174,10 @@ def _log_dirs(spark: SparkSession, by_dir: dict[str, list[FileInfo]], notes: lis
 
 
 def _replicas(log_dirs: list[LogDir], notes: list[str]) -> list[Replica]:
-    """The partition replicas of ``log_dirs`` with their files (segments and snapshots sorted); a partition a
-    broker holds twice (JBOD) keeps its first directory, noted in ``notes``."""
+    """Return the partition replicas of ``log_dirs`` with their files (segments and snapshots sorted).
+
+    A partition a broker holds twice (JBOD) keeps its first directory, noted in ``notes``.
+    """
     replicas: dict[tuple[int, str, int], Replica] = {}
     for ld in log_dirs:
         for f in ld.files:
@@ -191,8 +204,11 @@ def _replicas(log_dirs: list[LogDir], notes: list[str]) -> list[Replica]:
 
 
 def _add_partition_file(rep: Replica, f: FileInfo) -> None:
-    """Record one file of a partition directory on its replica: a segment, the leader-epoch cache, the
-    ``partition.metadata``, or a KRaft snapshot (other files are left out)."""
+    """Record one file of a partition directory on its replica.
+
+    The file is a segment, the leader-epoch cache, the ``partition.metadata``, or a KRaft snapshot (other files
+    are left out).
+    """
     name = _name(f.uri)
     m = SEGMENT_FILE.match(name)
     if m:
@@ -208,6 +224,8 @@ def _add_partition_file(rep: Replica, f: FileInfo) -> None:
 
 
 def log_bytes(inv: Inventory) -> int:
-    """Bytes of the ``__consumer_offsets`` and ``__cluster_metadata`` segments of an inventory: what an audit
-    decodes (the other partitions give only their small files)."""
+    """Sum the bytes of the ``__consumer_offsets`` and ``__cluster_metadata`` segments of an inventory.
+
+    These are what an audit decodes (the other partitions give only their small files).
+    """
     return sum(size for r in inv.replicas if r.topic in (OFFSETS_TOPIC, METADATA_TOPIC) for _b, _u, size in r.segments)

@@ -1,7 +1,8 @@
-"""What the log dirs' internal topics say about every partition: the KRaft metadata log (``__cluster_metadata``)
-replayed into one row per partition (leaders, leader epochs, unclean elections, the timelines, each topic's
-current id; ``PartitionRegistration.merge``), and the remote tier of tiered storage from
-``__remote_log_metadata`` (KIP-405).
+"""Read what the log dirs' internal topics say about every partition.
+
+The KRaft metadata log (``__cluster_metadata``) is replayed into one row per partition (leaders, leader
+epochs, unclean elections, the timelines, each topic's current id; ``PartitionRegistration.merge``), and the
+remote tier of tiered storage is read from ``__remote_log_metadata`` (KIP-405).
 """
 
 from __future__ import annotations
@@ -32,8 +33,11 @@ METADATA_PARTITIONS_DDL = (
 
 
 def _remote_metadata_segments(inv: Inventory) -> list[tuple[str, int]]:
-    """(uri, size) of the segments of one replica of each ``__remote_log_metadata`` partition: the one that goes
-    furthest (highest last segment base offset, then most bytes; followers copy the leader's records)."""
+    """Return (uri, size) of the segments of one replica of each ``__remote_log_metadata`` partition.
+
+    The replica is the one that goes furthest (highest last segment base offset, then most bytes; followers copy
+    the leader's records).
+    """
     best: dict[int, Replica] = {}
     for r in inv.replicas:
         if r.topic != REMOTE_LOG_METADATA_TOPIC or not r.segments:
@@ -46,10 +50,17 @@ def _remote_metadata_segments(inv: Inventory) -> list[tuple[str, int]]:
 
 
 def remote_tier(spark: SparkSession, inv: Inventory) -> tuple[DataFrame | None, DataFrame | None, list[str]]:
-    """The remote tier per topic-partition (:data:`REMOTE_TIER_DDL`, ``sql/remote_tier.sql``) from the log dirs'
-    ``__remote_log_metadata`` (tiered storage's topic-based RemoteLogMetadataManager, KIP-405), the read issues of
-    its records (file, position, reason, detail, records_affected) and the URIs decoded; ``(None, None, [])``
-    when the log dirs hold none of it.  Lazy: decoded inside the job that materialises the bounds."""
+    """Read the remote tier per topic-partition (:data:`REMOTE_TIER_DDL`, ``sql/remote_tier.sql``) from the log dirs.
+
+    The source is the log dirs' ``__remote_log_metadata`` (tiered storage's topic-based
+    RemoteLogMetadataManager, KIP-405).  Lazy: decoded inside the job that materialises the bounds.
+
+    Returns
+    -------
+    tuple
+        The remote tier, the read issues of its records (file, position, reason, detail, records_affected) and
+        the URIs decoded; ``(None, None, [])`` when the log dirs hold none of it.
+    """
     segs = _remote_metadata_segments(inv)
     if not segs:
         return None, None, []

@@ -145,8 +145,11 @@ def read_log_dirs(
 
 
 def _partition_tables(spark: SparkSession, inv: Inventory) -> _PartitionTables:
-    """The replicas, bounds and epochs tables (replicas and bounds materialised), the KRaft metadata log's replay
-    and the remote tier; the replicas of another incarnation of their topic left out of them."""
+    """Build the replicas, bounds and epochs tables, the KRaft metadata log's replay and the remote tier.
+
+    The replicas and bounds are materialised; the replicas of another incarnation of their topic are left out
+    of them.
+    """
     rows = replica_rows(inv)
     replicas0 = compact(spark.createDataFrame(rows, REPLICA_SCHEMA))
     small = read_small_file_tables(spark, inv, replicas0, [row.tail_path for row in rows])
@@ -189,8 +192,11 @@ def _partition_tables(spark: SparkSession, inv: Inventory) -> _PartitionTables:
 def _drop_stale_replicas(
     replicas: DataFrame, rep_cache: DataFrame, current_ids: DataFrame | None
 ) -> tuple[DataFrame, DataFrame, list[dict]]:
-    """``replicas`` and ``rep_cache`` without the replicas of another incarnation of their topic, and the topic
-    id mismatches (:func:`audit.sources.logdirs.replicas.topic_id_mismatches`) for the summary."""
+    """Drop from ``replicas`` and ``rep_cache`` the replicas of another incarnation of their topic.
+
+    Also returns the topic id mismatches (:func:`audit.sources.logdirs.replicas.topic_id_mismatches`) for the
+    summary.
+    """
     # replicas of another incarnation of their topic are none of its replicas: out of epochs, bounds and
     # REPLICA_DIVERGENCE (kept in the summary)
     # (all of them, not only the ones the summary lists)
@@ -206,9 +212,12 @@ def _drop_stale_replicas(
 def _choose_segments(
     inv: Inventory, bounds: DataFrame
 ) -> tuple[dict[int, dict], list[str], list[int], list[tuple[str, int]]]:
-    """The chosen replica of every ``__consumer_offsets`` partition (partition -> answered_by_broker, authority,
-    replica_count), the URIs and sizes of its segments to decode, and the (uri, size) of the segments of the
-    chosen replicas of ``__share_group_state``: one replica per partition (a few rows per partition)."""
+    """Choose the replica of every ``__consumer_offsets`` and ``__share_group_state`` partition and its segments.
+
+    Returns the chosen replica of every ``__consumer_offsets`` partition (partition -> answered_by_broker,
+    authority, replica_count), the URIs and sizes of its segments to decode, and the (uri, size) of the segments
+    of the chosen replicas of ``__share_group_state``: one replica per partition (a few rows per partition).
+    """
     chosen_rows = (
         bounds.where(F.col("topic").isin(OFFSETS_TOPIC, SHARE_STATE_TOPIC))
         .select("topic", "partition", "answered_by_broker", "authority", "replica_count")
@@ -227,7 +236,7 @@ def _choose_segments(
 def _offsets_raw(
     spark: SparkSession, seg_uris: list[str], seg_sizes: list[int], chosen: dict[int, dict], reduce_latest: bool
 ) -> DataFrame:
-    """The chosen ``__consumer_offsets`` segments decoded (lazily): RAW_SCHEMA rows plus ``broker_id``."""
+    """Decode the chosen ``__consumer_offsets`` segments (lazily): RAW_SCHEMA rows plus ``broker_id``."""
     from ...formats.segments import RAW_SCHEMA
 
     if not seg_uris:
@@ -241,7 +250,7 @@ def _offsets_raw(
 
 
 def _share_raw(spark: SparkSession, share_uris: list[tuple[str, int]]) -> DataFrame | None:
-    """The chosen ``__share_group_state`` segments decoded (lazily); None when there is none."""
+    """Decode the chosen ``__share_group_state`` segments (lazily); None when there is none."""
     if not share_uris:
         return None
     from ...formats.share_state import SHARE_RAW_SCHEMA
@@ -263,8 +272,10 @@ def _file_issues(rows: DataFrame) -> DataFrame:
 
 
 def _damage_issues(replicas: DataFrame, bounds: DataFrame) -> DataFrame:
-    """One read-issue row per damaged replica (reason = its ``damage``), its detail naming the replica the audit
-    used instead."""
+    """Return one read-issue row per damaged replica (reason = its ``damage``).
+
+    Its detail names the replica the audit used instead.
+    """
     return (
         replicas.where(F.col("damage").isNotNull())
         .join(bounds.select("topic", "partition", "answered_by_broker"), ["topic", "partition"], "left")
@@ -291,8 +302,11 @@ def _damage_issues(replicas: DataFrame, bounds: DataFrame) -> DataFrame:
 def _read_issues(
     spark: SparkSession, tables: _PartitionTables, decoded: list[str], share_raw: DataFrame | None
 ) -> DataFrame:
-    """Everything skipped: the small files' issues (but those of the files in ``decoded``, whose decoders report
-    them), the bad leader-epoch cache lines, the damaged replicas, and the decoders' issues."""
+    """Collect everything skipped as read-issue rows.
+
+    Everything skipped: the small files' issues (but those of the files in ``decoded``, whose decoders report
+    them), the bad leader-epoch cache lines, the damaged replicas, and the decoders' issues.
+    """
     small = tables.small
     tail_issues = small.small.where((F.col("file_kind") != EPOCH_CHECKPOINT) & F.col("issue_reason").isNotNull())
     if decoded:  # the decoders report those files' issues themselves

@@ -1,6 +1,7 @@
-"""Recovery from replicas: the records a ``__consumer_offsets`` partition's chosen replica could not give (a
-skipped batch, an undecodable record) taken from another replica of that partition, which holds the same records
-at the same offsets (followers copy the leader's batches).
+"""Recover from replicas the records a ``__consumer_offsets`` partition's chosen replica could not give.
+
+Those records (a skipped batch, an undecodable record) are taken from another replica of that partition,
+which holds the same records at the same offsets (followers copy the leader's batches).
 """
 
 from __future__ import annotations
@@ -20,12 +21,15 @@ if TYPE_CHECKING:
 
 
 def bad_row() -> Column:
-    """A skipped batch (``kind = 'issue'``) or an undecodable record: what :func:`recover_from_replicas` fills."""
+    """Select a skipped batch (``kind = 'issue'``) or an undecodable record.
+
+    These are what :func:`recover_from_replicas` fills.
+    """
     return (F.col("kind") == "issue") | ((F.col("kind") == "record") & F.col("decode_error").isNotNull())
 
 
 def _good_row() -> Column:
-    """A decoded record or control record with its offset."""
+    """Select a decoded record or control record with its offset."""
     return F.col("kind").isin("record", "control") & F.col("decode_error").isNull() & F.col("offset").isNotNull()
 
 
@@ -74,9 +78,12 @@ def recover_from_replicas(
 
 
 def _other_replicas(src: LogDirTables, bad: list[int], chosen: dict[int, int]) -> tuple[dict[int, int], list[str]]:
-    """For each partition of ``bad`` with another replica holding records: that replica's broker id (intact ones
+    """Find, for each partition of ``bad``, another replica holding records.
+
+    For each partition of ``bad`` with another replica holding records: that replica's broker id (intact ones
     first, then the highest log end offset, then the lowest broker id), and the URIs of those replicas'
-    non-empty segments."""
+    non-empty segments.
+    """
     ends = {
         (r["broker_id"], r["partition"]): (r["damage"] is None, r["log_end_offset"] or -1)
         for r in src.replicas.where((F.col("topic") == OFFSETS_TOPIC) & F.col("partition").isin(bad)).collect()
@@ -100,8 +107,11 @@ def _other_replicas(src: LogDirTables, bad: list[int], chosen: dict[int, int]) -
 
 
 def _segment_ranges(inv: Inventory, alt: dict[int, int], chosen: dict[int, int]) -> list[tuple[int, str, int, int]]:
-    """(partition, segment uri, base offset, next segment's base offset) of every segment of the chosen replica
-    of each partition of ``alt`` (the last one's next base: the largest long)."""
+    """Return (partition, segment uri, base offset, next segment's base offset) of the chosen replicas' segments.
+
+    Every segment of the chosen replica of each partition of ``alt`` (the last one's next base: the largest
+    long).
+    """
     MAX = (1 << 63) - 1
     segs = []
     for r in inv.replicas:
@@ -119,7 +129,8 @@ def _gaps(spark: SparkSession, raw: DataFrame, segs: list[tuple[int, str, int, i
 
     An undecodable record's own offset; for a skipped batch, the offsets between its decoded neighbours in the
     same segment (records carry no file name: a segment holds the offsets from its base to the next segment's
-    base, ``segs``: :func:`_segment_ranges`), else the segment's bounds."""
+    base, ``segs``: :func:`_segment_ranges`), else the segment's bounds.
+    """
     from pyspark.sql.window import Window
 
     segdf = broadcast_unless_small(spark.createDataFrame(segs, "sp int, seg_file string, base long, next_base long"))
@@ -164,8 +175,10 @@ def _gaps(spark: SparkSession, raw: DataFrame, segs: list[tuple[int, str, int, i
 def _fill(
     spark: SparkSession, raw: DataFrame, gaps: DataFrame, alt: dict[int, int], uris: list[str], reduce_latest: bool
 ) -> DataFrame:
-    """The records and control records of the other replicas (``uris``, decoded) whose offsets fall in ``gaps``
-    and that ``raw`` did not decode, with ``raw``'s columns; materialised."""
+    """Take from the other replicas (``uris``, decoded) the records in ``gaps`` that ``raw`` did not decode.
+
+    The records and control records whose offsets fall in ``gaps``, with ``raw``'s columns; materialised.
+    """
     from ...formats.segments import RAW_SCHEMA
 
     decoder = decode_offsets_latest if reduce_latest else decode_offsets_files

@@ -1,4 +1,6 @@
-"""Replica choice: the per-replica table (log start and end offsets, leader-epoch cache, damage), the replicas of
+"""Choose replicas: the per-replica table, stale incarnations, each partition's authoritative replica and bounds.
+
+Replica choice: the per-replica table (log start and end offsets, leader-epoch cache, damage), the replicas of
 another topic incarnation (KIP-516 topic ids), the authoritative replica of every partition and the partition
 bounds it gives, and the segments decoded from each partition's chosen replica.
 """
@@ -156,9 +158,11 @@ def replica_rows(inv: Inventory) -> list[ReplicaRow]:
 
 
 def replicas_table(replicas0: DataFrame, small: SmallFileTables) -> DataFrame:
-    """The replicas table of :func:`audit.sources.logdirs.read_log_dirs`, materialised: ``replicas0``
-    (:data:`REPLICA_SCHEMA`) with the offsets, epochs and topic ids its small files give, and its damage
-    (:func:`replica_damage`)."""
+    """Build the replicas table of :func:`audit.sources.logdirs.read_log_dirs`, materialised.
+
+    It is ``replicas0`` (:data:`REPLICA_SCHEMA`) with the offsets, epochs and topic ids its small files give,
+    and its damage (:func:`replica_damage`).
+    """
     with_tails = (
         replicas0.join(small.tails, replicas0.tail_path == small.tails.path, "left")
         .drop("path")
@@ -203,7 +207,10 @@ MAX_TOPIC_ID_MISMATCHES = 1000
 
 
 def topic_id_mismatches(replicas: DataFrame, current_ids: DataFrame | None) -> list[dict]:
-    """The first :data:`MAX_TOPIC_ID_MISMATCHES` rows of :func:`topic_id_mismatch_rows`, as dicts (for the summary)."""
+    """Return the first :data:`MAX_TOPIC_ID_MISMATCHES` rows of :func:`topic_id_mismatch_rows`, as dicts.
+
+    They are for the summary.
+    """
     rows = topic_id_mismatch_rows(replicas, current_ids)
     return [
         r.asDict() for r in rows.orderBy("topic", "partition", "broker_id").limit(MAX_TOPIC_ID_MISMATCHES).collect()
@@ -211,9 +218,10 @@ def topic_id_mismatches(replicas: DataFrame, current_ids: DataFrame | None) -> l
 
 
 def topic_id_mismatch_rows(replicas: DataFrame, current_ids: DataFrame | None) -> DataFrame:
-    """Replicas whose ``partition.metadata`` topic id is not their topic's (KIP-516 topic ids): broker_id, topic,
-    partition, topic_id (the replica's), log_end_offset, current_topic_id (null: the topic is deleted), stale
-    (bool), reason.
+    """Find the replicas whose ``partition.metadata`` topic id is not their topic's (KIP-516 topic ids).
+
+    Columns: broker_id, topic, partition, topic_id (the replica's), log_end_offset, current_topic_id (null: the
+    topic is deleted), stale (bool), reason.
 
     With the KRaft metadata log (``current_ids``: ``sql/topic_ids.sql``), a replica is ``stale`` when its id is
     not the current one of a topic the log names: an earlier incarnation's replica (``stale_incarnation``), or
@@ -221,7 +229,8 @@ def topic_id_mismatch_rows(replicas: DataFrame, current_ids: DataFrame | None) -
     or deletes it (``LogManager``, KAFKA-14616); a backup taken while it was down still holds it.  Without the
     metadata log the current id is unknown: replicas of one partition that disagree on their id are returned
     with ``stale`` False (``conflicting_topic_ids``) and stay in the audit.  ``replicas`` needs broker_id, topic,
-    partition, topic_id, log_end_offset."""
+    partition, topic_id, log_end_offset.
+    """
     from pyspark.sql.window import Window
 
     cols = ["broker_id", "topic", "partition", "topic_id", "log_end_offset"]
@@ -259,8 +268,11 @@ def topic_id_mismatch_rows(replicas: DataFrame, current_ids: DataFrame | None) -
 
 
 def replica_authority(replicas: DataFrame, state: DataFrame) -> DataFrame:
-    """Rank each partition's replicas: intact ones (:func:`replica_damage`) first; among them the metadata
-    log's last leader, else the newest epoch, the highest end offset."""
+    """Rank each partition's replicas.
+
+    Intact ones (:func:`replica_damage`) first; among them the metadata log's last leader, else the newest epoch,
+    the highest end offset.
+    """
     from pyspark.sql.window import Window
 
     r = replicas.join(state.select("topic", "partition", "last_leader"), ["topic", "partition"], "left")
@@ -334,9 +346,12 @@ def partition_bounds(
 
 
 def _with_log_starts(authority: DataFrame, rep_cache: DataFrame, state: DataFrame, remote_tier: DataFrame):
-    """``authority`` with the remote tier of each replica's topic id, ``remote_storage_enabled``, and the
-    partition's ``log_start_offset`` (tiered or not) and the replica's ``local_log_start_offset``
-    (:func:`partition_bounds` gives the rules)."""
+    """Add to ``authority`` the remote tier and the log start offsets of each replica.
+
+    That is: the remote tier of each replica's topic id, ``remote_storage_enabled``, and the partition's
+    ``log_start_offset`` (tiered or not) and the replica's ``local_log_start_offset`` (:func:`partition_bounds`
+    gives the rules).
+    """
     from pyspark.sql.window import Window
 
     part = Window.partitionBy("topic", "partition")
@@ -371,7 +386,7 @@ def _with_log_starts(authority: DataFrame, rep_cache: DataFrame, state: DataFram
 
 
 def _bounds_columns() -> list:
-    """The bounds table's columns, from the authoritative replica's row joined with the partition state."""
+    """Return the bounds table's columns, from the authoritative replica's row joined with the partition state."""
     return [
         "topic",
         "partition",
@@ -397,9 +412,11 @@ def _bounds_columns() -> list:
 
 
 def chosen_segments(inv: Inventory, topic: str, chosen: dict[int, int]) -> list[tuple[str, int]]:
-    """(uri, size) of the non-empty segments of ``topic``'s chosen replica per partition (``chosen``: partition ->
-    broker id, from the bounds' authority); a partition whose chosen replica is missing takes any replica with
-    segments."""
+    """Return (uri, size) of the non-empty segments of ``topic``'s chosen replica per partition.
+
+    ``chosen``: partition -> broker id, from the bounds' authority; a partition whose chosen replica is missing
+    takes any replica with segments.
+    """
     by_partition: dict[int, list[Replica]] = defaultdict(list)
     for r in inv.replicas:
         if r.topic == topic and r.segments:
@@ -412,10 +429,12 @@ def chosen_segments(inv: Inventory, topic: str, chosen: dict[int, int]) -> list[
 
 
 def offsets_segments(inv: Inventory, chosen: dict[int, dict]) -> tuple[list[str], list[int]]:
-    """(uris, sizes) of the non-empty ``__consumer_offsets`` segments to decode: those of the chosen replica of
-    each partition (``chosen``: partition -> its bounds row's answered_by_broker, authority, replica_count), in
-    partition order.  A partition with no bounds row (no epoch cache and no tail) still needs a replica: it
-    takes any, added to ``chosen`` as the ``only replica``."""
+    """Return (uris, sizes) of the non-empty ``__consumer_offsets`` segments to decode.
+
+    They are those of the chosen replica of each partition (``chosen``: partition -> its bounds row's
+    answered_by_broker, authority, replica_count), in partition order.  A partition with no bounds row (no epoch
+    cache and no tail) still needs a replica: it takes any, added to ``chosen`` as the ``only replica``.
+    """
     seg_uris, seg_sizes = [], []
     rep_index = {(r.broker_id, r.topic, r.partition): r for r in inv.replicas}
     for p, info in sorted(chosen.items()):

@@ -1,7 +1,8 @@
-"""The small files of each replica, read and parsed in one ``mapInArrow`` pass: the last non-empty segment's tail
-(its log end offset), the leader-epoch cache (``leader-epoch-checkpoint``), ``partition.metadata`` (the topic
-id) and the root offset checkpoints (log start offsets, high watermarks); and the per-replica tables built from
-them.
+"""Read and parse the small files of each replica in one ``mapInArrow`` pass, and build the per-replica tables.
+
+The small files: the last non-empty segment's tail (its log end offset), the leader-epoch cache
+(``leader-epoch-checkpoint``), ``partition.metadata`` (the topic id) and the root offset checkpoints (log
+start offsets, high watermarks); and the per-replica tables built from them.
 
 Layouts: ``LeaderEpochCheckpointFile``, ``OffsetCheckpointFile``, ``PartitionMetadataFile``.
 """
@@ -40,15 +41,21 @@ TAIL = "tail"
 
 
 def _segment_base(name: str) -> int:
-    """Base offset of a segment from its file name (``00000000000000000042.log`` -> 42); 0 if not one."""
+    """Return the base offset of a segment from its file name (``00000000000000000042.log`` -> 42); 0 if not one."""
     m = SEGMENT_FILE.match(name)
     return int(m.group("base")) if m else 0
 
 
 def _sibling_index(path: str):
-    """The ``.index`` next to a local ``.log`` segment, memory-mapped (an active segment's index
-    is preallocated, often 10 MiB, and only a few of its pages are read); None when it is
-    missing, empty or unreadable."""
+    """Return the ``.index`` next to a local ``.log`` segment, memory-mapped.
+
+    An active segment's index is preallocated, often 10 MiB, and only a few of its pages are read.
+
+    Returns
+    -------
+    mmap or None
+        None when it is missing, empty or unreadable.
+    """
     try:
         return mmap_local(path[: -len(".log")] + ".index") or None
     except OSError:
@@ -106,8 +113,11 @@ def read_small_files(batches):
 
 
 def _add_tail(add: Callable[..., None], path: str, name: str, data, hadoop: bool) -> None:
-    """The ``tail`` rows of a replica's last non-empty segment (``data`` None: unreadable): its log end offset
-    and newest leader epoch, on one row per issue of the batches read (one row when there is none)."""
+    """Add the ``tail`` rows of a replica's last non-empty segment (``data`` None: unreadable).
+
+    The rows give its log end offset and newest leader epoch, on one row per issue of the batches read (one row
+    when there is none).
+    """
     from audit.formats.record_batch import Issue, scan_tail
 
     index = None if data is None or hadoop else _sibling_index(path)
@@ -127,7 +137,7 @@ def _add_tail(add: Callable[..., None], path: str, name: str, data, hadoop: bool
 
 
 def _add_partition_metadata(add: Callable[..., None], path: str, name: str, text: str) -> None:
-    """The row of a ``partition.metadata`` file: its topic id, or a ``bad_partition_metadata`` issue."""
+    """Add the row of a ``partition.metadata`` file: its topic id, or a ``bad_partition_metadata`` issue."""
     topic_id, problem = parse_partition_metadata(text)
     add(
         path=path,
@@ -138,9 +148,12 @@ def _add_partition_metadata(add: Callable[..., None], path: str, name: str, text
 
 
 def _add_checkpoint(add: Callable[..., None], path: str, name: str, text: str) -> None:
-    """The rows of a checkpoint file: a ``bad_checkpoint_header`` issue when its header is wrong, then one row
-    per entry (``leader-epoch-checkpoint``: leader epoch and start offset; a root offset checkpoint: topic,
-    partition and offset), a line that does not parse a ``bad_checkpoint_line`` issue."""
+    """Add the rows of a checkpoint file.
+
+    A ``bad_checkpoint_header`` issue when its header is wrong, then one row per entry
+    (``leader-epoch-checkpoint``: leader epoch and start offset; a root offset checkpoint: topic, partition and
+    offset), a line that does not parse a ``bad_checkpoint_line`` issue.
+    """
     problem = checkpoint_header_problem(text)
     if problem:
         add(
@@ -209,9 +222,11 @@ def _root_checkpoints(inv: Inventory) -> list[RootCheckpoint]:
 
 
 def _read_small(spark: SparkSession, inv: Inventory, tail_paths: list[str | None], root_rows: list[RootCheckpoint]):
-    """Every small partition-state file in one pass, materialised: replicas' last segments (``tail_paths``: log
-    end offsets), leader-epoch caches and ``partition.metadata``, and the root checkpoints (log start offsets,
-    high watermarks)."""
+    """Read every small partition-state file in one pass, materialised.
+
+    The files: replicas' last segments (``tail_paths``: log end offsets), leader-epoch caches and
+    ``partition.metadata``, and the root checkpoints (log start offsets, high watermarks).
+    """
     tails_uris = sorted({path for path in tail_paths if path})
     ckpt_uris = sorted(
         {r.epoch_checkpoint for r in inv.replicas if r.epoch_checkpoint}
@@ -250,7 +265,8 @@ def read_small_file_tables(
     """Read the small files of ``inv`` (one Spark job) and derive the per-replica tables from them.
 
     ``replicas0``: one row per replica (broker_id, topic, partition, epoch_checkpoint ...); ``tail_paths``: each
-    replica's last non-empty segment (None: it holds none)."""
+    replica's last non-empty segment (None: it holds none).
+    """
     root_rows = _root_checkpoints(inv)
     small = _read_small(spark, inv, tail_paths, root_rows)
     tail_df = small.where(F.col("file_kind") == TAIL)
@@ -279,12 +295,14 @@ def read_small_file_tables(
 
 
 def log_end_offsets(small: DataFrame, tail_of: dict[int, tuple[str | None, int | None]]) -> dict[int, int | None]:
-    """Broker id -> log end offset (offsets) of the replicas of one partition, given as broker id -> (its last
-    non-empty segment, its last segment's base offset; the replicas table's ``tail_path`` and
-    ``last_segment_base``): the end of that segment's last batch, read by :func:`read_small_files` into
-    ``small``, or the base offset when higher (an empty active segment), as ``read_log_dirs``'s
-    ``log_end_offset`` column gives it; None when neither is known.  One small job over the materialised
-    ``small`` (a row per replica: bounded by the brokers, not the data)."""
+    """Return broker id -> log end offset (offsets) of the replicas of one partition.
+
+    The replicas are given as broker id -> (its last non-empty segment, its last segment's base offset; the
+    replicas table's ``tail_path`` and ``last_segment_base``).  The log end offset is the end of that segment's
+    last batch, read by :func:`read_small_files` into ``small``, or the base offset when higher (an empty active
+    segment), as ``read_log_dirs``'s ``log_end_offset`` column gives it; None when neither is known.  One small
+    job over the materialised ``small`` (a row per replica: bounded by the brokers, not the data).
+    """
     paths = sorted({t for t, _b in tail_of.values() if t})
     ends = (
         {
