@@ -1,8 +1,7 @@
 """The ``groups`` table: one row per group with committed offsets, its lag, worst verdict and status.
 
 The rules are ``sql/groups.sql``; this module only registers its views and fills its placeholders.  The status
-words follow what operators read in Burrow's group status (OK / WARN / ERR / STOP / STALL) and kminion's
-per-group lag sums, in the audit's terms: ``AT_RISK`` (an error or critical finding), ``STALE`` (the latest commit
+words are the audit's own, not Burrow's (``docs/metrics.md`` maps them to Burrow's nearest statuses): ``AT_RISK`` (an error or critical finding), ``STALE`` (the latest commit
 is older than ``stale_after_seconds`` at the audit while the group's partitions grew past it), ``WARN`` (a warning
 finding), ``OK``.
 """

@@ -1,5 +1,5 @@
--- One row per group with committed offsets: its state, lag and worst verdict, and a status an operator reads
--- the way Burrow's group status is read.
+-- One row per group with committed offsets: its state, lag and worst verdict, and a status in the audit's own
+-- words (not Burrow's: docs/metrics.md maps them to Burrow's nearest statuses).
 -- Input views: group_committed (the committed_offsets table: verdict, lag, owner columns), group_findings (the
 -- findings table), group_info (sql/group_state.sql: group_type, group_members).
 -- Placeholders: {as_of} (a TIMESTAMP literal: the audit's time for a live cluster; NULL for log dirs, then the
