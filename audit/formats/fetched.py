@@ -27,7 +27,7 @@ from typing import Iterable, NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from .offsets import gather_slices
+from .byte_reader import gather_slices
 from .record_batch import (
     ATTR_CONTROL,
     ATTR_TRANSACTIONAL,

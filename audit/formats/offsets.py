@@ -1,12 +1,13 @@
-"""``__consumer_offsets`` keys and values, decoded for many records at once.
+"""``__consumer_offsets`` keys and offset-commit values, decoded for many records at once.
 
 Schemas follow Kafka's group-coordinator message definitions
 (``group-coordinator/src/main/resources/common/message/OffsetCommitKey.json``,
 ``LegacyOffsetCommitKey.json``, ``OffsetCommitValue.json``, ``GroupMetadataKey.json``,
-``GroupMetadataValue.json``, read from the ``kafka-group-coordinator`` jars of Kafka 4.4.0
-and 3.9.2) and ``GroupMetadataManager.readMessageKey/readOffsetMessageValue``:
+read from the ``kafka-group-coordinator`` jars of Kafka 4.4.0 and 3.9.2) and
+``GroupCoordinatorRecordSerde`` / ``GroupMetadataManager.readMessageKey/readOffsetMessageValue``:
 
-* key ``int16 record_type`` (0 and 1 = offset commit, 2 = classic group metadata);
+* key ``int16 record_type`` (0 and 1 = offset commit, 2 = classic group metadata;
+  :mod:`audit.formats.record_types`);
 * OffsetCommitValue v0..v4 (v4 flexible: compact metadata string + tagged fields; tag 0 =
   ``topicId``, written by 4.1+ brokers, decoded into ``topic_id``, other tags skipped);
 * record types 3..23 (``CoordinatorRecordType``: KIP-848 consumer groups, KIP-932 share
@@ -15,21 +16,51 @@ and 3.9.2) and ``GroupMetadataManager.readMessageKey/readOffsetMessageValue``:
   (``*Key.json``, non-flexible), which is read; their value is not.  They are counted by
   name and carry no ``decode_error``.  Any other record type is ``unknown_record_type``.
 
-Offset-commit fields are decoded with numpy over all records of a segment; group
-metadata values (rare) are decoded per record in Python.  Nothing raises on bad bytes:
-each record gets a ``decode_error`` instead.
+Offset-commit fields are decoded with numpy over all records of a segment.  Nothing raises on bad bytes:
+each record gets a ``decode_error`` instead.  The group records' values (rare) are decoded per record in
+Python by :mod:`audit.formats.group_metadata` (classic groups) and :mod:`audit.formats.group_records`
+(KIP-848, share and streams groups); the byte readers they share are :mod:`audit.formats.byte_reader`.
+Their public names are importable from here too.
 """
 
 from __future__ import annotations
 
-import struct
-
 import numpy as np
 import pyarrow as pa
 
+from .byte_reader import GATHER_CHUNK, ValueReader, gather_slices, utf8_slices, uuid_strings
+from .group_metadata import (
+    MAX_GROUP_METADATA_VERSION,
+    AssignmentLimitError,
+    decode_consumer_assignment,
+    decode_group_metadata_value,
+)
+from .group_records import (
+    decode_consumer_group_assignment_value,
+    decode_consumer_group_member_value,
+    decode_member_key,
+    decode_share_group_assignment_value,
+    decode_share_group_member_value,
+    decode_streams_group_assignment_value,
+    decode_streams_group_member_value,
+    decode_streams_group_topology_value,
+)
 from .latest import stand_ins
-from .metadata_log import uuid_to_str
 from .record_batch import read_int, read_varint
+from .record_types import (
+    CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE,
+    CONSUMER_GROUP_MEMBER_METADATA_TYPE,
+    CONSUMER_GROUP_METADATA_TYPE,
+    GROUP_METADATA_TYPE,
+    OFFSET_COMMIT_TYPES,
+    OTHER_GROUP_TYPES,
+    RECORD_TYPE_NAMES,
+    SHARE_GROUP_CURRENT_ASSIGNMENT_TYPE,
+    SHARE_GROUP_MEMBER_METADATA_TYPE,
+    STREAMS_GROUP_CURRENT_ASSIGNMENT_TYPE,
+    STREAMS_GROUP_MEMBER_METADATA_TYPE,
+    STREAMS_GROUP_TOPOLOGY_TYPE,
+)
 
 
 __all__ = [
@@ -70,126 +101,12 @@ __all__ = [
     "uuid_strings",
 ]
 
-OFFSET_COMMIT_TYPES = (0, 1)
-GROUP_METADATA_TYPE = 2
-#: Names of the record types Kafka defines (``CoordinatorRecordType``; the ``apiKey`` of each
-#: ``*Key.json``), for counting.  9 (ShareGroupPartitionMetadata, 3.9 and 4.0) and 18
-#: (StreamsGroupPartitionMetadata, early 4.x development) are no longer written but may still be in a log.
-RECORD_TYPE_NAMES = {
-    0: "OffsetCommit(legacy)",
-    1: "OffsetCommit",
-    2: "GroupMetadata",
-    3: "ConsumerGroupMetadata",
-    4: "ConsumerGroupPartitionMetadata",
-    5: "ConsumerGroupMemberMetadata",
-    6: "ConsumerGroupTargetAssignmentMetadata",
-    7: "ConsumerGroupTargetAssignmentMember",
-    8: "ConsumerGroupCurrentMemberAssignment",
-    9: "ShareGroupPartitionMetadata",
-    10: "ShareGroupMemberMetadata",
-    11: "ShareGroupMetadata",
-    12: "ShareGroupTargetAssignmentMetadata",
-    13: "ShareGroupTargetAssignmentMember",
-    14: "ShareGroupCurrentMemberAssignment",
-    15: "ShareGroupStatePartitionMetadata",
-    16: "ConsumerGroupRegularExpression",
-    17: "StreamsGroupMetadata",
-    18: "StreamsGroupPartitionMetadata",
-    19: "StreamsGroupMemberMetadata",
-    20: "StreamsGroupTargetAssignmentMetadata",
-    21: "StreamsGroupTargetAssignmentMember",
-    22: "StreamsGroupCurrentMemberAssignment",
-    23: "StreamsGroupTopology",
-}
-#: Known record types that are neither offset commits nor classic group metadata: counted, not decoded.
-OTHER_GROUP_TYPES = np.array(
-    sorted(set(RECORD_TYPE_NAMES) - {*OFFSET_COMMIT_TYPES, GROUP_METADATA_TYPE}), dtype=np.int64
-)
 MAX_OFFSET_COMMIT_VERSION = 4
-MAX_GROUP_METADATA_VERSION = 4
 #: ``decode_error`` values by code (0: none), for :func:`decode_offsets_numeric`
 _ERRORS = np.array(
     [None, "malformed_key", "null_key", "unknown_record_type", "unknown_value_version", "malformed_value"], dtype=object
 )
 _MALFORMED_KEY, _NULL_KEY, _UNKNOWN_RECORD_TYPE, _UNKNOWN_VALUE_VERSION, _MALFORMED_VALUE = range(1, 6)
-
-
-def utf8_slices(data: np.ndarray, start: np.ndarray, length: np.ndarray, valid: np.ndarray) -> pa.Array:
-    """Arrow utf8 array of ``data[start:start+length]`` per row; null where not ``valid`` or length < 0."""
-    n = len(start)
-    ok = valid & (length >= 0)
-    lens = np.where(ok, length, 0).astype(np.int64)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lens, out=offsets[1:])
-    total = int(offsets[-1])
-    chars = gather_slices(data, np.where(ok, start, 0), lens, offsets) if total else np.zeros(0, dtype=np.uint8)
-    validity = pa.array(ok).buffers()[1] if not ok.all() else None
-    arr = pa.LargeBinaryArray.from_buffers(pa.large_binary(), n, [validity, pa.py_buffer(offsets), pa.py_buffer(chars)])
-    try:
-        return arr.cast(pa.large_string()).cast(pa.string())
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        # Not valid UTF-8 somewhere: decode per value, replacing bad bytes.
-        return pa.array([None if v is None else v.decode("utf-8", "replace") for v in arr.to_pylist()], pa.string())
-
-
-_B64URL = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", dtype=np.uint8)
-
-
-def uuid_strings(data: np.ndarray, start: np.ndarray) -> pa.Array:
-    """Return Arrow strings of the 16-byte uuids at ``data[start:start+16]`` in Kafka's ``Uuid.toString()`` form.
-
-    That form is URL-safe base64 without padding, 22 characters; null where ``start`` is -1.  Vectorised: 16 bytes
-    padded to 18 make six 3-byte groups, 24 sextets, of which the first 22 carry the uuid.
-    """
-    n = len(start)
-    ok = start >= 0
-    if not ok.any():
-        return pa.nulls(n, pa.string())
-    raw = np.zeros((n, 18), dtype=np.uint8)
-    idx = np.where(ok, start, 0)[:, None] + np.arange(16)
-    raw[:, :16] = data[np.minimum(idx, len(data) - 1)]
-    g = raw.reshape(n, 6, 3).astype(np.uint32)
-    word = (g[:, :, 0] << 16) | (g[:, :, 1] << 8) | g[:, :, 2]
-    sextets = np.stack([(word >> s) & 63 for s in (18, 12, 6, 0)], axis=2).reshape(n, 24)[:, :22]
-    chars = np.ascontiguousarray(_B64URL[sextets]).reshape(-1)
-    offsets = np.arange(n + 1, dtype=np.int32) * 22
-    validity = None if ok.all() else pa.array(ok).buffers()[1]
-    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(chars), validity)
-
-
-#: :func:`gather_slices` builds its per-byte index for at most this many bytes at a time (8 index bytes per
-#: byte gathered); a longer string is copied as one slice.
-GATHER_CHUNK = 1 << 18
-
-
-def gather_slices(data: np.ndarray, start: np.ndarray, lens: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Concatenate ``data[start[i]:start[i] + lens[i]]`` of every row.
-
-    ``offsets``: the running sum of ``lens`` with a leading 0.  Memory stays near the output size: the vectorised
-    per-byte index is built for at most :data:`GATHER_CHUNK` bytes of rows at a time, and a row longer than that
-    (a huge metadata string) is copied as a slice.
-    """
-    total = int(offsets[-1])
-    out = np.empty(total, dtype=np.uint8)
-    n = len(lens)
-    big = np.nonzero(lens > GATHER_CHUNK)[0]
-    for i in big.tolist():
-        out[offsets[i] : offsets[i + 1]] = data[start[i] : start[i] + lens[i]]
-    small = lens.copy()
-    small[big] = 0
-    cum = np.cumsum(small)
-    lo = 0
-    while lo < n:
-        # rows lo..hi-1 hold at most GATHER_CHUNK bytes of the strings left (at least one row)
-        hi = max(int(np.searchsorted(cum, (cum[lo - 1] if lo else 0) + GATHER_CHUNK, side="right")), lo + 1)
-        ln = small[lo:hi]
-        m = int(ln.sum())
-        if m:
-            rows = np.repeat(np.arange(lo, hi, dtype=np.int64), ln)
-            t = np.arange(m, dtype=np.int64) - np.repeat(np.cumsum(ln) - ln, ln)
-            out[offsets[rows] + t] = data[start[rows] + t]
-        lo = hi
-    return out
 
 
 def decode_offsets_kv(
@@ -518,503 +435,3 @@ def _topic_id_starts(
     start = tag_pos + s1 + s2 + s3
     has_id = g3 & (size == 16) & (start + 16 <= value_end) & (start + 16 <= dlen)
     return np.where(has_id, start, -1)
-
-
-# --------------------------------------------------------------------------- group metadata
-
-
-class ValueReader:
-    """Cursor over one value for the (rare) per-record group metadata decode."""
-
-    def __init__(self, b: bytes, pos: int = 0):
-        self.b, self.p = b, pos
-
-    def take(self, n: int) -> bytes:
-        if n < 0 or self.p + n > len(self.b):
-            raise ValueError(f"need {n} bytes at {self.p}, value has {len(self.b)}")
-        v = self.b[self.p : self.p + n]
-        self.p += n
-        return v
-
-    def i16(self) -> int:
-        return struct.unpack(">h", self.take(2))[0]
-
-    def i32(self) -> int:
-        return struct.unpack(">i", self.take(4))[0]
-
-    def i64(self) -> int:
-        return struct.unpack(">q", self.take(8))[0]
-
-    def uvarint(self) -> int:
-        shift = val = 0
-        while True:
-            byte = self.take(1)[0]
-            val |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return val
-            shift += 7
-            if shift > 28:
-                raise ValueError("varint too long")
-
-    def string(self, flexible: bool) -> str | None:
-        n = self.uvarint() - 1 if flexible else self.i16()
-        return None if n < 0 else self.take(n).decode("utf-8", "replace")
-
-    def bytes_(self, flexible: bool) -> bytes | None:
-        n = self.uvarint() - 1 if flexible else self.i32()
-        return None if n < 0 else self.take(n)
-
-    def tags(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.take(self.uvarint())
-
-
-class AssignmentLimitError(ValueError):
-    """A GroupMetadataValue's assignments hold more (member, topic) entries than the caller allows."""
-
-
-def decode_consumer_assignment(assignment: bytes, max_entries: int | None = None) -> list[tuple[str, np.ndarray]]:
-    """Decode the assigned partitions of one member of a ``consumer`` protocol group, per topic.
-
-    ``assignment`` is the ``Assignment`` bytes of a GroupMetadataValue member: an int16 version,
-    then ``ConsumerProtocolAssignment.json`` (not flexible): ``AssignedPartitions`` (int32 count
-    of {``Topic`` int16-length string, ``Partitions`` int32 array}), ``UserData`` (nullable
-    int32-length bytes).  Versions above 3 are read as version 3 and bytes after the known fields
-    are ignored, as Kafka's ``ConsumerProtocol.deserializeAssignment`` does (forward
-    compatibility).
-
-    Returns
-    -------
-    list of (str, numpy.ndarray)
-        ``[(topic, partitions int32 ndarray)]``, topics with no partition left out.
-
-    Raises
-    ------
-    ValueError
-        A negative version, a negative or oversized count, or truncated bytes.
-    AssignmentLimitError
-        (Before building it) the result would have more than ``max_entries`` topics.
-    """
-    r = ValueReader(assignment)
-    if r.i16() < 0:
-        raise ValueError("negative ConsumerProtocolAssignment version")
-    out = []
-    n_topics = r.i32()
-    if n_topics < 0 or n_topics > len(assignment):
-        raise ValueError(f"bad assigned topic count {n_topics}")
-    for _ in range(n_topics):
-        topic = r.string(False)
-        n_parts = r.i32()
-        if topic is None or n_parts < 0 or 4 * n_parts > len(assignment) - r.p:
-            raise ValueError("bad assigned partitions")
-        if n_parts:
-            if max_entries is not None and len(out) >= max_entries:
-                raise AssignmentLimitError(f"more than {max_entries} assigned topics")
-            out.append((topic, np.frombuffer(assignment, ">i4", n_parts, r.p).astype(np.int32)))
-        r.p += 4 * n_parts
-    r.bytes_(False)  # UserData
-    return out
-
-
-def decode_group_metadata_value(value: bytes, assignments: bool = True, max_entries: int | None = None) -> dict:
-    """Decode a GroupMetadataValue (v0-v4; v4 flexible) per ``GroupMetadataValue.json``.
-
-    Returns ``{"value_version", "protocol_type", "generation", "protocol", "leader",
-    "current_state_timestamp" (ms, -1 before v2), "members", "member_list"}`` where ``members``
-    is the member count and ``member_list`` one dict per member: ``member_id``,
-    ``group_instance_id`` (None before v3 or for a dynamic member), ``client_id``,
-    ``client_host`` (as the coordinator saw it, e.g. ``/10.0.0.7``), ``session_timeout`` and
-    ``rebalance_timeout`` (ms; -1 before v1), and ``assignment``: the member's
-    ``[(topic, partitions int32 ndarray)]`` from :func:`decode_consumer_assignment` when the
-    group's protocol type is ``consumer`` (and ``assignments`` is true), else None (Connect and
-    other protocols have their own assignment format); an assignment that does not decode is
-    None too and counted in ``bad_assignments``.  Raises ``ValueError`` for truncated bytes or a
-    version above 4, :class:`AssignmentLimitError` when the members' assignments hold more than
-    ``max_entries`` (member, topic) entries in all (checked before they are built: bounded memory).
-    """
-    r = ValueReader(value)
-    version = r.i16()
-    if version < 0 or version > MAX_GROUP_METADATA_VERSION:
-        raise ValueError(f"unknown GroupMetadataValue version {version}")
-    flex = version >= 4
-    out = {
-        "value_version": version,
-        "protocol_type": r.string(flex),
-        "generation": r.i32(),
-        "protocol": r.string(flex),
-        "leader": r.string(flex),
-    }
-    out["current_state_timestamp"] = r.i64() if version >= 2 else -1
-    count = (r.uvarint() - 1) if flex else r.i32()
-    consumer = assignments and out["protocol_type"] == "consumer"
-    members, bad, entries = [], 0, 0
-    for _ in range(max(count, 0)):
-        m = {"member_id": r.string(flex)}
-        m["group_instance_id"] = r.string(flex) if version >= 3 else None
-        m["client_id"] = r.string(flex)
-        m["client_host"] = r.string(flex)
-        m["rebalance_timeout"] = r.i32() if version >= 1 else -1
-        m["session_timeout"] = r.i32()
-        r.bytes_(flex)  # subscription
-        assignment = r.bytes_(flex)
-        m["assignment"] = None
-        if consumer and assignment is not None:
-            try:
-                left = None if max_entries is None else max_entries - entries
-                m["assignment"] = decode_consumer_assignment(assignment, left)
-                entries += len(m["assignment"])
-            except AssignmentLimitError:
-                raise
-            except (ValueError, struct.error):
-                bad += 1
-        if flex:
-            r.tags()
-        members.append(m)
-    if flex:
-        r.tags()
-    out["members"] = max(count, 0)
-    out["member_list"] = members
-    out["bad_assignments"] = bad
-    return out
-
-
-# --------------------------------------------------------------------------- KIP-848 consumer groups
-
-CONSUMER_GROUP_METADATA_TYPE = 3
-CONSUMER_GROUP_MEMBER_METADATA_TYPE = 5
-CONSUMER_GROUP_CURRENT_ASSIGNMENT_TYPE = 8
-
-
-def decode_member_key(key: bytes) -> str | None:
-    """Return the ``MemberId`` of a ``ConsumerGroupMemberMetadataKey`` / ``ConsumerGroupCurrentMemberAssignmentKey``.
-
-    The keys are not flexible: int16 type, GroupId int16-length string, MemberId int16-length string.  None when
-    the key is cut short.
-    """
-    try:
-        r = ValueReader(key, 2)
-        r.string(False)
-        return r.string(False)
-    except ValueError:
-        return None
-
-
-def decode_consumer_group_member_value(value: bytes) -> dict:
-    """Decode a ``ConsumerGroupMemberMetadataValue`` (record type 5, KIP-848; version 0, flexible).
-
-    Fields per ``ConsumerGroupMemberMetadataValue.json`` of Kafka 3.9-4.x (InstanceId, RackId, ClientId,
-    ClientHost, SubscribedTopicNames, SubscribedTopicRegex, RebalanceTimeoutMs, ServerAssignor, tagged
-    ClassicMemberMetadata); the fields after ClientHost are not needed and not read.
-
-    Returns
-    -------
-    dict
-        ``group_instance_id``, ``rack_id``, ``client_id``, ``client_host``.
-
-    Raises
-    ------
-    ValueError
-        A version other than 0 or truncated bytes.
-    """
-    r = ValueReader(value)
-    if r.i16() != 0:
-        raise ValueError("unknown ConsumerGroupMemberMetadataValue version")
-    out = {"group_instance_id": r.string(True), "rack_id": r.string(True)}
-    out["client_id"], out["client_host"] = r.string(True), r.string(True)
-    if out["client_id"] is None or out["client_host"] is None:
-        raise ValueError("null ClientId or ClientHost")
-    return out
-
-
-def decode_consumer_group_assignment_value(value: bytes, max_entries: int | None = None) -> dict:
-    """Decode a ``ConsumerGroupCurrentMemberAssignmentValue`` (record type 8, KIP-848; version 0, flexible).
-
-    Fields per ``ConsumerGroupCurrentMemberAssignmentValue.json`` of Kafka 3.9-4.x.
-
-    Returns
-    -------
-    dict
-        ``member_epoch``, ``previous_member_epoch``, ``state`` (int8, ``MemberState``), ``assigned`` and
-        ``pending_revocation``: ``[(topic id as Uuid.toString(), partitions int32 ndarray)]`` (topics without
-        partitions left out).
-
-    Raises
-    ------
-    ValueError
-        Another version, truncated bytes or bytes left over (3.7's early-access layout had other fields under the
-        same version).
-    AssignmentLimitError
-        Past ``max_entries`` topics.
-    """
-    r = ValueReader(value)
-    if r.i16() != 0:
-        raise ValueError("unknown ConsumerGroupCurrentMemberAssignmentValue version")
-    out: dict = {"member_epoch": r.i32(), "previous_member_epoch": r.i32(), "state": struct.unpack(">b", r.take(1))[0]}
-    out["assigned"] = _assigned_topics(r, value, "assigned", max_entries)
-    left = None if max_entries is None else max_entries - len(out["assigned"])
-    out["pending_revocation"] = _assigned_topics(r, value, "pending_revocation", left)
-    r.tags()
-    if r.p != len(value):
-        raise ValueError("bytes after the value")
-    return out
-
-
-def _assigned_topics(
-    r: ValueReader, value: bytes, field: str, max_entries: int | None, key=lambda r: uuid_to_str(r.take(16))
-) -> list[tuple[str, np.ndarray]]:
-    """Read a compact array of {``key``, Partitions compact int32 array, tagged fields}.
-
-    ``key`` is a topic id, or a streams subtopology id: these are the ``TopicPartitions``/``TaskIds`` of the
-    KIP-848, share and streams assignment values.
-
-    Returns
-    -------
-    list of (str, numpy.ndarray)
-        ``[(key, partitions int32 ndarray)]``, entries without partitions left out.
-
-    Raises
-    ------
-    ValueError
-        Bad counts or truncated bytes.
-    AssignmentLimitError
-        Past ``max_entries``.
-    """
-    n = r.uvarint() - 1
-    if n < 0 or n > len(value):
-        raise ValueError(f"bad {field} count")
-    out = []
-    for _ in range(n):
-        k_id = key(r)
-        k = r.uvarint() - 1
-        if k_id is None or k < 0 or 4 * k > len(value) - r.p:
-            raise ValueError(f"bad {field} partitions")
-        if k:
-            if max_entries is not None and len(out) >= max_entries:
-                raise AssignmentLimitError(f"more than {max_entries} assigned topics")
-            out.append((k_id, np.frombuffer(value, ">i4", k, r.p).astype(np.int32)))
-        r.p += 4 * k
-        r.tags()  # AssignmentEpochs (tag 0, KIP-1251) and any later tag
-    return out
-
-
-# --------------------------------------------------------------------------- KIP-932 share groups
-
-SHARE_GROUP_MEMBER_METADATA_TYPE = 10
-SHARE_GROUP_CURRENT_ASSIGNMENT_TYPE = 14
-
-
-def decode_share_group_member_value(value: bytes) -> dict:
-    """Decode a ``ShareGroupMemberMetadataValue`` (record type 10, KIP-932; version 0, flexible).
-
-    Fields per ``ShareGroupMemberMetadataValue.json`` of Kafka 4.0-4.4: RackId, ClientId, ClientHost,
-    SubscribedTopicNames.
-
-    Returns
-    -------
-    dict
-        ``rack_id``, ``client_id``, ``client_host`` (a share member has no ``group.instance.id``) and
-        ``subscribed_topics`` (topic names).
-
-    Raises
-    ------
-    ValueError
-        A version other than 0, truncated bytes or a null ClientId/ClientHost/topic name.
-    """
-    r = ValueReader(value)
-    if r.i16() != 0:
-        raise ValueError("unknown ShareGroupMemberMetadataValue version")
-    out = {"rack_id": r.string(True)}
-    out["client_id"], out["client_host"] = r.string(True), r.string(True)
-    if out["client_id"] is None or out["client_host"] is None:
-        raise ValueError("null ClientId or ClientHost")
-    n = r.uvarint() - 1
-    if n > len(value):
-        raise ValueError("bad SubscribedTopicNames count")
-    topics = []
-    for _ in range(max(n, 0)):
-        name = r.string(True)
-        if name is None:
-            raise ValueError("null subscribed topic name")
-        topics.append(name)
-    out["subscribed_topics"] = topics
-    return out
-
-
-def decode_share_group_assignment_value(value: bytes, max_entries: int | None = None) -> dict:
-    """Decode a ``ShareGroupCurrentMemberAssignmentValue`` (record type 14, KIP-932; version 0, flexible).
-
-    Fields per ``ShareGroupCurrentMemberAssignmentValue.json`` of Kafka 4.0-4.4.
-
-    Returns
-    -------
-    dict
-        ``member_epoch``, ``previous_member_epoch``, ``state`` (int8, ``MemberState``) and ``assigned``:
-        ``[(topic id as Uuid.toString(), partitions int32 ndarray)]`` (topics without partitions left out).
-
-    Raises
-    ------
-    ValueError
-        Another version, truncated bytes or bytes left over.
-    AssignmentLimitError
-        Past ``max_entries`` topics.
-    """
-    r = ValueReader(value)
-    if r.i16() != 0:
-        raise ValueError("unknown ShareGroupCurrentMemberAssignmentValue version")
-    out: dict = {"member_epoch": r.i32(), "previous_member_epoch": r.i32(), "state": struct.unpack(">b", r.take(1))[0]}
-    out["assigned"] = _assigned_topics(r, value, "AssignedPartitions", max_entries)
-    r.tags()
-    if r.p != len(value):
-        raise ValueError("bytes after the value")
-    return out
-
-
-# --------------------------------------------------------------------------- KIP-1071 streams groups
-
-STREAMS_GROUP_MEMBER_METADATA_TYPE = 19
-STREAMS_GROUP_CURRENT_ASSIGNMENT_TYPE = 22
-STREAMS_GROUP_TOPOLOGY_TYPE = 23
-
-
-def _compact_array(r: ValueReader, what: str, limit: int) -> int:
-    n = r.uvarint() - 1
-    if n > limit:
-        raise ValueError(f"bad {what} count {n}")
-    return max(n, 0)
-
-
-def _compact_strings(r: ValueReader, what: str, limit: int) -> list[str]:
-    out = []
-    for _ in range(_compact_array(r, what, limit)):
-        v = r.string(True)
-        if v is None:
-            raise ValueError(f"null {what}")
-        out.append(v)
-    return out
-
-
-def decode_streams_group_member_value(value: bytes) -> dict:
-    """Decode a ``StreamsGroupMemberMetadataValue`` (record type 19, KIP-1071; version 0, flexible).
-
-    Fields per ``StreamsGroupMemberMetadataValue.json`` of Kafka 4.1-4.4: InstanceId, RackId, ClientId, ClientHost,
-    RebalanceTimeoutMs, TopologyEpoch, ProcessId, UserEndpoint, ClientTags.  The fields after ProcessId are not
-    read.
-
-    Returns
-    -------
-    dict
-        ``group_instance_id``, ``rack_id``, ``client_id``, ``client_host``, ``topology_epoch`` and ``process_id``
-        (one Streams instance; it can run several members).
-
-    Raises
-    ------
-    ValueError
-        A version other than 0, truncated bytes or a null ClientId/ClientHost/ProcessId.
-    """
-    r = ValueReader(value)
-    if r.i16() != 0:
-        raise ValueError("unknown StreamsGroupMemberMetadataValue version")
-    out = {"group_instance_id": r.string(True), "rack_id": r.string(True)}
-    out["client_id"], out["client_host"] = r.string(True), r.string(True)
-    r.i32()  # RebalanceTimeoutMs
-    out["topology_epoch"] = r.i32()
-    out["process_id"] = r.string(True)
-    if out["client_id"] is None or out["client_host"] is None or out["process_id"] is None:
-        raise ValueError("null ClientId, ClientHost or ProcessId")
-    return out
-
-
-def decode_streams_group_assignment_value(value: bytes, max_entries: int | None = None) -> dict:
-    """Decode a ``StreamsGroupCurrentMemberAssignmentValue`` (record type 22, KIP-1071; version 0, flexible).
-
-    Fields per ``StreamsGroupCurrentMemberAssignmentValue.json`` of Kafka 4.1-4.4.  Standby and warm-up tasks
-    (which process no input) and the tasks pending revocation are not read.
-
-    Returns
-    -------
-    dict
-        ``member_epoch``, ``previous_member_epoch``, ``state`` (int8, ``streams.MemberState``: 1 STABLE,
-        2 UNREVOKED_TASKS, 3 UNRELEASED_TASKS) and ``active``: the member's active tasks as ``[(subtopology id,
-        task partitions int32 ndarray)]`` (TaskIds; the tagged AssignmentEpochs skipped).
-
-    Raises
-    ------
-    ValueError
-        Another version or truncated bytes.
-    AssignmentLimitError
-        Past ``max_entries`` subtopologies.
-    """
-    r = ValueReader(value)
-    if r.i16() != 0:
-        raise ValueError("unknown StreamsGroupCurrentMemberAssignmentValue version")
-    out: dict = {"member_epoch": r.i32(), "previous_member_epoch": r.i32(), "state": struct.unpack(">b", r.take(1))[0]}
-    out["active"] = _assigned_topics(r, value, "ActiveTasks", max_entries, key=lambda r: r.string(True))
-    return out
-
-
-def decode_streams_group_topology_value(value: bytes, max_entries: int | None = None) -> dict:
-    """Decode a ``StreamsGroupTopologyValue`` (record type 23, KIP-1071; version 0, flexible).
-
-    Fields per ``StreamsGroupTopologyValue.json`` of Kafka 4.1-4.4.
-
-    Returns
-    -------
-    dict
-        ``epoch`` and ``sources``: ``[(subtopology id, topic name)]`` for every SourceTopics and
-        RepartitionSourceTopics entry of each subtopology (task *p* of a subtopology reads partition *p* of each of
-        them; SourceTopicRegex subscriptions are resolved by the broker and not named here).
-
-    Raises
-    ------
-    ValueError
-        Another version or truncated bytes.
-    AssignmentLimitError
-        Past ``max_entries`` sources.
-    """
-    r = ValueReader(value)
-    if r.i16() != 0:
-        raise ValueError("unknown StreamsGroupTopologyValue version")
-    out: dict = {"epoch": r.i32()}
-    limit = len(value)
-    sources = []
-
-    def topic_infos() -> list[str]:
-        names = []
-        for _ in range(_compact_array(r, "TopicInfo", limit)):
-            name = r.string(True)
-            if name is None:
-                raise ValueError("null TopicInfo name")
-            r.i32()  # Partitions
-            r.i16()  # ReplicationFactor
-            for _ in range(_compact_array(r, "TopicConfigs", limit)):
-                r.string(True)
-                r.string(True)
-                r.tags()
-            r.tags()
-            names.append(name)
-        return names
-
-    for _ in range(_compact_array(r, "Subtopologies", limit)):
-        sub = r.string(True)
-        if sub is None:
-            raise ValueError("null SubtopologyId")
-        names = _compact_strings(r, "SourceTopics", limit)
-        _compact_strings(r, "SourceTopicRegex", limit)
-        topic_infos()  # StateChangelogTopics
-        _compact_strings(r, "RepartitionSinkTopics", limit)
-        names += topic_infos()  # RepartitionSourceTopics
-        for _ in range(_compact_array(r, "CopartitionGroups", limit)):
-            for what in ("SourceTopics", "SourceTopicRegex", "RepartitionSourceTopics"):
-                r.take(2 * _compact_array(r, what, limit))
-            r.tags()
-        r.tags()
-        for name in names:
-            if max_entries is not None and len(sources) >= max_entries:
-                raise AssignmentLimitError(f"more than {max_entries} source topics")
-            sources.append((sub, name))
-    r.tags()
-    if r.p != len(value):
-        raise ValueError("bytes after the value")
-    out["sources"] = sources
-    return out

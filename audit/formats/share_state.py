@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .offsets import ValueReader, utf8_slices, uuid_strings
+from .byte_reader import ValueReader, utf8_slices, uuid_strings
 from .record_batch import read_int, read_varint
 
 

@@ -1,6 +1,8 @@
-"""The batch chain of a log segment: :func:`scan_batches` walks it and reads every batch header (v2 record
-batches and legacy message-set entries), :func:`scan_tail` reads only its last batches, from the position
-:func:`index_start` finds in the segment's ``.index``.
+"""The batch chain of a log segment: the headers of its v2 record batches and legacy message-set entries.
+
+:func:`scan_batches` walks it and reads every batch header (v2 record batches and legacy message-set entries),
+:func:`scan_tail` reads only its last batches, from the position :func:`index_start` finds in the segment's
+``.index``.
 
 One Python step per *batch*: each v2 header is unpacked with :data:`~.layout.BATCH_HEADER` (the fields of a
 :class:`~.layout.BatchHeader`, read by name) and its CRC-32C checked; the headers become the numpy columns of a
@@ -199,7 +201,7 @@ def _legacy_entry(
 def _batch_scan(
     rows: list[tuple], positions: list[int], crc_flags: list[bool], issues: list[Issue], bytes_read: int
 ) -> BatchScan:
-    """The :class:`BatchScan` of the batches :func:`scan_batches` read: its rows as numpy columns.
+    """Build the :class:`BatchScan` of the batches :func:`scan_batches` read: its rows as numpy columns.
 
     Parameters
     ----------
@@ -241,8 +243,14 @@ def _batch_scan(
 
 
 def _offset_fits(issues: list[Issue], pos: int, base_offset: int, last_offset_delta: int, records: int) -> bool:
-    """False (and a ``corrupt_batch`` issue) when a batch's next offset, ``base_offset +
-    last_offset_delta + 1``, is not a valid int64 Kafka offset (it would wrap past 2^63-1)."""
+    """Check that a batch's next offset, ``base_offset + last_offset_delta + 1``, is a valid int64 Kafka offset.
+
+    Returns
+    -------
+    bool
+        True when it is; False (and a ``corrupt_batch`` issue in ``issues``) when it is not (it would wrap past
+        2^63-1).
+    """
     nxt = base_offset + last_offset_delta + 1  # Python int: no wrap
     if -INT64_MAX <= nxt <= INT64_MAX:
         return True
@@ -259,12 +267,12 @@ def _offset_fits(issues: list[Issue], pos: int, base_offset: int, last_offset_de
 
 
 def _zero_to_end(mv: memoryview, pos: int) -> bool:
-    """True when every byte from ``pos`` to the end of ``mv`` is zero."""
+    """Return True when every byte from ``pos`` to the end of ``mv`` is zero."""
     return not np.frombuffer(mv, dtype=np.uint8, offset=pos).any()
 
 
 def index_start(buf: bytes | memoryview, index: bytes | memoryview | None, segment_base: int) -> int:
-    """Byte position in a segment to start reading its last batches from, using its ``.index``.
+    """Find the byte position in a segment to start reading its last batches from, using its ``.index``.
 
     Kafka's offset index (``OffsetIndex``, one entry per ``log.index.interval.bytes``) maps the
     last offset of a batch (relative to ``segment_base``) to the batch's byte position, in
@@ -296,7 +304,7 @@ def index_start(buf: bytes | memoryview, index: bytes | memoryview | None, segme
 
 
 def scan_tail(buf: bytes | memoryview, index: bytes | memoryview | None = None, segment_base: int = 0) -> BatchScan:
-    """The last batches of a segment, for its log end offset, without reading the whole file.
+    """Read the last batches of a segment, for its log end offset, without reading the whole file.
 
     Follows ``LogSegment.readNextOffset``: start at the position of the newest ``.index`` entry
     (:func:`index_start`) and walk the batches from there to the end, checking their CRC.

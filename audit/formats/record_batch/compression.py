@@ -1,6 +1,8 @@
-"""Kafka's compression codecs, bounded: :func:`decompress` inflates one records block (gzip, snappy, lz4, zstd)
-and stops at a cap, so a decompression bomb costs at most the cap; :class:`InflationBudget` bounds what the
-compressed batches of one segment inflate to together.
+"""Kafka's compression codecs, bounded, so that a decompression bomb costs at most a cap.
+
+:func:`decompress` inflates one records block (gzip, snappy, lz4, zstd) and stops at a cap, so a decompression bomb
+costs at most the cap; :class:`InflationBudget` bounds what the compressed batches of one segment inflate to
+together.
 """
 
 from __future__ import annotations
@@ -39,8 +41,13 @@ MAX_BATCH_PAYLOAD_BYTES = 64 << 20
 
 
 def max_batch_payload_bytes() -> int:
-    """The decompressed-payload cap of one batch in bytes: ``KOA_MAX_BATCH_BYTES`` when set to a positive
-    integer, else :data:`MAX_BATCH_PAYLOAD_BYTES`."""
+    """Return the decompressed-payload cap of one batch in bytes.
+
+    Returns
+    -------
+    int
+        ``KOA_MAX_BATCH_BYTES`` when set to a positive integer, else :data:`MAX_BATCH_PAYLOAD_BYTES`.
+    """
     import os
 
     try:
@@ -73,15 +80,17 @@ STORED_BYTES_PER_RECORD = 4
 
 @dataclass
 class InflationBudget:
-    """What is left of one segment's inflation budget (see :data:`SEGMENT_INFLATION_FLOOR`):
-    decompressed ``bytes`` and ``records`` of compressed batches."""
+    """What is left of one segment's inflation budget (see :data:`SEGMENT_INFLATION_FLOOR`).
+
+    Its fields: the decompressed ``bytes`` and ``records`` of compressed batches.
+    """
 
     bytes: int
     records: int
 
     @classmethod
     def for_batches(cls, scan: "BatchScan", mask: np.ndarray) -> "InflationBudget":
-        """The budget of the batches of ``scan`` selected by ``mask``, from their compressed ones' stored size."""
+        """Make the budget of the batches of ``scan`` selected by ``mask``, from their compressed ones' stored size."""
         compressed = mask & ((scan.attributes & ATTR_COMPRESSION_MASK) != 0)
         stored = int(scan.batch_length[compressed].astype(np.int64).sum()) + LOG_OVERHEAD * int(compressed.sum())
         return cls(
@@ -90,7 +99,7 @@ class InflationBudget:
         )
 
     def cap(self) -> int:
-        """Decompressed bytes the next block may have: the per-batch cap or what is left, the smaller."""
+        """Return the decompressed bytes the next block may have: the per-batch cap or what is left, the smaller."""
         return max(min(max_batch_payload_bytes(), self.bytes), 0)
 
     def check_records(self, n: int) -> None:
@@ -116,10 +125,21 @@ def decompress(codec_id: int, data: bytes, max_bytes: int | None = None) -> byte
     decompressed incrementally and stops as soon as the output would pass ``max_bytes``
     (default :func:`max_batch_payload_bytes`), so a small block that inflates to gigabytes
     costs at most ``max_bytes`` of memory; snappy's preamble declares each block's length,
-    which is checked before decompressing.  Returns the records bytes (``bytes`` or, to spare a copy,
-    ``bytearray``).  Raises :class:`DecompressionLimitError` beyond
-    the cap, ``ValueError`` for an unknown id or a truncated stream, the codec's own error
-    for bad data.
+    which is checked before decompressing.
+
+    Returns
+    -------
+    bytes or bytearray
+        The records bytes (``bytes`` or, to spare a copy, ``bytearray``).
+
+    Raises
+    ------
+    DecompressionLimitError
+        Beyond the cap.
+    ValueError
+        For an unknown id or a truncated stream.
+    Exception
+        The codec's own error, for bad data.
     """
     cap = max_batch_payload_bytes() if max_bytes is None else int(max_bytes)
     if codec_id == 1:
@@ -143,7 +163,7 @@ def _over(cap: int) -> DecompressionLimitError:
 
 
 def _gzip_bounded(data: bytes, cap: int) -> bytearray:
-    """gzip members in sequence, at most ``cap`` bytes out (``zlib`` with ``max_length``)."""
+    """Decompress gzip members in sequence, at most ``cap`` bytes out (``zlib`` with ``max_length``)."""
     out = bytearray()
     rest = bytes(data)
     while True:
@@ -162,7 +182,7 @@ def _gzip_bounded(data: bytes, cap: int) -> bytearray:
 
 
 def _lz4_bounded(data: bytes, cap: int) -> bytearray:
-    """One LZ4 frame (``KafkaLZ4BlockInputStream``), at most ``cap`` bytes out."""
+    """Decompress one LZ4 frame (``KafkaLZ4BlockInputStream``), at most ``cap`` bytes out."""
     import lz4.frame
 
     d = lz4.frame.LZ4FrameDecompressor()
@@ -179,7 +199,7 @@ def _lz4_bounded(data: bytes, cap: int) -> bytearray:
 
 
 def _zstd_bounded(data: bytes, cap: int) -> bytearray:
-    """zstd frames, read across as kafka.codec does, at most ``cap`` bytes out."""
+    """Decompress zstd frames, read across as kafka.codec does, at most ``cap`` bytes out."""
     import io
 
     import zstandard
@@ -196,8 +216,10 @@ def _zstd_bounded(data: bytes, cap: int) -> bytearray:
 
 
 def _snappy_check_length(data: bytes, cap: int) -> None:
-    """Raise :class:`DecompressionLimitError` when the lengths snappy's preambles declare (one raw
-    block, or the blocks of a xerial stream) add up to more than ``cap`` bytes."""
+    """Raise :class:`DecompressionLimitError` when snappy's preambles declare more than ``cap`` bytes.
+
+    The lengths the preambles declare (one raw block, or the blocks of a xerial stream) are added up.
+    """
 
     def preamble(mv, pos: int) -> int:  # the uncompressed length, a little-endian base-128 varint
         n, shift = 0, 0

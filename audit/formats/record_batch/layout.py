@@ -78,8 +78,11 @@ LOG_OVERHEAD = PARTITION_LEADER_EPOCH_OFFSET
 
 
 class BatchHeader(NamedTuple):
-    """The fixed header of a v2 record batch, field by field as ``DefaultRecordBatch`` lays it out (byte offset
-    from the start of the batch, size); :data:`BATCH_HEADER` unpacks the 61 bytes into one."""
+    """The fixed header of a v2 record batch, field by field as ``DefaultRecordBatch`` lays it out.
+
+    Each field's comment gives its byte offset from the start of the batch and its size; :data:`BATCH_HEADER`
+    unpacks the 61 bytes into one.
+    """
 
     base_offset: int  # 0, int64
     batch_length: int  # 8, int32: bytes after this field (the batch is LOG_OVERHEAD + batch_length bytes)
@@ -116,9 +119,16 @@ BATCH_HEADER = struct.Struct(
 
 
 def batch_header_fields(*names: str) -> Callable[[tuple], Any]:
-    """A getter of the fields ``names`` (of :class:`BatchHeader`) from a tuple :data:`BATCH_HEADER` unpacked: their
-    values as a tuple, or the value for one name.  For the batch walk, which keeps each header as the plain tuple
-    (a :class:`BatchHeader` made per batch would slow it by a sixth)."""
+    """Make a getter of the fields ``names`` (of :class:`BatchHeader`) from a tuple :data:`BATCH_HEADER` unpacked.
+
+    For the batch walk, which keeps each header as the plain tuple (a :class:`BatchHeader` made per batch would
+    slow it by a sixth).
+
+    Returns
+    -------
+    Callable[[tuple], Any]
+        The getter: their values as a tuple, or the value for one name.
+    """
     return operator.itemgetter(*(BatchHeader._fields.index(name) for name in names))
 
 

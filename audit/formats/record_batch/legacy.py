@@ -1,5 +1,6 @@
-"""Legacy message sets (magic 0 and 1: ``LegacyRecord``/``AbstractLegacyRecordBatch``): logs written before
-Kafka 0.11, or under an old ``log.message.format.version``.
+"""Legacy message sets (magic 0 and 1: ``LegacyRecord``/``AbstractLegacyRecordBatch``).
+
+They hold logs written before Kafka 0.11, or under an old ``log.message.format.version``.
 
 :func:`extract_legacy_records` reads one Python step per top-level message; the inner messages of a compressed
 wrapper are found by walking their size chain (:func:`_walk_legacy_set`) and decoded with numpy, as kafka-python's
@@ -37,8 +38,18 @@ class _LegacyFormatError(ValueError):
 
 
 def _legacy_key_value(mv, pos: int, end: int) -> tuple[int, int, int, int]:
-    """(key start, key length, value start, value length) of the legacy message body at ``pos`` (its key
-    length field), inside ``end``; lengths are -1 for null.  Raises :class:`_LegacyFormatError`."""
+    """Read the key and value of the legacy message body at ``pos`` (its key length field), inside ``end``.
+
+    Returns
+    -------
+    tuple of int
+        (key start, key length, value start, value length); lengths are -1 for null.
+
+    Raises
+    ------
+    _LegacyFormatError
+        For a length field, key or value that does not fit inside ``end``.
+    """
     out: list[int] = []
     for what in ("key", "value"):
         if pos + 4 > end:
@@ -53,9 +64,12 @@ def _legacy_key_value(mv, pos: int, end: int) -> tuple[int, int, int, int]:
 
 
 def _kafka08_lz4(payload: bytes) -> bytes:
-    """An lz4 frame as Kafka 0.8/0.9 wrote it for magic 0 (KAFKA-3160: the header checksum byte covers
-    the wrong bytes), with the checksum the LZ4 frame format defines (second byte of the xxh32 of the
-    frame descriptor) put back, so a standard lz4 frame decoder reads it."""
+    """Fix the header checksum of an lz4 frame as Kafka 0.8/0.9 wrote it for magic 0.
+
+    KAFKA-3160: the header checksum byte covers the wrong bytes.  The frame is returned with the checksum the LZ4
+    frame format defines (second byte of the xxh32 of the frame descriptor) put back, so a standard lz4 frame
+    decoder reads it.
+    """
     import xxhash
 
     b = bytes(payload)
@@ -69,18 +83,29 @@ def _kafka08_lz4(payload: bytes) -> bytes:
 
 
 def _walk_legacy_set(inner, magic: int, wrapper_offset: int, wrapper_attrs: int, wrapper_ts: int, max_messages: int):
-    """The messages of a decompressed legacy wrapper's message set, as ``AbstractLegacyRecordBatch``
-    (and kafka-python's ``LegacyRecordBatch``) iterate them: inner messages laid out as the wrapper's
-    magic says, never compressed themselves; magic 1 inner offsets relative (absolute = the wrapper's
-    offset minus the last inner offset plus the inner offset, kept as written when that base would be
+    """Read the messages of a decompressed legacy wrapper's message set.
+
+    As ``AbstractLegacyRecordBatch`` (and kafka-python's ``LegacyRecordBatch``) iterate them: inner messages laid
+    out as the wrapper's magic says, never compressed themselves; magic 1 inner offsets relative (absolute = the
+    wrapper's offset minus the last inner offset plus the inner offset, kept as written when that base would be
     negative), magic 0 absolute; a LogAppendTime wrapper's timestamp for every inner message.
 
-    Only the chain of message sizes is walked in Python; every field is then read with numpy.  Returns
-    ``(offsets, timestamps, key starts, key lengths, value starts, value lengths)`` as int64 arrays with
-    positions into ``inner``.  Raises :class:`DecompressionLimitError` as soon as the set holds more
-    than ``max_messages`` messages, :class:`_LegacyFormatError` for a message that does not fit (or
-    whose key or value does not fit it), an empty set, a compressed inner message or an offset beyond
-    int64."""
+    Only the chain of message sizes is walked in Python; every field is then read with numpy.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        ``(offsets, timestamps, key starts, key lengths, value starts, value lengths)`` as int64 arrays with
+        positions into ``inner``.
+
+    Raises
+    ------
+    DecompressionLimitError
+        As soon as the set holds more than ``max_messages`` messages.
+    _LegacyFormatError
+        For a message that does not fit (or whose key or value does not fit it), an empty set, a compressed
+        inner message or an offset beyond int64.
+    """
     from array import array
 
     n = len(inner)
@@ -142,7 +167,7 @@ def _walk_legacy_set(inner, magic: int, wrapper_offset: int, wrapper_attrs: int,
 def extract_legacy_records(
     buf: bytes | memoryview, scan: BatchScan, batch_mask: np.ndarray, budget: InflationBudget | None = None
 ) -> RecordTable:
-    """Every message of the legacy (magic 0/1) entries selected by ``batch_mask``.
+    """Read every message of the legacy (magic 0/1) entries selected by ``batch_mask``.
 
     As Kafka's ``AbstractLegacyRecordBatch`` (and kafka-python's ``LegacyRecordBatch``) read them: a
     wrapper message's value is decompressed (gzip, snappy, lz4, with Kafka 0.8's lz4 header checksum for
@@ -223,7 +248,7 @@ def _inflate_wrapper(
     wrapper_ts: int,
     budget: InflationBudget,
 ) -> tuple[bytes | bytearray, list[np.ndarray]]:
-    """The decompressed message set of a legacy wrapper message whose value is ``mv[vs:vs + vl]``, and its columns.
+    """Decompress the message set of a legacy wrapper message whose value is ``mv[vs:vs + vl]``; read its columns.
 
     The value is decompressed with :func:`decompress` (codec 1 gzip, 2 snappy, 3 lz4, the only ones
     ``LegacyRecord`` knows; magic 0's lz4 header checksum as Kafka 0.8 wrote it, :func:`_kafka08_lz4`) within
@@ -267,7 +292,7 @@ def _inflate_wrapper(
 
 
 def _legacy_issue(exc: Exception, codec: int, pos: int, magic: int, wrapper_offset: int) -> Issue:
-    """The issue of a legacy entry at byte ``pos`` that :func:`extract_legacy_records` could not read.
+    """Make the issue of a legacy entry at byte ``pos`` that :func:`extract_legacy_records` could not read.
 
     ``decompression_limit`` for a wrapper beyond the batch cap or the segment's budget, ``decompression_failed``
     for another compressed wrapper, else ``corrupt_batch``; the detail names the magic, the codec and ``exc``.
@@ -284,9 +309,12 @@ def _legacy_issue(exc: Exception, codec: int, pos: int, magic: int, wrapper_offs
 
 
 def _wrapper_columns(i: int, cols: list[np.ndarray], shift: int) -> list[np.ndarray]:
-    """The :class:`RecordTable` columns (batch, offset, timestamp, key start and length, value start and length)
-    of the inner messages of entry ``i``, their positions moved by ``shift`` (where their set starts in the
-    table's buffer); a null key or value keeps position 0.  ``cols``: :func:`_walk_legacy_set`'s int64 columns."""
+    """Build the :class:`RecordTable` columns of the inner messages of entry ``i``, their positions moved by ``shift``.
+
+    The columns are batch, offset, timestamp, key start and length, value start and length; ``shift`` is where
+    their set starts in the table's buffer; a null key or value keeps position 0.  ``cols``:
+    :func:`_walk_legacy_set`'s int64 columns.
+    """
     m = len(cols[0])
     k_len, v_len = cols[3], cols[5]
     return [
@@ -301,7 +329,7 @@ def _wrapper_columns(i: int, cols: list[np.ndarray], shift: int) -> list[np.ndar
 
 
 def _legacy_table(blob: bytearray, plain: tuple, parts: list[list[np.ndarray]], issues: list[Issue]) -> RecordTable:
-    """The :class:`RecordTable` of the legacy messages read, in the order of their entries.
+    """Build the :class:`RecordTable` of the legacy messages read, in the order of their entries.
 
     Parameters
     ----------

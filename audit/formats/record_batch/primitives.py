@@ -1,5 +1,6 @@
-"""Vectorised readers of Kafka's primitive types in a byte buffer: big-endian integers and (zigzag) varints
-at many positions at once, with numpy.
+"""Vectorised readers of Kafka's primitive types in a byte buffer, at many positions at once, with numpy.
+
+The types are big-endian integers and (zigzag) varints.
 
 :func:`read_varint` follows ``org.apache.kafka.common.utils.ByteUtils.readVarint/readVarlong``;
 :func:`read_int` and :func:`overlapping_view` read fixed-width big-endian integers through one gather;
@@ -14,10 +15,11 @@ __all__ = ["byte_view", "overlapping_view", "read_int", "read_varint"]
 
 
 def byte_view(buf: bytes | memoryview) -> memoryview:
-    """``buf`` as a flat memoryview of unsigned bytes (format ``B``).
+    """Return ``buf`` as a flat memoryview of unsigned bytes (format ``B``).
 
     Arrow buffers (Spark's ``binaryFile`` content) export a *signed* byte format (``b``): indexing
-    them gives -128..127, so a byte >= 0x80 (a magic byte, an attribute) would read negative."""
+    them gives -128..127, so a byte >= 0x80 (a magic byte, an attribute) would read negative.
+    """
     mv = memoryview(buf)
     if mv.format != "B" or mv.ndim != 1:
         mv = mv.cast("B")
@@ -42,10 +44,14 @@ def _read_varint_general(arr: np.ndarray, pos: np.ndarray, max_bytes: int):
 def read_varint(arr: np.ndarray, pos: np.ndarray, max_bytes: int, zigzag: bool = True):
     """Decode one (zigzag) varint at each position of ``pos`` in the uint8 array ``arr``.
 
-    Returns ``(values int64, sizes int64, ok bool)``; ``ok`` is False where no terminating
-    byte was found within ``max_bytes`` (5 for varint, 10 for varlong) or the buffer ended.
     Follows ``org.apache.kafka.common.utils.ByteUtils.readVarint/readVarlong``.  One- and two-byte
     varints (the common case: small lengths and deltas) take a fast path.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(values int64, sizes int64, ok bool)``; ``ok`` is False where no terminating
+        byte was found within ``max_bytes`` (5 for varint, 10 for varlong) or the buffer ended.
     """
     m = len(pos)
     if m == 0 or len(arr) == 0:
@@ -84,9 +90,11 @@ _BE = {(2, True): ">i2", (4, True): ">i4", (8, True): ">i8", (2, False): ">u2", 
 
 
 def overlapping_view(arr: np.ndarray, dtype: str) -> np.ndarray:
-    """Unaligned view of the uint8 array ``arr`` whose element *i* is the ``dtype`` integer
-    starting at byte *i* (one gather then reads many integers at arbitrary positions).  A buffer
-    shorter than one integer is zero-padded first."""
+    """View the uint8 array ``arr`` unaligned: element *i* is the ``dtype`` integer starting at byte *i*.
+
+    One gather then reads many integers at arbitrary positions.  A buffer shorter than one integer is
+    zero-padded first.
+    """
     size = np.dtype(dtype).itemsize
     if len(arr) < size:
         padded = np.zeros(size, dtype=np.uint8)
@@ -98,7 +106,7 @@ def overlapping_view(arr: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def read_int(arr: np.ndarray, pos: np.ndarray, nbytes: int, signed: bool = True, in_range: bool = False) -> np.ndarray:
-    """Big-endian integers of ``nbytes`` (2, 4 or 8) at each position, as int64.
+    """Read the big-endian integers of ``nbytes`` (2, 4 or 8) at each position, as int64.
 
     One gather through an unaligned, overlapping view of ``arr`` (element *i* = the
     ``nbytes`` bytes at *i*).  Positions too close to the end read the last whole

@@ -1,7 +1,8 @@
-"""The records of a segment's v2 batches, located with numpy: :func:`extract_records` decompresses the compressed
-batches (:mod:`.compression`), frames every record (:func:`_frame_records`) and reads each record's offset,
-timestamp, key and value position into a :class:`~.results.RecordTable`; legacy message sets come from
-:mod:`.legacy`, merged in log order.
+"""The records of a segment's v2 batches, located with numpy.
+
+:func:`extract_records` decompresses the compressed batches (:mod:`.compression`), frames every record
+(:func:`_frame_records`) and reads each record's offset, timestamp, key and value position into a
+:class:`~.results.RecordTable`; legacy message sets come from :mod:`.legacy`, merged in log order.
 
 Follows Kafka's ``DefaultRecordBatch`` and ``DefaultRecord`` (clients/src/main/java/org/apache/kafka/common/
 record/).  Every per-record field is decoded for all records of a segment at once (records are framed one numpy
@@ -58,7 +59,7 @@ def extract_records(buf: bytes | memoryview, scan: BatchScan, batch_mask: np.nda
 
 
 def _merge_in_log_order(a: RecordTable, b: RecordTable) -> RecordTable:
-    """Both tables' records in one, ordered by batch (file position) and, within one, as they were."""
+    """Merge both tables' records into one, ordered by batch (file position) and, within one, as they were."""
     for x, y in ((a, b), (b, a)):
         if not len(y):  # nothing to interleave: keep x's buffer as it is (no copy of the segment)
             return replace(x, issues=a.issues + b.issues)
@@ -81,7 +82,9 @@ def _merge_in_log_order(a: RecordTable, b: RecordTable) -> RecordTable:
 def _extract_v2_records(
     buf: bytes | memoryview, scan: BatchScan, batch_mask: np.ndarray, budget: InflationBudget
 ) -> RecordTable:
-    """:func:`extract_records` for the magic-2 batches selected by ``batch_mask``, compressed ones within ``budget``.
+    """Locate the records of the magic-2 batches selected by ``batch_mask``, compressed ones within ``budget``.
+
+    :func:`extract_records` for those batches.
 
     The phases, each a few array operations over all the selected batches (``DefaultRecordBatch`` and
     ``DefaultRecord``): :func:`_impossible_counts` drops the batches whose record count their bytes cannot hold,
@@ -119,7 +122,7 @@ def _extract_v2_records(
 
 
 def _impossible_counts(scan: BatchScan, batch_mask: np.ndarray, stored: np.ndarray, issues: list[Issue]) -> np.ndarray:
-    """The selected batches whose record count their bytes cannot hold, each reported as ``corrupt_batch``.
+    """Find the selected batches whose record count their bytes cannot hold, each reported as ``corrupt_batch``.
 
     ``DefaultRecordBatch`` throws ``InvalidRecordException`` for a negative count, and a record takes at least
     :data:`MIN_RECORD_SIZE` bytes: an uncompressed batch holds at most its records payload over that, a
@@ -168,7 +171,7 @@ def _inflate_batches(
     budget: InflationBudget,
     issues: list[Issue],
 ) -> np.ndarray:
-    """The segment's bytes followed by the decompressed records of its selected compressed batches.
+    """Return the segment's bytes followed by the decompressed records of its selected compressed batches.
 
     Each selected batch with a compression codec in its attributes and records is decompressed by
     :func:`_inflate_batch`; one that cannot be is unselected (its issue appended), one that can has its records
@@ -222,7 +225,7 @@ def _inflate_batch(
     budget: InflationBudget,
     issues: list[Issue],
 ) -> bytes | bytearray | None:
-    """The decompressed records of batch ``i``, or None (and its issue appended) when they cannot be had.
+    """Decompress the records of batch ``i``; None (and its issue appended) when they cannot be had.
 
     Kafka's ``CompressionType`` ids name the codec (:data:`COMPRESSION_NAMES`); the block ``mv[start:end]`` is
     decompressed by :func:`decompress` within what is left of ``budget`` (records and bytes), which is then
@@ -271,7 +274,7 @@ class _RecordBodies(NamedTuple):
 
 
 def _read_record_bodies(data: np.ndarray, rs: np.ndarray, re_: np.ndarray) -> _RecordBodies:
-    """The fields of the record bodies at ``data[rs:re_]``, all records at once.
+    """Read the fields of the record bodies at ``data[rs:re_]``, all records at once.
 
     A ``DefaultRecord`` body: attributes int8, timestampDelta varlong, offsetDelta varint, key (varint length,
     -1 for null, then its bytes), value (likewise), headers.  The three first varints come from
@@ -357,7 +360,7 @@ def _record_table(
     bodies: _RecordBodies,
     issues: list[Issue],
 ) -> RecordTable:
-    """The :class:`RecordTable` of the framed records whose batch is not ``bad``.
+    """Build the :class:`RecordTable` of the framed records whose batch is not ``bad``.
 
     A record's offset is its batch's base offset plus its offset delta; its timestamp its batch's base timestamp
     plus its delta, or the batch's max timestamp when the batch's timestamp type is LogAppendTime
@@ -402,12 +405,20 @@ def _record_table(
 
 
 def short_heads(data: np.ndarray, p: np.ndarray):
-    """The first three varints of the record bodies whose ``timestampDelta`` starts at each of ``p``, when every
-    one is short: a one-byte timestamp delta, an offset delta and a key length of one or two bytes each (records
-    of one produce request, keys under 8192 bytes: nearly every record a broker writes).  Returns
-    ``(timestamp_delta, offset_delta, key_length, key_start)`` as :func:`read_varint` reads them, or None when
-    some record's are longer (or too near the end of ``data``): the caller reads them one varint at a time.
-    One gather of eight bytes from each position (the five the heads may span) instead of up to six gathers."""
+    """Read the first three varints of the record bodies at ``p`` at once, when every one is short.
+
+    The bodies are those whose ``timestampDelta`` starts at each of ``p``; short is a one-byte timestamp delta, an
+    offset delta and a key length of one or two bytes each (records of one produce request, keys under 8192 bytes:
+    nearly every record a broker writes).  One gather of eight bytes from each position (the five the heads may
+    span) instead of up to six gathers.
+
+    Returns
+    -------
+    tuple of numpy.ndarray or None
+        ``(timestamp_delta, offset_delta, key_length, key_start)`` as :func:`read_varint` reads them, or None
+        when some record's are longer (or too near the end of ``data``): the caller reads them one varint at a
+        time.
+    """
     if len(p) == 0 or len(data) < 8:
         return None
     words = overlapping_view(data, "<u8")  # eight bytes from each position, in the buffer's order
@@ -439,13 +450,17 @@ LOCKSTEP_MIN_BATCHES = 48
 
 
 def _frame_records(data: np.ndarray, cur: np.ndarray, ends: np.ndarray, counts: np.ndarray):
-    """Record boundaries of batches whose records start at ``cur`` and end at ``ends`` (positions in the
-    uint8 array ``data``), ``counts`` records each.
+    """Find the record boundaries of batches whose records start at ``cur`` and end at ``ends``.
 
-    Each record is a zigzag varint length (at most 5 bytes, ``ByteUtils.readVarint``) then that many
-    bytes, at least ``MIN_RECORD_SIZE - 1``, inside its batch.  Returns ``(batch, start, stop, bad)``:
-    per record (in log order) the index of its batch and its body's byte range, and per batch whether
-    its framing failed (its records are then unusable).
+    ``cur`` and ``ends`` are positions in the uint8 array ``data``; ``counts`` records each.  Each record is a
+    zigzag varint length (at most 5 bytes, ``ByteUtils.readVarint``) then that many bytes, at least
+    ``MIN_RECORD_SIZE - 1``, inside its batch.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(batch, start, stop, bad)``: per record (in log order) the index of its batch and its body's byte
+        range, and per batch whether its framing failed (its records are then unusable).
     """
     n = len(cur)
     bad = np.zeros(n, dtype=bool)
@@ -505,9 +520,16 @@ def _frame_records(data: np.ndarray, cur: np.ndarray, ends: np.ndarray, counts: 
 
 
 def _walk_records(mv: memoryview, pos: int, end: int, n: int):
-    """Frame ``n`` records from byte ``pos`` of ``mv`` (unsigned bytes) one at a time, as one step of
-    :func:`_frame_records` does for many batches: ``(starts, stops, ok)``, ``ok`` False at the first
-    record whose length varint is unterminated within 5 bytes, too small, or overruns ``end``."""
+    """Frame ``n`` records from byte ``pos`` of ``mv`` (unsigned bytes) one at a time.
+
+    As one step of :func:`_frame_records` does for many batches.
+
+    Returns
+    -------
+    tuple
+        ``(starts, stops, ok)``, ``ok`` False at the first record whose length varint is unterminated within 5
+        bytes, too small, or overruns ``end``.
+    """
     from array import array
 
     starts, stops = array("q"), array("q")
@@ -542,7 +564,7 @@ def _walk_records(mv: memoryview, pos: int, end: int, n: int):
 
 
 def control_types(records: RecordTable) -> np.ndarray:
-    """Control record type per record (0 ABORT, 1 COMMIT, other values as written; -1 if unreadable).
+    """Read the control record type per record (0 ABORT, 1 COMMIT, other values as written; -1 if unreadable).
 
     The key of a control record is ``int16 version, int16 type`` (``ControlRecordType``).
     """

@@ -1,5 +1,7 @@
-"""What the decoders return: :class:`BatchScan` (the batch headers of a segment), :class:`RecordTable` (its
-records) and :class:`Issue` (what could not be read, and where), with :func:`issue_batch` for Issue rows as Arrow.
+"""What the decoders return: the batch headers and records of a segment, and what could not be read.
+
+:class:`BatchScan` (the batch headers of a segment), :class:`RecordTable` (its records) and :class:`Issue` (what
+could not be read, and where), with :func:`issue_batch` for Issue rows as Arrow.
 """
 
 from __future__ import annotations
@@ -75,8 +77,10 @@ class BatchScan:
     @property
     def end_offset(self) -> int:
         """Kafka offset after the last valid batch (``DefaultRecordBatch.nextOffset``), -1 when none.
+
         Computed with Python integers: :func:`scan_batches` already marked a batch whose next offset
-        would pass 2^63-1 as corrupt, so this never wraps."""
+        would pass 2^63-1 as corrupt, so this never wraps.
+        """
         ok = self.crc_ok
         if not ok.any():
             return -1
@@ -110,10 +114,12 @@ class RecordTable:
 
 
 def issue_batch(schema: pa.Schema, source_file: str, source_partition: int, issues: list[Issue]) -> pa.RecordBatch:
-    """The ``kind = 'issue'`` rows of ``issues`` (:class:`Issue`: one per skipped batch or unreadable file) in
-    ``schema``, a pyarrow schema with the columns ``source_file, source_partition, kind, position`` (bytes),
-    ``offset`` (the batch's base offset, -1 unknown), ``decode_error`` (the reason), ``detail`` and
-    ``records_affected``; its other columns are null."""
+    """Build the ``kind = 'issue'`` rows of ``issues`` in ``schema``.
+
+    ``issues``: :class:`Issue`, one per skipped batch or unreadable file.  ``schema``: a pyarrow schema with the
+    columns ``source_file, source_partition, kind, position`` (bytes), ``offset`` (the batch's base offset, -1
+    unknown), ``decode_error`` (the reason), ``detail`` and ``records_affected``; its other columns are null.
+    """
     import pyarrow as pa
 
     n = len(issues)
