@@ -89,7 +89,8 @@ def test_prewarm_shortens_the_switch_interval_until_joined():
     join() puts the caller's value back."""
     import sys
 
-    from audit.cli import PREWARM_SWITCH_INTERVAL, _prewarm
+    from audit.cli.session import PREWARM_SWITCH_INTERVAL
+    from audit.cli.session import prewarm as _prewarm
 
     before = sys.getswitchinterval()
     try:
