@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     seen = _jobs(spark)
     per_stage: list[tuple[str, list[int]]] = []
-    original = pipeline._Stage.__call__
+    original = pipeline.stages._Stage.__call__
 
     def mark(stage, name: str) -> None:
         nonlocal seen
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         per_stage.append((name, []))
         original(stage, name)
 
-    pipeline._Stage.__call__ = mark  # type: ignore[method-assign]
+    pipeline.stages._Stage.__call__ = mark  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory() as tmp:
         cfg = pipeline.AuditConfig(
             log_dirs=[demo_log_dirs()],

@@ -204,7 +204,7 @@ def child_audit(
         probe["paused"] += time.perf_counter() - t
         marks.append((msg.split(":", 1)[0], time.perf_counter() - probe["paused"]))
 
-    pipeline._progress = progress
+    pipeline.config.progress = progress  # every module of the pipeline calls it through its module
 
     t0 = time.perf_counter()
     spark = build_session(master, quick_start=True)  # as the CLI starts it for --mode latest

@@ -77,7 +77,7 @@ def audit_child(argv: list[str], stats_file: str) -> int:
         s = SparkSession.getActiveSession()
         return len(s.sparkContext.statusTracker().getJobIdsForGroup(None)) if s else 0
 
-    real_progress, real_run = pipeline._progress, pipeline.run
+    real_progress, real_run = pipeline.config.progress, pipeline.run
 
     def progress(cfg, msg):
         marks.append((msg.split(":", 1)[0], time.perf_counter(), jobs()))
@@ -89,7 +89,8 @@ def audit_child(argv: list[str], stats_file: str) -> int:
         info["jobs_after"], info["t_end"] = jobs(), time.perf_counter()
         return res
 
-    pipeline._progress, pipeline.run = progress, run
+    # progress lines: every module of the pipeline calls them through audit.pipeline.config
+    pipeline.config.progress, pipeline.run = progress, run
     cli.run = run  # the CLI imported run() by name
     code = cli.main(argv)
     stages, prev_t, prev_j = {}, info.get("t_run", 0.0), info.get("jobs_before", 0)

@@ -32,7 +32,7 @@ STAGES = {  # stage -> (module, attribute) to make raise
     "html_report": ("audit.report.html", "write_html_report"),
     "expectations": ("audit.report.expectations", "run_expectations"),
     "metrics": ("audit.report.metrics", "build_registry"),
-    "console": ("audit.pipeline", "render_console"),
+    "console": ("audit.pipeline.reports", "render_console"),
     "history": ("audit.report.history", "append_run"),
     "tables": ("audit.io.outputs", "register_tables"),
 }
@@ -111,7 +111,7 @@ def test_a_failed_stage_keeps_the_tables_and_exits_3(stage, spark, tmp_path, mon
 
 
 def test_a_failure_before_the_tables_leaves_the_previous_output_and_exits_3(spark, tmp_path, monkeypatch, capsys):
-    import audit.pipeline
+    import audit.pipeline.judging
 
     out = tmp_path / "out"
     args = [
@@ -127,7 +127,7 @@ def test_a_failure_before_the_tables_leaves_the_previous_output_and_exits_3(spar
     ]
     assert main(args) == 0
     before = (out / "summary.json").read_text()
-    monkeypatch.setattr(audit.pipeline, "judge", _boom)
+    monkeypatch.setattr(audit.pipeline.judging, "judge", _boom)
     assert main(args) == 3
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("kafka-offset-audit: internal error in stage 'judge': Boom: injected failure"), err

@@ -1,0 +1,208 @@
+"""The stages after the judged tables: report.html, the expectation suite, ``metrics.prom`` and the console table.
+
+:func:`write_reports` runs report.html and the suite side by side; :func:`metric_and_console_rows` collects the
+metrics' and the console's rows in one Spark job; :func:`write_metrics` writes ``metrics.prom``.  Each part runs
+under :meth:`audit.pipeline.config.Failures.guard`: a failed one is recorded and leaves the tables alone.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+from pyspark.sql import SparkSession
+
+from ..io.outputs import StagedOutput
+from ..report.console import console_queries, render_console
+from ..spark import collect_together
+from ..tables import failing_severities
+from . import config
+from .config import AuditConfig, Failures
+from .judging import Judged
+
+__all__ = ["CONSOLE_FAILED", "metric_and_console_rows", "write_metrics", "write_reports"]
+
+
+def _metric_queries(cfg: AuditConfig, j: Judged, bounds) -> dict:
+    """Build the per-group-partition, lost-lineage and per-group queries of ``metrics.prom``.
+
+    Share-partitions are among the group-partitions.  Each query gives at most
+    ``--metrics-max-group-partitions`` rows; :mod:`audit.report.metrics`.
+    """
+    from ..report.metrics import group_partition_query, group_query, lost_lineage_query
+
+    limit = cfg.metrics_max_group_partitions
+    if not limit:
+        return {}
+    queries = {
+        "partitions": group_partition_query(j.committed, j.findings, bounds, limit, j.share_partitions),
+        "groups": group_query(j.groups, limit),
+    }
+    lost = lost_lineage_query(j.findings, limit)
+    if lost is not None:
+        queries["lost"] = lost
+    return queries
+
+
+CONSOLE_FAILED = "(the console table failed: see summary.json's failed_stages)"
+
+
+def metric_and_console_rows(cfg: AuditConfig, j: Judged, bounds, failures: Failures) -> tuple[tuple, str, dict]:
+    """Run stage ``metrics`` (its rows) and ``console``: their queries collected together in one Spark job.
+
+    A failed stage is recorded in ``failures`` and gives no rows / :data:`CONSOLE_FAILED`.
+
+    Returns
+    -------
+    tuple
+        The metric rows (per group-partition, lost lineage, per group), the console text and the console's
+        rows.
+    """
+    mq = failures.guard("metrics", lambda: _metric_queries(cfg, j, bounds))
+    cq = failures.guard(
+        "console", lambda: console_queries(j.findings, j.committed, bounds, cfg.max_rows, groups=j.groups)
+    )
+    queries = {**{f"m_{k}": v for k, v in (mq or {}).items()}, **{f"c_{k}": v for k, v in (cq or {}).items()}}
+    try:
+        rows = collect_together(queries)
+    except Exception as exc:  # noqa: BLE001 - both stages' rows are lost: each recorded, exit status 3
+        for name, q in (("metrics", mq), ("console", cq)):
+            if q is not None:
+                failures.record(name, exc)
+        return ([], [], []), CONSOLE_FAILED, {}
+    metric_rows = (rows.get("m_partitions", []), rows.get("m_lost", []), rows.get("m_groups", []))
+    console, parts = CONSOLE_FAILED, {}
+    if cq is not None:
+        parts = {k[2:]: v for k, v in rows.items() if k.startswith("c_")}
+        console = failures.guard("console", lambda: render_console(parts, cfg.max_rows), CONSOLE_FAILED)
+    return metric_rows, console, parts
+
+
+def write_metrics(
+    cfg: AuditConfig, spark: SparkSession, out: StagedOutput, summary: dict, metric_rows: tuple[list, list, list]
+):
+    """Write ``metrics.prom`` (from :func:`metric_and_console_rows`) into the staged output.
+
+    Returns
+    -------
+    CollectorRegistry
+        The registry (pushed after the commit).
+    """
+    from ..report.metrics import METRICS_FILENAME, build_registry, render
+    from ..io import fs
+
+    rows, lost, group_metric_rows = metric_rows
+    registry = build_registry(summary, rows, lost=lost, groups=group_metric_rows)
+    fs.write_small(spark, out.path(METRICS_FILENAME), render(registry))
+    summary["metrics"] = {
+        "file": METRICS_FILENAME,
+        "group_partitions_exported": len(rows),
+        "group_partitions_left_out": max(
+            0,
+            summary["offset_commits"]["group_partitions"]
+            + (summary.get("share_groups") or {}).get("share_partitions", 0)
+            - len(rows),
+        ),
+        "pushgateway": cfg.pushgateway,
+        "job": cfg.pushgateway_job if cfg.pushgateway else None,
+    }
+    return registry
+
+
+def write_reports(
+    cfg: AuditConfig, spark: SparkSession, out: StagedOutput, tables: dict | None = None, guarded=None
+) -> dict:
+    """Great Expectations checkpoint (+ Data Docs) and report.html over the staged outputs.
+
+    ``tables``: the staged tables still in memory (name -> DataFrame, the rows written): report.html's queries
+    read them instead of the Parquet files (the suite validates what was written).
+
+    ``guarded(stage, fn, default)`` runs each part (stages ``expectations`` and ``html_report``) so that one
+    failing leaves the other and the tables alone (stage ``reports``, :mod:`audit.pipeline.stages`); without it an error propagates.  A failed
+    part is ``{"error": ...}`` in the result.
+
+    The suite fails on findings at or above ``--fail-on`` (none for ``never``); its other
+    expectations are data-quality checks with thresholds from ``--expectations-config``.
+    Spark reads the staged tables wherever they are; for an output that is not local (HDFS,
+    S3 ...) the reports are built in a local temporary directory and then copied into it.
+    """
+    from ..report.expectations import run_expectations
+    from ..report.expectations_config import load_expectations_config
+    from ..report.html import REPORT_FILENAME, write_html_report
+    from ..io import fs
+
+    if guarded is None:
+
+        def guarded(_stage, fn, default=None):
+            return fn()
+
+    remote = not fs.is_local(out.staging)
+    local = tempfile.mkdtemp(prefix="koa-reports-") if remote else fs.local_path(out.staging)
+    tables_dir = out.staging if remote else None
+    failed = object()
+    try:
+        ecfg = load_expectations_config(cfg.expectations_config)
+        ecfg = ecfg.model_copy(update={"fail_on_severities": failing_severities(cfg.fail_on)})
+        # the suite (mostly Python: GX's pandas engine for small tables) runs while the report's queries do
+        from concurrent.futures import ThreadPoolExecutor
+
+        from ..spark import inheriting
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="koa-expectations") as pool:
+            suite = pool.submit(inheriting(run_expectations), spark, local, ecfg, tables_dir=tables_dir)
+
+            def wait_for_suite():
+                try:
+                    suite.result()
+                except Exception:  # noqa: BLE001 - the suite's own stage records it below
+                    pass
+
+            html = guarded(
+                "html_report",
+                lambda: write_html_report(
+                    spark,
+                    local,
+                    display_dir=out.committed,
+                    tables_dir=tables_dir,
+                    wait_for=wait_for_suite,
+                    tables=tables,
+                ),
+                failed,
+            )
+            outcome = guarded("expectations", suite.result, failed)
+        if outcome is not failed:
+            stats = outcome.statistics
+            passed = "passed" if outcome.success else "FAILED"
+            config.progress(
+                cfg,
+                f"expectations: {passed} ({stats.get('successful_expectations')}/{stats.get('evaluated_expectations')})",
+            )
+        if remote:
+            for name in ("expectations", "data_docs", REPORT_FILENAME):
+                if os.path.exists(os.path.join(local, name)):
+                    fs.upload(spark, os.path.join(local, name), out.path(name))
+    finally:
+        if remote:
+            shutil.rmtree(local, ignore_errors=True)
+    return {
+        "expectations": _suite_summary(None if outcome is failed else outcome),
+        "html_report": "report.html" if html not in (None, failed) else None,
+    }
+
+
+def _suite_summary(outcome) -> dict:
+    """Build summary.json's ``reports.expectations``: the suite's success, failed checks and statistics.
+
+    Also where its result and Data Docs are; ``{"error": ...}`` when the suite did not run to the end (``outcome``
+    None).
+    """
+    if outcome is None:
+        return {"error": "the expectation suite failed: see failed_stages"}
+    return {
+        "success": bool(outcome.success),
+        "failed": list(outcome.failed_checks),
+        "statistics": {k: v for k, v in outcome.statistics.items() if k != "by_asset"},
+        "result": "expectations/validation_result.json",
+        "data_docs": "data_docs/index.html",
+    }
