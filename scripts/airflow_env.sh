@@ -3,6 +3,10 @@
 #
 #   bash scripts/airflow_env.sh          # -> .venv-airflow/ beside this script's checkout
 #
+# requirements-airflow.txt pins what pyproject.toml's [airflow] extra names (audit.airflow's dependencies) and the
+# project's other runtime dependencies. The script installs that file rather than `.[airflow]`, then the project
+# with --no-deps, so that pyspark and pyspark-client are exactly the pinned release.
+#
 # Airflow lives in its own venv because apache-airflow-providers-apache-spark pulls pyspark-client,
 # which overwrites pyspark's Python files (see requirements-airflow.txt), and Airflow's dependencies must
 # not move the audit's. Here pyspark and pyspark-client are both pinned to 4.2.0 and the project is
@@ -51,6 +55,7 @@ if pyspark.__version__ != v["pyspark"]:
     sys.exit(f"pyspark's Python files are {pyspark.__version__}, its wheel {v['pyspark']}: rerun scripts/airflow_env.sh")
 import airflow.providers.apache.spark.operators.spark_submit  # noqa: F401
 import audit.pipeline  # noqa: F401
+import audit.airflow  # noqa: F401 - build_dag, the operator and the notifier (the [airflow] extra's module)
 import audit.submit
 import sysconfig
 if not os.path.realpath(audit.__file__).startswith(os.path.realpath(sysconfig.get_paths()["purelib"]) + os.sep):

@@ -4,7 +4,7 @@ The gate is ``--fail-on`` (:func:`evaluate_output`); the alert is the one for a 
 
 Reads ``summary.json``, ``expectations/validation_result.json`` and ``findings/`` (streamed with pyarrow, bounded
 memory) of an output on a local or mounted path; starts Spark only to run the expectation suite when the audit
-skipped it.  No Airflow import: ``airflow_dags/kafka_offset_audit.py`` wires these into its tasks and notifier.
+skipped it.  No Airflow import: :mod:`audit.airflow` wires these into its tasks and notifier.
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def gated_finding_lines(output_dir: str, failing: Sequence[str]) -> list[str]:
     return lines
 
 
-def evaluate_output(output: str, fail_on: str = "critical", expectations_config: str | None = None) -> dict:
+def evaluate_output(output: str, fail_on: str = "error", expectations_config: str | None = None) -> dict:
     """Judge an audit output directory: the expectation suite's result plus the ``fail_on`` gate.
 
     Returns ``{"passed", "report", "findings_by_severity", "failed_checks", "suite_success", ...}`` where

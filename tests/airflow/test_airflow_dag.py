@@ -1,11 +1,13 @@
-"""The Airflow DAG ``airflow_dags/kafka_offset_audit.py``, exercised in the Airflow environment.
+"""The Airflow DAG ``airflow_dags/kafka_offset_audit.py`` and :mod:`audit.airflow`, exercised in the Airflow environment.
 
 Airflow and its Spark provider live in their own venv (``.venv-airflow``, built by
 ``bash scripts/airflow_env.sh``: the provider's pyspark-client would overwrite pyspark's files here).
 These tests run under the main venv's pytest and drive that venv's Python through a small script
 (``_SCRIPT`` below): a ``DagBag`` load with the DAG's structure, and ``dag.test()`` runs of the whole
-DAG -- spark-submit of ``jobs/audit_offsets.py`` on ``local[2]``, then ``check_expectations`` -- over
-the bundled unclean-election scenario, with a temporary ``AIRFLOW_HOME`` and SQLite.
+DAG -- spark-submit of the installed ``audit/submit.py`` on ``local[2]``, then ``check_expectations`` -- over
+the bundled unclean-election scenario, with a temporary ``AIRFLOW_HOME`` and SQLite.  The DAG file is an example
+over ``build_dag`` of the installed package (``audit.airflow``), which ``test_build_dag_with_grouped_settings``
+calls directly.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ if dag is not None and mode == "structure":
                     "spark_submit": isinstance(t, SparkSubmitOperator)}
         for t in dag.tasks}
     submit = dag.get_task("audit_offsets")
-    module = sys.modules[type(submit).__module__]  # the DAG file as the DagBag imported it
+    module = sys.modules[type(submit).__module__]  # audit.airflow.operators, the installed package's
+    out["operator_module"] = [module.__name__, module.__file__]
     out["submit"] = {"application": submit.application, "spark_binary": submit._spark_binary,
                      "conn_id": submit._conn_id, "env_vars": submit.env_vars}
     out["params"] = dag.params.dump()
@@ -59,6 +62,49 @@ if dag is not None and mode == "structure":
     out["rendered_args_ops"] = module._flatten([env.from_string(a).render(params=params, run_id="r1")
                                                 if isinstance(a, str) else a for a in submit.application_args])
     out["sys_executable"] = sys.executable
+elif mode == "custom":
+    import datetime as dt
+
+    from audit.airflow import Alerts, AuditAlertNotifier, AuditParams, SparkSettings, build_dag
+    from audit.pipeline.config import AuditConfig
+
+    custom = build_dag(
+        "kafka_offset_audit_cluster_b",
+        params=AuditParams(log_dirs=["/b/broker-1", "/b/broker-2"], output="/audits/b", mode="history",
+                           fail_on="critical", spark_conn_id="spark_b", pushgateway="http://pg:9091",
+                           pushgateway_labels=["cluster=b"], history="/h/b"),
+        spark=SparkSettings(application="/opt/koa/app.py", spark_binary="/opt/spark/bin/spark-submit",
+                            spark_conf={"spark.executor.memory": "2g"}, pyspark_python="/opt/py/bin/python",
+                            executor_env="/envs/koa.tar.gz"),
+        alerts=Alerts(email=["b-oncall@example.com"], slack_conn_id="slack_b", slack_channel="#kafka-b"),
+        schedule="@hourly", retries=4, retry_delay=dt.timedelta(seconds=30),
+        audit_timeout=dt.timedelta(minutes=20), check_timeout=dt.timedelta(minutes=3))
+    submit = custom.get_task("audit_offsets")
+    check = custom.get_task("check_expectations")
+    notifiers = submit.on_failure_callback or []
+    out["custom"] = {
+        "dag_id": custom.dag_id, "params": custom.params.dump(), "schedule": str(custom.schedule),
+        "task_ids": sorted(custom.task_ids), "application": submit.application, "spark_binary": submit._spark_binary,
+        "conn_id": submit._conn_id, "conf": submit.conf, "env_vars": submit.env_vars, "archives": submit._archives,
+        "connect_python": submit.connect_python, "connect_env": submit.connect_env,
+        "retries": [submit.retries, check.retries],
+        "timeouts": [submit.execution_timeout.total_seconds(), check.execution_timeout.total_seconds()],
+        "notifiers": [[type(n).__name__, n.email_to, n.slack_conn_id, n.slack_channel] for n in notifiers],
+        "check_notified": len(check.on_failure_callback or []),
+        "module": build_dag.__module__,
+    }
+    plain = build_dag("kafka_offset_audit_plain")
+    out["plain"] = {"params": plain.params.dump(), "notifiers": plain.get_task("audit_offsets").on_failure_callback}
+    out["cli_fail_on"] = AuditConfig.model_fields["fail_on"].default
+    import audit.airflow
+    out["package_file"] = audit.airflow.__file__
+    bad = {}
+    for field, value in (("fail_on", "fatal"), ("mode", "all"), ("log_dirs", "/one/string")):
+        try:
+            AuditParams(**{field: value})
+        except ValueError as exc:
+            bad[field] = str(exc)
+    out["bad"] = bad
 elif dag is not None and mode == "gated":
     from audit.report.evaluation import gated_finding_lines  # what the DAG's check_expectations logs
     out["lines"] = gated_finding_lines(sys.argv[2], json.loads(sys.argv[3]))
@@ -171,7 +217,7 @@ def test_dagbag_imports_and_structure(airflow_env):
         "log_dirs": [],
         "output": "/tmp/kafka-offset-audit",
         "mode": "latest",
-        "fail_on": "critical",
+        "fail_on": "error",  # the CLI's --fail-on default
         "spark_conn_id": "spark_default",
         "expectations_config": None,
         "pushgateway": None,
@@ -181,6 +227,9 @@ def test_dagbag_imports_and_structure(airflow_env):
     }
     assert result["schedule"] == "@daily"
     assert result["max_active_runs"] == 1
+    # the operator comes from the installed package, not the DAG file (a thin example over build_dag)
+    name, file = result["operator_module"]
+    assert name == "audit.airflow.operators" and AIRFLOW_VENV.resolve() in Path(file).resolve().parents, file
     # list-valued params expand in place; the optional --expectations-config appears only when set
     assert result["rendered_args"] == [
         "--log-dirs",
@@ -207,6 +256,48 @@ def test_dagbag_imports_and_structure(airflow_env):
         "--run-id",
         "r1",
     ]
+
+
+def test_build_dag_with_grouped_settings(airflow_env):
+    """``build_dag`` of the installed package builds a second DAG from grouped settings: its params' defaults are the
+    ``AuditParams`` given, the submit takes the ``SparkSettings``, both tasks notify the ``Alerts``; without settings
+    the defaults are the CLI's (``fail_on`` error) and no notifier; bad settings fail when built."""
+    result, _log = _script(airflow_env, "custom")
+    custom = result["custom"]
+    assert custom["dag_id"] == "kafka_offset_audit_cluster_b"
+    assert custom["params"] == {
+        "log_dirs": ["/b/broker-1", "/b/broker-2"],
+        "output": "/audits/b",
+        "mode": "history",
+        "fail_on": "critical",
+        "spark_conn_id": "spark_b",
+        "expectations_config": None,
+        "pushgateway": "http://pg:9091",
+        "pushgateway_labels": ["cluster=b"],
+        "history": "/h/b",
+        "spark_connect_conn_id": None,
+    }
+    assert custom["schedule"] == "@hourly"
+    assert custom["task_ids"] == ["audit_offsets", "check_expectations"]
+    assert custom["application"] == "/opt/koa/app.py"
+    assert custom["spark_binary"] == "/opt/spark/bin/spark-submit"
+    assert custom["conn_id"] == "spark_b"
+    assert custom["conf"] == {"spark.executor.memory": "2g"}
+    assert custom["archives"] == "/envs/koa.tar.gz#env"
+    assert custom["env_vars"] == {"PYSPARK_PYTHON": "./env/bin/python", "PYSPARK_DRIVER_PYTHON": "/opt/py/bin/python"}
+    assert (custom["connect_python"], custom["connect_env"]) == ("/opt/py/bin/python", "/envs/koa.tar.gz")
+    assert custom["retries"] == [4, 0]  # check_expectations never retries
+    assert custom["timeouts"] == [20 * 60, 3 * 60]
+    assert custom["notifiers"] == [["AuditAlertNotifier", ["b-oncall@example.com"], "slack_b", "#kafka-b"]]
+    assert custom["check_notified"] == 1
+    assert custom["module"] == "audit.airflow.dag"
+    assert AIRFLOW_VENV.resolve() in Path(result["package_file"]).resolve().parents
+    # the defaults: the CLI's gate, no alert target
+    assert result["plain"]["params"]["fail_on"] == result["cli_fail_on"] == "error"
+    assert result["plain"]["params"]["output"] == "/tmp/kafka-offset-audit"
+    assert result["plain"]["notifiers"] in (None, [])
+    assert set(result["bad"]) == {"fail_on", "mode", "log_dirs"}, result["bad"]
+    assert "fail_on takes one of critical, error, warning, never" in result["bad"]["fail_on"]
 
 
 def test_run_passes_without_a_severity_gate(airflow_env, tmp_path, request):
@@ -298,9 +389,9 @@ def _html_part(msg) -> str:
     raise AssertionError("no text/html part in the alert email")
 
 
-def test_run_fails_loudly_on_critical_findings_by_default(airflow_env, tmp_path, smtp_sink):
-    """Findings at the gate fail the run, and Airflow's notifier emails them, each with its action,
-    through the SMTP connection; the run is appended to the history under its Airflow run id."""
+def test_run_fails_loudly_on_critical_findings_at_fail_on_critical(airflow_env, tmp_path, smtp_sink):
+    """Findings at the gate (``fail_on=critical``) fail the run, and Airflow's notifier emails them, each with its
+    action, through the SMTP connection; the run is appended to the history under its Airflow run id."""
     port, messages = smtp_sink
     env = dict(
         airflow_env,
@@ -316,7 +407,7 @@ def test_run_fails_loudly_on_critical_findings_by_default(airflow_env, tmp_path,
         ),
     )
     hist = tmp_path / "history"
-    result, log, out = _run(env, tmp_path, history=str(hist))  # params' default gate: fail_on=critical
+    result, log, out = _run(env, tmp_path, history=str(hist), fail_on="critical")
     assert result["state"] == "failed", log[-5000:]
     # the job's exit status 1 (findings) is left to check_expectations, which fails without retrying
     assert result["tis"] == {
@@ -353,6 +444,22 @@ def test_run_fails_loudly_on_critical_findings_by_default(airflow_env, tmp_path,
     run_id = summary["history"]["run_id"]
     assert run_id.startswith("manual__") and summary["history"]["new"] == summary["findings"]["total"]
     assert [p.name for p in (hist / "runs").glob("run_date=*/*")] == [f"run_id={run_id}".replace(":", "%3A")]
+
+
+def test_the_default_gate_error_fails_on_critical_and_error_findings(airflow_env, tmp_path):
+    """The ``fail_on`` param's default is ``error``, the CLI's: the scenario's critical and error findings fail the
+    run in ``check_expectations`` (the critical ones listed first), without a retry."""
+    result, log, _out = _run(airflow_env, tmp_path)
+    assert result["state"] == "failed", log[-5000:]
+    assert result["tis"] == {
+        "audit_offsets": {"state": "success", "try_number": 1},
+        "check_expectations": {"state": "failed", "try_number": 1},
+    }
+    assert "'--fail-on', 'error'" in log
+    assert "kafka-offset-audit FAILED" in log and "(fail_on=error)" in log
+    assert "findings at or above error: critical=3, error=4" in log
+    assert "findings at or above fail_on: critical=3, error=4" in log
+    assert "critical LOG_TRUNCATION group=dev-settlement dev.payments[0] committed=100" in log
 
 
 def test_gated_findings_are_the_most_severe_first_and_bounded(airflow_env, tmp_path):
