@@ -29,6 +29,8 @@ __all__ = [
     "list_files",
     "local_path",
     "mkdirs",
+    "parquet_files",
+    "read_parquet",
     "read_json",
     "read_small",
     "rename",
@@ -435,3 +437,79 @@ def mkdirs(spark, uri: str) -> None:
         os.makedirs(local_path(uri), exist_ok=True)
         return
     _store(spark, uri).mkdirs()
+
+
+#: the footer key under which Spark's Parquet writer stores the Spark schema of the rows
+SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
+
+
+def read_parquet(spark, path: str):
+    """Read a Parquet table directory written by Spark, with the schema stored in its files.
+
+    Spark infers a Parquet schema with a job of its own; for a local directory the schema is instead read from
+    one file's footer (the Spark schema Spark's writer stores there, pyarrow: no job), so reading back a table
+    this run wrote costs nothing until it is queried.  Other paths, and files without that footer key, are read
+    with Spark's inference.
+
+    Parameters
+    ----------
+    spark : SparkSession
+    path : str
+        The table directory: a local path or any URI Spark reads.
+
+    Returns
+    -------
+    DataFrame
+        Every column nullable, as Spark's own inference gives it.
+    """
+    schema = _footer_schema(path) if is_local(path) else None
+    reader = spark.read if schema is None else spark.read.schema(schema)
+    return reader.parquet(path)
+
+
+def _footer_schema(path: str):
+    """Return the Spark schema (nullable) in the footer of the first data file of local table ``path``.
+
+    Returns
+    -------
+    StructType or None
+        None when there is none (no file, not written by Spark, unreadable).
+    """
+    import pyarrow.parquet as pq
+    from pyspark.sql.types import StructType
+
+    try:
+        files = parquet_files(path)
+        meta = pq.read_schema(files[0]).metadata if files else None
+    except (OSError, ValueError):
+        return None
+    if not meta or SPARK_SCHEMA_KEY not in meta:
+        return None
+    return StructType.fromJson(_nullable(json.loads(meta[SPARK_SCHEMA_KEY])))
+
+
+def _nullable(node):
+    """Make a Spark JSON schema's every field, array element and map value nullable (Scala's ``asNullable``)."""
+    if isinstance(node, dict):
+        out = {k: _nullable(v) for k, v in node.items()}
+        for key in ("nullable", "containsNull", "valueContainsNull"):
+            if key in out:
+                out[key] = True
+        return out
+    if isinstance(node, list):
+        return [_nullable(v) for v in node]
+    return node
+
+
+def parquet_files(path: str) -> list[str]:
+    """List the data files of local Parquet table directory ``path``, sorted (not Spark's ``_SUCCESS`` or hidden files).
+
+    Raises
+    ------
+    OSError
+        ``path`` cannot be listed.
+    """
+    root = local_path(path)
+    return sorted(
+        os.path.join(root, n) for n in os.listdir(root) if n.endswith(".parquet") and not n.startswith((".", "_"))
+    )

@@ -45,7 +45,6 @@ __all__ = [
     "check_output_target",
     "is_object_store",
     "kill_point",
-    "read_parquet",
     "register_tables",
 ]
 
@@ -361,66 +360,3 @@ def register_tables(spark: SparkSession, output: str, prefix: str) -> list[str]:
         spark.sql(f"CREATE TABLE {table} USING parquet LOCATION '{base}/{name}'")
         made.append(table)
     return made
-
-
-#: the footer key under which Spark's Parquet writer stores the Spark schema of the rows
-SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
-
-
-def read_parquet(spark: SparkSession, path: str) -> DataFrame:
-    """Read a Parquet table directory written by Spark, with the schema stored in its files.
-
-    Spark infers a Parquet schema with a job of its own; for a local directory the schema is instead read from
-    one file's footer (the Spark schema Spark's writer stores there, pyarrow: no job), so reading back a table
-    this run wrote costs nothing until it is queried.  Other paths, and files without that footer key, are read
-    with Spark's inference.
-
-    Parameters
-    ----------
-    spark : SparkSession
-    path : str
-        The table directory: a local path or any URI Spark reads.
-
-    Returns
-    -------
-    DataFrame
-        Every column nullable, as Spark's own inference gives it.
-    """
-    schema = _footer_schema(path) if fs.is_local(path) else None
-    reader = spark.read if schema is None else spark.read.schema(schema)
-    return reader.parquet(path)
-
-
-def _footer_schema(path: str):
-    """Return the Spark schema (nullable) in the footer of the first data file of local table ``path``.
-
-    Returns
-    -------
-    StructType or None
-        None when there is none (no file, not written by Spark, unreadable).
-    """
-    import pyarrow.parquet as pq
-    from pyspark.sql.types import StructType
-
-    root = fs.local_path(path)
-    try:
-        names = sorted(n for n in os.listdir(root) if n.endswith(".parquet") and not n.startswith((".", "_")))
-        meta = pq.read_schema(os.path.join(root, names[0])).metadata if names else None
-    except (OSError, ValueError):
-        return None
-    if not meta or SPARK_SCHEMA_KEY not in meta:
-        return None
-    return StructType.fromJson(_nullable(json.loads(meta[SPARK_SCHEMA_KEY])))
-
-
-def _nullable(node):
-    """Make a Spark JSON schema's every field, array element and map value nullable (Scala's ``asNullable``)."""
-    if isinstance(node, dict):
-        out = {k: _nullable(v) for k, v in node.items()}
-        for key in ("nullable", "containsNull", "valueContainsNull"):
-            if key in out:
-                out[key] = True
-        return out
-    if isinstance(node, list):
-        return [_nullable(v) for v in node]
-    return node

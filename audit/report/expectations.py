@@ -579,10 +579,8 @@ def _local_rows(path: str) -> Optional[int]:
         return None
     import pyarrow.parquet as pq
 
-    root = fs.local_path(path)
     try:
-        names = [n for n in os.listdir(root) if n.endswith(".parquet") and not n.startswith((".", "_"))]
-        return sum(pq.read_metadata(os.path.join(root, n)).num_rows for n in names)
+        return sum(pq.read_metadata(f).num_rows for f in fs.parquet_files(path))
     except (OSError, ValueError):
         return None
 
@@ -618,13 +616,13 @@ def _table_frame(spark, path: str, cfg: ExpectationsConfig):
         For ``engine='pandas'`` and a table above the limit.
     """
     if cfg.engine == "spark":
-        return _read_parquet_table(spark, path), None
+        return fs.read_parquet(spark, path), None
     rows = _local_rows(path)
     if rows is not None and rows <= cfg.pandas_max_rows:
         import pyarrow.dataset as pads
 
         return _to_pandas(pads.dataset(fs.local_path(path), format="parquet").to_table()), rows
-    sdf = _read_parquet_table(spark, path)
+    sdf = fs.read_parquet(spark, path)
     if rows is None:
         rows = sdf.count()
     if rows <= cfg.pandas_max_rows:
@@ -649,9 +647,9 @@ def _groups_frame(spark, tables_dir: str, cfg: ExpectationsConfig):
     """
     from pyspark.sql import functions as F
 
-    g = _read_parquet_table(spark, f"{tables_dir}/groups")
-    c = _read_parquet_table(spark, f"{tables_dir}/committed_offsets")
-    f = _read_parquet_table(spark, f"{tables_dir}/findings").where(F.col("group_id").isNotNull())
+    g = fs.read_parquet(spark, f"{tables_dir}/groups")
+    c = fs.read_parquet(spark, f"{tables_dir}/committed_offsets")
+    f = fs.read_parquet(spark, f"{tables_dir}/findings").where(F.col("group_id").isNotNull())
     out = _groups_checked(g, c, f)
     if cfg.engine == "spark":
         return out
@@ -796,7 +794,7 @@ def _read_inputs(
         else:
             findings_rows = counted.get("findings")
             if findings_rows is None:
-                findings_rows = _read_parquet_table(spark, findings_path).count()
+                findings_rows = fs.read_parquet(spark, findings_path).count()
             if cfg.engine == "spark":
                 frames["summary"] = _summary_frame(spark, summary, findings_rows)
             else:
@@ -1139,10 +1137,3 @@ def _write_outcome(
         failed=failed,
         skipped_assets=skipped,
     )
-
-
-def _read_parquet_table(spark, path: str):
-    """:func:`audit.io.outputs.read_parquet` (imported here: this module loads without pyspark)."""
-    from ..io.outputs import read_parquet
-
-    return read_parquet(spark, path)

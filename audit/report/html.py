@@ -130,7 +130,7 @@ def _read_parquet(spark, tables_dir: str, name: str):
     path = f"{tables_dir}/{name}"
     if not fs.exists(spark, path):
         return None
-    return _read_parquet_table(spark, path)
+    return fs.read_parquet(spark, path)
 
 
 def _count(df):
@@ -1079,10 +1079,3 @@ def _write_page(output_dir: str, page: str) -> str:
         fh.write(page)
     os.replace(tmp, path)
     return path
-
-
-def _read_parquet_table(spark, path: str):
-    """:func:`audit.io.outputs.read_parquet` (imported here: this module loads without pyspark)."""
-    from ..io.outputs import read_parquet
-
-    return read_parquet(spark, path)
