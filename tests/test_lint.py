@@ -101,3 +101,17 @@ def test_functions_are_short():
             if lines > MAX_FUNCTION_LINES:
                 over[f"{path.relative_to(REPO).as_posix()}:{node.name}"] = lines
     assert not over, f"split these functions (lines, docstring aside): {over}"
+
+
+#: the most lines a module of audit/ may have (one concern a module)
+MAX_MODULE_LINES = 600
+
+
+def test_modules_are_small():
+    """No module of ``audit/`` is over :data:`MAX_MODULE_LINES` lines: a larger one is split along its concerns."""
+    over = {
+        path.relative_to(REPO).as_posix(): n
+        for path in sorted((REPO / "audit").rglob("*.py"))
+        if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert not over, f"split these modules along their concerns (lines): {over}"
