@@ -63,7 +63,7 @@ segment_size_bytes            SegmentSizeInBytes; types 0, 3
 state                         RemoteLogSegmentState (types 0, 1, 3) or RemotePartitionDeleteState (type 2)
 state_name                    that state's Kafka enum name (null for an id Kafka does not define)
 decode_error                  records: null, or why the value did not decode (see below); issues: the
-                              :class:`audit.formats.record_batch.Issue` reason (``crc_mismatch``, ...)
+                              :class:`audit.formats.record_batch.ReadIssue` reason (``crc_mismatch``, ...)
 detail                        the decoder's message for a record that did not decode, an issue's detail
 records_affected              1 for a record; for an issue the records the damaged batch held, when known
 ============================  ============================================================================

@@ -394,7 +394,7 @@ def remote_log_metadata_value(data: bytes) -> None:
 
 def remote_log_metadata_segment(data: bytes) -> None:
     """A ``__remote_log_metadata`` segment through ``decode_remote_log_metadata_segment``: batches, records and
-    every record value (the four record types, tagged fields, null values, broken values).  Issue rows carry the
+    every record value (the four record types, tagged fields, null values, broken values).  ReadIssue rows carry the
     file and a byte position inside it; every data record of the batches the segment reader accepts is one row,
     at its batch's position and its offset, equal to the single-value decode of its value.  Documented
     exceptions: none."""

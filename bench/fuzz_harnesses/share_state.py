@@ -164,7 +164,7 @@ def _check_share_batch(b: pa.RecordBatch) -> None:
 
 def share_state_segment(data: bytes) -> None:
     """A ``__share_group_state`` segment through ``decode_share_state_segment``: batches, records, ShareSnapshot
-    and ShareUpdate keys and values (both layouts, tagged fields, tombstones).  Issue rows carry the file and a
+    and ShareUpdate keys and values (both layouts, tagged fields, tombstones).  ReadIssue rows carry the file and a
     byte position inside it; every data record of the batches the segment reader accepts is one row, equal to
     the record-by-record decode of its key and value.  Documented exceptions: none."""
     from audit.formats.record_batch import ATTR_CONTROL

@@ -14,7 +14,7 @@ step per top-level message; the inner messages of a compressed wrapper are found
 their size chain and decoded with numpy, as kafka-python's ``LegacyRecordBatch`` reads them.
 
 Nothing here knows about Spark. Bad input never raises: corrupt batches and partial
-tails are returned as :class:`Issue` rows with the byte position where they were found.
+tails are returned as :class:`ReadIssue` rows with the byte position where they were found.
 Work and memory stay proportional to the segment's size: decompression is capped per batch
 and, for the segment's compressed batches together, by an :class:`InflationBudget`.
 
@@ -24,7 +24,7 @@ The package's modules, each importable on its own:
   entry) and the attribute bits;
 - :mod:`.primitives`: big-endian integers and varints at many positions at once (:func:`read_varint`,
   :func:`read_int`, :func:`overlapping_view`, :func:`byte_view`);
-- :mod:`.results`: :class:`BatchScan`, :class:`RecordTable`, :class:`Issue` and :func:`issue_batch`;
+- :mod:`.results`: :class:`BatchScan`, :class:`RecordTable`, :class:`ReadIssue` and :func:`issue_batch`;
 - :mod:`.compression`: :func:`decompress`, bounded, and the segment's :class:`InflationBudget`;
 - :mod:`.batches`: the batch chain (:func:`scan_batches`, :func:`scan_tail`, :func:`index_start`);
 - :mod:`.records`: the records of v2 batches (:func:`extract_records`);
@@ -67,7 +67,7 @@ from .layout import (
 from .legacy import extract_legacy_records
 from .primitives import byte_view, overlapping_view, read_int, read_varint
 from .records import short_heads, LOCKSTEP_MIN_BATCHES, control_types, extract_records
-from .results import BatchScan, Issue, RecordTable, issue_batch
+from .results import BatchScan, ReadIssue, RecordTable, issue_batch
 
 __all__ = [
     "short_heads",
@@ -94,7 +94,7 @@ __all__ = [
     "BatchScan",
     "DecompressionLimitError",
     "InflationBudget",
-    "Issue",
+    "ReadIssue",
     "RecordTable",
     "byte_view",
     "control_types",

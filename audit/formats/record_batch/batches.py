@@ -7,7 +7,7 @@
 One Python step per *batch*: each v2 header is unpacked with :data:`~.layout.BATCH_HEADER` (the fields of a
 :class:`~.layout.BatchHeader`, read by name) and its CRC-32C checked; the headers become the numpy columns of a
 :class:`~.results.BatchScan`.
-Never raises: what cannot be read becomes an :class:`~.results.Issue`.
+Never raises: what cannot be read becomes an :class:`~.results.ReadIssue`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from .layout import (
     batch_header_fields,
 )
 from .primitives import byte_view
-from .results import BatchScan, Issue
+from .results import BatchScan, ReadIssue
 
 __all__ = ["index_start", "scan_batches", "scan_tail"]
 
@@ -73,7 +73,7 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
     -------
     BatchScan
         One row per batch (or legacy message) read, in file order; ``bytes_read`` is where the walk stopped.
-        Never raises: what cannot be read is an :class:`~.results.Issue`.
+        Never raises: what cannot be read is an :class:`~.results.ReadIssue`.
     """
     mv = byte_view(buf)
     n = len(mv)
@@ -81,14 +81,14 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
     rows: list[tuple] = []  # BATCH_HEADER tuples (BatchHeader's fields), one per batch
     positions: list[int] = []
     crc_flags: list[bool] = []
-    issues: list[Issue] = []
+    issues: list[ReadIssue] = []
     unpack_log_header = LOG_HEADER.unpack_from
     unpack = BATCH_HEADER.unpack_from
     checked_fields = _CHECKED_FIELDS
     while pos < n:
         if n - pos < LOG_OVERHEAD + 5:
             if not _zero_to_end(mv, pos):
-                issues.append(Issue("partial_batch", pos, f"{n - pos} trailing bytes, too few for a batch header"))
+                issues.append(ReadIssue("partial_batch", pos, f"{n - pos} trailing bytes, too few for a batch header"))
             break
         base_offset, batch_length = unpack_log_header(mv, pos)
         if batch_length == 0 and base_offset == 0 and _zero_to_end(mv, pos):
@@ -102,17 +102,19 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
             pos = end
             continue
         if magic != 2:
-            issues.append(Issue("unknown_magic", pos, f"magic byte {magic}; cannot find the next batch", base_offset))
+            issues.append(
+                ReadIssue("unknown_magic", pos, f"magic byte {magic}; cannot find the next batch", base_offset)
+            )
             break
         if batch_length < BATCH_HEADER_SIZE - LOG_OVERHEAD:
             issues.append(
-                Issue("corrupt_batch", pos, f"batch_length {batch_length} below the v2 header size", base_offset)
+                ReadIssue("corrupt_batch", pos, f"batch_length {batch_length} below the v2 header size", base_offset)
             )
             break
         end = pos + LOG_OVERHEAD + batch_length
         if end > n:
             issues.append(
-                Issue(
+                ReadIssue(
                     "partial_batch",
                     pos,
                     f"batch of {LOG_OVERHEAD + batch_length} bytes but only {n - pos} remain",
@@ -130,7 +132,7 @@ def scan_batches(buf: bytes | memoryview, verify_crc: bool = True, start: int = 
             if stored != computed:
                 ok = False
                 detail = f"stored crc {stored:#010x}, computed {computed:#010x}"
-                issues.append(Issue("crc_mismatch", pos, detail, base_offset, max(records_count, 0)))
+                issues.append(ReadIssue("crc_mismatch", pos, detail, base_offset, max(records_count, 0)))
         rows.append(hdr)
         positions.append(pos)
         crc_flags.append(ok)
@@ -147,7 +149,7 @@ def _legacy_entry(
     verify_crc: bool,
     rows: list[tuple],
     crc_flags: list[bool],
-    issues: list[Issue],
+    issues: list[ReadIssue],
 ) -> int:
     """Read the legacy message (magic 0 or 1) at byte ``pos`` of ``mv``: a step of :func:`scan_batches`.
 
@@ -177,7 +179,7 @@ def _legacy_entry(
     """
     if batch_length < LEGACY_MIN_SIZE[magic] or pos + LOG_OVERHEAD + batch_length > len(mv):
         reason = "partial_batch" if batch_length >= LEGACY_MIN_SIZE[magic] else "corrupt_batch"
-        issues.append(Issue(reason, pos, f"legacy message (magic {magic}) of size {batch_length}", base_offset))
+        issues.append(ReadIssue(reason, pos, f"legacy message (magic {magic}) of size {batch_length}", base_offset))
         return -1
     end = pos + LOG_OVERHEAD + batch_length
     stored, attrs = LEGACY_CRC_ATTRIBUTES.unpack_from(mv, pos + LEGACY_CRC_OFFSET)
@@ -190,7 +192,7 @@ def _legacy_entry(
         if stored != computed:
             ok = False
             detail = f"legacy message (magic {magic}): stored crc {stored:#010x}, computed {computed:#010x}"
-            issues.append(Issue("crc_mismatch", pos, detail, base_offset, count))
+            issues.append(ReadIssue("crc_mismatch", pos, detail, base_offset, count))
     # BatchHeader's fields: base_offset, batch_length, partition_leader_epoch, magic, crc, attributes,
     # last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, records_count
     rows.append((base_offset, batch_length, -1, magic, stored, attrs & LEGACY_ATTR_MASK, 0, ts, ts, -1, -1, -1, count))
@@ -199,7 +201,7 @@ def _legacy_entry(
 
 
 def _batch_scan(
-    rows: list[tuple], positions: list[int], crc_flags: list[bool], issues: list[Issue], bytes_read: int
+    rows: list[tuple], positions: list[int], crc_flags: list[bool], issues: list[ReadIssue], bytes_read: int
 ) -> BatchScan:
     """Build the :class:`BatchScan` of the batches :func:`scan_batches` read: its rows as numpy columns.
 
@@ -211,7 +213,7 @@ def _batch_scan(
         Each batch's byte position in the segment.
     crc_flags : list of bool
         Each batch's CRC (and next offset) held.
-    issues : list of Issue
+    issues : list of ReadIssue
         The walk's issues.
     bytes_read : int
         The byte position the walk stopped at.
@@ -242,7 +244,7 @@ def _batch_scan(
     )
 
 
-def _offset_fits(issues: list[Issue], pos: int, base_offset: int, last_offset_delta: int, records: int) -> bool:
+def _offset_fits(issues: list[ReadIssue], pos: int, base_offset: int, last_offset_delta: int, records: int) -> bool:
     """Check that a batch's next offset, ``base_offset + last_offset_delta + 1``, is a valid int64 Kafka offset.
 
     Returns
@@ -255,7 +257,7 @@ def _offset_fits(issues: list[Issue], pos: int, base_offset: int, last_offset_de
     if -INT64_MAX <= nxt <= INT64_MAX:
         return True
     issues.append(
-        Issue(
+        ReadIssue(
             "corrupt_batch",
             pos,
             f"base offset {base_offset} + last offset delta {last_offset_delta} + 1 does not fit in an int64 offset",

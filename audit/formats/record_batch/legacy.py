@@ -26,7 +26,7 @@ from .layout import (
     LOG_OVERHEAD,
 )
 from .primitives import byte_view, read_int
-from .results import BatchScan, Issue, RecordTable
+from .results import BatchScan, ReadIssue, RecordTable
 
 __all__ = ["extract_legacy_records"]
 
@@ -204,7 +204,7 @@ def extract_legacy_records(
         budget = InflationBudget.for_batches(scan, batch_mask)
     blob = bytearray()
     parts: list[list[np.ndarray]] = []
-    issues: list[Issue] = []
+    issues: list[ReadIssue] = []
     plain = tuple(array("q") for _ in range(7))  # the columns of plain messages, in RecordTable's order
     batch_a, off_a, ts_a, ks_a, kl_a, vs_a, vl_a = plain
     for i in np.nonzero(batch_mask)[0].tolist():
@@ -291,7 +291,7 @@ def _inflate_wrapper(
     return inner, cols
 
 
-def _legacy_issue(exc: Exception, codec: int, pos: int, magic: int, wrapper_offset: int) -> Issue:
+def _legacy_issue(exc: Exception, codec: int, pos: int, magic: int, wrapper_offset: int) -> ReadIssue:
     """Make the issue of a legacy entry at byte ``pos`` that :func:`extract_legacy_records` could not read.
 
     ``decompression_limit`` for a wrapper beyond the batch cap or the segment's budget, ``decompression_failed``
@@ -305,7 +305,7 @@ def _legacy_issue(exc: Exception, codec: int, pos: int, magic: int, wrapper_offs
         else "corrupt_batch"
     )
     detail = f"legacy message (magic {magic}, {COMPRESSION_NAMES.get(codec, codec)}): {exc}"
-    return Issue(reason, pos, detail, wrapper_offset)
+    return ReadIssue(reason, pos, detail, wrapper_offset)
 
 
 def _wrapper_columns(i: int, cols: list[np.ndarray], shift: int) -> list[np.ndarray]:
@@ -328,7 +328,7 @@ def _wrapper_columns(i: int, cols: list[np.ndarray], shift: int) -> list[np.ndar
     ]
 
 
-def _legacy_table(blob: bytearray, plain: tuple, parts: list[list[np.ndarray]], issues: list[Issue]) -> RecordTable:
+def _legacy_table(blob: bytearray, plain: tuple, parts: list[list[np.ndarray]], issues: list[ReadIssue]) -> RecordTable:
     """Build the :class:`RecordTable` of the legacy messages read, in the order of their entries.
 
     Parameters
@@ -339,7 +339,7 @@ def _legacy_table(blob: bytearray, plain: tuple, parts: list[list[np.ndarray]], 
         Seven ``"q"`` arrays, the columns of the plain messages in :class:`RecordTable`'s order, batch first.
     parts : list of list of numpy.ndarray
         The columns of each wrapper's inner messages (:func:`_wrapper_columns`), in the same order.
-    issues : list of Issue
+    issues : list of ReadIssue
         The table's issues.
     """
     cols = [np.frombuffer(a, dtype=np.int64) if len(a) else np.zeros(0, np.int64) for a in plain]

@@ -28,7 +28,7 @@ from .layout import (
 )
 from .legacy import extract_legacy_records
 from .primitives import byte_view, overlapping_view, read_int, read_varint
-from .results import BatchScan, Issue, RecordTable
+from .results import BatchScan, ReadIssue, RecordTable
 
 __all__ = ["LOCKSTEP_MIN_BATCHES", "control_types", "extract_records", "short_heads"]
 
@@ -106,9 +106,9 @@ def _extract_v2_records(
     Returns
     -------
     RecordTable
-        The records of the batches read, in log order, with an :class:`~.results.Issue` per batch dropped.
+        The records of the batches read, in log order, with an :class:`~.results.ReadIssue` per batch dropped.
     """
-    issues: list[Issue] = []
+    issues: list[ReadIssue] = []
     # records (or their compressed block) of batch i: sec_start[i]:sec_end[i], int64 byte positions in buf
     sec_start = scan.position + RECORDS_OFFSET
     sec_end = scan.position + LOG_OVERHEAD + scan.batch_length.astype(np.int64)
@@ -121,7 +121,9 @@ def _extract_v2_records(
     return _record_table(data, scan, sel, rb, bad, bodies, issues)
 
 
-def _impossible_counts(scan: BatchScan, batch_mask: np.ndarray, stored: np.ndarray, issues: list[Issue]) -> np.ndarray:
+def _impossible_counts(
+    scan: BatchScan, batch_mask: np.ndarray, stored: np.ndarray, issues: list[ReadIssue]
+) -> np.ndarray:
     """Find the selected batches whose record count their bytes cannot hold, each reported as ``corrupt_batch``.
 
     ``DefaultRecordBatch`` throws ``InvalidRecordException`` for a negative count, and a record takes at least
@@ -137,7 +139,7 @@ def _impossible_counts(scan: BatchScan, batch_mask: np.ndarray, stored: np.ndarr
         bool, one per batch: those to check.
     stored : numpy.ndarray
         int64, one per batch: the bytes of its records payload as stored.
-    issues : list of Issue
+    issues : list of ReadIssue
         Appended to, one ``corrupt_batch`` a batch found, in log order.
 
     Returns
@@ -158,7 +160,7 @@ def _impossible_counts(scan: BatchScan, batch_mask: np.ndarray, stored: np.ndarr
             else f"record count {c} needs at least {c * MIN_RECORD_SIZE} bytes, the records payload "
             + (f"has {int(room[i])}" if codecs[i] == 0 else f"may inflate to at most {cap}")
         )
-        issues.append(Issue("corrupt_batch", int(scan.position[i]), what, int(scan.base_offset[i]), max(c, 0)))
+        issues.append(ReadIssue("corrupt_batch", int(scan.position[i]), what, int(scan.base_offset[i]), max(c, 0)))
     return impossible
 
 
@@ -169,7 +171,7 @@ def _inflate_batches(
     sec_start: np.ndarray,
     sec_end: np.ndarray,
     budget: InflationBudget,
-    issues: list[Issue],
+    issues: list[ReadIssue],
 ) -> np.ndarray:
     """Return the segment's bytes followed by the decompressed records of its selected compressed batches.
 
@@ -190,7 +192,7 @@ def _inflate_batches(
         decompressed records in the returned array.
     budget : InflationBudget
         What the segment's compressed batches may still inflate to; spent.
-    issues : list of Issue
+    issues : list of ReadIssue
         Appended to, one per batch unselected.
 
     Returns
@@ -223,7 +225,7 @@ def _inflate_batch(
     start: int,
     end: int,
     budget: InflationBudget,
-    issues: list[Issue],
+    issues: list[ReadIssue],
 ) -> bytes | bytearray | None:
     """Decompress the records of batch ``i``; None (and its issue appended) when they cannot be had.
 
@@ -249,14 +251,14 @@ def _inflate_batch(
             else "decompression_failed"
         )
         detail = f"{COMPRESSION_NAMES.get(codec, codec)}: {exc}"
-        issues.append(Issue(reason, int(scan.position[i]), detail, int(scan.base_offset[i]), count))
+        issues.append(ReadIssue(reason, int(scan.position[i]), detail, int(scan.base_offset[i]), count))
         return None
     if count * MIN_RECORD_SIZE > len(block):
         detail = (
             f"record count {count} needs at least {count * MIN_RECORD_SIZE} bytes, the decompressed records "
             f"payload has {len(block)}"
         )
-        issues.append(Issue("corrupt_batch", int(scan.position[i]), detail, int(scan.base_offset[i]), count))
+        issues.append(ReadIssue("corrupt_batch", int(scan.position[i]), detail, int(scan.base_offset[i]), count))
         return None
     return block
 
@@ -314,7 +316,7 @@ def _read_record_bodies(data: np.ndarray, rs: np.ndarray, re_: np.ndarray) -> _R
 
 
 def _report_overruns(
-    scan: BatchScan, sel: np.ndarray, rb: np.ndarray, rec_ok: np.ndarray, bad: np.ndarray, issues: list[Issue]
+    scan: BatchScan, sel: np.ndarray, rb: np.ndarray, rec_ok: np.ndarray, bad: np.ndarray, issues: list[ReadIssue]
 ) -> None:
     """Mark, in ``bad``, the batches of a record that is not ``rec_ok``, and report every batch ``bad`` marks.
 
@@ -333,7 +335,7 @@ def _report_overruns(
         bool, one per record: its body reads within its bounds (:func:`_read_record_bodies`).
     bad : numpy.ndarray
         bool, one per batch of ``sel``: its framing failed (:func:`_frame_records`); updated in place.
-    issues : list of Issue
+    issues : list of ReadIssue
         Appended to, one per bad batch, in log order.
     """
     bad_batches = np.unique(rb[~rec_ok]) if len(rb) else rb
@@ -341,7 +343,7 @@ def _report_overruns(
     for j in np.nonzero(bad)[0]:
         i = sel[j]
         issues.append(
-            Issue(
+            ReadIssue(
                 "corrupt_batch",
                 int(scan.position[i]),
                 "record framing overruns the batch",
@@ -358,7 +360,7 @@ def _record_table(
     rb: np.ndarray,
     bad: np.ndarray,
     bodies: _RecordBodies,
-    issues: list[Issue],
+    issues: list[ReadIssue],
 ) -> RecordTable:
     """Build the :class:`RecordTable` of the framed records whose batch is not ``bad``.
 
@@ -381,7 +383,7 @@ def _record_table(
         bool, one per batch of ``sel``: its records are dropped.
     bodies : _RecordBodies
         The fields of every record (:func:`_read_record_bodies`).
-    issues : list of Issue
+    issues : list of ReadIssue
         The table's issues.
     """
     keep = ~bad[rb] if len(rb) else np.zeros(0, dtype=bool)

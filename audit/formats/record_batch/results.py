@@ -1,7 +1,7 @@
 """What the decoders return: the batch headers and records of a segment, and what could not be read.
 
-:class:`BatchScan` (the batch headers of a segment), :class:`RecordTable` (its records) and :class:`Issue` (what
-could not be read, and where), with :func:`issue_batch` for Issue rows as Arrow.
+:class:`BatchScan` (the batch headers of a segment), :class:`RecordTable` (its records) and :class:`ReadIssue` (what
+could not be read, and where), with :func:`issue_batch` for ReadIssue rows as Arrow.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import numpy as np
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["BatchScan", "Issue", "RecordTable", "issue_batch"]
+__all__ = ["BatchScan", "ReadIssue", "RecordTable", "issue_batch"]
 
 
 @dataclass
-class Issue:
+class ReadIssue:
     """Something that could not be read, with where it was.
 
     ``reason`` is one of: ``partial_batch`` (segment ends inside a batch),
@@ -68,7 +68,7 @@ class BatchScan:
     record_count: np.ndarray
     crc_ok: np.ndarray
     magic: np.ndarray
-    issues: list[Issue] = field(default_factory=list)
+    issues: list[ReadIssue] = field(default_factory=list)
     bytes_read: int = 0
 
     def __len__(self) -> int:
@@ -107,16 +107,16 @@ class RecordTable:
     key_len: np.ndarray
     value_start: np.ndarray
     value_len: np.ndarray
-    issues: list[Issue] = field(default_factory=list)
+    issues: list[ReadIssue] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.batch)
 
 
-def issue_batch(schema: pa.Schema, source_file: str, source_partition: int, issues: list[Issue]) -> pa.RecordBatch:
+def issue_batch(schema: pa.Schema, source_file: str, source_partition: int, issues: list[ReadIssue]) -> pa.RecordBatch:
     """Build the ``kind = 'issue'`` rows of ``issues`` in ``schema``.
 
-    ``issues``: :class:`Issue`, one per skipped batch or unreadable file.  ``schema``: a pyarrow schema with the
+    ``issues``: :class:`ReadIssue`, one per skipped batch or unreadable file.  ``schema``: a pyarrow schema with the
     columns ``source_file, source_partition, kind, position`` (bytes), ``offset`` (the batch's base offset, -1
     unknown), ``decode_error`` (the reason), ``detail`` and ``records_affected``; its other columns are null.
     """

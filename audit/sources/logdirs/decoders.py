@@ -21,14 +21,14 @@ def decode_offsets_files(batches, reduce_latest: bool = False):
     With ``reduce_latest``: the latest-mode summary of each segment, see :mod:`audit.formats.latest`.
     """
     from audit.formats.checkpoints import parse_partition_dir
-    from audit.formats.record_batch import Issue
+    from audit.formats.record_batch import ReadIssue
     from audit.formats.segments import issues_batch, decode_offsets_segment
 
     for rb in batches:
         for path, data in file_contents(rb):
             tp = parse_partition_dir(path.rsplit("/", 2)[-2])
             if data is None:
-                yield issues_batch(path, tp[1] if tp else -1, [Issue(UNREADABLE, 0, UNREADABLE_DETAIL)])
+                yield issues_batch(path, tp[1] if tp else -1, [ReadIssue(UNREADABLE, 0, UNREADABLE_DETAIL)])
                 continue
             for out in decode_offsets_segment(data, path, tp[1] if tp else -1, reduce_latest=reduce_latest):
                 yield out
@@ -42,7 +42,7 @@ def decode_offsets_latest(batches):
 def decode_share_state_files(batches):
     """mapInArrow: (path, content) -> SHARE_RAW_SCHEMA rows of every record of each ``__share_group_state`` segment."""
     from audit.formats.checkpoints import parse_partition_dir
-    from audit.formats.record_batch import Issue, issue_batch
+    from audit.formats.record_batch import ReadIssue, issue_batch
     from audit.formats.share_state import SHARE_RAW_SCHEMA, decode_share_state_segment
 
     for rb in batches:
@@ -50,7 +50,7 @@ def decode_share_state_files(batches):
             tp = parse_partition_dir(path.rsplit("/", 2)[-2])
             part = tp[1] if tp else -1
             if data is None:
-                yield issue_batch(SHARE_RAW_SCHEMA, path, part, [Issue(UNREADABLE, 0, UNREADABLE_DETAIL)])
+                yield issue_batch(SHARE_RAW_SCHEMA, path, part, [ReadIssue(UNREADABLE, 0, UNREADABLE_DETAIL)])
                 continue
             yield from decode_share_state_segment(data, path, part)
 
@@ -75,7 +75,7 @@ def metadata_schema() -> pa.Schema:
 def decode_metadata_files(batches):
     """mapInArrow: (path, content) -> one row per KRaft metadata record (control batches skipped)."""
     from audit.formats.metadata_log import MetadataDecodeError, decode_metadata_value
-    from audit.formats.record_batch import ATTR_CONTROL, Issue, extract_records, scan_batches
+    from audit.formats.record_batch import ATTR_CONTROL, ReadIssue, extract_records, scan_batches
 
     schema = metadata_schema()
     names = schema.names
@@ -83,7 +83,7 @@ def decode_metadata_files(batches):
         for path, data in file_contents(rb):
             scan = scan_batches(data if data is not None else b"")
             if data is None:
-                scan.issues.append(Issue(UNREADABLE, 0, UNREADABLE_DETAIL))
+                scan.issues.append(ReadIssue(UNREADABLE, 0, UNREADABLE_DETAIL))
             recs = extract_records(data if data is not None else b"", scan)
             rows = {n: [] for n in names}
             ctl = (scan.attributes[recs.batch] & ATTR_CONTROL) != 0
@@ -119,7 +119,7 @@ def decode_remote_metadata_files(batches):
     The segments are those of ``__remote_log_metadata``.
     """
     from audit.formats.checkpoints import parse_partition_dir
-    from audit.formats.record_batch import Issue, issue_batch
+    from audit.formats.record_batch import ReadIssue, issue_batch
     from audit.formats.remote_log_metadata import REMOTE_RAW_SCHEMA, decode_remote_log_metadata_segment
 
     for rb in batches:
@@ -127,7 +127,7 @@ def decode_remote_metadata_files(batches):
             tp = parse_partition_dir(path.rsplit("/", 2)[-2])
             part = tp[1] if tp else -1
             if data is None:
-                yield issue_batch(REMOTE_RAW_SCHEMA, path, part, [Issue(UNREADABLE, 0, UNREADABLE_DETAIL)])
+                yield issue_batch(REMOTE_RAW_SCHEMA, path, part, [ReadIssue(UNREADABLE, 0, UNREADABLE_DETAIL)])
                 continue
             yield from decode_remote_log_metadata_segment(data, path, part)
 

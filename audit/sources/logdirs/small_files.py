@@ -118,17 +118,17 @@ def _add_tail(add: Callable[..., None], path: str, name: str, data, hadoop: bool
     The rows give its log end offset and newest leader epoch, on one row per issue of the batches read (one row
     when there is none).
     """
-    from audit.formats.record_batch import Issue, scan_tail
+    from audit.formats.record_batch import ReadIssue, scan_tail
 
     index = None if data is None or hadoop else _sibling_index(path)
     scan = scan_tail(data if data is not None else b"", index, _segment_base(name))
     if data is None:
-        scan.issues.append(Issue(UNREADABLE, 0, UNREADABLE_DETAIL))
+        scan.issues.append(ReadIssue(UNREADABLE, 0, UNREADABLE_DETAIL))
     # the newest leader epoch its batches carry (-1: legacy message sets, which have none)
     ok = scan.crc_ok
     epoch = int(scan.partition_leader_epoch[ok].max()) if ok.any() else None
     fact = dict(path=path, file_kind=TAIL, value=scan.end_offset, leader_epoch=epoch)
-    issues: list[Issue | None] = list(scan.issues) or [None]
+    issues: list[ReadIssue | None] = list(scan.issues) or [None]
     for iss in issues:
         add(
             **fact,
