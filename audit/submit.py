@@ -45,9 +45,14 @@ def ship_package(spark) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` (``kafka-offset-audit audit``'s arguments), start Spark, ship the package, audit."""
     from audit.cli import add_audit_arguments, run_audit
+    from audit.cli.config_file import ConfigFileError, with_config_file
 
     parser = argparse.ArgumentParser(prog="spark-submit <kafka-offset-audit spark-app>")
     add_audit_arguments(parser)
+    try:
+        argv = with_config_file(list(sys.argv[1:] if argv is None else argv), parser)
+    except ConfigFileError as exc:
+        parser.error(str(exc))
     args = parser.parse_args(argv)
     if args.remote or args.python_env:
         parser.error(

@@ -17,12 +17,14 @@ from typing import NoReturn
 from pydantic import ValidationError
 
 from .arguments import add_audit_arguments, add_connect_arguments, build_parser, duration_seconds
+from .config_file import ConfigFileError, with_config_file
 from .output import (
     EXIT_FINDINGS,
     EXIT_INTERNAL,
     EXIT_OK,
     EXIT_USAGE,
     internal_error,
+    missing_server_module,
     print_result,
     push_failure,
     result_json,
@@ -47,6 +49,7 @@ __all__ = [
     "exit_now",
     "hadoop_aws_package",
     "main",
+    "missing_server_module",
     "run_audit",
     "spark_app",
     "spark_conf",
@@ -103,7 +106,22 @@ def run_audit(args, master: str | None, on_session=None) -> int:
         push_failure(cfg, started, EXIT_USAGE)
         return EXIT_USAGE
     except Exception as exc:  # noqa: BLE001 - an internal error: one line (the traceback with --verbose), exit 3
-        return internal_error(cfg, exc, started, getattr(args, "verbose", False))
+        missing = missing_server_module(exc) if remote else None
+        if missing is None:
+            return internal_error(cfg, exc, started, getattr(args, "verbose", False))
+        fix = (
+            "rebuild the --python-env archive with `kafka-offset-audit package` from this installation"
+            if getattr(args, "python_env", None)
+            else "pass --python-env FILE, an archive built by `kafka-offset-audit package`, or install this "
+            "package's dependencies on the server's workers"
+        )
+        print(
+            f"kafka-offset-audit: error: the Spark Connect server's Python cannot import {missing!r}: {fix}; "
+            f"nothing was written (the previous output in {cfg.output}, if any, is untouched)",
+            file=sys.stderr,
+        )
+        push_failure(cfg, started, EXIT_USAGE)
+        return EXIT_USAGE
     except BaseException:
         push_failure(cfg, started, None)
         raise
@@ -151,7 +169,15 @@ def _config_from_args(args):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["audit"]:
+        try:
+            argv = with_config_file(argv, _audit_parser(), start=1)
+        except ConfigFileError as exc:
+            print(f"kafka-offset-audit: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    args = parser.parse_args(argv)
     if args.command == "spark-app":
         print(spark_app())
         return EXIT_OK
@@ -169,6 +195,15 @@ def main(argv: list[str] | None = None) -> int:
         args.log_dirs = [demo_log_dirs()]
         args.quiet = False
     return run_audit(args, args.master)
+
+
+def _audit_parser():
+    """Build a parser of the ``audit`` subcommand's flags alone (what ``--config`` keys name)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(add_help=False)
+    add_audit_arguments(parser)
+    return parser
 
 
 def exit_now(code: int) -> NoReturn:

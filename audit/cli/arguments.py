@@ -90,6 +90,12 @@ def add_audit_arguments(a: argparse.ArgumentParser) -> None:
     _add_scope_arguments(a)
     a.add_argument("--output", required=True, metavar="DIR", help="output directory (replaced atomically)")
     a.add_argument(
+        "--config",
+        metavar="FILE",
+        default=None,
+        help="a TOML file whose keys are these flags without '--' (fail-on = \"critical\"); the command line wins",
+    )
+    a.add_argument(
         "--mode",
         choices=["latest", "history"],
         default="latest",

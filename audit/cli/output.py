@@ -2,7 +2,8 @@
 
 :func:`print_result` prints a finished run (the console tables, or with ``--format json`` the document of
 :func:`result_json`); :func:`internal_error` reports an internal error in one line (:func:`one_line`);
-:func:`push_failure` records a failed run on the ``--pushgateway``.  The ``EXIT_*`` constants are the CLI's exit
+:func:`missing_server_module` recognises a Spark Connect server whose Python lacks the audit's dependencies (a
+usage error, with its fix); :func:`push_failure` records a failed run on the ``--pushgateway``.  The ``EXIT_*`` constants are the CLI's exit
 statuses.
 """
 
@@ -19,6 +20,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "internal_error",
+    "missing_server_module",
     "one_line",
     "print_result",
     "push_failure",
@@ -26,6 +28,38 @@ __all__ = [
 ]
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+_NO_MODULE = re.compile(r"No module named '([\w.]+)'")
+
+
+def missing_server_module(exc: BaseException) -> str | None:
+    """Name the module a Spark Connect server's Python worker could not import, when that is what ``exc`` says.
+
+    The server reports a worker's ``ModuleNotFoundError`` as one of its own errors (``PythonException``, a gRPC
+    error) whose text names the module.  A ``ModuleNotFoundError`` raised in this process is not that: the client
+    itself lacks the module.
+
+    Returns
+    -------
+    str or None
+        The top-level module (``pyarrow``), or None.
+    """
+    from ..pipeline import AuditInternalError
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, AuditInternalError):
+            current = current.cause
+            continue
+        if not isinstance(current, ModuleNotFoundError):
+            found = _NO_MODULE.search(str(current))
+            if found:
+                return found.group(1).split(".")[0]
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def internal_error(cfg, exc: Exception, started: float, verbose: bool) -> int:

@@ -161,3 +161,24 @@ def test_format_json_prints_one_document_for_scripts(tmp_path, capsys):
     assert doc["top_findings"][0]["severity"] == "critical"
     assert doc["groups"][0]["status"] == "AT_RISK" and len(doc["groups"]) <= 3
     assert "[kafka-offset-audit " in captured.err and "[kafka-offset-audit " not in captured.out
+
+
+def test_a_connect_server_lacking_a_module_is_told_apart_from_the_client_lacking_it():
+    """The server's worker error (its text, wrapped in the pipeline's stage error) names the module; the same
+    ModuleNotFoundError raised in this process (the client lacks it) and an unrelated error name nothing."""
+    from audit.cli import missing_server_module
+    from audit.pipeline import AuditInternalError
+
+    server = RuntimeError(
+        "[PYTHON_EXCEPTION] ... File \"/x/worker.py\", line 3\nModuleNotFoundError: No module named 'pyarrow.ipc'"
+    )
+    assert missing_server_module(AuditInternalError("decode", server)) == "pyarrow"
+    try:
+        try:
+            raise server
+        except RuntimeError as inner:
+            raise ValueError("the decode failed") from inner
+    except ValueError as outer:
+        assert missing_server_module(outer) == "pyarrow"
+    assert missing_server_module(ModuleNotFoundError("No module named 'grpc'")) is None
+    assert missing_server_module(AuditInternalError("judge", RuntimeError("division by zero"))) is None

@@ -64,14 +64,16 @@ def findings(spark, out: Path) -> list:
 
 def test_spark_remote_environment_variable_and_no_python_env(connect_server, tmp_path):
     """``SPARK_REMOTE`` as pyspark takes it; without ``--python-env`` the server's workers (an empty Python)
-    cannot run the decode: exit status 3, one line naming the stage and the missing module, nothing written."""
+    cannot run the decode: a usage error (exit status 2) naming the missing module and the fix, nothing
+    written."""
     url, _log, _py = connect_server
     out = tmp_path / "out"
     env = dict(no_java_env(tmp_path), SPARK_REMOTE=url)
     proc = cli(tmp_path, "audit", "--log-dirs", str(SCENARIO / "brokers"), "--output", str(out), env=env)
-    assert proc.returncode == 3, _out(proc)
-    line = [x for x in proc.stderr.splitlines() if x.startswith("kafka-offset-audit: internal error")]
-    assert line and "No module named" in line[-1], _out(proc)
+    assert proc.returncode == 2, _out(proc)
+    line = [x for x in proc.stderr.splitlines() if x.startswith("kafka-offset-audit: error:")]
+    assert line and "cannot import" in line[-1] and "--python-env" in line[-1], _out(proc)
+    assert "kafka-offset-audit package" in line[-1], _out(proc)
     assert not out.exists()
 
 
