@@ -2,7 +2,7 @@
 
 An example DAG file over :func:`audit.airflow.build_dag` (the installed ``kafka-offset-audit`` package, its
 ``[airflow]`` extra): the deployment's settings come from the environment where the file is parsed
-(``KOA_AIRFLOW_*``, listed in ``airflow_dags/README.md``); each run's inputs are the DAG params (trigger with a conf
+(``KOA_AIRFLOW_*``, listed in ``docs/airflow.md``); each run's inputs are the DAG params (trigger with a conf
 to override them).  Copy it and call ``build_dag`` once per audited cluster, each with its own DAG id.
 """
 
@@ -32,6 +32,7 @@ dag = build_dag(
     "kafka_offset_audit",
     params=AuditParams(
         log_dirs=[d for d in os.environ.get("KOA_AIRFLOW_LOG_DIRS", "").split(os.pathsep) if d.strip()],
+        kafka_conn_id=_opt("KOA_AIRFLOW_KAFKA_CONN_ID"),  # a live audit through that Kafka connection instead
         output=_env("KOA_AIRFLOW_OUTPUT", "/tmp/kafka-offset-audit"),
         mode=_env("KOA_AIRFLOW_MODE", "latest"),
         fail_on=_env("KOA_AIRFLOW_FAIL_ON", "error"),  # the CLI's --fail-on default

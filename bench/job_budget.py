@@ -2,8 +2,10 @@
 
 ``python -m bench.job_budget [--skip-reports] [--mode latest|history]`` audits the bundled scenario on
 ``local[2]`` and prints, for each stage of :func:`audit.pipeline.run` (read, decode, partition state, judge,
-write, reports), the Spark jobs it started and each job's first stage name (Spark's call site), counted from
-Spark's status tracker.  The jobs after the commit (none by default) count under ``after commit``.
+write, reports), its wall time, the Spark jobs it started (counted from Spark's status tracker) and, for each, the
+action and the line of ``audit/`` that started it (for a job of a thread, the line that started the thread).  The
+jobs after the commit (none by default) count under ``after commit``.  The first audit of a process: its times
+include the JVM's and the Python workers' warm-up.
 """
 
 from __future__ import annotations

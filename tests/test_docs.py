@@ -100,6 +100,8 @@ OTHER_TOOLS_FLAGS = {
     "--filter",
     # pytest and pytest-xdist
     "--dist",
+    # pip
+    "--no-deps",
     # the project's benchmarks, fuzzing and lab soak (python -m bench.*)
     "--out",
     "--sources",
@@ -125,8 +127,8 @@ def cli_flags() -> set[str]:
     flags = {o for a in parser._actions for o in a.option_strings}
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            for name in ("audit", "demo", "package", "spark-app"):
-                flags |= {o for a in action.choices[name]._actions for o in a.option_strings}
+            for sub in action.choices.values():  # every subcommand
+                flags |= {o for a in sub._actions for o in a.option_strings}
     return flags
 
 

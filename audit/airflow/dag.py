@@ -1,8 +1,9 @@
 """The audit DAG: ``audit_offsets >> check_expectations``, built by :func:`build_dag`.
 
 * ``audit_offsets`` -- an :class:`audit.airflow.operators.AuditSparkSubmitOperator` that submits the application
-  (``audit/submit.py`` of the installed package) with ``--log-dirs``, ``--output``, ``--mode`` and ``--fail-on``
-  taken from the run's params (or, with the ``spark_connect_conn_id`` param, runs ``kafka-offset-audit audit
+  (``audit/submit.py`` of the installed package) with ``--log-dirs`` (or, with the ``kafka_conn_id`` param, the
+  ``--bootstrap-servers`` and ``--client-config`` of that Kafka connection), ``--output``, ``--mode`` and
+  ``--fail-on`` taken from the run's params (or, with the ``spark_connect_conn_id`` param, runs ``kafka-offset-audit audit
   --remote`` through a Spark Connect server).  The job writes the output contract and runs the Great Expectations
   Checkpoint itself (``<output>/expectations/validation_result.json``).  Its exit status: ``0`` clean, ``1``
   findings at ``fail_on`` or a failed suite -- *not* a task failure here, the next task judges it -- ``2`` bad
@@ -42,8 +43,7 @@ DEFAULT_START_DATE = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)
 
 #: the application's arguments, templated from the run's params (list-valued ones expand in place)
 APPLICATION_ARGS = (
-    "--log-dirs",
-    "{{ params.log_dirs }}",
+    "{{ ['--log-dirs'] + params.log_dirs if params.log_dirs else [] }}",
     "--output",
     "{{ params.output }}",
     "--mode",
@@ -77,7 +77,13 @@ def dag_params(defaults: AuditParams) -> dict[str, Param]:
             list(defaults.log_dirs),
             type="array",
             items={"type": "string"},
-            description="broker log dirs (or folders holding several); local paths or Hadoop URIs",
+            description="broker log dirs (or folders holding several); local paths or Hadoop URIs; or kafka_conn_id",
+        ),
+        "kafka_conn_id": Param(
+            defaults.kafka_conn_id,
+            type=nullable,
+            description="Airflow connection (type kafka) of the cluster to audit live instead of log dirs: its extra "
+            "holds bootstrap.servers and the client properties, secrets included",
         ),
         "output": Param(
             defaults.output,

@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import os
 import sys
+import tempfile
 from typing import Any, Iterable, Sequence
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
@@ -169,14 +170,49 @@ class AuditSparkSubmitOperator(SparkSubmitOperator):
             self._conn_id = conn_id
         self.application_args = _flatten(self.application_args or [])
         output = _arg_value(self.application_args, "--output")
-        if _arg_value(self.application_args, "--log-dirs") in (None, "--output"):
+        kafka_conn_id = params.get("kafka_conn_id")
+        offline = "--log-dirs" in self.application_args
+        if offline == bool(kafka_conn_id):
             raise AirflowFailException(
-                "params.log_dirs is empty: trigger the DAG with a conf naming the broker log dirs, "
-                "or give the DAG's log_dirs default (KOA_AIRFLOW_LOG_DIRS, os.pathsep-separated, for the example DAG)"
+                "give params.kafka_conn_id (a live audit through that Kafka connection) or params.log_dirs (broker "
+                "log-dir copies), not both"
+                if offline
+                else "params.log_dirs is empty and params.kafka_conn_id unset: name the broker log dirs, or the "
+                "Airflow connection (type kafka) of the cluster to audit live, in the run's conf or the DAG's params"
             )
+        with tempfile.TemporaryDirectory(prefix="koa-kafka-") as private:
+            if kafka_conn_id:
+                self.application_args = [*self._live_args(kafka_conn_id, private), *self.application_args]
+            return self._execute(context, params, output)
+
+    def _live_args(self, kafka_conn_id: str, private: str) -> list[str]:
+        """``--bootstrap-servers`` and ``--client-config`` of the Airflow connection ``kafka_conn_id``.
+
+        The client properties (secrets included) go to a file in ``private`` that only this user reads, removed
+        when the task ends (:mod:`audit.sources.connection_properties`); the connection's extra uses the Kafka
+        provider's librdkafka names or Java's.
+        """
+        from airflow.sdk import BaseHook
+
+        from ..sources.connection_properties import connection_properties, write_client_properties
+
+        conn = BaseHook.get_connection(kafka_conn_id)
+        try:
+            bootstrap, props = connection_properties(conn.extra_dejson, conn.host, conn.port, conn.login, conn.password)
+        except ValueError as exc:
+            raise AirflowFailException(f"connection {kafka_conn_id!r}: {exc}") from None
+        args = ["--bootstrap-servers", bootstrap]
+        if props:
+            args += ["--client-config", write_client_properties(props, os.path.join(private, "client.properties"))]
+        self.log.info(
+            "live audit of %s through connection %r (%d client properties)", bootstrap, kafka_conn_id, len(props)
+        )
+        return args
+
+    def _execute(self, context, params: dict, output: str | None) -> dict:
         submitted_at = dt.datetime.now(dt.timezone.utc)
         connect_conn_id = params.get("spark_connect_conn_id")
-        exit_status = 0
+        exit_status: int | None = 0
         if connect_conn_id:
             exit_status = self._run_connect(connect_conn_id)
             if exit_status:

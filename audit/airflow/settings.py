@@ -33,8 +33,12 @@ class AuditParams:
     Parameters
     ----------
     log_dirs : sequence of str
-        Broker log dirs (or folders holding several): local paths or Hadoop URIs (``--log-dirs``).  A run with
-        none fails at once.
+        Broker log dirs (or folders holding several): local paths or Hadoop URIs (``--log-dirs``), for an offline
+        audit.  A run needs these or ``kafka_conn_id``, not both.
+    kafka_conn_id : str, optional
+        Airflow connection (type ``kafka``, the Apache Kafka provider's) of the cluster to audit live: its extra
+        holds ``bootstrap.servers`` and the client properties, secrets included
+        (:mod:`audit.sources.connection_properties`).
     output : str
         Output directory, replaced atomically by every run (``--output``); ``check_expectations`` reads it, so a
         local or mounted path.
@@ -64,6 +68,7 @@ class AuditParams:
     """
 
     log_dirs: Sequence[str] = ()
+    kafka_conn_id: str | None = None
     output: str = DEFAULT_OUTPUT
     mode: str = "latest"
     fail_on: str = DEFAULT_FAIL_ON

@@ -14,6 +14,7 @@ import re
 
 from .. import __version__
 from ..tables import FAIL_ON_CHOICES
+from .views import add_views_arguments
 
 
 __all__ = [
@@ -51,6 +52,13 @@ def build_parser(prog: str = "kafka-offset-audit") -> argparse.ArgumentParser:
         description="Print the path of the installed spark-submit application (audit/submit.py), "
         'e.g. spark-submit "$(kafka-offset-audit spark-app)" --log-dirs ... --output ...',
     )
+    v = sub.add_parser(
+        "views",
+        help="the analysts' SQL views over an audit output: print them for spark-sql, or run a query",
+        description="Print sql/views/analyst_views.sql bound to an audit output's committed run (for spark-sql "
+        "-f), or, with --query, create the views and print the query's rows.",
+    )
+    add_views_arguments(v)
     k = sub.add_parser(
         "package",
         help="pack the Python environment a Spark cluster's executors need",

@@ -1,6 +1,7 @@
--- Views for analysts over an audit's output directory. Runs unchanged in spark-sql:
---   spark-sql -d output=/path/to/audit-output -f sql/views/analyst_views.sql -f your_query.sql
--- or, from Python, spark.sql() after substituting ${output}.
+-- Views for analysts over an audit's output. `kafka-offset-audit views --output DIR` prints this file bound to
+-- the output's committed run (on an object store, the run DIR/summary.json names), ready for spark-sql:
+--   kafka-offset-audit views --output DIR > views.sql && cat views.sql my_query.sql > q.sql && spark-sql -f q.sql
+-- and `kafka-offset-audit views --output DIR --query "SELECT ..."` runs a query over them.
 CREATE OR REPLACE TEMPORARY VIEW koa_findings USING parquet OPTIONS (path '${output}/findings');
 CREATE OR REPLACE TEMPORARY VIEW koa_committed_offsets USING parquet OPTIONS (path '${output}/committed_offsets');
 CREATE OR REPLACE TEMPORARY VIEW koa_epochs USING parquet OPTIONS (path '${output}/epochs');

@@ -215,6 +215,7 @@ def test_dagbag_imports_and_structure(airflow_env):
     assert submit["env_vars"] == {"PYSPARK_PYTHON": result["sys_executable"]}
     assert result["params"] == {
         "log_dirs": [],
+        "kafka_conn_id": None,
         "output": "/tmp/kafka-offset-audit",
         "mode": "latest",
         "fail_on": "error",  # the CLI's --fail-on default
@@ -267,6 +268,7 @@ def test_build_dag_with_grouped_settings(airflow_env):
     assert custom["dag_id"] == "kafka_offset_audit_cluster_b"
     assert custom["params"] == {
         "log_dirs": ["/b/broker-1", "/b/broker-2"],
+        "kafka_conn_id": None,
         "output": "/audits/b",
         "mode": "history",
         "fail_on": "critical",
@@ -596,6 +598,46 @@ def test_dag_runs_through_spark_connect_with_the_packed_environment(
 
     assert rows(out) == rows(scenario_latest[1])
     assert log_file.read_text().count("is finished") > before  # the server ran the jobs
+
+
+def test_a_live_audit_runs_from_a_kafka_connection(airflow_env, tmp_path, lab_live):
+    """The ``kafka_conn_id`` param: the DAG audits a real lab cluster live through an Airflow connection of type
+    ``kafka`` whose extra (the Kafka provider's librdkafka names, consumer settings included) holds the bootstrap
+    servers and client properties, none of them in the DAG file or the run's params; the client file is gone
+    after the run; the findings equal the embedded live run's.  Then log dirs and the connection together are
+    refused without a retry."""
+    import pyarrow.parquet as pq
+
+    bootstrap, local = lab_live
+    extra = {
+        "bootstrap.servers": bootstrap,
+        "security.protocol": "PLAINTEXT",
+        "client.id": "koa-airflow-lab",
+        "group.id": "airflow-consumers",  # a consumer's setting the audit, which joins no group, leaves out
+    }
+    env = dict(airflow_env, AIRFLOW_CONN_KAFKA_LAB=json.dumps({"conn_type": "kafka", "extra": extra}))
+    out = tmp_path / "audit-out"
+    result, log = _script(
+        env, "run", json.dumps({"kafka_conn_id": "kafka_lab", "output": str(out), "fail_on": "never"})
+    )
+    assert result["state"] == "success", log[-5000:]
+    assert f"live audit of {bootstrap} through connection 'kafka_lab' (2 client properties)" in log, log[-5000:]
+    assert "--client-config" in log and not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("koa-kafka-*"))
+
+    def rows(d):
+        return sorted(
+            (r["group_id"], r["topic"], r["partition"], r["finding"], r["severity"])
+            for r in pq.read_table(str(d / "findings")).to_pylist()
+        )
+
+    assert rows(out) and rows(out) == rows(local)
+    both, log = _script(
+        env,
+        "run",
+        json.dumps({"kafka_conn_id": "kafka_lab", "log_dirs": [str(DEMO_LOG_DIRS)], "output": str(out)}),
+    )
+    assert both["state"] == "failed" and both["tis"]["audit_offsets"]["try_number"] == 1, log[-3000:]
+    assert "not both" in log
 
 
 from ..report.test_prometheus import prometheus_stack  # noqa: E402,F401 - fixture

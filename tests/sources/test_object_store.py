@@ -236,6 +236,28 @@ def test_audit_into_s3_equals_the_local_run_and_killed_runs_leave_one_committed_
     assert sorted(f"{output}/runs/{n}" for n in runs(s3, prefix)) == sorted([m3["run_dir"], m4["run_dir"]])
     assert m4["output_leftovers"]["removed"] == []
 
+    # the analysts' views read the committed run the marker names, not DIR/findings (there is none)
+    views = subprocess.run(
+        [
+            audit_cmd(s3, output)[0],
+            "views",
+            "--output",
+            output,
+            "--query",
+            "SELECT count(*) AS n, min(f) AS f FROM (SELECT input_file_name() AS f FROM koa_findings)",
+            "--format",
+            "json",
+            *s3a_conf(s3["endpoint"]),
+        ],
+        env=run_env(s3),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert views.returncode == 0, _out(views)
+    got = json.loads(views.stdout.strip().splitlines()[-1])
+    assert got["n"] == len(want) and got["f"].startswith(m4["run_dir"] + "/findings/"), got
+
 
 def test_the_connect_clients_object_store_access(s3, tmp_path, monkeypatch):
     """A Spark Connect client has no JVM: its ``s3a://`` reads, writes, listings, renames and uploads go through
