@@ -41,6 +41,7 @@ LONGEST_FIRST = (
     "test_fault_injection.py",
     "test_lab_connector.py",
     "test_lab_rebootstrap.py",
+    "test_lab_reset_plan.py",  # a cluster per version (~70 s each)
     "test_lab_share_groups.py",
     "test_lab_streams_groups.py",
     "test_class_data_archive.py",

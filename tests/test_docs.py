@@ -90,6 +90,8 @@ OTHER_TOOLS_FLAGS = {
     "--group",
     "--reset-offsets",
     "--to-offset",
+    "--from-file",
+    "--dry-run",
     "--topic",
     "--add",
     "--allow-principal",
@@ -104,6 +106,7 @@ OTHER_TOOLS_FLAGS = {
     "--no-deps",
     # the project's benchmarks, fuzzing and lab soak (python -m bench.*)
     "--out",
+    "--pairs",
     "--sources",
     "--seconds",
     "--jobs",

@@ -29,6 +29,7 @@ from .output import (
     push_failure,
     result_json,
 )
+from .plan import run_plan
 from .views import run_views
 from .session import PREWARM_SWITCH_INTERVAL, connect_target, hadoop_aws_package, spark_conf, start_session
 
@@ -194,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     if args.command == "views":
         return run_views(args)
+    if args.command == "plan":
+        return run_plan(args)
     if args.command == "demo":
         args.log_dirs = [demo_log_dirs()]
         args.quiet = False

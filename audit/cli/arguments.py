@@ -14,6 +14,7 @@ import re
 
 from .. import __version__
 from ..tables import FAIL_ON_CHOICES
+from .plan import add_plan_arguments
 from .views import add_views_arguments
 
 
@@ -59,6 +60,13 @@ def build_parser(prog: str = "kafka-offset-audit") -> argparse.ArgumentParser:
         "-f), or, with --query, create the views and print the query's rows.",
     )
     add_views_arguments(v)
+    r = sub.add_parser(
+        "plan",
+        help="a finished audit's reset plan (kafka-consumer-groups --from-file files), made again without Spark",
+        description="Write the reset plan of a finished audit's output into --to: per group, the CSV file "
+        "kafka-consumer-groups --reset-offsets --from-file takes, the commands and what they do. Never applies it.",
+    )
+    add_plan_arguments(r)
     k = sub.add_parser(
         "package",
         help="pack the Python environment a Spark cluster's executors need",

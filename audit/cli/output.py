@@ -122,7 +122,8 @@ def result_json(cfg, result) -> dict:
     """Build ``--format json``'s document.
 
     It holds ``output``, ``exit_status``, ``findings`` (``summary.json``'s: total, by name, by severity, by both),
-    ``records_skipped`` (a count), ``failed_stages`` (stage and error), and the console's rows, worst first:
+    ``records_skipped`` (a count), ``failed_stages`` (stage and error), ``reset_plan`` (``summary.json``'s: the
+    groups and group-partitions planned in ``reset_plan/``), and the console's rows, worst first:
     ``groups`` (the ``groups`` table's columns the console shows), ``top_findings`` and ``committed_offsets``,
     each at most ``--max-rows`` with a ``*_truncated`` flag when there are more.  Values are JSON's (timestamps as
     ISO 8601 strings, structs as objects).
@@ -134,6 +135,7 @@ def result_json(cfg, result) -> dict:
         "findings": s.get("findings"),
         "records_skipped": sum((s.get("records_skipped") or {}).get("by_reason", {}).values()),
         "failed_stages": [{"stage": f.get("stage"), "error": f.get("error")} for f in s.get("failed_stages") or []],
+        "reset_plan": s.get("reset_plan"),
     }
     for key, name in (("groups", "groups"), ("findings", "top_findings"), ("committed", "committed_offsets")):
         rows = result.console_rows.get(key)

@@ -21,7 +21,7 @@ from . import config
 from .config import AuditConfig, Failures
 from .judging import Judged
 
-__all__ = ["CONSOLE_FAILED", "metric_and_console_rows", "write_metrics", "write_reports"]
+__all__ = ["CONSOLE_FAILED", "metric_and_console_rows", "write_metrics", "write_reports", "write_reset_plan_stage"]
 
 
 def _metric_queries(cfg: AuditConfig, j: Judged, bounds) -> dict:
@@ -206,3 +206,27 @@ def _suite_summary(outcome) -> dict:
         "result": "expectations/validation_result.json",
         "data_docs": "data_docs/index.html",
     }
+
+
+def write_reset_plan_stage(cfg: AuditConfig, out: StagedOutput) -> dict:
+    """Run stage ``reset_plan``: ``reset_plan/`` of the staged output, from its written tables (pyarrow, no Spark).
+
+    Returns
+    -------
+    dict
+        summary.json's ``reset_plan`` (:meth:`audit.report.reset_plan.ResetPlan.summary`); for an output that is
+        not local, why there is none (``kafka-offset-audit plan`` makes it from a local copy).
+    """
+    from ..io import fs
+    from ..report.reset_plan import PLAN_DIRNAME, build_reset_plan, read_plan_inputs, write_reset_plan
+
+    if not fs.is_local(out.staging):
+        return {"skipped": "the output is not local: run kafka-offset-audit plan on a local copy of it"}
+    staging = fs.local_path(out.staging)
+    plan = build_reset_plan(fail_on=cfg.fail_on, **read_plan_inputs(staging))
+    write_reset_plan(plan, os.path.join(staging, PLAN_DIRNAME))
+    if plan.groups:
+        config.progress(
+            cfg, f"reset plan: {len(plan.groups)} group(s) in {PLAN_DIRNAME}/ (never applied: see its README.md)"
+        )
+    return plan.summary()

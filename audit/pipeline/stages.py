@@ -20,7 +20,7 @@ from ..spark import in_parallel
 from . import config
 from .config import EXIT_INTERNAL, AuditConfig, AuditInternalError, Failures, RunResult, usage_errors
 from .judging import Decoded, Judged, context_tables, decode, judge_and_write
-from .reports import metric_and_console_rows, write_metrics, write_reports
+from .reports import metric_and_console_rows, write_metrics, write_reports, write_reset_plan_stage
 from .summary import build_summary, exit_code, rules_not_run, share_summary
 
 __all__ = ["preflight", "run"]
@@ -242,6 +242,9 @@ def _audit(
         )
         if reports is not None:
             summary["reports"] = reports
+        reset_plan = guarded("reset_plan", lambda: write_reset_plan_stage(cfg, out))
+        if reset_plan is not None:
+            summary["reset_plan"] = reset_plan
         if cfg.history and not failures.has("history"):
             guarded("history", lambda: _append_history(cfg, spark, summary, j))
         summary["exit_status"] = EXIT_INTERNAL if failures.failed else exit_code(cfg, summary)

@@ -160,6 +160,7 @@ def test_format_json_prints_one_document_for_scripts(tmp_path, capsys):
     assert len(doc["top_findings"]) == 3 and doc["top_findings_truncated"] is True
     assert doc["top_findings"][0]["severity"] == "critical"
     assert doc["groups"][0]["status"] == "AT_RISK" and len(doc["groups"]) <= 3
+    assert doc["reset_plan"] == summary["reset_plan"] and doc["reset_plan"]["groups"] > 0
     assert "[kafka-offset-audit " in captured.err and "[kafka-offset-audit " not in captured.out
 
 
