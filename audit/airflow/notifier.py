@@ -92,6 +92,7 @@ class AuditAlertNotifier(BaseNotifier):
                 from_email=self.from_email,
                 subject=alert["subject"],
                 html_content=alert["html"],
+                files=alert.get("files") or None,
                 smtp_conn_id=self.smtp_conn_id,
             ).notify(context)
             sent.append(f"email to {', '.join(self.email_to)}")

@@ -232,6 +232,10 @@ def _audit(
         n_findings = summary["findings"]["total"]
         config.progress(cfg, f"judge: {n_findings} findings over {d.n_latest} group-partitions")
         summary["elapsed_seconds"] = round(time.time() - started, 3)
+        # the reset plan reads the written tables; the report links each group to its plan
+        reset_plan = guarded("reset_plan", lambda: write_reset_plan_stage(cfg, out))
+        if reset_plan is not None:
+            summary["reset_plan"] = reset_plan
         summary["failed_stages"] = failures.failed
         out.write_json("summary.json", summary)  # the tables are complete: written before any report runs
         stage("reports")
@@ -242,9 +246,6 @@ def _audit(
         )
         if reports is not None:
             summary["reports"] = reports
-        reset_plan = guarded("reset_plan", lambda: write_reset_plan_stage(cfg, out))
-        if reset_plan is not None:
-            summary["reset_plan"] = reset_plan
         if cfg.history and not failures.has("history"):
             guarded("history", lambda: _append_history(cfg, spark, summary, j))
         summary["exit_status"] = EXIT_INTERNAL if failures.failed else exit_code(cfg, summary)

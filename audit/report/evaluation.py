@@ -253,12 +253,13 @@ def build_alert(
     task_id: str | None = None,
     error: str | None = None,
 ) -> dict:
-    """Build the alert for a failed audit run: ``{"subject", "text", "html", "findings"}``.
+    """Build the alert for a failed audit run: ``{"subject", "text", "html", "findings", "files"}``.
 
     When ``output`` holds this run's results, it lists the findings at or above ``fail_on`` (most
     severe first, at most :data:`MAX_ALERTED_FINDINGS`), each with what is wrong and its action, the
     counts by severity, failed expectation checks, and where the report is.  Otherwise (the audit
-    itself failed) it names the failed task and its error.  ``findings`` is the number listed.
+    itself failed) it names the failed task and its error.  ``findings`` is the number listed; ``files`` the reset
+    plan's files to attach (``reset_plan/README.md`` and the groups' CSV files; none without a plan).
     """
     import html as _html
 
@@ -278,7 +279,13 @@ def build_alert(
             f"The audit task {task_id or '?'} of {where} failed before judging the offsets, so nothing "
             f"is known about them from this run.\nError: {error or 'see the task log'}\nOutput: {output}"
         )
-        return {"subject": subject, "text": text, "html": f"<pre>{_html.escape(text)}</pre>", "findings": 0}
+        return {
+            "subject": subject,
+            "text": text,
+            "html": f"<pre>{_html.escape(text)}</pre>",
+            "findings": 0,
+            "files": [],
+        }
     by_sev = {k: int(v) for k, v in ((summary.get("findings") or {}).get("by_severity") or {}).items()}
     try:
         rows, total = top_findings(out_dir, failing, MAX_ALERTED_FINDINGS) if failing else ([], 0)
@@ -313,8 +320,35 @@ def build_alert(
     report = os.path.join(out_dir, "report.html")
     if os.path.isfile(report):
         lines += ["", f"Report: {report}"]
-    html = _alert_html(subject, lines[: 3 + bool(error) + bool(failed)], items, total - len(rows), output, report)
-    return {"subject": subject, "text": "\n".join(lines), "html": html, "findings": len(rows)}
+    files = _plan_files(out_dir)
+    head = lines[: 3 + bool(error) + bool(failed)]
+    if files:
+        plan = (summary.get("reset_plan") or {}).get("groups", len(files) - 1)
+        note = (
+            f"Reset plan: {plan} group(s), attached (README.md says what each reset does; apply each group's file "
+            f"with kafka-consumer-groups --reset-offsets --from-file, its consumers stopped): {out_dir}/reset_plan/"
+        )
+        lines += ["", note]
+        head = head + [note]
+    html = _alert_html(subject, head, items, total - len(rows), output, report)
+    return {"subject": subject, "text": "\n".join(lines), "html": html, "findings": len(rows), "files": files}
+
+
+#: the most files of a reset plan attached to an alert (its README.md and the groups' CSV files)
+MAX_ATTACHED_PLAN_FILES = 20
+
+
+def _plan_files(out_dir: str) -> list[str]:
+    """Return the reset plan's files to attach.
+
+    ``README.md``, then the groups' CSV files (at most :data:`MAX_ATTACHED_PLAN_FILES` in all); none without a plan.
+    """
+    plan_dir = os.path.join(out_dir, "reset_plan")
+    readme = os.path.join(plan_dir, "README.md")
+    if not os.path.isfile(readme):
+        return []
+    csvs = sorted(os.path.join(plan_dir, n) for n in os.listdir(plan_dir) if n.endswith(".csv"))
+    return [readme, *csvs][:MAX_ATTACHED_PLAN_FILES] if csvs else []
 
 
 def _alert_html(subject: str, head: list[str], items: list, more: int, output, report: str) -> str:

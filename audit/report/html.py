@@ -205,6 +205,7 @@ def write_html_report(
     groups_df = table("groups")
 
     summary = fs.read_json(spark, f"{tables_dir}/summary.json")
+    plan = fs.read_json(spark, f"{tables_dir}/reset_plan/plan.json") or {}
     first = collect_first_round(
         findings_df, committed_df, groups_df, max_findings, max_groups_in_chart, max_plots, max_groups_in_table
     )
@@ -237,6 +238,7 @@ def write_html_report(
         group_uri,
         summary,
         expectations,
+        plan,
         title=title,
         display_dir=display_dir or output_dir,
         output_dir=output_dir,
@@ -257,6 +259,7 @@ def _render_page(
     group_uri: Optional[str],
     summary: Optional[Dict[str, Any]],
     expectations: Optional[Dict[str, Any]],
+    plan: Mapping[str, Any],
     *,
     title: str,
     display_dir: str,
@@ -290,7 +293,7 @@ def _render_page(
             display_dir=display_dir,
             generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
             history=history,
-            todo=todo_view(first["statuses"], first["rows"], first["total"]),
+            todo=todo_view(first["statuses"], first["rows"], first["total"], plan=plan),
             changes=changes_view(history, second["change_rows"], max_changes, second["gchange_rows"]),
             findings=findings_view(first["rows"], first["total"], max_findings),
             severities=SEVERITIES,

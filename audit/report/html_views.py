@@ -86,13 +86,19 @@ def _action(detail: Any) -> str:
 
 
 def todo_view(
-    statuses: Dict[str, Tuple[int, int]], rows: List[Dict[str, Any]], total: int, max_actions: int = 5
+    statuses: Dict[str, Tuple[int, int]],
+    rows: List[Dict[str, Any]],
+    total: int,
+    max_actions: int = 5,
+    plan: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, Any]:
     """Build 'What to do', the report's first screen.
 
     It says how many groups will lose, skip or replay records and on which topics, then the first actions, most
-    severe first (each finding's ``Action:``).
+    severe first (each finding's ``Action:``), each linked to its group's reset plan when ``plan`` (the output's
+    ``reset_plan/plan.json``) has one.
     """
+    plans = {g.get("group_id"): f"reset_plan/{g.get('file')}" for g in (plan or {}).get("groups") or []}
     at_risk, risk_records = statuses.get("AT_RISK", (0, 0))
     urgent = [r for r in rows if r.get("severity") in ("critical", "error")]
     topics = sorted({str(r.get("topic")) for r in urgent})
@@ -112,6 +118,7 @@ def todo_view(
                 "topic": r.get("topic"),
                 "partition": r.get("partition"),
                 "action": act,
+                "plan": plans.get(r.get("group_id")),
             }
         )
         if len(actions) >= max_actions:
@@ -126,6 +133,8 @@ def todo_view(
         "topics_cut": len(topics) > 12,
         "more": total > len(rows),
         "actions": actions,
+        "plan_groups": len(plans),
+        "no_plan": len((plan or {}).get("no_plan") or []),
     }
 
 

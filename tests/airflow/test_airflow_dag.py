@@ -440,6 +440,12 @@ def test_run_fails_loudly_on_critical_findings_at_fail_on_critical(airflow_env, 
         assert f"<td>{f['group_id']}</td><td>{f['topic']}-{f['partition']}</td>" in body
         assert action.replace("<", "&lt;").replace(">", "&gt;") in body
     assert "critical=3, error=4, warning=3, info=5" in body
+    # the reset plan goes with it: its README.md and each planned group's CSV file, as written
+    attached = {part.get_filename(): part.get_payload(decode=True) for part in msg.walk() if part.get_filename()}
+    plan = json.loads((out / "reset_plan" / "plan.json").read_text())
+    assert plan["groups"] and set(attached) == {"README.md", *(g["file"] for g in plan["groups"])}
+    assert all(attached[g["file"]] == (out / "reset_plan" / g["file"]).read_bytes() for g in plan["groups"])
+    assert "Reset plan:" in body
 
     # the history holds this run under its Airflow run id
     summary = json.loads((out / "summary.json").read_text())

@@ -85,3 +85,18 @@ def test_the_audit_writes_the_plan_and_the_plan_command_makes_it_again(scenario_
     }
     rows = {(g["group_id"], r["topic"], r["partition"]): r for g in written["groups"] for r in g["rows"]}
     assert truncated and all(rows[k]["reset_to"] == d for k, d in truncated.items())
+
+
+def test_the_reports_first_actions_link_each_group_to_its_plan(spark, scenario_latest, tmp_path):
+    import shutil
+
+    from audit.report.html import write_html_report
+
+    _, out = scenario_latest
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    page = open(write_html_report(spark, str(copy)), encoding="utf-8").read()
+    plan = json.loads((copy / "reset_plan" / "plan.json").read_text())
+    files = [g["file"] for g in plan["groups"]]
+    assert any(f'href="reset_plan/{f}"' in page for f in files)
+    assert 'href="reset_plan/README.md"' in page and f"Reset plans for {len(files)} group(s)" in page
