@@ -7,8 +7,6 @@ output copied from an object store.  It never applies it.
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 
 from ..tables import FAIL_ON_CHOICES
@@ -31,15 +29,12 @@ def add_plan_arguments(p) -> None:
 
 def run_plan(args) -> int:
     """Run ``kafka-offset-audit plan``; return the exit status (2 for an output that is not a local audit's)."""
+    from ..io import fs
+    from ..io.outputs import read_audit_summary
     from ..report.reset_plan import build_reset_plan, read_plan_inputs, write_reset_plan
 
-    summary_path = os.path.join(args.output, "summary.json")
-    try:
-        with open(summary_path, encoding="utf-8") as fh:
-            summary = json.load(fh)
-        if summary.get("tool") != "kafka-offset-audit":
-            raise ValueError
-    except (OSError, ValueError):
+    summary = read_audit_summary(None, args.output) if fs.is_local(args.output) else None
+    if summary is None:
         print(
             f"kafka-offset-audit: error: {args.output} holds no kafka-offset-audit output (no summary.json): give the "
             "local --output of an audit",
@@ -47,7 +42,7 @@ def run_plan(args) -> int:
         )
         return EXIT_USAGE
     fail_on = args.fail_on or (summary.get("inputs") or {}).get("fail_on") or "error"
-    plan = build_reset_plan(fail_on=fail_on, **read_plan_inputs(args.output))
+    plan = build_reset_plan(fail_on=fail_on, **read_plan_inputs(fs.local_path(args.output)))
     write_reset_plan(plan, args.to)
     counts = plan.summary()
     print(

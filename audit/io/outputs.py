@@ -45,6 +45,7 @@ __all__ = [
     "check_output_target",
     "is_object_store",
     "kill_point",
+    "read_audit_summary",
     "register_tables",
 ]
 
@@ -119,11 +120,7 @@ def check_output_target(spark: SparkSession, output: str, log_dirs: list[str], *
         return  # new or empty
     if is_object_store(out) and set(names) <= {RUNS_DIR, "summary.json"} and "summary.json" not in names:
         return  # only runs that never committed (killed before their marker)
-    try:
-        summary = fs.read_json(spark, f"{out}/summary.json")
-    except ValueError:
-        summary = None
-    if not (isinstance(summary, dict) and summary.get("tool") == "kafka-offset-audit"):
+    if read_audit_summary(spark, out) is None:
         raise fs.InputError(
             f"--output {output!r} is a non-empty directory that is not a kafka-offset-audit output (no summary.json "
             "of ours): every run replaces the whole directory, so give a new or empty one, or a previous audit's output"
@@ -138,6 +135,18 @@ _RUN_DIR = re.compile(r"^(?P<host>[A-Za-z0-9._]+)-(?P<pid>\d+)-[0-9a-f]{12}$")
 OBJECT_STORE_SCHEMES = {"s3a", "s3", "s3n", "gs", "oss", "cos", "cosn", "obs"}
 #: the directory of an object-store output holding one directory per run
 RUNS_DIR = "runs"
+
+
+def read_audit_summary(spark, output: str) -> dict | None:
+    """Return the ``summary.json`` of the audit output ``output`` (on an object store, its commit marker).
+
+    None when there is none, or it is not JSON, or not a kafka-offset-audit summary (``"tool"``).
+    """
+    try:
+        summary = fs.read_json(spark, f"{fs.to_uri(output).rstrip('/')}/summary.json")
+    except ValueError:
+        return None
+    return summary if isinstance(summary, dict) and summary.get("tool") == "kafka-offset-audit" else None
 
 
 def is_object_store(uri: str) -> bool:

@@ -10,7 +10,7 @@ is where the views must point.  The SQL file is installed with the package (``au
 from __future__ import annotations
 
 from ..io import fs
-from ..io.outputs import is_object_store
+from ..io.outputs import is_object_store, read_audit_summary
 from ..queries import sql_dir
 
 __all__ = ["VIEWS", "analyst_views_sql", "committed_tables_dir", "register_views", "view_statements"]
@@ -39,8 +39,8 @@ def committed_tables_dir(spark, output: str) -> str:
         ``output`` holds no audit output (no ``summary.json``), or, on an object store, its marker names no run.
     """
     base = fs.to_uri(output).rstrip("/")
-    marker = fs.read_json(spark, f"{base}/summary.json")
-    if not isinstance(marker, dict) or marker.get("tool") not in (None, "kafka-offset-audit"):
+    marker = read_audit_summary(spark, base)
+    if marker is None:
         raise FileNotFoundError(
             f"{output} holds no kafka-offset-audit output (no summary.json): give an --output of an audit"
         )

@@ -118,6 +118,20 @@ def tools_classpath(version: str) -> Path:
     return _resolved(f"kafka-tools-{version}", TOOLS_POM, version, "kafka-tools-*.jar")
 
 
+def consumer_groups_command(version: str, bootstrap: str, *args: str) -> list[str]:
+    """The command line of Kafka ``version``'s ``kafka-consumer-groups --bootstrap-server bootstrap args...``
+    (ConsumerGroupCommand from :func:`tools_classpath`)."""
+    return [
+        java(),
+        "-cp",
+        f"{tools_classpath(version)}/*",
+        "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+        "--bootstrap-server",
+        bootstrap,
+        *args,
+    ]
+
+
 def java() -> str:
     return os.environ.get("JAVA", "java")
 

@@ -12,16 +12,7 @@ from . import kafka_dist
 
 
 def _describe(bootstrap: str, version: str) -> list[dict]:
-    cmd = [
-        kafka_dist.java(),
-        "-cp",
-        f"{kafka_dist.tools_classpath(version)}/*",
-        "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-        "--bootstrap-server",
-        bootstrap,
-        "--describe",
-        "--all-groups",
-    ]
+    cmd = kafka_dist.consumer_groups_command(version, bootstrap, "--describe", "--all-groups")
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows, head = [], None

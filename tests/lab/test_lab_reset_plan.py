@@ -19,20 +19,9 @@ EPISODES = ["unclean", "beyond_end", "delete_records"]
 
 
 def _reset(bootstrap: str, version: str, group: str, csv: str, mode: str) -> str:
-    cmd = [
-        kafka_dist.java(),
-        "-cp",
-        f"{kafka_dist.tools_classpath(version)}/*",
-        "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
-        "--bootstrap-server",
-        bootstrap,
-        "--reset-offsets",
-        "--group",
-        group,
-        "--from-file",
-        csv,
-        mode,
-    ]
+    cmd = kafka_dist.consumer_groups_command(
+        version, bootstrap, "--reset-offsets", "--group", group, "--from-file", csv, mode
+    )
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0 and "Exception" not in proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.stdout
