@@ -59,8 +59,8 @@ SELECT group_id, topic, partition,
            '%d records delivered to the group but not yet acknowledged were lost with the truncated lineage: the records now at those offsets will come as redeliveries. ',
            in_flight_lost)
          ELSE '' END,
-         format_string('Action: check downstream for offsets %d and up, read the records the group missed with a consumer, and if the group must go back: kafka-share-groups --bootstrap-server <broker> --group %s --topic %s --reset-offsets --to-datetime <before the election> --execute (the group must be inactive).',
-                       epoch_end_offset, group_id, topic)
+         format_string('Action: check downstream for offsets %d and up, read the records the group missed with a consumer, and to have them delivered: stop the group''s members and apply the group''s file in the audit''s reset_plan/ (kafka-share-groups --bootstrap-server <broker> --group %s --reset-offsets --from-file <file> --dry-run, then --execute; Kafka 4.4 or later).',
+                       epoch_end_offset, group_id)
        ) AS detail,
        cause,
        CASE WHEN cause = 'unclean_election' THEN ue.epoch END AS cause_leader_epoch,

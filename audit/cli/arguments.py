@@ -62,9 +62,11 @@ def build_parser(prog: str = "kafka-offset-audit") -> argparse.ArgumentParser:
     add_views_arguments(v)
     r = sub.add_parser(
         "plan",
-        help="a finished audit's reset plan (kafka-consumer-groups --from-file files), made again without Spark",
+        help="a finished audit's reset plan (kafka-consumer-groups/kafka-share-groups --from-file files), made again "
+        "without Spark",
         description="Write the reset plan of a finished audit's output into --to: per group, the CSV file "
-        "kafka-consumer-groups --reset-offsets --from-file takes, the commands and what they do. Never applies it.",
+        "kafka-consumer-groups (kafka-share-groups for a share group) --reset-offsets --from-file takes, the "
+        "commands and what they do. Never applies it.",
     )
     add_plan_arguments(r)
     k = sub.add_parser(

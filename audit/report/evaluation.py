@@ -326,7 +326,8 @@ def build_alert(
         plan = (summary.get("reset_plan") or {}).get("groups", len(files) - 1)
         note = (
             f"Reset plan: {plan} group(s), attached (README.md says what each reset does; apply each group's file "
-            f"with kafka-consumer-groups --reset-offsets --from-file, its consumers stopped): {out_dir}/reset_plan/"
+            f"with the command it gives (kafka-consumer-groups, or kafka-share-groups for a share group: "
+            f"--reset-offsets --from-file), its consumers stopped): {out_dir}/reset_plan/"
         )
         lines += ["", note]
         head = head + [note]

@@ -132,6 +132,21 @@ def consumer_groups_command(version: str, bootstrap: str, *args: str) -> list[st
     ]
 
 
+def share_groups_command(version: str, bootstrap: str, *args: str) -> list[str]:
+    """The command line of Kafka ``version``'s ``kafka-share-groups --bootstrap-server bootstrap args...``
+    (ShareGroupCommand from :func:`tools_classpath`: share groups, Kafka 4.x; ``--reset-offsets --from-file`` from
+    4.4 on)."""
+    return [
+        java(),
+        "-cp",
+        f"{tools_classpath(version)}/*",
+        "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+        "--bootstrap-server",
+        bootstrap,
+        *args,
+    ]
+
+
 def java() -> str:
     return os.environ.get("JAVA", "java")
 

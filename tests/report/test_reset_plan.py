@@ -5,13 +5,14 @@ and the plan the audit writes (the lab proves the plans with Kafka's own tool an
 import json
 
 from audit.cli import main
-from audit.report.reset_plan import build_reset_plan, read_plan_inputs, write_reset_plan
+from audit.report.reset_plan import SHARE_OUT_OF_RANGE, build_reset_plan, read_plan_inputs, write_reset_plan
 
 
-def _f(group, finding, committed, severity="error", topic="t", partition=0, divergence_offset=None):
+def _f(group, finding, committed, severity="error", topic="t", partition=0, divergence_offset=None, **more):
     return dict(
         group_id=group, topic=topic, partition=partition, finding=finding, severity=severity,
         committed_offset=committed, divergence_offset=divergence_offset, log_start_offset=10, log_end_offset=100,
+        **more,
     )  # fmt: skip
 
 
@@ -36,16 +37,119 @@ def test_each_finding_gets_its_rule_and_the_truncation_wins_on_one_partition():
 
 
 def test_groups_kafka_would_refuse_or_that_need_another_tool_get_no_plan():
-    findings = [_f(g, "OFFSET_OUT_OF_RANGE", 4) for g in ("live", "empty", "share-g", "no-record")]
+    findings = [_f(g, "OFFSET_OUT_OF_RANGE", 4) for g in ("live", "empty", "streams-g", "no-record")]
     groups = {
         "live": {"group_state": "Stable", "group_members": 2, "group_type": "classic"},
         "empty": {"group_state": "Empty", "group_members": 0, "group_type": "consumer"},
-        "share-g": {"group_state": "Empty", "group_members": 0, "group_type": "share"},
+        "streams-g": {"group_state": "Empty", "group_members": 0, "group_type": "streams"},
     }
     plan = build_reset_plan(findings, groups, "error")
     assert [g.group_id for g in plan.groups] == ["empty", "no-record"]
-    assert "2 member(s) (state Stable)" in plan.no_plan["live"] and "kafka-share-groups" in plan.no_plan["share-g"]
+    assert {g.tool for g in plan.groups} == {"kafka-consumer-groups"}
+    assert "2 member(s) (state Stable)" in plan.no_plan["live"]
+    assert "kafka-streams-application-reset" in plan.no_plan["streams-g"]
     assert build_reset_plan(findings, groups, "critical").groups == []  # error findings are below the gate
+
+
+def _share(group, finding, start_offset, divergence_offset=None, state="Empty", partition=0, at_risk=None):
+    """A share group's finding as the audit writes it: ``committed_offset`` is the share-partition start offset,
+    ``group_type``/``group_state`` come from ``__consumer_offsets`` (share groups have no ``groups/`` row)."""
+    severity = "critical" if finding == "LOG_TRUNCATION" else "error"
+    return _f(
+        group, finding, start_offset, severity, partition=partition, divergence_offset=divergence_offset,
+        group_type="share", group_state=state, records_at_risk=at_risk,
+    )  # fmt: skip
+
+
+def test_a_share_groups_truncation_is_reset_to_the_divergence_offset_with_kafka_share_groups(tmp_path):
+    findings = [
+        _share("sg", "LOG_TRUNCATION", 80, divergence_offset=60, at_risk=25),  # SPSO 80 past D 60
+        _share("sg", "LOG_TRUNCATION", 40, divergence_offset=60, partition=1, at_risk=7),  # SPSO below D
+        _share("sg", "LOG_TRUNCATION", 0, divergence_offset=60, partition=2, at_risk=9),  # an old state's SPSO
+    ]
+    # the share-partitions' newest states: partition 2's group has gone on past D since
+    newest = {("sg", "t", 2): 75, ("other", "t", 0): 3}
+    plan = build_reset_plan(findings, {}, "error", share_start_offsets=newest)
+    (g,) = plan.groups
+    assert g.tool == "kafka-share-groups" and plan.no_plan == {} and plan.not_reset == {}
+    got = {(r.partition, r.committed_offset, r.reset_to, r.rule, r.records) for r in g.rows}
+    assert got == {
+        (0, 80, 60, "the divergence offset", 25),  # records: the finding's records_at_risk
+        (1, 40, 40, "the share-partition start offset", 7),  # not forward past records it has not finished
+        (2, 75, 60, "the divergence offset", 9),  # its newest start offset is past D
+    }
+    assert "never deliver" in g.rows[0].effect
+    cmds = g.commands()
+    assert cmds["dry_run"] == (
+        "kafka-share-groups --bootstrap-server BOOTSTRAP --command-config CLIENT.properties --reset-offsets "
+        "--group sg --from-file sg.csv --dry-run"
+    )
+    assert cmds["execute"].startswith("kafka-share-groups ") and cmds["execute"].endswith(" --execute")
+    write_reset_plan(plan, str(tmp_path / "plan"))
+    assert (tmp_path / "plan" / "sg.csv").read_text() == "t,0,60\nt,1,40\nt,2,60\n"  # what kafka-share-groups takes
+    doc = json.loads((tmp_path / "plan" / "plan.json").read_text())
+    assert doc["groups"][0]["tool"] == "kafka-share-groups"
+    readme = (tmp_path / "plan" / "README.md").read_text()
+    assert "kafka-share-groups --bootstrap-server" in readme and "Kafka 4.4" in readme
+    # without records_at_risk (an older output): the offsets between the start offset and the reset
+    (row,) = build_reset_plan([_share("sg", "LOG_TRUNCATION", 80, 60)], {}, "error").groups[0].rows
+    assert (row.reset_to, row.records) == (60, 20)
+
+
+def test_a_share_groups_out_of_range_gets_no_reset_and_the_plan_says_so(tmp_path):
+    findings = [
+        _share("sg", "OFFSET_OUT_OF_RANGE", 4),  # SPSO below the log start 10: Kafka moves it itself
+        _f("cg", "OFFSET_OUT_OF_RANGE", 4),  # a consumer group's: reset to the log start
+    ]
+    plan = build_reset_plan(findings, {}, "error")
+    assert [(g.group_id, g.tool, [r.reset_to for r in g.rows]) for g in plan.groups] == [
+        ("cg", "kafka-consumer-groups", [10])
+    ]
+    assert plan.not_reset == {SHARE_OUT_OF_RANGE: 1} and plan.no_plan == {}
+    write_reset_plan(plan, str(tmp_path / "plan"))
+    assert f"- {SHARE_OUT_OF_RANGE}: 1" in (tmp_path / "plan" / "README.md").read_text()
+    # a truncation on another partition of the same group is still planned
+    both = build_reset_plan([*findings, _share("sg", "LOG_TRUNCATION", 80, 60, partition=1)], {}, "error")
+    assert [(g.group_id, [(r.partition, r.reset_to) for r in g.rows]) for g in both.groups] == [
+        ("cg", [(0, 10)]),
+        ("sg", [(1, 60)]),
+    ]
+
+
+def test_read_plan_inputs_gives_share_findings_their_type_state_and_newest_start_offset(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def write(name, rows):
+        (tmp_path / name).mkdir()
+        pq.write_table(pa.Table.from_pylist(rows), tmp_path / name / "part-0.parquet")
+
+    write("findings", [_share("sg", "LOG_TRUNCATION", 0, 60, at_risk=9), _share("sg", "OFFSET_OUT_OF_RANGE", 4)])
+    write("bounds", [{"topic": "t", "partition": 0, "high_watermark": 100}])
+    write("share_partitions", [{"group_id": "sg", "topic": "t", "partition": 0, "start_offset": 75}])
+    inputs = read_plan_inputs(str(tmp_path))
+    assert inputs["share_start_offsets"] == {("sg", "t", 0): 75}
+    assert {(f["group_type"], f["group_state"], f["records_at_risk"]) for f in inputs["findings"]} == {
+        ("share", "Empty", 9),
+        ("share", "Empty", None),
+    }
+    plan = build_reset_plan(fail_on="error", **inputs)
+    assert [(r.committed_offset, r.reset_to) for r in plan.groups[0].rows] == [(75, 60)]
+    assert plan.not_reset == {SHARE_OUT_OF_RANGE: 1}
+
+
+def test_a_share_group_with_members_gets_no_plan_with_the_reason():
+    findings = [
+        _share("busy", "LOG_TRUNCATION", 80, 60, state="Stable"),  # its findings' group_state (no groups/ row)
+        _share("counted", "LOG_TRUNCATION", 80, 60, state=None),
+        _share("idle", "LOG_TRUNCATION", 80, 60),
+    ]
+    groups = {"counted": {"group_state": "Stable", "group_members": 3, "group_type": "share"}}
+    plan = build_reset_plan(findings, groups, "error")
+    assert [g.group_id for g in plan.groups] == ["idle"]
+    assert "member(s) (state Stable)" in plan.no_plan["busy"] and "inactive group only" in plan.no_plan["busy"]
+    assert "3 member(s) (state Stable)" in plan.no_plan["counted"]
+    assert set(plan.no_plan) == {"busy", "counted"}
 
 
 def test_the_files_are_kafkas_single_group_csv_and_odd_group_ids_get_safe_names(tmp_path):
