@@ -1,7 +1,9 @@
 """The stages after the judged tables: report.html, the expectation suite, ``metrics.prom`` and the console table.
 
-:func:`write_reports` runs report.html and the suite side by side; :func:`metric_and_console_rows` collects the
-metrics' and the console's rows in one Spark job; :func:`write_metrics` writes ``metrics.prom``.  Each part runs
+:class:`Reports` runs the suite and report.html side by side;
+:func:`metric_and_console_queries` builds the metrics' and the console's queries (collected with
+``summary.json``'s) and :func:`metric_and_console_rows` renders their rows; :func:`write_metrics` writes
+``metrics.prom``.  Each part runs
 under :meth:`audit.pipeline.config.Failures.guard`: a failed one is recorded and leaves the tables alone.
 """
 
@@ -10,18 +12,26 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from typing import Any
 
 from pyspark.sql import SparkSession
 
 from ..io.outputs import StagedOutput
 from ..report.console import console_queries, render_console
-from ..spark import collect_together
 from ..tables import failing_severities
 from . import config
 from .config import AuditConfig, Failures
 from .judging import Judged
 
-__all__ = ["CONSOLE_FAILED", "metric_and_console_rows", "write_metrics", "write_reports", "write_reset_plan_stage"]
+__all__ = [
+    "CONSOLE_FAILED",
+    "metric_and_console_queries",
+    "metric_and_console_rows",
+    "Reports",
+    "warm_report_imports",
+    "write_metrics",
+    "write_reset_plan_stage",
+]
 
 
 def _metric_queries(cfg: AuditConfig, j: Judged, bounds) -> dict:
@@ -48,10 +58,31 @@ def _metric_queries(cfg: AuditConfig, j: Judged, bounds) -> dict:
 CONSOLE_FAILED = "(the console table failed: see summary.json's failed_stages)"
 
 
-def metric_and_console_rows(cfg: AuditConfig, j: Judged, bounds, failures: Failures) -> tuple[tuple, str, dict]:
-    """Run stage ``metrics`` (its rows) and ``console``: their queries collected together in one Spark job.
+def metric_and_console_queries(cfg: AuditConfig, j: Judged, bounds, failures: Failures) -> tuple[dict, bool]:
+    """Build stage ``metrics``' and ``console``'s bounded queries (name -> DataFrame, no Spark job).
 
-    A failed stage is recorded in ``failures`` and gives no rows / :data:`CONSOLE_FAILED`.
+    The names start ``m_`` (the metrics) and ``c_`` (the console).  A stage whose queries cannot be built is
+    recorded in ``failures`` and has none.
+
+    Returns
+    -------
+    tuple
+        The queries, and whether the console's were built.
+    """
+    mq = failures.guard("metrics", lambda: _metric_queries(cfg, j, bounds))
+    cq = failures.guard(
+        "console", lambda: console_queries(j.findings, j.committed, bounds, cfg.max_rows, groups=j.groups)
+    )
+    queries = {**{f"m_{k}": v for k, v in (mq or {}).items()}, **{f"c_{k}": v for k, v in (cq or {}).items()}}
+    return queries, cq is not None
+
+
+def metric_and_console_rows(cfg: AuditConfig, console_built: bool, rows: dict | None, failures: Failures) -> tuple:
+    """Run stage ``metrics`` (its rows) and ``console`` from the collected rows of their queries.
+
+    ``console_built``: :func:`metric_and_console_queries` built the console's queries; ``rows``: the rows
+    collected for those queries (the audit collects them with ``summary.json``'s aggregates), or None when that
+    collect failed (the caller records the failure for both stages): no rows and :data:`CONSOLE_FAILED`.
 
     Returns
     -------
@@ -59,21 +90,11 @@ def metric_and_console_rows(cfg: AuditConfig, j: Judged, bounds, failures: Failu
         The metric rows (per group-partition, lost lineage, per group), the console text and the console's
         rows.
     """
-    mq = failures.guard("metrics", lambda: _metric_queries(cfg, j, bounds))
-    cq = failures.guard(
-        "console", lambda: console_queries(j.findings, j.committed, bounds, cfg.max_rows, groups=j.groups)
-    )
-    queries = {**{f"m_{k}": v for k, v in (mq or {}).items()}, **{f"c_{k}": v for k, v in (cq or {}).items()}}
-    try:
-        rows = collect_together(queries)
-    except Exception as exc:  # noqa: BLE001 - both stages' rows are lost: each recorded, exit status 3
-        for name, q in (("metrics", mq), ("console", cq)):
-            if q is not None:
-                failures.record(name, exc)
+    if rows is None:
         return ([], [], []), CONSOLE_FAILED, {}
     metric_rows = (rows.get("m_partitions", []), rows.get("m_lost", []), rows.get("m_groups", []))
     console, parts = CONSOLE_FAILED, {}
-    if cq is not None:
+    if console_built:
         parts = {k[2:]: v for k, v in rows.items() if k.startswith("c_")}
         console = failures.guard("console", lambda: render_console(parts, cfg.max_rows), CONSOLE_FAILED)
     return metric_rows, console, parts
@@ -110,85 +131,122 @@ def write_metrics(
     return registry
 
 
-def write_reports(
-    cfg: AuditConfig, spark: SparkSession, out: StagedOutput, tables: dict | None = None, guarded=None
-) -> dict:
-    """Great Expectations checkpoint (+ Data Docs) and report.html over the staged outputs.
+def warm_report_imports() -> None:
+    """Import the reports' slow libraries in a daemon thread: Great Expectations (about 3 s of Python), matplotlib.
 
-    ``tables``: the staged tables still in memory (name -> DataFrame, the rows written): report.html's queries
-    read them instead of the Parquet files (the suite validates what was written).
+    Started when an audit with reports begins, the imports run while the driver mostly waits for Spark (the
+    read and the decode), instead of holding the GIL while the reports' own Spark queries are built.  A failed
+    import is left to the stage that needs the library, which reports it.
+    """
+    import threading
+
+    def imports() -> None:
+        try:
+            from ..report.expectations_suites import import_gx
+
+            import_gx()
+            import matplotlib.backends.backend_svg  # noqa: F401
+        except Exception:  # noqa: BLE001 - the stage importing it again records the error
+            pass
+
+    threading.Thread(target=imports, name="koa-warm-imports", daemon=True).start()
+
+
+class Reports:
+    """Stage ``reports``: the Great Expectations suite (+ Data Docs) and report.html over the staged output.
+
+    :meth:`start` runs the suite in a thread (mostly Python: GX's pandas engine for small tables);
+    :meth:`finish` meanwhile collects report.html's queries (one Spark job) and renders it, then waits for the
+    suite and, for an output that is not local (HDFS, S3 ...), copies both from the local temporary directory
+    they were built in.
 
     ``guarded(stage, fn, default)`` runs each part (stages ``expectations`` and ``html_report``) so that one
-    failing leaves the other and the tables alone (stage ``reports``, :mod:`audit.pipeline.stages`); without it an error propagates.  A failed
-    part is ``{"error": ...}`` in the result.
-
-    The suite fails on findings at or above ``--fail-on`` (none for ``never``); its other
-    expectations are data-quality checks with thresholds from ``--expectations-config``.
-    Spark reads the staged tables wherever they are; for an output that is not local (HDFS,
-    S3 ...) the reports are built in a local temporary directory and then copied into it.
+    failing leaves the other and the tables alone (:mod:`audit.pipeline.stages`).  The suite fails on findings at
+    or above ``--fail-on`` (none for ``never``); its other expectations are data-quality checks with thresholds
+    from ``--expectations-config``.
     """
-    from ..report.expectations import run_expectations
-    from ..report.expectations_config import load_expectations_config
-    from ..report.html import REPORT_FILENAME, write_html_report
-    from ..io import fs
 
-    if guarded is None:
+    def __init__(self, cfg: AuditConfig, spark: SparkSession, out: StagedOutput, guarded) -> None:
+        from ..io import fs
 
-        def guarded(_stage, fn, default=None):
-            return fn()
+        self.cfg, self.spark, self.out, self.guarded = cfg, spark, out, guarded
+        self.remote = not fs.is_local(out.staging)
+        self.local = tempfile.mkdtemp(prefix="koa-reports-") if self.remote else fs.local_path(out.staging)
+        self.tables_dir = out.staging if self.remote else None
+        self._pool: Any = None
+        self._suite: Any = None
 
-    remote = not fs.is_local(out.staging)
-    local = tempfile.mkdtemp(prefix="koa-reports-") if remote else fs.local_path(out.staging)
-    tables_dir = out.staging if remote else None
-    failed = object()
-    try:
-        ecfg = load_expectations_config(cfg.expectations_config)
-        ecfg = ecfg.model_copy(update={"fail_on_severities": failing_severities(cfg.fail_on)})
-        # the suite (mostly Python: GX's pandas engine for small tables) runs while the report's queries do
+    def start(self) -> "Reports":
+        """Start the suite in its own thread."""
         from concurrent.futures import ThreadPoolExecutor
 
+        from ..report.expectations import run_expectations
         from ..spark import inheriting
 
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="koa-expectations") as pool:
-            suite = pool.submit(inheriting(run_expectations), spark, local, ecfg, tables_dir=tables_dir)
+        def suite():
+            from ..report.expectations_config import load_expectations_config
+
+            ecfg = load_expectations_config(self.cfg.expectations_config)
+            ecfg = ecfg.model_copy(update={"fail_on_severities": failing_severities(self.cfg.fail_on)})
+            return run_expectations(self.spark, self.local, ecfg, tables_dir=self.tables_dir)
+
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="koa-expectations")
+        self._suite = self._pool.submit(inheriting(suite))
+        return self
+
+    def finish(self, tables: dict) -> dict:
+        """Write report.html and wait for the suite; return summary.json's ``reports``.
+
+        ``tables``: the staged tables (name -> DataFrame, the rows written), which report.html's queries read
+        instead of the Parquet files (the suite validates what was written).  A failed part is
+        ``{"error": ...}`` in the result.
+        """
+        from ..io import fs
+        from ..report.html import REPORT_FILENAME, write_html_report
+
+        failed = object()
+        try:
 
             def wait_for_suite():
                 try:
-                    suite.result()
+                    self._suite.result()
                 except Exception:  # noqa: BLE001 - the suite's own stage records it below
                     pass
 
-            html = guarded(
+            page = self.guarded(
                 "html_report",
                 lambda: write_html_report(
-                    spark,
-                    local,
-                    display_dir=out.committed,
-                    tables_dir=tables_dir,
+                    self.spark,
+                    self.local,
+                    display_dir=self.out.committed,
+                    tables_dir=self.tables_dir,
                     wait_for=wait_for_suite,
                     tables=tables,
                 ),
                 failed,
             )
-            outcome = guarded("expectations", suite.result, failed)
-        if outcome is not failed:
-            stats = outcome.statistics
-            passed = "passed" if outcome.success else "FAILED"
-            config.progress(
-                cfg,
-                f"expectations: {passed} ({stats.get('successful_expectations')}/{stats.get('evaluated_expectations')})",
-            )
-        if remote:
-            for name in ("expectations", "data_docs", REPORT_FILENAME):
-                if os.path.exists(os.path.join(local, name)):
-                    fs.upload(spark, os.path.join(local, name), out.path(name))
-    finally:
-        if remote:
-            shutil.rmtree(local, ignore_errors=True)
-    return {
-        "expectations": _suite_summary(None if outcome is failed else outcome),
-        "html_report": "report.html" if html not in (None, failed) else None,
-    }
+            outcome = self.guarded("expectations", self._suite.result, failed)
+            if outcome is not failed:
+                stats = outcome.statistics
+                passed = "passed" if outcome.success else "FAILED"
+                config.progress(
+                    self.cfg,
+                    f"expectations: {passed} "
+                    f"({stats.get('successful_expectations')}/{stats.get('evaluated_expectations')})",
+                )
+            if self.remote:
+                for name in ("expectations", "data_docs", REPORT_FILENAME):
+                    if os.path.exists(os.path.join(self.local, name)):
+                        fs.upload(self.spark, os.path.join(self.local, name), self.out.path(name))
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+            if self.remote:
+                shutil.rmtree(self.local, ignore_errors=True)
+        return {
+            "expectations": _suite_summary(None if outcome is failed else outcome),
+            "html_report": "report.html" if page not in (None, failed) else None,
+        }
 
 
 def _suite_summary(outcome) -> dict:

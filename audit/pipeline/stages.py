@@ -20,8 +20,15 @@ from ..spark import in_parallel
 from . import config
 from .config import EXIT_INTERNAL, AuditConfig, AuditInternalError, Failures, RunResult, usage_errors
 from .judging import Decoded, Judged, context_tables, decode, judge_and_write
-from .reports import metric_and_console_rows, write_metrics, write_reports, write_reset_plan_stage
-from .summary import build_summary, exit_code, rules_not_run, share_summary
+from .reports import (
+    Reports,
+    metric_and_console_queries,
+    metric_and_console_rows,
+    warm_report_imports,
+    write_metrics,
+    write_reset_plan_stage,
+)
+from .summary import build_summary, exit_code, rules_not_run, share_queries, share_summary, summary_queries
 
 __all__ = ["preflight", "run"]
 
@@ -104,6 +111,8 @@ def run(
     if cfg.history:
         check_output_target(spark, cfg.history, cfg.log_dirs, replaced=False)
     stage = _Stage()
+    if cfg.reports:
+        warm_report_imports()
     try:
         stage("read")
         src = open_source(
@@ -147,15 +156,90 @@ def _history_changes(cfg, spark, summary: dict, j: Judged, started_at: str):
     return changes, gchanges
 
 
-def _summarize(cfg, spark, src, d: Decoded, j: Judged, state, started_at: str, failures: Failures):
-    """Stage ``summary``: summary.json's content (aggregates of bounded size) and the history's changes."""
-    summary = build_summary(cfg, src, d.raw, (d.n_live, d.n_latest), j.findings, started_at, state.epochs)
-    summary["share_groups"] = share_summary(d.share_raw, j.share_partitions)
+def _written_tables(cfg, spark, out: StagedOutput, j: Judged, context: dict, started_at: str, failures: Failures):
+    """Return the output's tables (name -> DataFrame, the rows written) and summary.json's ``history``.
+
+    With ``--history``, the changes since the previous run are computed and written first (stage ``history``).
+    """
+    tables = {"findings": j.findings, "committed_offsets": j.committed, "groups": j.groups}
+    if j.share_partitions is not None:
+        tables["share_partitions"] = j.share_partitions
+    tables.update(context)
+    history: dict = {}
+    changes = failures.guard("history", lambda: _history_changes(cfg, spark, history, j, started_at))
+    if changes is not None and (
+        failures.guard(
+            "history",
+            lambda: out.write_parquet_all({"finding_changes": changes[0], "group_changes": changes[1]}),
+            default=False,
+        )
+        is not False
+    ):
+        tables["finding_changes"], tables["group_changes"] = changes
+    return tables, history
+
+
+def _bounded_rows(cfg, src, d: Decoded, j: Judged, state, failures: Failures):
+    """Collect ``summary.json``'s aggregates (the share groups' too) and the metrics' and console's rows in one job.
+
+    Should that job fail, the summary's queries are collected alone, and the metrics' and console's: theirs
+    failing is recorded as their stages' failure and never loses ``summary.json``.
+
+    Returns
+    -------
+    tuple
+        Part (``summary``, ``share``, ``metrics_console``) -> name -> rows (``metrics_console`` None when its
+        queries failed: recorded in ``failures``); and whether the console's queries were built.
+    """
+    from ..spark import collect_together
+
+    parts = {
+        "summary": summary_queries(src, d.raw, j.findings, state.epochs),
+        "share": share_queries(d.share_raw, j.share_partitions),
+    }
+    parts["metrics_console"], console_built = metric_and_console_queries(cfg, j, state.bounds, failures)
+    try:
+        got = collect_together({f"{p}:{name}": q for p, queries in parts.items() for name, q in queries.items()})
+    except Exception:  # noqa: BLE001 - collected again part by part: a failing report part is recorded below
+        rows: dict = {p: collect_together(parts[p]) for p in ("summary", "share")}
+        try:
+            rows["metrics_console"] = collect_together(parts["metrics_console"])
+        except Exception as exc:  # noqa: BLE001 - recorded, reported, exit status 3
+            rows["metrics_console"] = None
+            for stage_name in ("metrics", "console"):
+                failures.record(stage_name, exc)
+        return rows, console_built
+    rows = {p: {} for p in parts}
+    for key, part_rows in got.items():
+        p, name = key.split(":", 1)
+        rows[p][name] = part_rows
+    return rows, console_built
+
+
+def _summarize(cfg, src, d: Decoded, j: Judged, state, started_at: str, rows: dict) -> dict:
+    """Stage ``summary``: summary.json's content, from the collected rows of :func:`_bounded_rows`."""
+    summary = build_summary(
+        cfg, src, d.raw, (d.n_live, d.n_latest), j.findings, started_at, state.epochs, parts=rows["summary"]
+    )
+    summary["share_groups"] = share_summary(d.share_raw, j.share_partitions, rows=rows["share"])
     recovered = src.recovered
     summary["records_recovered"] = {"total": sum(r["records"] for r in recovered), "from_replicas": recovered}
     summary["rules_not_run"] = rules_not_run(cfg, state)
-    changes = failures.guard("history", lambda: _history_changes(cfg, spark, summary, j, started_at))
-    return summary, changes
+    return summary
+
+
+def _write_first_summary(cfg, out: StagedOutput, summary: dict, started: float, failures: Failures) -> None:
+    """Run stage ``reset_plan`` and write ``summary.json`` the first time: the tables are complete.
+
+    It is written before any report runs (the suite reads it); the last write, after the reports, completes it.
+    """
+    summary["elapsed_seconds"] = round(time.time() - started, 3)
+    # the reset plan reads the written tables; the report links each group to its plan
+    reset_plan = failures.guard("reset_plan", lambda: write_reset_plan_stage(cfg, out))
+    if reset_plan is not None:
+        summary["reset_plan"] = reset_plan
+    summary["failed_stages"] = failures.failed
+    out.write_json("summary.json", summary)
 
 
 def _append_history(cfg, spark, summary: dict, j: Judged) -> None:
@@ -214,38 +298,21 @@ def _audit(
             lambda: judge_and_write(cfg, spark, d, state, out, started_at), lambda: out.write_parquet_all(context)
         )
         stage("write")
-        tables = {"findings": j.findings, "committed_offsets": j.committed, "groups": j.groups}
-        if j.share_partitions is not None:
-            tables["share_partitions"] = j.share_partitions
-        summary, changes = _summarize(cfg, spark, src, d, j, state, started_at, failures)
-        tables.update(context)
-        summary["output_leftovers"] = leftovers
-        if changes is not None and (
-            guarded(
-                "history",
-                lambda: out.write_parquet_all({"finding_changes": changes[0], "group_changes": changes[1]}),
-                default=False,
-            )
-            is not False
-        ):
-            tables["finding_changes"], tables["group_changes"] = changes
+        tables, history = _written_tables(cfg, spark, out, j, context, started_at, failures)
+        # one Spark job for summary.json, the metrics and the console
+        rows, console_built = _bounded_rows(cfg, src, d, j, state, failures)
+        summary = _summarize(cfg, src, d, j, state, started_at, rows)
+        summary.update(history, output_leftovers=leftovers)
         n_findings = summary["findings"]["total"]
         config.progress(cfg, f"judge: {n_findings} findings over {d.n_latest} group-partitions")
-        summary["elapsed_seconds"] = round(time.time() - started, 3)
-        # the reset plan reads the written tables; the report links each group to its plan
-        reset_plan = guarded("reset_plan", lambda: write_reset_plan_stage(cfg, out))
-        if reset_plan is not None:
-            summary["reset_plan"] = reset_plan
-        summary["failed_stages"] = failures.failed
-        out.write_json("summary.json", summary)  # the tables are complete: written before any report runs
+        _write_first_summary(cfg, out, summary, started, failures)
         stage("reports")
-        # the reports, the metrics' rows and the console table only read: side by side
-        reports, (metric_rows, console, console_rows) = in_parallel(
-            (lambda: write_reports(cfg, spark, out, tables, guarded)) if cfg.reports else (lambda: None),
-            lambda: metric_and_console_rows(cfg, j, state.bounds, failures),
+        metric_rows, console, console_rows = metric_and_console_rows(
+            cfg, console_built, rows.get("metrics_console"), failures
         )
-        if reports is not None:
-            summary["reports"] = reports
+        # the suite (mostly Python) runs while report.html's queries (one Spark job) do
+        if cfg.reports:
+            summary["reports"] = Reports(cfg, spark, out, guarded).start().finish(tables)
         if cfg.history and not failures.has("history"):
             guarded("history", lambda: _append_history(cfg, spark, summary, j))
         summary["exit_status"] = EXIT_INTERNAL if failures.failed else exit_code(cfg, summary)

@@ -26,7 +26,9 @@ __all__ = [
     "build_summary",
     "exit_code",
     "rules_not_run",
+    "share_queries",
     "share_summary",
+    "summary_queries",
 ]
 
 #: the most skipped records (``records_skipped.where``) and epoch-cache disagreements ``summary.json`` lists
@@ -80,39 +82,52 @@ def _inputs(cfg, src) -> dict:
     return {"mode": cfg.mode, "fail_on": cfg.fail_on, **scope, **src.inputs()}
 
 
-def share_summary(share_raw, share_partitions) -> dict:
+def share_queries(share_raw, share_partitions) -> dict[str, DataFrame]:
+    """Build :func:`share_summary`'s two aggregates (``share_states``, ``share_judged``); none without share state."""
+    if share_raw is None:
+        return {}
+    return {
+        "share_states": share_raw.groupBy("kind", "decode_error").agg(F.count("*").alias("n")),
+        "share_judged": share_partitions.agg(
+            F.count("*").alias("n"),
+            F.count_distinct("group_id").alias("groups"),
+            F.count_if(F.col("verdict") != "OK").alias("with_findings"),
+        ),
+    }
+
+
+def share_summary(share_raw, share_partitions, rows: dict | None = None) -> dict:
     """Build summary.json's ``share_groups``.
 
-    Whether ``__share_group_state`` was read, its records by outcome, and the share-partitions judged (an
-    aggregate collect each).
+    Whether ``__share_group_state`` was read, its records by outcome, and the share-partitions judged: the rows
+    of :func:`share_queries` (``rows``, collected by the caller with others), or collected here in one job.
     """
     if share_raw is None:
         return {"state_read": False}
-    counts = {
-        (r["kind"], r["decode_error"]): int(r["n"])
-        for r in share_raw.groupBy("kind", "decode_error").agg(F.count("*").alias("n")).collect()
-    }
-    judged = share_partitions.agg(
-        F.count("*").alias("n"), F.count_distinct("group_id").alias("groups"), F.count_if(F.col("verdict") != "OK")
-    ).first()
+    if rows is None:
+        rows = collect_together(share_queries(share_raw, share_partitions))
+    counts = {(r["kind"], r["decode_error"]): int(r["n"]) for r in rows["share_states"]}
+    judged = rows["share_judged"][0]
     return {
         "state_read": True,
         "state_records": sum(n for (kind, err), n in counts.items() if kind == "record" and err is None),
         "state_records_skipped": {err: n for (kind, err), n in counts.items() if err is not None},
-        "share_partitions": int(judged[0]),
-        "share_groups": int(judged[1]),
-        "share_partitions_with_findings": int(judged[2] or 0),
+        "share_partitions": int(judged["n"]),
+        "share_groups": int(judged["groups"]),
+        "share_partitions_with_findings": int(judged["with_findings"] or 0),
     }
 
 
-def build_summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> dict:
+def build_summary(cfg, src, raw, live_counts, findings, started_at, epochs, parts: dict | None = None) -> dict:
     """Build summary.json content.
 
     Every collect here is an aggregate bounded by names (record types and versions beyond the known ones counted
-    together: :data:`OTHER_KIND`) or a ``take`` of at most :data:`MAX_WHERE`.  All of them run in one Spark job
+    together: :data:`OTHER_KIND`) or a ``take`` of at most :data:`MAX_WHERE`: the rows of :func:`summary_queries`
+    (``parts``, collected by the caller with other bounded queries), or collected here in one Spark job
     (:func:`audit.spark.collect_together`).
     """
-    parts = collect_together(_summary_queries(src, raw, findings, epochs))
+    if parts is None:
+        parts = collect_together(summary_queries(src, raw, findings, epochs))
     records, commits, by_reason = _record_counts(parts["by_kind"])
     for r in parts["issues"]:
         by_reason[r["reason"]] = by_reason.get(r["reason"], 0) + int(r["n"])
@@ -146,7 +161,7 @@ def build_summary(cfg, src, raw, live_counts, findings, started_at, epochs) -> d
     }
 
 
-def _summary_queries(src, raw, findings, epochs) -> dict[str, DataFrame]:
+def summary_queries(src, raw, findings, epochs) -> dict[str, DataFrame]:
     """Build the summary's bounded queries.
 
     Records by kind, type, version, tombstone, transaction state and decode error (``by_kind``), read issues by

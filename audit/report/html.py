@@ -44,7 +44,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ..io import fs
 from ..tables import SEVERITIES
-from .html_queries import collect_first_round, collect_second_round, plot_keys_frame, read_table
+from .html_queries import ReportLimits, read_table, report_queries, report_rows
 from .html_views import (
     FINDINGS_PAGE_SIZE,
     changes_view,
@@ -60,6 +60,8 @@ from .plots import plot_group_chart
 __all__ = [
     "FINDINGS_PAGE_SIZE",
     "REPORT_FILENAME",
+    "ReportLimits",
+    "html_report_queries",
     "write_html_report",
 ]
 
@@ -106,18 +108,43 @@ def _static(name: str):
     return Markup((files("audit.report") / "templates" / name).read_text(encoding="utf-8"))
 
 
+def html_report_queries(
+    spark, tables_dir: str, tables: Mapping[str, Any] | None = None, limits: ReportLimits | None = None
+) -> Dict[str, Any]:
+    """Build the bounded queries report.html collects (name -> DataFrame; no Spark job).
+
+    The tables come from ``tables`` (name -> DataFrame, the rows written) or else from ``tables_dir``.  Collect
+    them with :func:`audit.spark.collect_together`, alone or with other bounded queries, and shape the rows with
+    :func:`audit.report.html_queries.report_rows`.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``tables_dir`` has no ``findings/`` table.
+    """
+    given = dict(tables or {})
+
+    def table(name: str):
+        return given[name] if name in given else read_table(spark, tables_dir, name)
+
+    try:
+        return report_queries(table, limits or ReportLimits())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"findings/ not found under {tables_dir}") from None
+
+
 def write_html_report(
     spark,
     output_dir: str,
     *,
-    max_findings: int = 5000,
-    max_plots: int = 20,
-    max_groups_per_plot: int = 25,
-    max_groups_in_chart: int = 40,
-    max_epoch_rows: int = 100_000,
+    max_findings: int = ReportLimits.max_findings,
+    max_plots: int = ReportLimits.max_plots,
+    max_groups_per_plot: int = ReportLimits.max_groups_per_plot,
+    max_groups_in_chart: int = ReportLimits.max_groups_in_chart,
+    max_epoch_rows: int = ReportLimits.max_epoch_rows,
     max_skipped_locations: int = 200,
-    max_changes: int = 200,
-    max_groups_in_table: int = 500,
+    max_changes: int = ReportLimits.max_changes,
+    max_groups_in_table: int = ReportLimits.max_groups_in_table,
     title: str = "Kafka consumer offset audit",
     display_dir: str | None = None,
     tables_dir: str | None = None,
@@ -126,9 +153,9 @@ def write_html_report(
 ) -> str:
     """Write ``<output_dir>/report.html``, a self-contained report of an audit run.
 
-    The Spark queries run in two jobs (:func:`audit.spark.collect_together`): the findings, per-group and
-    per-partition aggregates, verdict counts and groups; then the plotted partitions' epochs, bounds, commits,
-    the changes and broker events.
+    The Spark queries (:func:`html_report_queries`: the findings, per-group and per-partition aggregates,
+    verdict counts and groups, the plotted partitions' epochs, bounds, commits and broker events, the changes)
+    run in one job.
 
     Parameters
     ----------
@@ -191,38 +218,21 @@ def write_html_report(
     """
     output_dir = os.path.abspath(output_dir)
     tables_dir = tables_dir or output_dir
-    given = dict(tables or {})
+    from ..spark import collect_together
 
-    def table(name: str):
-        return given[name] if name in given else read_table(spark, tables_dir, name)
-
-    findings_df = table("findings")
-    if findings_df is None:
-        raise FileNotFoundError(f"findings/ not found under {tables_dir}")
-    committed_df = table("committed_offsets")
-    epochs_df = table("epochs")
-    bounds_df = table("bounds")
-    groups_df = table("groups")
+    limits = ReportLimits(
+        max_findings=max_findings,
+        max_plots=max_plots,
+        max_groups_per_plot=max_groups_per_plot,
+        max_groups_in_chart=max_groups_in_chart,
+        max_epoch_rows=max_epoch_rows,
+        max_changes=max_changes,
+        max_groups_in_table=max_groups_in_table,
+    )
+    first, second = report_rows(collect_together(html_report_queries(spark, tables_dir, tables, limits)))
 
     summary = fs.read_json(spark, f"{tables_dir}/summary.json")
     plan = fs.read_json(spark, f"{tables_dir}/reset_plan/plan.json") or {}
-    first = collect_first_round(
-        findings_df, committed_df, groups_df, max_findings, max_groups_in_chart, max_plots, max_groups_in_table
-    )
-    keys_df = plot_keys_frame(spark, first["plot_rows"])
-    second = collect_second_round(
-        first["plot_rows"],
-        keys_df,
-        epochs_df,
-        bounds_df,
-        committed_df,
-        table("finding_changes"),
-        table("group_changes"),
-        table("broker_timeline"),
-        max_epoch_rows=max_epoch_rows,
-        max_groups_per_plot=max_groups_per_plot,
-        max_changes=max_changes,
-    )
     plots = plot_views(first["plot_rows"], first["rows"], second)
     group_uri = plot_group_chart(first["group_counts"])
 
@@ -273,8 +283,8 @@ def _render_page(
 ) -> str:
     """Render the report page's HTML (``templates/report.html.j2``).
 
-    From the two rounds' rows (:func:`collect_first_round`, :func:`collect_second_round`), the drawn plots and
-    the expectation result.
+    From the collected rows (:func:`audit.report.html_queries.report_rows`), the drawn plots and the expectation
+    result.
     """
     history = (summary or {}).get("history")
     groups = groups_view(first["group_rows"], first["n_group_rows"], max_groups_in_table)

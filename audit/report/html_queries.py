@@ -1,19 +1,21 @@
-"""The HTML report's Spark queries: the bounded rows the page shows, collected in two rounds of one job each.
+"""The HTML report's Spark queries: the bounded rows the page shows, all collected in one Spark job.
 
-The first round (:func:`collect_first_round`) takes the findings listed, the per-group counts of the chart, the
-partitions to plot, the verdict counts and the ``groups`` rows; the second (:func:`collect_second_round`) the
-epochs, bounds, committed offsets and broker events of the plotted partitions and the changes since the previous
-run.  Every query is limited: only bounded data reaches the driver.
+:func:`report_queries` builds them: the findings listed, the per-group counts of the chart, the partitions to plot,
+the verdict counts, the ``groups`` rows, the epochs, bounds, committed offsets and broker events of the plotted
+partitions and the changes since the previous run.  The audit collects them in the same job as ``summary.json``'s
+aggregates; :func:`report_rows` shapes the rows for the page.  Every query is limited: only bounded data reaches
+the driver.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Tuple
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Tuple
 
 from ..io import fs
 from ..tables import SEVERITIES, TABLES
 
-__all__ = ["collect_first_round", "collect_second_round", "plot_keys_frame", "read_table"]
+__all__ = ["ReportLimits", "read_table", "report_queries", "report_rows"]
 
 
 #: The findings table's columns (the output contract, :data:`audit.tables.TABLES`); those present are collected.
@@ -182,34 +184,70 @@ def _status_counts(rows: List[Dict[str, Any]]) -> Dict[str, Tuple[int, int]]:
     return {str(r["status"]): (int(r["n"]), int(r["risk"] or 0)) for r in rows}
 
 
-def collect_first_round(
-    findings_df,
-    committed_df,
-    groups_df,
-    max_findings: int,
-    max_groups_in_chart: int,
-    max_plots: int,
-    max_groups_in_table: int,
-) -> Dict[str, Any]:
-    """Collect the first round's rows in one Spark job.
+@dataclass(frozen=True)
+class ReportLimits:
+    """How many rows report.html lists or plots at most (:func:`audit.report.html.write_html_report`'s keywords)."""
 
-    ``rows``/``total`` (findings), ``group_counts``/``n_groups`` (per group by severity), ``plot_rows``/``n_tp``
-    (the partitions to plot), ``verdicts`` (verdict -> count), ``group_rows``/``n_group_rows`` and ``statuses``
-    (the groups table).
+    max_findings: int = 5000
+    max_plots: int = 20
+    max_groups_per_plot: int = 25
+    max_groups_in_chart: int = 40
+    max_epoch_rows: int = 100_000
+    max_changes: int = 200
+    max_groups_in_table: int = 500
+
+
+def report_queries(table: Callable[[str], Any], limits: ReportLimits) -> Dict[str, Any]:
+    """Build every bounded query report.html collects (name -> DataFrame), for one Spark job.
+
+    ``table(name)`` gives an output table as a DataFrame, or None when the output has none; ``findings`` is
+    required.  The plotted partitions' epochs, bounds, committed offsets and broker events join the query of the
+    partitions to plot itself (no round trip for its keys).  Collect them with
+    :func:`audit.spark.collect_together`, alone or with other bounded queries, and give the rows to
+    :func:`report_rows`.
+
+    Raises
+    ------
+    FileNotFoundError
+        Without a ``findings`` table.
     """
-    from ..spark import collect_together
-
-    first = {
-        **_findings_queries(findings_df, max_findings),
-        **_group_count_queries(findings_df, max_groups_in_chart),
-        **_plot_partition_queries(findings_df, max_plots),
-        **_groups_queries(groups_df, max_groups_in_table),
+    findings_df = table("findings")
+    if findings_df is None:
+        raise FileNotFoundError("the output has no findings/ table")
+    committed_df = table("committed_offsets")
+    queries: Dict[str, Any] = {
+        **_findings_queries(findings_df, limits.max_findings),
+        **_group_count_queries(findings_df, limits.max_groups_in_chart),
+        **_plot_partition_queries(findings_df, limits.max_plots),
+        **_groups_queries(table("groups"), limits.max_groups_in_table),
     }
     verdict_query = _verdict_query(committed_df)
     if verdict_query is not None:
-        first["verdicts"] = verdict_query
-    got = collect_together(first)
-    return {
+        queries["verdicts"] = verdict_query
+    queries.update(
+        _plotted_partition_queries(
+            queries["plots"].select("topic", "partition"),
+            table("epochs"),
+            table("bounds"),
+            committed_df,
+            table("broker_timeline"),
+            limits,
+        )
+    )
+    queries.update(_change_queries(table("finding_changes"), table("group_changes"), limits.max_changes))
+    return queries
+
+
+def report_rows(got: Mapping[str, List[Dict[str, Any]]]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """Shape the collected rows of :func:`report_queries` for the page: ``(first, second)``.
+
+    ``first``: ``rows``/``total`` (findings), ``group_counts``/``n_groups`` (per group by severity),
+    ``plot_rows``/``n_tp`` (the partitions to plot), ``verdicts`` (verdict -> count), ``group_rows``/
+    ``n_group_rows`` and ``statuses`` (the groups table).  ``second``: ``epoch_rows``, ``bound_rows``,
+    ``commit_rows`` and ``broker_rows`` of the plotted partitions, ``change_rows`` (new, resolved, persisted) and
+    ``gchange_rows`` (the groups' changes).
+    """
+    first = {
         "rows": got["findings"],
         "total": int(got["findings_n"][0]["n"]),
         "group_counts": {r["group_id"]: {s: int(r[s] or 0) for s in SEVERITIES} for r in got["group_counts"]},
@@ -221,72 +259,7 @@ def collect_first_round(
         "n_group_rows": int(got["groups_n"][0]["n"]) if "groups_n" in got else 0,
         "statuses": _status_counts(got.get("statuses", [])),
     }
-
-
-def plot_keys_frame(spark, plot_rows: List[Dict[str, Any]]):
-    """Make the plotted partitions' ``(topic, partition)`` a DataFrame (no job).
-
-    It is broadcast unless the session runs with small settings.
-    """
-    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
-
-    from ..spark import broadcast_unless_small
-
-    keys = [(r["topic"], int(r["partition"])) for r in plot_rows]
-    keys_df = spark.createDataFrame(
-        keys, StructType([StructField("topic", StringType()), StructField("partition", IntegerType())])
-    )
-    return broadcast_unless_small(keys_df)
-
-
-def collect_second_round(
-    plot_rows: List[Dict[str, Any]],
-    keys_df,
-    epochs_df,
-    bounds_df,
-    committed_df,
-    changes_df,
-    group_changes_df,
-    broker_df,
-    *,
-    max_epoch_rows: int,
-    max_groups_per_plot: int,
-    max_changes: int,
-) -> Dict[str, Any]:
-    """Collect the second round's rows in one Spark job.
-
-    ``epoch_rows``, ``bound_rows``, ``commit_rows`` and ``broker_rows`` of the plotted partitions,
-    ``change_rows`` (new, resolved, persisted) and ``gchange_rows`` (the groups' changes).
-    """
-    from pyspark.sql import functions as F
-
-    from ..spark import collect_together
-
-    second: Dict[str, Any] = {}
-    if plot_rows:
-        for name, df in (("epochs", epochs_df), ("bounds", bounds_df)):
-            if df is not None:
-                limit = max_epoch_rows if name == "epochs" else len(plot_rows) * 4 + 1
-                second[name] = _for_partitions_query(df, keys_df, limit)
-        if committed_df is not None:
-            second["commits"] = _commits_for_partitions_query(committed_df, keys_df, max_groups_per_plot)
-        # the newest broker events only (a long-lived cluster fences and unfences on every restart)
-        if broker_df is not None:
-            second["brokers"] = (
-                broker_df.where("changed_at IS NOT NULL").orderBy(F.col("changed_at").desc()).limit(max_epoch_rows)
-            )
-    if changes_df is not None:
-        for status in ("new", "resolved", "persisted"):
-            second[f"changes_{status}"] = (
-                changes_df.where(F.col("status") == status)
-                .orderBy(_severity_rank_expr(), "group_id", "topic", "partition", "finding")
-                .limit(max_changes)
-            )
-    if group_changes_df is not None:
-        order = F.create_map(F.lit("changed"), F.lit(0), F.lit("new"), F.lit(1), F.lit("gone"), F.lit(2))
-        second["group_changes"] = group_changes_df.orderBy(order[F.col("change")], "group_id").limit(max_changes)
-    got = collect_together(second)
-    return {
+    second = {
         "epoch_rows": got.get("epochs", []),
         "bound_rows": got.get("bounds", []),
         "commit_rows": got.get("commits", []),
@@ -294,3 +267,41 @@ def collect_second_round(
         "broker_rows": got.get("brokers", []),
         "gchange_rows": got.get("group_changes", []),
     }
+    return first, second
+
+
+def _plotted_partition_queries(keys_df, epochs_df, bounds_df, committed_df, broker_df, limits: ReportLimits):
+    """Query the epochs, bounds, committed offsets of the partitions ``keys_df`` names, and the newest broker events."""
+    from pyspark.sql import functions as F
+
+    out: Dict[str, Any] = {}
+    if epochs_df is not None:
+        out["epochs"] = _for_partitions_query(epochs_df, keys_df, limits.max_epoch_rows)
+    if bounds_df is not None:
+        out["bounds"] = _for_partitions_query(bounds_df, keys_df, limits.max_plots * 4 + 1)
+    if committed_df is not None:
+        out["commits"] = _commits_for_partitions_query(committed_df, keys_df, limits.max_groups_per_plot)
+    # the newest broker events only (a long-lived cluster fences and unfences on every restart)
+    if broker_df is not None:
+        out["brokers"] = (
+            broker_df.where("changed_at IS NOT NULL").orderBy(F.col("changed_at").desc()).limit(limits.max_epoch_rows)
+        )
+    return out
+
+
+def _change_queries(changes_df, group_changes_df, max_changes: int) -> Dict[str, Any]:
+    """Query the findings' changes since the previous run (per status) and the groups' changes (``--history``)."""
+    from pyspark.sql import functions as F
+
+    out: Dict[str, Any] = {}
+    if changes_df is not None:
+        for status in ("new", "resolved", "persisted"):
+            out[f"changes_{status}"] = (
+                changes_df.where(F.col("status") == status)
+                .orderBy(_severity_rank_expr(), "group_id", "topic", "partition", "finding")
+                .limit(max_changes)
+            )
+    if group_changes_df is not None:
+        order = F.create_map(F.lit("changed"), F.lit(0), F.lit("new"), F.lit(1), F.lit("gone"), F.lit(2))
+        out["group_changes"] = group_changes_df.orderBy(order[F.col("change")], "group_id").limit(max_changes)
+    return out

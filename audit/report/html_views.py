@@ -443,7 +443,7 @@ def plot_views(
 ) -> List[Dict[str, Any]]:
     """Draw one figure per plotted partition (``plot_rows``, in order): the template's ``plots``.
 
-    The figures come from the findings ``rows`` and the second round's rows (:func:`audit.report.html_queries.collect_second_round`).
+    The figures come from the findings ``rows`` and the second round's rows (:func:`audit.report.html_queries.report_rows`).
     """
     epochs_by_tp: Dict[Tuple[str, int], List[Dict[str, Any]]] = defaultdict(list)
     for e in second["epoch_rows"]:

@@ -67,20 +67,22 @@ def collect_together(queries: dict) -> dict[str, list[dict]]:
     Exception
         Whatever Spark raises for the queries.
     """
-    from pyspark.sql import functions as F
-
     if not queries:
         return {}
     names = list(queries)
-    structs = {n: F.struct(*[F.col(f"`{c}`") for c in queries[n].columns]) for n in names}
-    types = {n: queries[n].select(structs[n].alias("s")).schema["s"].dataType for n in names}
-    parts = [
-        queries[n].select(
-            F.lit(i).alias("_q"),
-            *[(structs[n] if m == n else F.lit(None).cast(types[m])).alias(f"_{j}") for j, m in enumerate(names)],
+    # SQL text, one py4j call per query: built from Column objects it took O(queries^2) calls, each waiting for
+    # the GIL while another thread (the expectation suite) runs Python
+    schemas = {n: queries[n].schema for n in names}
+    types = {n: _ddl(schemas[n]) for n in names}
+    parts = []
+    for i, n in enumerate(names):
+        row = "named_struct(" + ", ".join(f"'{f.name}', `{f.name}`" for f in schemas[n].fields) + ")"
+        parts.append(
+            queries[n].selectExpr(
+                f"{i} AS _q",
+                *[(row if m == n else f"CAST(NULL AS {types[m]})") + f" AS _{j}" for j, m in enumerate(names)],
+            )
         )
-        for i, n in enumerate(names)
-    ]
     union = parts[0]
     for p in parts[1:]:
         union = union.union(p)
@@ -89,3 +91,16 @@ def collect_together(queries: dict) -> dict[str, list[dict]]:
         i = row["_q"]
         out[names[i]].append(row[f"_{i}"].asDict())
     return out
+
+
+def _ddl(dt) -> str:
+    """``dt`` as a SQL type (field names quoted), for ``CAST(NULL AS ...)``."""
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if isinstance(dt, StructType):
+        return "struct<" + ",".join(f"`{f.name}`:{_ddl(f.dataType)}" for f in dt.fields) + ">"
+    if isinstance(dt, ArrayType):
+        return f"array<{_ddl(dt.elementType)}>"
+    if isinstance(dt, MapType):
+        return f"map<{_ddl(dt.keyType)},{_ddl(dt.valueType)}>"
+    return dt.simpleString()

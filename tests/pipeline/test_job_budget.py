@@ -13,9 +13,9 @@ import pytest
 from ..paths import SCENARIO
 
 #: jobs of one audit of the bundled scenario, latest mode, reports on (``report.html``, Data Docs, metrics)
-BUDGET_REPORTS = 27
+BUDGET_REPORTS = 25
 #: the same with ``--skip-reports``
-BUDGET_SKIP_REPORTS = 24
+BUDGET_SKIP_REPORTS = 23
 
 
 def _job_ids(spark) -> set[int]:

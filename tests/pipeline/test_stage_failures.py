@@ -135,3 +135,30 @@ def test_a_failure_before_the_tables_leaves_the_previous_output_and_exits_3(spar
     assert (out / "summary.json").read_text() == before  # the previous output is untouched
     assert main(args + ["--verbose"]) == 3
     assert "Traceback" in capsys.readouterr().err
+
+
+def test_a_metrics_query_failing_in_the_shared_job_loses_only_the_metrics_and_console(
+    spark, tmp_path, monkeypatch, clean_findings
+):
+    # the metrics' and console's queries are collected in the same Spark job as summary.json's aggregates: one of
+    # them failing while that job runs costs those two stages, not the summary nor the report
+    import audit.report.metrics
+
+    real = audit.report.metrics.group_query
+
+    def failing(groups, limit):
+        return real(groups, limit).selectExpr("*", "raise_error('injected at run time') AS boom")
+
+    monkeypatch.setattr(audit.report.metrics, "group_query", failing)
+    out = tmp_path / "out"
+    args = ["audit", "--log-dirs", str(SCENARIO / "brokers"), "--output", str(out), "--fail-on", "never", "--quiet"]
+    assert main(args) == 3
+    summary = json.loads((out / "summary.json").read_text())
+    assert [f["stage"] for f in summary["failed_stages"]] == ["metrics", "console"]
+    assert all("injected at run time" in f["error"] for f in summary["failed_stages"])
+    assert summary["findings"]["total"] == len(clean_findings)
+    assert (out / "report.html").is_file() and summary["reports"]["expectations"]["success"] is True
+    # the metrics file still says the run and its failed stages, without the per-group-partition gauges
+    prom = (out / "metrics.prom").read_text()
+    assert 'kafka_offset_audit_failed_stage{stage="metrics"} 1.0' in prom
+    assert "kafka_offset_audit_committed_offset{" not in prom
