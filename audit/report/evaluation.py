@@ -244,6 +244,16 @@ def _split_detail(detail: str | None) -> tuple[str, str]:
     return (head.strip(), action.strip()) if sep else (text.strip(), "")
 
 
+def _plan_note(summary: dict, files: list, out_dir: str) -> str:
+    """Return the alert's line about the attached reset plan."""
+    plan = (summary.get("reset_plan") or {}).get("groups", len(files) - 1)
+    return (
+        f"Reset plan: {plan} group(s), attached (README.md says what each reset does; apply each group's file "
+        f"with the command it gives (kafka-consumer-groups, or kafka-share-groups for a share group: "
+        f"--reset-offsets --from-file), its consumers stopped): {out_dir}/reset_plan/"
+    )
+
+
 def build_alert(
     output: str | None,
     fail_on: str,
@@ -323,12 +333,7 @@ def build_alert(
     files = _plan_files(out_dir)
     head = lines[: 3 + bool(error) + bool(failed)]
     if files:
-        plan = (summary.get("reset_plan") or {}).get("groups", len(files) - 1)
-        note = (
-            f"Reset plan: {plan} group(s), attached (README.md says what each reset does; apply each group's file "
-            f"with the command it gives (kafka-consumer-groups, or kafka-share-groups for a share group: "
-            f"--reset-offsets --from-file), its consumers stopped): {out_dir}/reset_plan/"
-        )
+        note = _plan_note(summary, files, out_dir)
         lines += ["", note]
         head = head + [note]
     html = _alert_html(subject, head, items, total - len(rows), output, report)
