@@ -1,6 +1,6 @@
 """The stages after the judged tables: report.html, the expectation suite, ``metrics.prom`` and the console table.
 
-:class:`Reports` runs the suite and report.html side by side;
+:func:`write_reports` runs the suite and report.html side by side;
 :func:`metric_and_console_queries` builds the metrics' and the console's queries (collected with
 ``summary.json``'s) and :func:`metric_and_console_rows` renders their rows; :func:`write_metrics` writes
 ``metrics.prom``.  Each part runs
@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -27,9 +26,9 @@ __all__ = [
     "CONSOLE_FAILED",
     "metric_and_console_queries",
     "metric_and_console_rows",
-    "Reports",
     "warm_report_imports",
     "write_metrics",
+    "write_reports",
     "write_reset_plan_stage",
 ]
 
@@ -152,101 +151,84 @@ def warm_report_imports() -> None:
     threading.Thread(target=imports, name="koa-warm-imports", daemon=True).start()
 
 
-class Reports:
-    """Stage ``reports``: the Great Expectations suite (+ Data Docs) and report.html over the staged output.
+def write_reports(cfg: AuditConfig, spark: SparkSession, out: StagedOutput, tables: dict, guarded) -> dict:
+    """Run stage ``reports``: the Great Expectations suite (+ Data Docs) and report.html over the staged output.
 
-    :meth:`start` runs the suite in a thread (mostly Python: GX's pandas engine for small tables);
-    :meth:`finish` meanwhile collects report.html's queries (one Spark job) and renders it, then waits for the
-    suite and, for an output that is not local (HDFS, S3 ...), copies both from the local temporary directory
-    they were built in.
+    The suite (mostly Python: GX's pandas engine for small tables) runs in a thread while report.html's queries
+    (one Spark job) run and the page is rendered; for an output that is not local (HDFS, S3 ...) both are built in
+    a local temporary directory and then copied into it.  ``tables``: the staged tables (name -> DataFrame, the
+    rows written), which report.html's queries read instead of the Parquet files (the suite validates what was
+    written).
 
     ``guarded(stage, fn, default)`` runs each part (stages ``expectations`` and ``html_report``) so that one
     failing leaves the other and the tables alone (:mod:`audit.pipeline.stages`).  The suite fails on findings at
     or above ``--fail-on`` (none for ``never``); its other expectations are data-quality checks with thresholds
     from ``--expectations-config``.
+
+    Returns
+    -------
+    dict
+        summary.json's ``reports``; a failed part is ``{"error": ...}`` in it.
     """
+    from concurrent.futures import ThreadPoolExecutor
 
-    def __init__(self, cfg: AuditConfig, spark: SparkSession, out: StagedOutput, guarded) -> None:
-        from ..io import fs
+    from ..io import fs
+    from ..report.expectations import run_expectations
+    from ..report.expectations_config import load_expectations_config
+    from ..report.html import REPORT_FILENAME, write_html_report
+    from ..spark import inheriting
 
-        self.cfg, self.spark, self.out, self.guarded = cfg, spark, out, guarded
-        self.remote = not fs.is_local(out.staging)
-        self.local = tempfile.mkdtemp(prefix="koa-reports-") if self.remote else fs.local_path(out.staging)
-        self.tables_dir = out.staging if self.remote else None
-        self._pool: Any = None
-        self._suite: Any = None
+    remote = not fs.is_local(out.staging)
+    local = tempfile.mkdtemp(prefix="koa-reports-") if remote else fs.local_path(out.staging)
+    tables_dir = out.staging if remote else None
+    failed = object()
 
-    def start(self) -> "Reports":
-        """Start the suite in its own thread."""
-        from concurrent.futures import ThreadPoolExecutor
+    def suite():
+        ecfg = load_expectations_config(cfg.expectations_config)
+        ecfg = ecfg.model_copy(update={"fail_on_severities": failing_severities(cfg.fail_on)})
+        return run_expectations(spark, local, ecfg, tables_dir=tables_dir)
 
-        from ..report.expectations import run_expectations
-        from ..spark import inheriting
-
-        def suite():
-            from ..report.expectations_config import load_expectations_config
-
-            ecfg = load_expectations_config(self.cfg.expectations_config)
-            ecfg = ecfg.model_copy(update={"fail_on_severities": failing_severities(self.cfg.fail_on)})
-            return run_expectations(self.spark, self.local, ecfg, tables_dir=self.tables_dir)
-
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="koa-expectations")
-        self._suite = self._pool.submit(inheriting(suite))
-        return self
-
-    def finish(self, tables: dict) -> dict:
-        """Write report.html and wait for the suite; return summary.json's ``reports``.
-
-        ``tables``: the staged tables (name -> DataFrame, the rows written), which report.html's queries read
-        instead of the Parquet files (the suite validates what was written).  A failed part is
-        ``{"error": ...}`` in the result.
-        """
-        from ..io import fs
-        from ..report.html import REPORT_FILENAME, write_html_report
-
-        failed = object()
-        try:
+    try:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="koa-expectations") as pool:
+            running = pool.submit(inheriting(suite))
 
             def wait_for_suite():
                 try:
-                    self._suite.result()
+                    running.result()
                 except Exception:  # noqa: BLE001 - the suite's own stage records it below
                     pass
 
-            page = self.guarded(
+            page = guarded(
                 "html_report",
                 lambda: write_html_report(
-                    self.spark,
-                    self.local,
-                    display_dir=self.out.committed,
-                    tables_dir=self.tables_dir,
+                    spark,
+                    local,
+                    display_dir=out.committed,
+                    tables_dir=tables_dir,
                     wait_for=wait_for_suite,
                     tables=tables,
                 ),
                 failed,
             )
-            outcome = self.guarded("expectations", self._suite.result, failed)
-            if outcome is not failed:
-                stats = outcome.statistics
-                passed = "passed" if outcome.success else "FAILED"
-                config.progress(
-                    self.cfg,
-                    f"expectations: {passed} "
-                    f"({stats.get('successful_expectations')}/{stats.get('evaluated_expectations')})",
-                )
-            if self.remote:
-                for name in ("expectations", "data_docs", REPORT_FILENAME):
-                    if os.path.exists(os.path.join(self.local, name)):
-                        fs.upload(self.spark, os.path.join(self.local, name), self.out.path(name))
-        finally:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True)
-            if self.remote:
-                shutil.rmtree(self.local, ignore_errors=True)
-        return {
-            "expectations": _suite_summary(None if outcome is failed else outcome),
-            "html_report": "report.html" if page not in (None, failed) else None,
-        }
+            outcome = guarded("expectations", running.result, failed)
+        if outcome is not failed:
+            stats = outcome.statistics
+            passed = "passed" if outcome.success else "FAILED"
+            config.progress(
+                cfg,
+                f"expectations: {passed} ({stats.get('successful_expectations')}/{stats.get('evaluated_expectations')})",
+            )
+        if remote:
+            for name in ("expectations", "data_docs", REPORT_FILENAME):
+                if os.path.exists(os.path.join(local, name)):
+                    fs.upload(spark, os.path.join(local, name), out.path(name))
+    finally:
+        if remote:
+            shutil.rmtree(local, ignore_errors=True)
+    return {
+        "expectations": _suite_summary(None if outcome is failed else outcome),
+        "html_report": "report.html" if page not in (None, failed) else None,
+    }
 
 
 def _suite_summary(outcome) -> dict:

@@ -21,11 +21,11 @@ from . import config
 from .config import EXIT_INTERNAL, AuditConfig, AuditInternalError, Failures, RunResult, usage_errors
 from .judging import Decoded, Judged, context_tables, decode, judge_and_write
 from .reports import (
-    Reports,
     metric_and_console_queries,
     metric_and_console_rows,
     warm_report_imports,
     write_metrics,
+    write_reports,
     write_reset_plan_stage,
 )
 from .summary import build_summary, exit_code, rules_not_run, share_queries, share_summary, summary_queries
@@ -218,10 +218,8 @@ def _bounded_rows(cfg, src, d: Decoded, j: Judged, state, failures: Failures):
 
 def _summarize(cfg, src, d: Decoded, j: Judged, state, started_at: str, rows: dict) -> dict:
     """Stage ``summary``: summary.json's content, from the collected rows of :func:`_bounded_rows`."""
-    summary = build_summary(
-        cfg, src, d.raw, (d.n_live, d.n_latest), j.findings, started_at, state.epochs, parts=rows["summary"]
-    )
-    summary["share_groups"] = share_summary(d.share_raw, j.share_partitions, rows=rows["share"])
+    summary = build_summary(cfg, src, (d.n_live, d.n_latest), started_at, rows["summary"])
+    summary["share_groups"] = share_summary(d.share_raw, rows["share"])
     recovered = src.recovered
     summary["records_recovered"] = {"total": sum(r["records"] for r in recovered), "from_replicas": recovered}
     summary["rules_not_run"] = rules_not_run(cfg, state)
@@ -312,7 +310,7 @@ def _audit(
         )
         # the suite (mostly Python) runs while report.html's queries (one Spark job) do
         if cfg.reports:
-            summary["reports"] = Reports(cfg, spark, out, guarded).start().finish(tables)
+            summary["reports"] = write_reports(cfg, spark, out, tables, guarded)
         if cfg.history and not failures.has("history"):
             guarded("history", lambda: _append_history(cfg, spark, summary, j))
         summary["exit_status"] = EXIT_INTERNAL if failures.failed else exit_code(cfg, summary)

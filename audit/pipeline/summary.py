@@ -1,6 +1,7 @@
 """``summary.json``'s content: the records read and skipped, the offset commits, the findings, the share groups.
 
-:func:`build_summary` runs every bounded aggregate in one Spark job; :func:`share_summary` counts the share groups'
+:func:`summary_queries` builds every bounded aggregate (collected by the pipeline in one Spark job) and
+:func:`build_summary` makes the summary from their rows; :func:`share_summary` counts the share groups'
 state, :func:`rules_not_run` tells why a rule did not judge, and :func:`exit_code` reads the exit status off a
 summary.
 """
@@ -15,7 +16,6 @@ from pyspark.sql import functions as F
 from .. import __version__
 from ..formats.record_types import RECORD_TYPE_NAMES
 from ..sources.source import cache_disagreements
-from ..spark import collect_together
 from ..tables import SEVERITIES, fails
 from .config import AuditConfig
 
@@ -96,16 +96,14 @@ def share_queries(share_raw, share_partitions) -> dict[str, DataFrame]:
     }
 
 
-def share_summary(share_raw, share_partitions, rows: dict | None = None) -> dict:
+def share_summary(share_raw, rows: dict) -> dict:
     """Build summary.json's ``share_groups``.
 
-    Whether ``__share_group_state`` was read, its records by outcome, and the share-partitions judged: the rows
-    of :func:`share_queries` (``rows``, collected by the caller with others), or collected here in one job.
+    Whether ``__share_group_state`` was read, its records by outcome, and the share-partitions judged: from the
+    rows of :func:`share_queries` (``rows``, collected by the caller with other bounded queries).
     """
     if share_raw is None:
         return {"state_read": False}
-    if rows is None:
-        rows = collect_together(share_queries(share_raw, share_partitions))
     counts = {(r["kind"], r["decode_error"]): int(r["n"]) for r in rows["share_states"]}
     judged = rows["share_judged"][0]
     return {
@@ -118,16 +116,13 @@ def share_summary(share_raw, share_partitions, rows: dict | None = None) -> dict
     }
 
 
-def build_summary(cfg, src, raw, live_counts, findings, started_at, epochs, parts: dict | None = None) -> dict:
-    """Build summary.json content.
+def build_summary(cfg, src, live_counts, started_at, parts: dict) -> dict:
+    """Build summary.json content from the rows of :func:`summary_queries` (``parts``).
 
-    Every collect here is an aggregate bounded by names (record types and versions beyond the known ones counted
-    together: :data:`OTHER_KIND`) or a ``take`` of at most :data:`MAX_WHERE`: the rows of :func:`summary_queries`
-    (``parts``, collected by the caller with other bounded queries), or collected here in one Spark job
-    (:func:`audit.spark.collect_together`).
+    The caller collects them with other bounded queries (:func:`audit.spark.collect_together`): each is an
+    aggregate bounded by names (record types and versions beyond the known ones counted together:
+    :data:`OTHER_KIND`) or a ``take`` of at most :data:`MAX_WHERE`.
     """
-    if parts is None:
-        parts = collect_together(summary_queries(src, raw, findings, epochs))
     records, commits, by_reason = _record_counts(parts["by_kind"])
     for r in parts["issues"]:
         by_reason[r["reason"]] = by_reason.get(r["reason"], 0) + int(r["n"])
