@@ -76,11 +76,11 @@ def register_context(
     bounds.createOrReplaceTempView("bounds")
     if epoch_end_offsets is None:
         # materialised on its own: inlined into the context query its shuffles cost more than the query
-        epoch_end_offsets = spark.sql(epoch_end_offsets_sql()).localCheckpoint()
+        epoch_end_offsets = spark.sql(epoch_end_offsets_sql()).localCheckpoint(eager=False)
     epoch_end_offsets.createOrReplaceTempView("epoch_end_offsets")
     ctx = spark.sql(load_sql("commit_context").replace("{judge_all}", "true" if history else "false"))
     # every rule reads the context: compute it once
-    ctx = ctx.localCheckpoint()
+    ctx = ctx.localCheckpoint(eager=False)
     ctx.createOrReplaceTempView("commit_context")
     return ctx
 

@@ -89,11 +89,12 @@ def group_tables(
     They are the outputs of ``sql/group_state.sql`` (one row per group) and ``sql/partition_owners.sql`` (one row
     per assigned group-partition).  ``topic_names`` (topic_id string, topic string; e.g. from
     ``leader_timeline``) names the topic ids of KIP-848 assignments; without it those give no owner.  Registers
-    the temp views ``group_records`` (checkpointed: one Spark job) and ``topic_names``.
+    the temp views ``group_records`` (checkpointed by the first job that reads it: no job of its own) and
+    ``topic_names``.
     """
     # both queries read the view several times (their CTEs are inlined): the group records, a small part of
     # ``records``, are computed once
-    group_records(records).localCheckpoint().createOrReplaceTempView("group_records")
+    group_records(records).localCheckpoint(eager=False).createOrReplaceTempView("group_records")
     if topic_names is None:
         topic_names = spark.createDataFrame([], "topic_id string, topic string")
     topic_names.select("topic_id", "topic").where("topic IS NOT NULL").distinct().createOrReplaceTempView("topic_names")

@@ -172,7 +172,7 @@ def judge_and_write(
     names = timeline.select("topic_id", "topic") if timeline is not None else state.topic_names
     # the owner tables, joined into findings, committed offsets and share-partitions: computed once
     group_state, owners = group_tables(spark, d.records, names)
-    group_state, owners = group_state.localCheckpoint(), owners.localCheckpoint()
+    group_state, owners = group_state.localCheckpoint(eager=False), owners.localCheckpoint(eager=False)
     findings = with_owners(
         judge(
             spark,

@@ -13,9 +13,9 @@ import pytest
 from ..paths import SCENARIO
 
 #: jobs of one audit of the bundled scenario, latest mode, reports on (``report.html``, Data Docs, metrics)
-BUDGET_REPORTS = 25
+BUDGET_REPORTS = 16
 #: the same with ``--skip-reports``
-BUDGET_SKIP_REPORTS = 23
+BUDGET_SKIP_REPORTS = 14
 
 
 def _job_ids(spark) -> set[int]:

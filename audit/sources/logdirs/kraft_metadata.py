@@ -139,7 +139,7 @@ def metadata_state(spark, meta_reps: list[Replica], ends: dict[int, int | None])
     meta.createOrReplaceTempView("metadata_records")
     from ...queries import load_sql
 
-    state = spark.sql(load_sql("metadata_replay")).localCheckpoint()
+    state = spark.sql(load_sql("metadata_replay")).localCheckpoint(eager=False)
 
     current_ids = spark.sql(load_sql("topic_ids"))
 

@@ -118,7 +118,7 @@ def read_log_dirs(
     raw = raw.observe(bad, F.count_if(bad_row() & F.col("source_partition").isNotNull()).alias("n"))
     raw, epochs, share_raw = in_parallel(
         raw.localCheckpoint,
-        tables.epochs.localCheckpoint,
+        lambda: tables.epochs.localCheckpoint(eager=False),
         (share_raw.localCheckpoint if share_raw is not None else lambda: None),
     )
     raw = compact(raw)
@@ -169,7 +169,7 @@ def _partition_tables(spark: SparkSession, inv: Inventory) -> _PartitionTables:
     bounds, timeline = in_parallel(
         lambda: partition_bounds(
             replica_authority(replicas, meta.metadata_partitions), rep_cache, meta.metadata_partitions, remote
-        ).localCheckpoint(),
+        ).localCheckpoint(eager=False),
         meta.timeline or (lambda: None),
     )
     epochs = rep_cache.join(

@@ -205,4 +205,4 @@ def _fill(
         .join(taken, ["source_partition", "offset"], "left_anti")
         .dropDuplicates(["source_partition", "offset", "kind"])
         .select(*raw.columns)
-    ).localCheckpoint()
+    ).localCheckpoint(eager=False)

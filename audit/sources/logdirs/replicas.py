@@ -199,7 +199,7 @@ def replicas_table(replicas0: DataFrame, small: SmallFileTables) -> DataFrame:
             "damage_detail",
             "topic_id",
         )
-        .localCheckpoint()
+        .localCheckpoint(eager=False)
     )
 
 

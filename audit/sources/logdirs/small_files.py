@@ -237,7 +237,7 @@ def _read_small(spark: SparkSession, inv: Inventory, tail_paths: list[str | None
         binary_files(spark, small_uris).mapInArrow(read_small_files, spark_schema(SMALL_SCHEMA))
         if small_uris
         else spark.createDataFrame([], spark_schema(SMALL_SCHEMA))
-    ).localCheckpoint()
+    ).localCheckpoint()  # eager: compact() then reads it in one task, which must not also read the files
     return compact(small)
 
 
