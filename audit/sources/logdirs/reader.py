@@ -164,7 +164,7 @@ def _partition_tables(spark: SparkSession, inv: Inventory) -> _PartitionTables:
     )
     replicas, rep_cache, stale_replicas = _drop_stale_replicas(replicas, small.rep_cache, meta.current_ids)
 
-    # the timelines' queries are planned while the bounds are computed
+    # the timelines' queries are planned beside the bounds' (checkpointed by the job that chooses the segments)
     remote, remote_issues, remote_uris = remote_tier(spark, inv)
     bounds, timeline = in_parallel(
         lambda: partition_bounds(
