@@ -5,7 +5,9 @@ Each block marked ``<!-- runnable: NAME -->`` in README.md or a page of ``docs/`
 documentation and what is tested cannot drift apart; only the placeholders a reader replaces are replaced here: the log dirs
 ``/copies/...`` by the shared scenario's brokers, the bootstrap servers ``kafka-1:9092,...`` by a real lab
 cluster's, restarted (a rolling restart, no write after it: each partition's current leader epoch holds no
-record, the shape a live audit with reports on once crashed on) on each Kafka version of the lab.
+record, the shape a live audit with reports on once crashed on) on each Kafka version of the lab.  The one
+setting added to the user's environment is ``SPARK_SUBMIT_OPTS`` (:func:`tests.jvm.submit_env`: JIT and collector
+options only), so that the ``spark-submit`` block's driver starts as the CLI's own does.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from .jvm import submit_env
 from .paths import REPO, SCENARIO
 
 RUNNABLE = re.compile(r"<!-- runnable: (?P<name>[\w-]+) -->\s*```bash\n(?P<body>.*?)```", re.S)
@@ -50,7 +53,7 @@ def _user_env() -> dict:
     parts = [p for p in env.get("PATH", "").split(os.pathsep) if p and not (venv and p.startswith(venv))]
     env["PATH"] = os.pathsep.join(parts)
     env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", KOA_CDS="off")
-    return env
+    return submit_env(env)  # the spark-submit block's driver starts as the CLI's own driver does
 
 
 def _bash(command: str, cwd: Path, timeout: float, activate: bool = True) -> subprocess.CompletedProcess:

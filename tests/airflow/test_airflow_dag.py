@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from ..jvm import submit_env
 from ..paths import REPO
 
 AIRFLOW_VENV = Path(os.environ.get("KOA_AIRFLOW_VENV", REPO / ".venv-airflow"))
@@ -149,6 +150,7 @@ def airflow_env(tmp_path_factory):
             "PATH": f"{AIRFLOW_VENV / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
         }
     )
+    env = submit_env(env)  # the DAG's spark-submit drivers start as the CLI's own driver does
     migrate = subprocess.run(
         [str(AIRFLOW_VENV / "bin" / "airflow"), "db", "migrate"],
         env=env,

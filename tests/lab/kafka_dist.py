@@ -118,11 +118,18 @@ def tools_classpath(version: str) -> Path:
     return _resolved(f"kafka-tools-{version}", TOOLS_POM, version, "kafka-tools-*.jar")
 
 
+#: the JVM options of a Kafka command-line tool's run (a few requests, then exit), as the lab's other JVMs start:
+#: the heap of Kafka's scripts (``kafka-run-class.sh``: 256 MiB), C1-only JIT and the serial collector, where the
+#: JVM's defaults (G1, the full JIT) cost such a short run more CPU than they save; nothing the tool does changes
+TOOL_JVM_OPTIONS = ("-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto")
+
+
 def consumer_groups_command(version: str, bootstrap: str, *args: str) -> list[str]:
     """The command line of Kafka ``version``'s ``kafka-consumer-groups --bootstrap-server bootstrap args...``
     (ConsumerGroupCommand from :func:`tools_classpath`)."""
     return [
         java(),
+        *TOOL_JVM_OPTIONS,
         "-cp",
         f"{tools_classpath(version)}/*",
         "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
@@ -138,6 +145,7 @@ def share_groups_command(version: str, bootstrap: str, *args: str) -> list[str]:
     4.4 on)."""
     return [
         java(),
+        *TOOL_JVM_OPTIONS,
         "-cp",
         f"{tools_classpath(version)}/*",
         "org.apache.kafka.tools.consumer.group.ShareGroupCommand",

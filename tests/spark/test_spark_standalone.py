@@ -21,6 +21,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from ..jvm import submit_env
 from ..paths import SCENARIO
 from ..test_readme_commands import LOG_DIRS, readme_blocks
 
@@ -41,7 +42,7 @@ def _submit(standalone, cwd: Path, out: Path, archive: bool):
             "PYSPARK_PYTHON=./env/bin/python", f"PYSPARK_PYTHON={empty_py}"
         )
     env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_HOME")}
-    env.update(SPARK_LOCAL_IP="127.0.0.1")
+    env = submit_env({**env, "SPARK_LOCAL_IP": "127.0.0.1"})
     return subprocess.run(
         ["bash", "-c", "set -euo pipefail\n" + cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=1200
     )
