@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from .queries import epoch_end_offsets_sql, load_sql
+from .spark import checkpoint_on_first_use
 from .tables import FINDING_COLUMNS, FINDING_TYPES, SEVERITY_RANK
 
 
@@ -76,11 +77,11 @@ def register_context(
     bounds.createOrReplaceTempView("bounds")
     if epoch_end_offsets is None:
         # materialised on its own: inlined into the context query its shuffles cost more than the query
-        epoch_end_offsets = spark.sql(epoch_end_offsets_sql()).localCheckpoint(eager=False)
+        epoch_end_offsets = checkpoint_on_first_use(spark.sql(epoch_end_offsets_sql()))
     epoch_end_offsets.createOrReplaceTempView("epoch_end_offsets")
     ctx = spark.sql(load_sql("commit_context").replace("{judge_all}", "true" if history else "false"))
     # every rule reads the context: compute it once
-    ctx = ctx.localCheckpoint(eager=False)
+    ctx = checkpoint_on_first_use(ctx)
     ctx.createOrReplaceTempView("commit_context")
     return ctx
 

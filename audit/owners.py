@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from .queries import load_sql
+from .spark import checkpoint_on_first_use
 
 
 __all__ = [
@@ -94,7 +95,7 @@ def group_tables(
     """
     # both queries read the view several times (their CTEs are inlined): the group records, a small part of
     # ``records``, are computed once
-    group_records(records).localCheckpoint(eager=False).createOrReplaceTempView("group_records")
+    checkpoint_on_first_use(group_records(records)).createOrReplaceTempView("group_records")
     if topic_names is None:
         topic_names = spark.createDataFrame([], "topic_id string, topic string")
     topic_names.select("topic_id", "topic").where("topic IS NOT NULL").distinct().createOrReplaceTempView("topic_names")

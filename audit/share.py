@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from .judge import TIMELINE_TYPE, project_findings
 from .queries import epoch_end_offsets_sql, load_sql
+from .spark import checkpoint_on_first_use
 
 
 __all__ = [
@@ -84,7 +85,7 @@ def judge_shares(
     topic_names.select("topic_id", "topic").where(
         "topic_id IS NOT NULL AND topic IS NOT NULL"
     ).distinct().createOrReplaceTempView("share_topic_names")
-    states = spark.sql(load_sql("share_states")).localCheckpoint(eager=False)
+    states = checkpoint_on_first_use(spark.sql(load_sql("share_states")))
     states.createOrReplaceTempView("share_states")
     # columns only some sources give (a live cluster has no metadata log, no replica files)
     for name, type_ in (
@@ -104,9 +105,9 @@ def judge_shares(
     if epoch_end_offsets is None:
         epoch_end_offsets = spark.sql(epoch_end_offsets_sql("share_epoch_requests", "share_epochs", "share_bounds"))
     epoch_end_offsets.createOrReplaceTempView("share_epoch_end_offsets")
-    ctx = spark.sql(load_sql("share_context")).localCheckpoint(eager=False)
+    ctx = checkpoint_on_first_use(spark.sql(load_sql("share_context")))
     ctx.createOrReplaceTempView("share_context")
     parts = [project_findings(spark.sql(load_sql(sql)), ("records_in_log",)) for sql in SHARE_RULES.values()]
-    full = parts[0].union(parts[1]).localCheckpoint(eager=False)
+    full = checkpoint_on_first_use(parts[0].union(parts[1]))
     full.createOrReplaceTempView("share_findings")
     return full.drop("records_in_log"), spark.sql(load_sql("share_partitions"))

@@ -19,6 +19,7 @@ from ..groups import group_status
 from ..judge import judge, with_verdicts
 from ..owners import group_tables, subscribed_topics, with_owners
 from ..io.outputs import StagedOutput
+from ..spark import checkpoint_on_first_use
 from . import config
 from .config import AuditConfig
 
@@ -172,7 +173,7 @@ def judge_and_write(
     names = timeline.select("topic_id", "topic") if timeline is not None else state.topic_names
     # the owner tables, joined into findings, committed offsets and share-partitions: computed once
     group_state, owners = group_tables(spark, d.records, names)
-    group_state, owners = group_state.localCheckpoint(eager=False), owners.localCheckpoint(eager=False)
+    group_state, owners = checkpoint_on_first_use(group_state), checkpoint_on_first_use(owners)
     findings = with_owners(
         judge(
             spark,

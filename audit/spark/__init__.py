@@ -9,7 +9,7 @@ The names below are the package's interface; its modules are :mod:`.jvm`, :mod:`
 
 from __future__ import annotations
 
-from .actions import collect_together, in_parallel, inheriting
+from .actions import checkpoint_on_first_use, collect_together, in_parallel, inheriting
 from .jvm import (
     METASPACE_JAVA_OPTION,
     QUICK_START_JAVA_OPTIONS,
@@ -60,6 +60,7 @@ __all__ = [
     "available_cpus",
     "build_remote_session",
     "build_session",
+    "checkpoint_on_first_use",
     "collect_together",
     "broadcast_unless_small",
     "compact",

@@ -1,4 +1,4 @@
-"""Running several Spark jobs at once, and several small queries in one job."""
+"""Running several Spark jobs at once, several small queries in one job, and keeping a table read more than once."""
 
 from __future__ import annotations
 
@@ -7,10 +7,32 @@ from pyspark.sql import SparkSession
 
 
 __all__ = [
+    "checkpoint_on_first_use",
     "collect_together",
     "in_parallel",
     "inheriting",
 ]
+
+
+def checkpoint_on_first_use(df):
+    """Return ``df`` checkpointed lazily (``DataFrame.localCheckpoint(eager=False)``).
+
+    For a table that later queries read more than once: the first Spark job that reads it computes its partitions
+    and keeps them in the executors' block managers; every later query reads those blocks instead of planning and
+    running ``df``'s lineage again.  No Spark job runs for the checkpoint itself (an eager one is a job of its own,
+    and over Spark Connect a round trip that waits for it).
+
+    Stay eager (``df.localCheckpoint()``) where one of these holds:
+
+    - a ``DataFrame.observe`` metric of ``df`` is read right after (it is only set once a job ran);
+    - ``df``'s errors must be raised here, inside the caller's ``try`` (a live cluster's read), not in whichever
+      later job first reads it;
+    - the next reader runs in one task (``compact`` of a small input), which would then also compute all of
+      ``df``'s partitions.
+
+    Results never change: only when and where the partitions are computed.
+    """
+    return df.localCheckpoint(eager=False)
 
 
 def in_parallel(*fns):

@@ -262,6 +262,30 @@ def test_in_parallel_keeps_order_local_properties_and_errors(spark):
         sc.setLocalProperty("spark.scheduler.pool", None)
 
 
+def test_checkpoint_on_first_use_runs_no_job_and_its_first_reader_keeps_the_rows(spark):
+    """The checkpoint starts no Spark job; the first job that reads the table computes its rows, once; later queries
+    read the kept rows (the counter of rows computed, in the Python worker, does not grow)."""
+    from pyspark.sql import functions as F
+
+    from audit.spark import checkpoint_on_first_use
+
+    sc = spark.sparkContext
+    computed = sc.accumulator(0)
+
+    def count_rows(batches):
+        for batch in batches:
+            computed.add(batch.num_rows)
+            yield batch
+
+    df = spark.range(0, 10, numPartitions=2).mapInArrow(count_rows, "id long")
+    jobs = set(sc.statusTracker().getJobIdsForGroup(None))
+    kept = checkpoint_on_first_use(df)
+    assert set(sc.statusTracker().getJobIdsForGroup(None)) == jobs and computed.value == 0
+    assert sorted(r.id for r in kept.collect()) == list(range(10)) and computed.value == 10
+    assert kept.where("id > 4").count() == 5 and kept.agg(F.sum("id")).first()[0] == 45
+    assert computed.value == 10
+
+
 def _zip_with(path, files: dict) -> str:
     import zipfile
 

@@ -13,7 +13,7 @@ from typing import NamedTuple
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ...spark import compact
+from ...spark import checkpoint_on_first_use, compact
 from .decoders import decode_metadata_files, decode_remote_metadata_files, decoder_issues, metadata_schema
 from .files import binary_files, spark_schema
 from .inventory import REMOTE_LOG_METADATA_TOPIC, Inventory, Replica
@@ -139,7 +139,7 @@ def metadata_state(spark, meta_reps: list[Replica], ends: dict[int, int | None])
     meta.createOrReplaceTempView("metadata_records")
     from ...queries import load_sql
 
-    state = spark.sql(load_sql("metadata_replay")).localCheckpoint(eager=False)
+    state = checkpoint_on_first_use(spark.sql(load_sql("metadata_replay")))
 
     current_ids = spark.sql(load_sql("topic_ids"))
 

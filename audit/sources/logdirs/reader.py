@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from ...spark import broadcast_unless_small, compact, in_parallel, small_tables
+from ...spark import broadcast_unless_small, checkpoint_on_first_use, compact, in_parallel, small_tables
 from .decoders import decode_offsets_files, decode_offsets_latest, decode_share_state_files, decoder_issues
 from .files import binary_files, spark_schema
 from .inventory import EPOCH_CHECKPOINT, METADATA_TOPIC, OFFSETS_TOPIC, SHARE_STATE_TOPIC, Inventory, discover
@@ -118,7 +118,7 @@ def read_log_dirs(
     raw = raw.observe(bad, F.count_if(bad_row() & F.col("source_partition").isNotNull()).alias("n"))
     raw, epochs, share_raw = in_parallel(
         raw.localCheckpoint,
-        lambda: tables.epochs.localCheckpoint(eager=False),
+        lambda: checkpoint_on_first_use(tables.epochs),
         (share_raw.localCheckpoint if share_raw is not None else lambda: None),
     )
     raw = compact(raw)
@@ -167,9 +167,11 @@ def _partition_tables(spark: SparkSession, inv: Inventory) -> _PartitionTables:
     # the timelines' queries are planned beside the bounds' (checkpointed by the job that chooses the segments)
     remote, remote_issues, remote_uris = remote_tier(spark, inv)
     bounds, timeline = in_parallel(
-        lambda: partition_bounds(
-            replica_authority(replicas, meta.metadata_partitions), rep_cache, meta.metadata_partitions, remote
-        ).localCheckpoint(eager=False),
+        lambda: checkpoint_on_first_use(
+            partition_bounds(
+                replica_authority(replicas, meta.metadata_partitions), rep_cache, meta.metadata_partitions, remote
+            )
+        ),
         meta.timeline or (lambda: None),
     )
     epochs = rep_cache.join(

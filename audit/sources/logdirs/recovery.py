@@ -12,7 +12,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from .decoders import decode_offsets_files, decode_offsets_latest
-from ...spark import broadcast_unless_small
+from ...spark import broadcast_unless_small, checkpoint_on_first_use
 from .files import binary_files, spark_schema
 from .inventory import OFFSETS_TOPIC, Inventory
 
@@ -194,7 +194,7 @@ def _fill(
         )
     )
     taken = raw.where(_good_row()).select("source_partition", "offset")
-    return (
+    return checkpoint_on_first_use(
         other.join(
             gaps,
             (other["source_partition"] == gaps["source_partition"])
@@ -205,4 +205,4 @@ def _fill(
         .join(taken, ["source_partition", "offset"], "left_anti")
         .dropDuplicates(["source_partition", "offset", "kind"])
         .select(*raw.columns)
-    ).localCheckpoint(eager=False)
+    )

@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ...spark import checkpoint_on_first_use
 from ..source import cache_disagreements
 from .inventory import OFFSETS_TOPIC, Inventory, Replica
 from .kraft_metadata import REMOTE_TIER_DDL
@@ -179,9 +180,8 @@ def replicas_table(replicas0: DataFrame, small: SmallFileTables) -> DataFrame:
         .withColumn("local_log_start_offset", F.col("log_start_offset"))
         .withColumn("log_end_offset", log_end_offset)
     )
-    return (
-        replica_damage(replicas)
-        .select(
+    return checkpoint_on_first_use(
+        replica_damage(replicas).select(
             "broker_id",
             "log_dir",
             "topic",
@@ -199,7 +199,6 @@ def replicas_table(replicas0: DataFrame, small: SmallFileTables) -> DataFrame:
             "damage_detail",
             "topic_id",
         )
-        .localCheckpoint(eager=False)
     )
 
 
