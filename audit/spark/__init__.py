@@ -1,7 +1,8 @@
 """Run Spark for the audit: the session, the driver JVM's options, tuning for an input's size, and concurrent jobs.
 
 Spark for the audit: the session (embedded, spark-submit, Spark Connect), the driver JVM's options, how
-queries are tuned for an input's size, and running several jobs at once or several queries in one job.
+queries are tuned for an input's size, running several jobs at once or several queries in one job, and keeping a
+table that later queries read more than once (checkpointed by the first job that reads it).
 
 The names below are the package's interface; its modules are :mod:`.jvm`, :mod:`.session`, :mod:`.tuning` and
 :mod:`.actions`.
