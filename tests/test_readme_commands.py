@@ -5,9 +5,10 @@ Each block marked ``<!-- runnable: NAME -->`` in README.md or a page of ``docs/`
 documentation and what is tested cannot drift apart; only the placeholders a reader replaces are replaced here: the log dirs
 ``/copies/...`` by the shared scenario's brokers, the bootstrap servers ``kafka-1:9092,...`` by a real lab
 cluster's, restarted (a rolling restart, no write after it: each partition's current leader epoch holds no
-record, the shape a live audit with reports on once crashed on) on each Kafka version of the lab.  The one
-setting added to the user's environment is ``SPARK_SUBMIT_OPTS`` (:func:`tests.jvm.submit_env`: JIT and collector
-options only), so that the ``spark-submit`` block's driver starts as the CLI's own does.
+record, the shape a live audit with reports on once crashed on) on each Kafka version of the lab.  The user's
+environment (``_user_env``) gets pip's version check and the class-data archive turned off, and
+``SPARK_SUBMIT_OPTS`` (:func:`tests.jvm.submit_env`: JIT and collector options only), so that the ``spark-submit``
+block's driver starts as the CLI's own does.
 """
 
 from __future__ import annotations
