@@ -126,11 +126,40 @@ def pytest_xdist_make_scheduler(config, log):
     return SharedFixtureScheduling(config, log)
 
 
+#: seconds of setup, call and teardown by test file (on the controller under xdist), for the end-of-run table
+_FILE_SECONDS: dict[str, float] = {}
+
+
 def pytest_runtest_logreport(report):
     """A failure named the moment it happens (on the controller under xdist), with its duration: a run stopped
     by a time limit before pytest's summary still says which tests failed."""
-    if report.failed and not os.environ.get("PYTEST_XDIST_WORKER"):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    path = report.nodeid.split("::", 1)[0]
+    _FILE_SECONDS[path] = _FILE_SECONDS.get(path, 0.0) + report.duration
+    if report.failed:
         print(f"\nFAILED {report.nodeid} ({report.when}, {report.duration:.0f} s)", file=sys.stderr, flush=True)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The test files that took longest (setup, call and teardown summed; wall seconds on their worker), beside
+    ``--durations``' slowest tests: where CI's time goes, file by file, and by tier."""
+    if not _FILE_SECONDS:
+        return
+    total = sum(_FILE_SECONDS.values())
+    by_tier: dict[str, float] = {}
+    for path, seconds in _FILE_SECONDS.items():
+        tier = "+".join(_tiers(path)) or "fast"
+        by_tier[tier] = by_tier.get(tier, 0.0) + seconds
+    terminalreporter.write_sep(
+        "=",
+        f"time by test file: the {min(25, len(_FILE_SECONDS))} longest of {len(_FILE_SECONDS)}, {total:.0f} s in all",
+    )
+    for path, seconds in sorted(_FILE_SECONDS.items(), key=lambda kv: -kv[1])[:25]:
+        terminalreporter.write_line(f"{seconds:8.1f}s {100 * seconds / total:5.1f}%  {path}")
+    terminalreporter.write_line(
+        "by tier: " + ", ".join(f"{t} {s:.0f} s" for t, s in sorted(by_tier.items(), key=lambda kv: -kv[1]))
+    )
 
 
 @pytest.fixture(scope="session")
