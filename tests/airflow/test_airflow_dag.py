@@ -393,9 +393,11 @@ def _html_part(msg) -> str:
     raise AssertionError("no text/html part in the alert email")
 
 
-def test_run_fails_loudly_on_critical_findings_at_fail_on_critical(airflow_env, tmp_path, smtp_sink):
-    """Findings at the gate (``fail_on=critical``) fail the run, and Airflow's notifier emails them, each with its
-    action, through the SMTP connection; the run is appended to the history under its Airflow run id."""
+def test_run_fails_loudly_at_the_default_gate_error(airflow_env, tmp_path, smtp_sink):
+    """The ``fail_on`` param's default is ``error``, the CLI's: the scenario's critical and error findings fail the
+    run in ``check_expectations`` (the critical ones listed first), without a retry.  Airflow's notifier emails
+    them, each with its action, through the SMTP connection (the findings below the gate counted, not listed); the
+    run is appended to the history under its Airflow run id."""
     port, messages = smtp_sink
     env = dict(
         airflow_env,
@@ -411,34 +413,37 @@ def test_run_fails_loudly_on_critical_findings_at_fail_on_critical(airflow_env, 
         ),
     )
     hist = tmp_path / "history"
-    result, log, out = _run(env, tmp_path, history=str(hist), fail_on="critical")
+    result, log, out = _run(env, tmp_path, history=str(hist))
     assert result["state"] == "failed", log[-5000:]
     # the job's exit status 1 (findings) is left to check_expectations, which fails without retrying
     assert result["tis"] == {
         "audit_offsets": {"state": "success", "try_number": 1},
         "check_expectations": {"state": "failed", "try_number": 1},
     }
+    assert "'--fail-on', 'error'" in log
     assert "exited with status 1" in log
-    assert "kafka-offset-audit FAILED" in log
+    assert "kafka-offset-audit FAILED" in log and "(fail_on=error)" in log
     assert "findings by severity: critical=3 error=4 warning=3 info=5" in log
     assert "failed checks: findings.no_failing_severity" in log
-    assert "findings at or above critical: critical=3" in log
+    assert "findings at or above error: critical=3, error=4" in log
+    assert "findings at or above fail_on: critical=3, error=4" in log
     assert "critical LOG_TRUNCATION group=dev-settlement dev.payments[0] committed=100" in log
     assert (out / "report.html").is_file()
 
-    # the alert: one email, listing exactly the critical findings with their actions
+    # the alert: one email, listing exactly the findings at or above the gate with their actions
     import pyarrow.parquet as pq
 
-    critical = [f for f in pq.read_table(str(out / "findings")).to_pylist() if f["severity"] == "critical"]
-    assert len(messages) == 1, log[-3000:]
+    gated = [f for f in pq.read_table(str(out / "findings")).to_pylist() if f["severity"] in ("critical", "error")]
+    assert len(gated) == 7 and len(messages) == 1, log[-3000:]
     rcpt, msg = messages[0]
     assert rcpt == ["kafka-oncall@example.com"]
-    assert msg["Subject"].startswith(f"kafka-offset-audit: {len(critical)} finding(s) at or above critical")
+    assert msg["Subject"].startswith(f"kafka-offset-audit: {len(gated)} finding(s) at or above error (critical first)")
     body = _html_part(msg)
-    assert body.count("<td><b>critical</b></td>") == len(critical)
-    assert "<b>error</b>" not in body  # below the gate: counted, not listed
-    for f in critical:
-        action = f["detail"].split(" Action: ", 1)[1]
+    assert body.count("<td><b>critical</b></td>") == 3 and body.count("<td><b>error</b></td>") == 4
+    assert body.index("<td><b>critical</b></td>") < body.index("<td><b>error</b></td>")
+    assert "<b>warning</b>" not in body and "<b>info</b>" not in body  # below the gate: counted, not listed
+    for f in gated:
+        action = f["detail"].split(" Action: ", 1)[1].strip()
         assert f"<td>{f['group_id']}</td><td>{f['topic']}-{f['partition']}</td>" in body
         assert action.replace("<", "&lt;").replace(">", "&gt;") in body
     assert "critical=3, error=4, warning=3, info=5" in body
@@ -454,22 +459,6 @@ def test_run_fails_loudly_on_critical_findings_at_fail_on_critical(airflow_env, 
     run_id = summary["history"]["run_id"]
     assert run_id.startswith("manual__") and summary["history"]["new"] == summary["findings"]["total"]
     assert [p.name for p in (hist / "runs").glob("run_date=*/*")] == [f"run_id={run_id}".replace(":", "%3A")]
-
-
-def test_the_default_gate_error_fails_on_critical_and_error_findings(airflow_env, tmp_path):
-    """The ``fail_on`` param's default is ``error``, the CLI's: the scenario's critical and error findings fail the
-    run in ``check_expectations`` (the critical ones listed first), without a retry."""
-    result, log, _out = _run(airflow_env, tmp_path)
-    assert result["state"] == "failed", log[-5000:]
-    assert result["tis"] == {
-        "audit_offsets": {"state": "success", "try_number": 1},
-        "check_expectations": {"state": "failed", "try_number": 1},
-    }
-    assert "'--fail-on', 'error'" in log
-    assert "kafka-offset-audit FAILED" in log and "(fail_on=error)" in log
-    assert "findings at or above error: critical=3, error=4" in log
-    assert "findings at or above fail_on: critical=3, error=4" in log
-    assert "critical LOG_TRUNCATION group=dev-settlement dev.payments[0] committed=100" in log
 
 
 def test_gated_findings_are_the_most_severe_first_and_bounded(airflow_env, tmp_path):
