@@ -2,6 +2,7 @@
 
     python -m bench.cluster_modes --output /tmp/koa-bench/cluster.json          # about 25 minutes here
     python -m bench.cluster_modes --quick --output /tmp/koa-bench/cluster-quick.json   # checks the script only
+    python -m bench.cluster_modes --connect-only --connect-warmup 12 --pairs 3     # measure 3 alone, a warmer server
 
 Three measures, one table:
 
@@ -16,7 +17,8 @@ Three measures, one table:
    Python worker process, and the sum over the workers alive at once), at ``--n-small`` and ``--n-large``:
    largest ÷ smallest <= 1.5x.
 3. **Connect, warm server**: the small audit of the shared scenario (reports on) by a fresh CLI process with
-   ``--remote`` against a Spark Connect server that has already run one audit (no JVM start to pay), ÷ the bare
+   ``--remote`` against a Spark Connect server that has already run ``--connect-warmup`` audits (default 1; no JVM
+   start to pay, and a server in service has run many), ÷ the bare
    Spark process of :mod:`bench.small_audit` (a fresh ``local[2]`` session, one ``mapInArrow`` job, one Parquet
    write), alternated, medians: <= 0.7x.
 
@@ -289,55 +291,9 @@ def timed(cmd: list[str], env: dict | None = None) -> float:
     return time.perf_counter() - t
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n-small", type=int, default=20_000_000)
-    ap.add_argument("--n-large", type=int, default=100_000_000)
-    ap.add_argument("--pairs", type=int, default=2)
-    ap.add_argument("--worker-memory", default="6g")
-    ap.add_argument("--cache", default=os.environ.get("KOA_BENCH_CACHE", "/tmp/koa-bench"))
-    ap.add_argument("--quick", action="store_true", help="small inputs, one pair: checks the script, not a measure")
-    ap.add_argument("--output", default=None)
-    a = ap.parse_args(argv)
-    if a.quick:
-        a.n_small, a.n_large, a.pairs = 100_000, 400_000, 1
-    work = Path(tempfile.mkdtemp(prefix="koa-cluster-bench-"))
-    started = time.strftime("%Y-%m-%d %H:%M:%S")
-    res: dict = {
-        "started": started,
-        "cpus": os.cpu_count(),
-        "quick": a.quick,
-        "n_small": a.n_small,
-        "n_large": a.n_large,
-        "pairs": a.pairs,
-    }
-    url, procs = start_standalone(work, a.worker_memory)
-    try:
-        print(f"[cluster] standalone {url}; N={a.n_large:,}: local[2] and the cluster alternated", flush=True)
-        runs = {"local": [], "standalone": [], "standalone_small_node": []}
-        for i in range(a.pairs):
-            for mode, master, opts in (
-                ("local", "local[2]", None),
-                ("standalone", url, None),
-                ("standalone_small_node", url, SMALL_NODE_EXECUTOR_OPTIONS),
-            ):
-                r = bench_run(a.n_large, master, a.cache, work, work if mode == "standalone" else None, opts)
-                runs[mode].append(r)
-                print(f"[cluster]   {mode:21s} run {i + 1}: run() {r['run_seconds']} s", flush=True)
-        small = bench_run(a.n_small, url, a.cache, work, work)
-        print(f"[cluster]   standalone N={a.n_small:,}: run() {small['run_seconds']} s", flush=True)
-    finally:
-        stop(procs)
-    med = {m: statistics.median(r["run_seconds"] for r in rs) for m, rs in runs.items()}
-    large = max(runs["standalone"], key=lambda r: r["executor_jvm_peak_rss_mib"])
-    res["standalone"] = {
-        "runs": runs,
-        "medians_s": med,
-        "ratio": round(med["standalone"] / med["local"], 2),
-        "ratio_small_node": round(med["standalone_small_node"] / med["local"], 2),
-        "findings_as_expected": all(r["findings_as_expected"] for rs in runs.values() for r in rs),
-    }
-    res["memory"] = {"small": small, "large": large}
+def connect_measure(work: Path, pairs: int, warmup: int = 1) -> dict:
+    """Measure 3: fresh ``--remote`` CLI runs against a Connect server warmed by ``warmup`` audits, alternated with
+    the bare Spark process, ``pairs`` times: ``{"warmup_runs_s", "runs", "ratio"}`` (medians' ratio)."""
     conn_url, conn = start_connect(work)
     try:
         env = dict(os.environ, KOA_CDS="off")
@@ -350,10 +306,13 @@ def main(argv: list[str] | None = None) -> int:
             str(SCENARIO),
             "--quiet",
         ]
-        warm = timed(cli + ["--output", str(work / "connect-warm")], env)
-        print(f"[cluster] Connect {conn_url}: warming run {warm:.2f} s", flush=True)
-        times = {"connect": [], "bare": []}
-        for i in range(a.pairs):
+        warm = []
+        for i in range(warmup):
+            warm.append(round(timed(cli + ["--output", str(work / f"connect-warm-{i}")], env), 3))
+            shutil.rmtree(work / f"connect-warm-{i}", ignore_errors=True)
+            print(f"[cluster] Connect {conn_url}: warming run {i + 1} of {warmup}: {warm[-1]:.2f} s", flush=True)
+        times: dict[str, list[float]] = {"connect": [], "bare": []}
+        for i in range(pairs):
             times["connect"].append(round(timed(cli + ["--output", str(work / f"connect-{i}")], env), 3))
             shutil.rmtree(work / f"bare-{i}", ignore_errors=True)
             times["bare"].append(
@@ -372,7 +331,67 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         stop([conn])
     cm, bm = statistics.median(times["connect"]), statistics.median(times["bare"])
-    res["connect"] = {"warm_run_s": round(warm, 3), "runs": times, "ratio": round(cm / bm, 2)}
+    return {"warmup_runs_s": warm, "runs": times, "ratio": round(cm / bm, 2)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n-small", type=int, default=20_000_000)
+    ap.add_argument("--n-large", type=int, default=100_000_000)
+    ap.add_argument("--pairs", type=int, default=2)
+    ap.add_argument("--worker-memory", default="6g")
+    ap.add_argument("--cache", default=os.environ.get("KOA_BENCH_CACHE", "/tmp/koa-bench"))
+    ap.add_argument("--quick", action="store_true", help="small inputs, one pair: checks the script, not a measure")
+    ap.add_argument("--output", default=None)
+    ap.add_argument(
+        "--connect-warmup", type=int, default=1, help="audits the Connect server runs before measure 3 (default 1)"
+    )
+    ap.add_argument("--connect-only", action="store_true", help="measure 3 only (no standalone cluster)")
+    a = ap.parse_args(argv)
+    if a.connect_warmup < 0:
+        ap.error("--connect-warmup takes 0 or more audits")
+    if a.quick:
+        a.n_small, a.n_large, a.pairs = 100_000, 400_000, 1
+    work = Path(tempfile.mkdtemp(prefix="koa-cluster-bench-"))
+    started = time.strftime("%Y-%m-%d %H:%M:%S")
+    res: dict = {
+        "started": started,
+        "cpus": os.cpu_count(),
+        "quick": a.quick,
+        "n_small": a.n_small,
+        "n_large": a.n_large,
+        "pairs": a.pairs,
+    }
+    if not a.connect_only:
+        url, procs = start_standalone(work, a.worker_memory)
+        try:
+            print(f"[cluster] standalone {url}; N={a.n_large:,}: local[2] and the cluster alternated", flush=True)
+            runs = {"local": [], "standalone": [], "standalone_small_node": []}
+            for i in range(a.pairs):
+                for mode, master, opts in (
+                    ("local", "local[2]", None),
+                    ("standalone", url, None),
+                    ("standalone_small_node", url, SMALL_NODE_EXECUTOR_OPTIONS),
+                ):
+                    r = bench_run(a.n_large, master, a.cache, work, work if mode == "standalone" else None, opts)
+                    runs[mode].append(r)
+                    print(f"[cluster]   {mode:21s} run {i + 1}: run() {r['run_seconds']} s", flush=True)
+            small = bench_run(a.n_small, url, a.cache, work, work)
+            print(f"[cluster]   standalone N={a.n_small:,}: run() {small['run_seconds']} s", flush=True)
+        finally:
+            stop(procs)
+        med = {m: statistics.median(r["run_seconds"] for r in rs) for m, rs in runs.items()}
+        large = max(runs["standalone"], key=lambda r: r["executor_jvm_peak_rss_mib"])
+        res["standalone"] = {
+            "runs": runs,
+            "medians_s": med,
+            "ratio": round(med["standalone"] / med["local"], 2),
+            "ratio_small_node": round(med["standalone_small_node"] / med["local"], 2),
+            "findings_as_expected": all(r["findings_as_expected"] for rs in runs.values() for r in rs),
+        }
+        res["memory"] = {"small": small, "large": large}
+    res["connect"] = connect_measure(work, a.pairs, a.connect_warmup)
+    res["connect_warmup"] = a.connect_warmup
     res["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
     print_table(res)
     if a.output:
@@ -388,6 +407,30 @@ def _growth(small: dict, large: dict, key: str) -> tuple[str, float]:
 
 
 def print_table(res: dict) -> None:
+    rows = _standalone_rows(res) if "standalone" in res else []
+    c = res["connect"]
+    rows.append(
+        (
+            f"shared scenario, reports on: fresh CLI --remote to a Connect server warmed by {res.get('connect_warmup', 1)} "
+            f"audit(s) ÷ bare Spark process, {res['pairs']} pairs, medians",
+            f"{statistics.median(c['runs']['connect']):.2f} s ÷ {statistics.median(c['runs']['bare']):.2f} s = "
+            f"{c['ratio']:.2f}x",
+            f"<= {TARGETS['connect_ratio']}x",
+            c["ratio"] <= TARGETS["connect_ratio"],
+        )
+    )
+    w = [max(len(r[i]) for r in rows) for i in range(3)]
+    print(
+        f"\ncluster modes, one run ({res['started']} -> {res['finished']}, {res['cpus']} CPUs)"
+        + (" -- QUICK: small inputs, not the measures" if res["quick"] else "")
+    )
+    print(f"{'measure':{w[0]}} | {'figure':{w[1]}} | {'target':{w[2]}} | verdict")
+    print(f"{'-' * w[0]}-+-{'-' * w[1]}-+-{'-' * w[2]}-+--------")
+    for m, f, t, ok in rows:
+        print(f"{m:{w[0]}} | {f:{w[1]}} | {t:{w[2]}} | {'PASS' if ok else 'FAIL'}")
+
+
+def _standalone_rows(res: dict) -> list[tuple]:
     rows = []
     st = res["standalone"]
     med = st["medians_s"]
@@ -425,26 +468,7 @@ def print_table(res: dict) -> None:
                 g <= TARGETS["memory_growth"],
             )
         )
-    c = res["connect"]
-    rows.append(
-        (
-            "shared scenario, reports on: fresh CLI --remote to a warm Connect server ÷ bare Spark process, "
-            f"{res['pairs']} pairs, medians",
-            f"{statistics.median(c['runs']['connect']):.2f} s ÷ {statistics.median(c['runs']['bare']):.2f} s = "
-            f"{c['ratio']:.2f}x",
-            f"<= {TARGETS['connect_ratio']}x",
-            c["ratio"] <= TARGETS["connect_ratio"],
-        )
-    )
-    w = [max(len(r[i]) for r in rows) for i in range(3)]
-    print(
-        f"\ncluster modes, one run ({res['started']} -> {res['finished']}, {res['cpus']} CPUs)"
-        + (" -- QUICK: small inputs, not the measures" if res["quick"] else "")
-    )
-    print(f"{'measure':{w[0]}} | {'figure':{w[1]}} | {'target':{w[2]}} | verdict")
-    print(f"{'-' * w[0]}-+-{'-' * w[1]}-+-{'-' * w[2]}-+--------")
-    for m, f, t, ok in rows:
-        print(f"{m:{w[0]}} | {f:{w[1]}} | {t:{w[2]}} | {'PASS' if ok else 'FAIL'}")
+    return rows
 
 
 if __name__ == "__main__":

@@ -117,6 +117,8 @@ OTHER_TOOLS_FLAGS = {
     "--versions",
     "--no-share",
     "--no-streams",
+    "--connect-only",
+    "--connect-warmup",
 }
 
 
