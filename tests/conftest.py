@@ -131,8 +131,9 @@ _FILE_SECONDS: dict[str, float] = {}
 
 
 def pytest_runtest_logreport(report):
-    """A failure named the moment it happens (on the controller under xdist), with its duration: a run stopped
-    by a time limit before pytest's summary still says which tests failed."""
+    """On the controller (under xdist): each test file's time, summed for the end-of-run table; and a failure
+    named the moment it happens, with its duration, so that a run stopped by a time limit before pytest's summary
+    still says which tests failed."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return
     path = report.nodeid.split("::", 1)[0]
