@@ -291,6 +291,40 @@ def timed(cmd: list[str], env: dict | None = None) -> float:
     return time.perf_counter() - t
 
 
+def standalone_measure(
+    work: Path, n_large: int, n_small: int, pairs: int, cache: str, worker_memory: str
+) -> tuple[dict, dict]:
+    """Measures 1 and 2 on a standalone cluster started here: ``(standalone, memory)`` as :func:`print_table`
+    reads them (``res["standalone"]``, ``res["memory"]``)."""
+    url, procs = start_standalone(work, worker_memory)
+    try:
+        print(f"[cluster] standalone {url}; N={n_large:,}: local[2] and the cluster alternated", flush=True)
+        runs = {"local": [], "standalone": [], "standalone_small_node": []}
+        for i in range(pairs):
+            for mode, master, opts in (
+                ("local", "local[2]", None),
+                ("standalone", url, None),
+                ("standalone_small_node", url, SMALL_NODE_EXECUTOR_OPTIONS),
+            ):
+                r = bench_run(n_large, master, cache, work, work if mode == "standalone" else None, opts)
+                runs[mode].append(r)
+                print(f"[cluster]   {mode:21s} run {i + 1}: run() {r['run_seconds']} s", flush=True)
+        small = bench_run(n_small, url, cache, work, work)
+        print(f"[cluster]   standalone N={n_small:,}: run() {small['run_seconds']} s", flush=True)
+    finally:
+        stop(procs)
+    med = {m: statistics.median(r["run_seconds"] for r in rs) for m, rs in runs.items()}
+    large = max(runs["standalone"], key=lambda r: r["executor_jvm_peak_rss_mib"])
+    standalone = {
+        "runs": runs,
+        "medians_s": med,
+        "ratio": round(med["standalone"] / med["local"], 2),
+        "ratio_small_node": round(med["standalone_small_node"] / med["local"], 2),
+        "findings_as_expected": all(r["findings_as_expected"] for rs in runs.values() for r in rs),
+    }
+    return standalone, {"small": small, "large": large}
+
+
 def connect_measure(work: Path, pairs: int, warmup: int = 1) -> dict:
     """Measure 3: fresh ``--remote`` CLI runs against a Connect server warmed by ``warmup`` audits, alternated with
     the bare Spark process, ``pairs`` times: ``{"warmup_runs_s", "runs", "ratio"}`` (medians' ratio)."""
@@ -363,35 +397,10 @@ def main(argv: list[str] | None = None) -> int:
         "pairs": a.pairs,
     }
     if not a.connect_only:
-        url, procs = start_standalone(work, a.worker_memory)
-        try:
-            print(f"[cluster] standalone {url}; N={a.n_large:,}: local[2] and the cluster alternated", flush=True)
-            runs = {"local": [], "standalone": [], "standalone_small_node": []}
-            for i in range(a.pairs):
-                for mode, master, opts in (
-                    ("local", "local[2]", None),
-                    ("standalone", url, None),
-                    ("standalone_small_node", url, SMALL_NODE_EXECUTOR_OPTIONS),
-                ):
-                    r = bench_run(a.n_large, master, a.cache, work, work if mode == "standalone" else None, opts)
-                    runs[mode].append(r)
-                    print(f"[cluster]   {mode:21s} run {i + 1}: run() {r['run_seconds']} s", flush=True)
-            small = bench_run(a.n_small, url, a.cache, work, work)
-            print(f"[cluster]   standalone N={a.n_small:,}: run() {small['run_seconds']} s", flush=True)
-        finally:
-            stop(procs)
-        med = {m: statistics.median(r["run_seconds"] for r in rs) for m, rs in runs.items()}
-        large = max(runs["standalone"], key=lambda r: r["executor_jvm_peak_rss_mib"])
-        res["standalone"] = {
-            "runs": runs,
-            "medians_s": med,
-            "ratio": round(med["standalone"] / med["local"], 2),
-            "ratio_small_node": round(med["standalone_small_node"] / med["local"], 2),
-            "findings_as_expected": all(r["findings_as_expected"] for rs in runs.values() for r in rs),
-        }
-        res["memory"] = {"small": small, "large": large}
+        res["standalone"], res["memory"] = standalone_measure(
+            work, a.n_large, a.n_small, a.pairs, a.cache, a.worker_memory
+        )
     res["connect"] = connect_measure(work, a.pairs, a.connect_warmup)
-    res["connect_warmup"] = a.connect_warmup
     res["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
     print_table(res)
     if a.output:
@@ -411,7 +420,7 @@ def print_table(res: dict) -> None:
     c = res["connect"]
     rows.append(
         (
-            f"shared scenario, reports on: fresh CLI --remote to a Connect server warmed by {res.get('connect_warmup', 1)} "
+            f"shared scenario, reports on: fresh CLI --remote to a Connect server warmed by {len(c['warmup_runs_s'])} "
             f"audit(s) ÷ bare Spark process, {res['pairs']} pairs, medians",
             f"{statistics.median(c['runs']['connect']):.2f} s ÷ {statistics.median(c['runs']['bare']):.2f} s = "
             f"{c['ratio']:.2f}x",
