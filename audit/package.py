@@ -8,7 +8,11 @@ The environment holds the dependencies the audit's executor-side code imports (r
 CRC-32C, Arrow, the live read's kafka-python), pinned to the versions installed here, so the executors' pyarrow
 and numpy are the driver's.  It leaves out what Spark ships to every Python worker itself (pyspark, py4j) and
 what only the driver uses (Great Expectations, matplotlib, the Prometheus client, the report's static assets);
-the ``audit`` package itself is shipped by the application (:func:`audit.submit.ship_package`).  The packed
+the ``audit`` package itself is shipped by the application (:func:`audit.submit.ship_package`).  Before packing,
+:func:`trim_env` removes what no executor imports (:data:`NOT_IMPORTED`: pip and setuptools, the libraries' test
+suites and C headers, Arrow Flight and Arrow's S3 filesystem, loaded only by ``pyarrow.flight`` and
+``pyarrow.fs.S3FileSystem``): the archive is uploaded, fetched and unpacked once per Spark application or Spark
+Connect session, and that time grows with its size.  The packed
 ``bin/python`` links to this machine's base interpreter (``venv-pack``'s way): the executors need the same Python
 at the same path, as PySpark's guide says; otherwise use conda-pack.
 """
@@ -27,24 +31,68 @@ import tempfile
 __all__ = [
     "DIST",
     "DRIVER_ONLY",
+    "NOT_IMPORTED",
     "PackageError",
     "build_executor_env",
     "executor_requirements",
     "package_zip",
+    "trim_env",
 ]
 
 DIST = "kafka-offset-audit"
 #: dependencies the executors do not need: Spark ships pyspark (and py4j) to its Python workers; the rest is
-#: the driver's (reports, metrics)
+#: the driver's (reports, metrics, packing)
 DRIVER_ONLY = {
     "pyspark",
     "great-expectations",
     "matplotlib",
     "prometheus-client",
+    "jinja2",
+    "venv-pack",
     "xstatic-jquery",
     "xstatic-bootstrap",
     "xstatic-font-awesome",
 }
+
+#: glob patterns, relative to the environment's ``site-packages``, of what no executor imports: the installers
+#: (and setuptools' ``.pth`` hook), the test suites and C/Cython sources of pandas, numpy and pyarrow, and the
+#: pyarrow extensions the audit never loads (Arrow Flight, the S3/GCS/Azure/HDFS filesystems, Arrow's C++ tests),
+#: and zstandard's CFFI backend (CPython loads its C backend).
+#: Each is imported lazily by its own library, so the rest imports without it.
+NOT_IMPORTED = (
+    "pip",
+    "pip-*.dist-info",
+    "setuptools",
+    "setuptools-*.dist-info",
+    "pkg_resources",
+    "_distutils_hack",
+    "distutils-precedence.pth",
+    "wheel",
+    "wheel-*.dist-info",
+    "pandas/tests",
+    "numpy/*/tests",
+    "numpy/tests",
+    "numpy/_core/include",
+    "numpy/distutils",
+    "pyarrow/tests",
+    "pyarrow/include",
+    "pyarrow/src",
+    "pyarrow/*.pyx",
+    "pyarrow/*.pxd",
+    "pyarrow/*.pxi",
+    "pyarrow/includes",
+    "pyarrow/libarrow_flight.so*",
+    "pyarrow/libarrow_python_flight.so*",
+    "pyarrow/_flight.*",
+    "pyarrow/libarrow_s3.so*",
+    "pyarrow/_s3fs.*",
+    "pyarrow/_gcsfs.*",
+    "pyarrow/_azurefs.*",
+    "pyarrow/_hdfs.*",
+    "pyarrow/_pyarrow_cpp_tests.*",
+    "zstandard/_cffi.*",
+    "zstandard/backend_cffi.py",
+)
 
 
 class PackageError(RuntimeError):
@@ -105,6 +153,11 @@ def build_executor_env(output: str, python: str | None = None, quiet: bool = Tru
         _run([base, "-m", "venv", env], "creating the virtual environment")
         pip = [os.path.join(env, "bin", "python"), "-m", "pip", "install", "--disable-pip-version-check"]
         _run(pip + (["-q"] if quiet else []) + executor_requirements(), "installing the executors' dependencies")
+        trim_env(env)
+        _run(
+            [os.path.join(env, "bin", "python"), "-c", _IMPORT_CHECK],
+            "importing the executors' dependencies from the trimmed environment",
+        )
         tmp_out = output + ".part"
         try:
             venv_pack.pack(prefix=env, output=tmp_out, format="tar.gz", force=True, verbose=not quiet)
@@ -114,6 +167,36 @@ def build_executor_env(output: str, python: str | None = None, quiet: bool = Tru
         return output
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+#: what an executor of the audit imports (the decoders, the codecs, the live read), checked in the packed
+#: environment after :func:`trim_env`
+_IMPORT_CHECK = (
+    "import pyarrow, pyarrow.compute, pyarrow.fs, pyarrow.dataset, pyarrow.parquet, pandas, numpy, "
+    "crc32c, cramjam, lz4.frame, zstandard, snappy, xxhash, kafka, pydantic"
+)
+
+
+def trim_env(env: str) -> list[str]:
+    """Remove :data:`NOT_IMPORTED` from the virtual environment at ``env``.
+
+    Returns
+    -------
+    list of str
+        The removed paths, relative to ``site-packages``.
+    """
+    import glob
+
+    removed = []
+    for site in glob.glob(os.path.join(env, "lib", "python*", "site-packages")):
+        for pattern in NOT_IMPORTED:
+            for path in sorted(glob.glob(os.path.join(site, pattern))):
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path)
+                else:
+                    os.remove(path)
+                removed.append(os.path.relpath(path, site))
+    return removed
 
 
 def _run(cmd: list[str], what: str) -> None:

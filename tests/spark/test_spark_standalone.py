@@ -105,3 +105,19 @@ def test_live_audit_on_a_standalone_cluster_with_a_packed_environment(
     ran = [p for p in logs if "Finished task" in p.read_text(errors="replace")]
     assert ran, [str(p) for p in logs]
     assert any((p.parent / "env" / "bin" / "python").exists() for p in ran)
+
+
+def test_the_packed_environment_holds_what_the_executors_import_and_not_the_rest(packed_env):
+    """The README's archive (the one the live audits above and the Connect tests run on): pyarrow's, numpy's and
+    the codecs' native libraries are in it; pip, the test suites and Arrow Flight are not."""
+    import tarfile
+
+    with tarfile.open(packed_env) as tar:
+        names = [n.split("site-packages/", 1)[1] for n in tar.getnames() if "site-packages/" in n]
+    assert any(n.startswith("pyarrow/libarrow.so.") for n in names)
+    assert any(n.startswith("pyarrow/libparquet.so.") for n in names)
+    for top in ("numpy/", "pandas/", "crc32c/", "cramjam/", "lz4/", "zstandard/", "kafka/", "pydantic/"):
+        assert any(n.startswith(top) for n in names), top
+    for gone in ("pip/", "setuptools/", "pandas/tests/", "pyarrow/tests/", "pyarrow/include/", "great_expectations/"):
+        assert not any(n.startswith(gone) for n in names), gone
+    assert not any("libarrow_flight" in n or "libarrow_s3" in n for n in names)
