@@ -3,6 +3,7 @@
     python -m bench.cluster_modes --output /tmp/koa-bench/cluster.json          # about 25 minutes here
     python -m bench.cluster_modes --quick --output /tmp/koa-bench/cluster-quick.json   # checks the script only
     python -m bench.cluster_modes --connect-only --connect-warmup 12 --pairs 3     # measure 3 alone, a warmer server
+    python -m bench.cluster_modes --connect-only --connect-python-env env.tar.gz  # ... the way docs/spark-cluster.md runs it
 
 Three measures, one table:
 
@@ -20,11 +21,13 @@ Three measures, one table:
    ``--remote`` against a Spark Connect server that has already run ``--connect-warmup`` audits (default 1; no JVM
    start to pay, and a server in service has run many), ÷ the bare
    Spark process of :mod:`bench.small_audit` (a fresh ``local[2]`` session, one ``mapInArrow`` job, one Parquet
-   write), alternated, medians: <= 0.7x.
+   write), alternated, medians: <= 0.7x.  With ``--connect-python-env ARCHIVE`` (``kafka-offset-audit package``'s
+   archive), each audit passes it as ``--python-env``, as docs/spark-cluster.md does: the archive is uploaded
+   into each audit's session and unpacked by its executors.
 
-The cluster's and the server's Python is this interpreter (the project installed): the measures are about where
-Spark runs, not about shipping the environment (``tests/spark/test_spark_standalone.py`` and
-``tests/spark/test_spark_connect.py`` prove the empty-executor paths).
+The cluster's and the server's Python is this interpreter (the project installed): without
+``--connect-python-env`` the measures are about where Spark runs, not about shipping the environment
+(``tests/spark/test_spark_standalone.py`` and ``tests/spark/test_spark_connect.py`` prove the empty-executor paths).
 """
 
 from __future__ import annotations
@@ -325,9 +328,10 @@ def standalone_measure(
     return standalone, {"small": small, "large": large}
 
 
-def connect_measure(work: Path, pairs: int, warmup: int = 1) -> dict:
+def connect_measure(work: Path, pairs: int, warmup: int = 1, python_env: str | None = None) -> dict:
     """Measure 3: fresh ``--remote`` CLI runs against a Connect server warmed by ``warmup`` audits, alternated with
-    the bare Spark process, ``pairs`` times: ``{"warmup_runs_s", "runs", "ratio"}`` (medians' ratio)."""
+    the bare Spark process, ``pairs`` times: ``{"warmup_runs_s", "runs", "ratio", "python_env"}`` (medians' ratio;
+    ``python_env`` the archive each audit shipped as ``--python-env`` and its size in bytes, or None)."""
     conn_url, conn = start_connect(work)
     try:
         env = dict(os.environ, KOA_CDS="off")
@@ -340,6 +344,8 @@ def connect_measure(work: Path, pairs: int, warmup: int = 1) -> dict:
             str(SCENARIO),
             "--quiet",
         ]
+        if python_env:
+            cli += ["--python-env", python_env]
         warm = []
         for i in range(warmup):
             warm.append(round(timed(cli + ["--output", str(work / f"connect-warm-{i}")], env), 3))
@@ -365,7 +371,8 @@ def connect_measure(work: Path, pairs: int, warmup: int = 1) -> dict:
     finally:
         stop([conn])
     cm, bm = statistics.median(times["connect"]), statistics.median(times["bare"])
-    return {"warmup_runs_s": warm, "runs": times, "ratio": round(cm / bm, 2)}
+    env_info = {"path": python_env, "bytes": os.path.getsize(python_env)} if python_env else None
+    return {"warmup_runs_s": warm, "runs": times, "ratio": round(cm / bm, 2), "python_env": env_info}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -381,9 +388,18 @@ def main(argv: list[str] | None = None) -> int:
         "--connect-warmup", type=int, default=1, help="audits the Connect server runs before measure 3 (default 1)"
     )
     ap.add_argument("--connect-only", action="store_true", help="measure 3 only (no standalone cluster)")
+    ap.add_argument(
+        "--connect-python-env",
+        metavar="ARCHIVE",
+        help="measure 3 with each audit shipping this archive (kafka-offset-audit package) as --python-env",
+    )
     a = ap.parse_args(argv)
     if a.connect_warmup < 0:
         ap.error("--connect-warmup takes 0 or more audits")
+    if a.connect_python_env and not os.path.isfile(a.connect_python_env):
+        ap.error(
+            f"--connect-python-env {a.connect_python_env}: no such file (build it with kafka-offset-audit package)"
+        )
     if a.quick:
         a.n_small, a.n_large, a.pairs = 100_000, 400_000, 1
     work = Path(tempfile.mkdtemp(prefix="koa-cluster-bench-"))
@@ -400,7 +416,9 @@ def main(argv: list[str] | None = None) -> int:
         res["standalone"], res["memory"] = standalone_measure(
             work, a.n_large, a.n_small, a.pairs, a.cache, a.worker_memory
         )
-    res["connect"] = connect_measure(work, a.pairs, a.connect_warmup)
+    res["connect"] = connect_measure(
+        work, a.pairs, a.connect_warmup, os.path.abspath(a.connect_python_env) if a.connect_python_env else None
+    )
     res["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
     print_table(res)
     if a.output:
@@ -421,7 +439,9 @@ def print_table(res: dict) -> None:
     rows.append(
         (
             f"shared scenario, reports on: fresh CLI --remote to a Connect server warmed by {len(c['warmup_runs_s'])} "
-            f"audit(s) ÷ bare Spark process, {res['pairs']} pairs, medians",
+            f"audit(s)"
+            + (f", --python-env ({c['python_env']['bytes'] / 1e6:.0f} MB)" if c.get("python_env") else "")
+            + f" ÷ bare Spark process, {res['pairs']} pairs, medians",
             f"{statistics.median(c['runs']['connect']):.2f} s ÷ {statistics.median(c['runs']['bare']):.2f} s = "
             f"{c['ratio']:.2f}x",
             f"<= {TARGETS['connect_ratio']}x",

@@ -119,6 +119,7 @@ OTHER_TOOLS_FLAGS = {
     "--no-streams",
     "--connect-only",
     "--connect-warmup",
+    "--connect-python-env",
 }
 
 
