@@ -24,6 +24,7 @@ from .jvm import (
     quick_start_java_options,
 )
 from .session import (
+    CACHE_IN_SESSION_CONF,
     CONNECT_SESSION_CONF,
     DATAFRAME_DEBUGGING_CONF,
     WORKER_SITE,
@@ -46,6 +47,7 @@ from .tuning import (
 )
 
 __all__ = [
+    "CACHE_IN_SESSION_CONF",
     "CONNECT_SESSION_CONF",
     "DATAFRAME_DEBUGGING_CONF",
     "METASPACE_JAVA_OPTION",

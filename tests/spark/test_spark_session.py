@@ -527,3 +527,18 @@ def test_python_workers_decoders_do_not_import_kafka_python():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_caching_a_dataframe_plans_it_in_the_same_session(spark):
+    """``cache()`` in the audit's session (the metadata log's records, the expectations' frames) does not clone it:
+    through Spark Connect a clone copies the session's artifacts and unpacks the ``--python-env`` archive again."""
+    df = spark.range(5).selectExpr("id", "id * 2 AS twice")
+    df.cache()
+    try:
+        assert df.count() == 5
+        cached = spark._jsparkSession.sharedState().cacheManager().lookupCachedData(df._jdf)
+        assert cached.isDefined()
+        planned_in = cached.get().cachedRepresentation().cacheBuilder().cachedPlan().session()
+        assert planned_in.equals(spark._jsparkSession)
+    finally:
+        df.unpersist()
