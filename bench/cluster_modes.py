@@ -439,7 +439,7 @@ def print_table(res: dict) -> None:
     rows.append(
         (
             f"shared scenario, reports on: fresh CLI --remote to a Connect server warmed by {len(c['warmup_runs_s'])} "
-            f"audit(s)"
+            "audit(s)"
             + (f", --python-env ({c['python_env']['bytes'] / 1e6:.0f} MB)" if c.get("python_env") else "")
             + f" ÷ bare Spark process, {res['pairs']} pairs, medians",
             f"{statistics.median(c['runs']['connect']):.2f} s ÷ {statistics.median(c['runs']['bare']):.2f} s = "
