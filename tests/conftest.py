@@ -57,7 +57,9 @@ LONGEST_FIRST = (
 
 #: Test tiers, by file (markers added at collection): ``lab`` starts Kafka clusters (Maven Central), ``cluster``
 #: Spark clusters, a Spark Connect server, the Airflow environment or an S3 server, ``slow`` runs many audits or
-#: processes.  Contributors' fast tier: ``python -m pytest -q -n 2 -m "not lab and not cluster and not slow"``.
+#: processes.  In the other files, a test that runs whole audits of a scenario or a process of its own carries
+#: ``@pytest.mark.slow`` itself.  Contributors' fast tier (the tests on small inline DataFrames and the shared
+#: scenario's audits, about 5 minutes): ``python -m pytest -q -n 2 -m "not lab and not cluster and not slow"``.
 TIERS = {
     "lab": ("test_lab_*.py", "test_cluster_integration.py", "test_partition_owners.py"),
     "cluster": (

@@ -7,6 +7,8 @@ import subprocess
 from pathlib import Path
 import sys
 
+import pytest
+
 from .paths import REPO
 
 
@@ -33,6 +35,7 @@ def test_ruff_format_would_change_nothing():
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_mypy_finds_nothing():
     """The type hints of ``audit/`` hold, at the strictness ``[tool.mypy]`` in pyproject.toml sets."""
     proc = subprocess.run(

@@ -249,6 +249,7 @@ def test_streams_and_older_share_record_keys_are_known(rtype, name):
 # --------------------------------------------------------------------------- offline audit
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", VERSIONS)
 def test_offline_audit_skips_nothing(audit_dirs, version):
     d = _dir(version)

@@ -171,6 +171,7 @@ def test_undecompressable_wrapper_and_partial_tail_are_reported():
     ]
 
 
+@pytest.mark.slow
 def test_audit_of_a_legacy_format_log_dir(audit_dirs, tmp_path):
     """End to end: commits in legacy __consumer_offsets segments, and a user partition whose log
     end offset comes from its legacy tail (a wrong end would flag the first commit out of range)."""

@@ -203,6 +203,7 @@ def _ground_truth():
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["latest", "history"])
 def test_scenario_lag_equals_kafka_consumer_groups_describe(request, mode):
     _result, out = request.getfixturevalue(f"scenario_{mode}")
@@ -250,6 +251,7 @@ def test_scenario_groups_sum_committed_offsets_and_findings(scenario_latest):
     assert set(committed[committed.lag < 0].group_id) <= set(groups[groups.status == "AT_RISK"].index)
 
 
+@pytest.mark.slow
 def test_expectations_catch_a_groups_table_that_disagrees(scenario_latest, spark, tmp_path):
     import shutil
 
@@ -273,6 +275,7 @@ def test_expectations_catch_a_groups_table_that_disagrees(scenario_latest, spark
     assert {"groups.partitions_match_committed", "groups.worst_verdict_is_a_partitions"} <= set(outcome.failed_checks)
 
 
+@pytest.mark.slow
 def test_report_lists_every_group_worst_first(scenario_latest, spark, tmp_path):
     import re
     import shutil

@@ -10,6 +10,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from pyspark.sql import SparkSession
 
 from ..paths import SCENARIO
@@ -109,6 +111,7 @@ def test_shared_scenario_unclean_elections_in_the_timeline(scenario_latest):
     ]
 
 
+@pytest.mark.slow
 def test_kafka_4_timeline_with_eligible_leader_replicas_equals_kafkas_decoding(audit_dirs):
     _result, out = audit_dirs("k4-timeline", [K4 / "controller-100"])
     ref = reference(_jsonl_records(K4 / "cluster_metadata-0.kafka-decoded.jsonl"))
@@ -117,6 +120,7 @@ def test_kafka_4_timeline_with_eligible_leader_replicas_equals_kafkas_decoding(a
     assert any(v[6] for v in ref.values()), "the 4.4.0 recording should hold eligible leader replicas"
 
 
+@pytest.mark.slow
 def test_recreated_topic_has_two_topic_ids_the_first_removed(audit_dirs):
     """Lab scenario 4.4.0 seed 102, episode e3: the topic was deleted and created again under the same name."""
     rec = Path(__file__).parents[1] / "data" / "lab-scenarios" / "kafka-4.4.0-seed102"

@@ -5,11 +5,14 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from audit.io.outputs import register_tables
 
 from ..paths import REPO
 
 
+@pytest.mark.slow
 def test_analyst_views_run_in_spark_sql(scenario_latest, tmp_path):
     _result, out = scenario_latest
     script = tmp_path / "q.sql"

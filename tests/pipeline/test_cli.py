@@ -2,9 +2,12 @@
 
 import json
 
+import pytest
+
 from audit.cli import main
 
 
+@pytest.mark.slow
 def test_demo_writes_output_contract_and_reports(tmp_path, capsys, spark):
     out = tmp_path / "demo"
     assert main(["demo", "--output", str(out)]) == 0  # demo: --fail-on never
@@ -26,6 +29,7 @@ def test_demo_writes_output_contract_and_reports(tmp_path, capsys, spark):
     assert [p.name for p in tmp_path.iterdir()] == ["demo"]
 
 
+@pytest.mark.slow
 def test_fail_on_sets_exit_status(tmp_path):
     from audit.cli import demo_log_dirs
 
@@ -37,6 +41,7 @@ def test_fail_on_sets_exit_status(tmp_path):
     assert main(args + ["--fail-on", "never", "--skip-reports"]) == 0
 
 
+@pytest.mark.slow
 def test_max_rows_bounds_the_console_and_is_checked(tmp_path, capsys):
     from audit.cli import demo_log_dirs
 
@@ -144,6 +149,7 @@ def test_kafka_tools_spellings_are_accepted():
     assert vars(kafka) == vars(ours)
 
 
+@pytest.mark.slow
 def test_format_json_prints_one_document_for_scripts(tmp_path, capsys):
     """``--format json``: stdout is one JSON document (progress on stderr); its counts are summary.json's and its
     rows the worst first, bounded by ``--max-rows``."""

@@ -80,6 +80,7 @@ def test_a_missing_file_is_a_usage_error(tmp_path, capsys):
     assert "cannot read it" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_an_audit_runs_from_a_config_file(tmp_path, capsys):
     """The bundled scenario audited with its log dirs, output and fail-on from the file alone."""
     from audit.cli import demo_log_dirs

@@ -127,6 +127,7 @@ def _stats(raw):
     return {(r["record_type"], r["value_version"], r["is_tombstone"]): r["n"] for r in rows}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_summary_gives_the_same_latest_commits(spark, seed):
     segments = _random_log(seed)

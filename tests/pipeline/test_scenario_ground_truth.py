@@ -180,6 +180,7 @@ def test_history_mode_judges_every_live_commit(spark, scenario_history):
     assert findings.where("finding = 'LOG_TRUNCATION'").count() >= 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["latest", "history"])
 def test_small_input_settings_change_no_result(spark, tmp_path, monkeypatch, scenario_latest, scenario_history, mode):
     """The shared scenario is a small input (audit.spark.SMALL_INPUT_CONF: no AQE, one shuffle partition, no code

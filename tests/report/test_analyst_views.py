@@ -47,6 +47,7 @@ def test_the_views_read_the_committed_tables(spark, scenario_latest):
     assert lags == want and any(v is not None and v < 0 for v in want.values())
 
 
+@pytest.mark.slow
 def test_spark_sql_runs_the_printed_views(scenario_latest, tmp_path, capsys):
     """``kafka-offset-audit views --output DIR`` prints the views bound to DIR; ``spark-sql -f`` runs them with a
     query after them, as docs/sql.md says."""

@@ -210,6 +210,7 @@ def test_truncation_with_an_unknown_cause_is_caught(report_spark, tmp_path):
     assert outcome.failed_checks == ["findings.truncation_cause_known"]
 
 
+@pytest.mark.slow
 def test_pandas_and_spark_engines_give_the_same_verdicts(report_spark, tmp_path):
     """The small-table fast path (GX's pandas engine) judges exactly as GX's Spark engine: same failed
     checks, same unexpected counts and values, same statistics; a table above pandas_max_rows goes to Spark."""
@@ -252,6 +253,7 @@ def test_pandas_and_spark_engines_give_the_same_verdicts(report_spark, tmp_path)
         run_expectations(report_spark, out, config={**base, "engine": "pandas", "pandas_max_rows": 1})
 
 
+@pytest.mark.slow
 def test_great_expectations_imports_under_python_c():
     """``python -c`` (``__main__`` without a file): pyspark's Spark Connect dependency check, reached through GX's
     import, took the process for a doctest run and ended it with exit status 0, so an audit run that way wrote
@@ -262,6 +264,7 @@ def test_great_expectations_imports_under_python_c():
     assert p.returncode == 3
 
 
+@pytest.mark.slow
 def test_gx_import_leaves_scipy_stats_unloaded_until_used():
     """import_gx() imports Great Expectations without loading scipy.stats (none of the suite's expectations use it;
     it was a quarter of GX's import); the first use loads the real module (a fresh interpreter each time)."""

@@ -22,6 +22,7 @@ def _changes(out) -> dict:
     return got
 
 
+@pytest.mark.slow
 def test_history_follows_findings_across_runs(audit_dirs, spark, tmp_path):
     hist = tmp_path / "history"
     r1, out1 = audit_dirs(

@@ -157,6 +157,7 @@ def test_report_is_self_contained(truncated_report):
         assert a["src"].startswith("data:")
 
 
+@pytest.mark.slow
 def test_caps_are_reported(report_spark, tmp_path):
     out = rf.write_fake_output(report_spark, str(tmp_path / "out"), with_truncation=True)
     text = open(
@@ -289,6 +290,7 @@ def test_unclean_elections_marked_and_incident_timeline_in_time_order(spark, sce
     assert any("fenced" in t for t in brokers), brokers
 
 
+@pytest.mark.slow
 def test_audit_report_from_its_tables_in_memory_equals_one_read_from_its_files(spark, audit_dirs, tmp_path):
     """The audit builds report.html from its materialised tables (not read back from the staged Parquet files):
     every part of the page drawn from the tables (what to do, changes, findings, per-group chart, partition plots)

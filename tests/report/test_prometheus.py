@@ -98,6 +98,7 @@ def test_metrics_file_matches_the_outputs(scenario_latest):
     assert result.summary["metrics"]["group_partitions_left_out"] == 0
 
 
+@pytest.mark.slow
 def test_metrics_cap_keeps_the_worst(audit_dirs):
     result, out = audit_dirs("metrics-cap", [SCENARIO / "brokers"], metrics_max_group_partitions=3)
     s = _samples((out / "metrics.prom").read_text())
@@ -247,6 +248,7 @@ def _query(prom: str, expr: str) -> list:
     return res["data"]["result"]
 
 
+@pytest.mark.slow
 @needs_prometheus
 def test_pushed_metrics_reach_prometheus_and_the_critical_alert_fires(prometheus_stack, tmp_path):
     """The CLI pushes to a real Pushgateway; Prometheus scrapes it and fires KafkaOffsetAuditCriticalFinding

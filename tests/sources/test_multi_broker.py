@@ -3,6 +3,8 @@ cache answers, and replicas whose caches disagree are reported."""
 
 import shutil
 
+import pytest
+
 from ..paths import REAL
 
 
@@ -17,6 +19,7 @@ def _copy(src, dst, node_id):
     )
 
 
+@pytest.mark.slow
 def test_two_replicas_never_count_a_commit_twice(audit_dirs, tmp_path):
     src = REAL / "kraft-3.6-single-broker/data"
     _copy(src, tmp_path / "b1", 1)
@@ -46,6 +49,7 @@ def test_broker_folders_are_not_mistaken_for_partitions(spark):
     assert {r.partition for r in inv.replicas if r.topic == "__consumer_offsets"} == set(range(8))
 
 
+@pytest.mark.slow
 def test_overlapping_log_dir_roots_are_read_once(audit_dirs, scenario_latest):
     """A folder of log dirs given together with one of its log dirs (and again with a trailing
     slash): every file is read once, so nothing is counted twice."""

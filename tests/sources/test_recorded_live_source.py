@@ -61,6 +61,7 @@ def live_run(spark, tmp_path_factory):
     return result, out
 
 
+@pytest.mark.slow
 def test_live_source_on_recorded_answers_agrees_with_java_consumer(spark, live_run):
     result, out = live_run
     findings = spark.read.parquet(str(out / "findings")).collect()
@@ -83,6 +84,7 @@ def test_live_source_on_recorded_answers_agrees_with_java_consumer(spark, live_r
     assert result.summary["inputs"]["bootstrap_servers"] == "127.0.0.1:29101"
 
 
+@pytest.mark.slow
 def test_live_source_on_recorded_answers_and_log_dirs_give_the_same_findings(spark, live_run, scenario_latest):
     _r, live_out = live_run
     _r2, dir_out = scenario_latest

@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 import audit.spark
 import audit.spark.jvm
 import audit.spark.session
@@ -180,6 +182,7 @@ def test_binary_paths_with_sizes_make_one_partition_per_balanced_slice(spark, tm
     assert [r.path for p in binary_files(spark, uris).rdd.glom().collect() for r in p] == uris
 
 
+@pytest.mark.slow
 def test_large_input_reads_the_metadata_log_with_small_table_settings(spark, monkeypatch):
     """A large input's log-dir read: the partition-state tables (bounds here) are built with the small-table
     settings, the segments' decode with the input's own (four slices per core), and the session's values are
