@@ -59,7 +59,7 @@ LONGEST_FIRST = (
 #: Spark clusters, a Spark Connect server, the Airflow environment or an S3 server, ``slow`` runs many audits or
 #: processes.  In the other files, a test that runs whole audits of a scenario or a process of its own carries
 #: ``@pytest.mark.slow`` itself.  Contributors' fast tier (the tests on small inline DataFrames and the shared
-#: scenario's audits, about 5 minutes): ``python -m pytest -q -n 2 -m "not lab and not cluster and not slow"``.
+#: scenario's audits): ``python -m pytest -q -n 2 -m "not lab and not cluster and not slow"``.
 TIERS = {
     "lab": ("test_lab_*.py", "test_cluster_integration.py", "test_partition_owners.py"),
     "cluster": (
@@ -81,6 +81,7 @@ TIERS = {
         "test_bench_*.py",
         "test_job_budget.py",
         "test_stage_failures.py",
+        "test_hadoop_uris.py",
         "test_docs.py",
     ),
 }

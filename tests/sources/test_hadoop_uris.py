@@ -28,7 +28,6 @@ def viewfs(spark, tmp_path_factory):
     return f"viewfs://{MOUNT}/data", f"viewfs://{MOUNT}/out/audit", out_dir / "audit"
 
 
-@pytest.mark.slow
 def test_hadoop_uri_audit_equals_the_local_one_and_writes_the_reports(spark, viewfs, scenario_latest):
     from audit.pipeline import AuditConfig, run
 
