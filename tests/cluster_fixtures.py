@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -17,13 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from .ports import free_port
 from .test_readme_commands import readme_blocks
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def spark_script(name: str) -> str:

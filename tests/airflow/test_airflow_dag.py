@@ -21,6 +21,7 @@ import pytest
 
 from ..jvm import submit_env
 from ..paths import REPO
+from ..ports import free_port
 
 AIRFLOW_VENV = Path(os.environ.get("KOA_AIRFLOW_VENV", REPO / ".venv-airflow"))
 AIRFLOW_PY = AIRFLOW_VENV / "bin" / "python"
@@ -361,7 +362,6 @@ def test_run_passes_without_a_severity_gate(airflow_env, tmp_path, request):
 def smtp_sink():
     """A local SMTP server (aiosmtpd) capturing every message: (port, list of email.message.Message)."""
     import email
-    import socket
 
     from aiosmtpd.controller import Controller
 
@@ -374,9 +374,7 @@ def smtp_sink():
             self.messages.append((envelope.rcpt_tos, msg))
             return "250 OK"
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     sink = Sink()
     ctl = Controller(sink, hostname="127.0.0.1", port=port)
     ctl.start()

@@ -15,8 +15,8 @@ import base64
 import ctypes
 import os
 import re
+import shutil
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -24,6 +24,7 @@ import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..ports import free_port
 from . import kafka_dist
 
 CONTROLLER_ID = 100
@@ -48,12 +49,6 @@ log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
 log4j.logger.kafka.request.logger=WARN
 log4j.logger.org.apache.kafka.clients=WARN
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _die_with_parent():  # runs in the child between fork and exec
@@ -127,14 +122,14 @@ class KafkaCluster:
     def __post_init__(self):
         self.workdir = Path(self.workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.nodes[CONTROLLER_ID] = Node(CONTROLLER_ID, "controller", _free_port(), self.workdir / "controller-100")
+        self.nodes[CONTROLLER_ID] = Node(CONTROLLER_ID, "controller", free_port(), self.workdir / "controller-100")
         for i in range(1, self.brokers + 1):
             self.nodes[i] = Node(
                 i,
                 "broker",
-                _free_port(),
+                free_port(),
                 self.workdir / f"broker-{i}",
-                extra_port=_free_port() if self.extra_listener else None,
+                extra_port=free_port() if self.extra_listener else None,
             )
         _LIVE.add(self)
 
@@ -321,12 +316,34 @@ class KafkaCluster:
                 raise RuntimeError(f"kafka-storage format failed for node {node.node_id}:\n{out}")
 
     def start(self, timeout: float = 120) -> "KafkaCluster":
-        self.format()
-        for node in self.nodes.values():
-            self._spawn(node)
-        for node in self.nodes.values():
-            self._wait_started(node, timeout)
-        return self
+        """Format and start every node; returns when each serves. A node that fails to start has every node of
+        the cluster killed before the error is raised; on a cluster's first start, a port another process bound
+        in the meantime ("Address already in use") gets the whole cluster new ports and a fresh start, twice at
+        most."""
+        fresh = all(n.starts == 0 for n in self.nodes.values())
+        for attempt in range(3):
+            self.format()
+            for node in self.nodes.values():
+                self._spawn(node)
+            try:
+                for node in self.nodes.values():
+                    self._wait_started(node, timeout)
+                return self
+            except (RuntimeError, TimeoutError):
+                self.kill_all()
+                if not (fresh and attempt < 2 and any(self._bind_failed(n) for n in self.nodes.values())):
+                    raise
+            for node in self.nodes.values():
+                shutil.rmtree(node.log_dir, ignore_errors=True)
+                node.port = free_port()
+                if node.extra_port is not None:
+                    node.extra_port = free_port()
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _bind_failed(node: Node) -> bool:
+        text = node.log_file.read_text(errors="replace") if node.log_file.exists() else ""
+        return "Address already in use" in text[text.rfind(f"===== lab: start #{node.starts} ") :]
 
     def _spawn(self, node: Node) -> None:
         cfg = self._write_config(node)
@@ -386,9 +403,9 @@ class KafkaCluster:
         redeployment); returns the new port."""
         self.stop_node(node_id)
         node = self.nodes[node_id]
-        node.port = _free_port()
+        node.port = free_port()
         if node.extra_port is not None:
-            node.extra_port = _free_port()
+            node.extra_port = free_port()
         self.start_node(node_id, timeout)
         return node.port
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -17,6 +16,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from ..paths import SCENARIO
+from ..ports import free_port
 
 PROMETHEUS, PUSHGATEWAY, PROMTOOL = "prometheus", "prometheus-pushgateway", "promtool"
 needs_prometheus = pytest.mark.skipif(
@@ -115,7 +115,7 @@ def test_metrics_cap_keeps_the_worst(audit_dirs):
 def test_bad_pushgateway_arguments_fail_fast(tmp_path):
     from audit.cli import main
 
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     assert (
         main(
             [
@@ -164,12 +164,6 @@ def test_bad_pushgateway_arguments_fail_fast(tmp_path):
 # ----------------------------------------------------------------------------- real Pushgateway + Prometheus
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _get_json(url: str):
     with urllib.request.urlopen(url, timeout=5) as r:
         return json.load(r)
@@ -195,7 +189,7 @@ def prometheus_stack(tmp_path):
     rules = resources.files("audit.report").joinpath("prometheus-alerts.yml")
     check = subprocess.run([PROMTOOL, "check", "rules", str(rules)], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
-    pg_port, prom_port = _free_port(), _free_port()
+    pg_port, prom_port = free_port(), free_port()
     (tmp_path / "prometheus.yml").write_text(
         "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
         f"rule_files: ['{rules}']\n"

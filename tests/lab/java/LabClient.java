@@ -202,6 +202,24 @@ public final class LabClient {
         admin.close(Duration.ofSeconds(5));
     }
 
+    /**
+     * Admin deleteRecords. The leader moves its log start offset at once, but answers only when every live, caught-up
+     * follower has fetched past it (its low watermark); a follower back from a restart moments before can miss the
+     * call's 30 s. Asking again is idempotent, so a timeout is retried twice before it is the op's error.
+     */
+    private JsonNode deleteRecords(JsonNode r) throws Exception {
+        Map<TopicPartition, RecordsToDelete> req = Map.of(tp(r), RecordsToDelete.beforeOffset(r.get("before").asLong()));
+        for (int attempt = 1; ; attempt++) {
+            try {
+                admin.deleteRecords(req).all().get();
+                return null;
+            } catch (ExecutionException e) {
+                if (!(e.getCause() instanceof org.apache.kafka.common.errors.TimeoutException) || attempt == 3) throw e;
+                System.err.println("delete_records " + tp(r) + ": attempt " + attempt + " timed out, asking again");
+            }
+        }
+    }
+
     private JsonNode handle(JsonNode r) throws Exception {
         switch (r.path("op").asText()) {
             case "create_topic": return createTopic(r);
@@ -212,9 +230,7 @@ public final class LabClient {
                 admin.createPartitions(Map.of(r.get("topic").asText(), NewPartitions.increaseTo(r.get("total").asInt())))
                         .all().get();
                 return null;
-            case "delete_records":
-                admin.deleteRecords(Map.of(tp(r), RecordsToDelete.beforeOffset(r.get("before").asLong()))).all().get();
-                return null;
+            case "delete_records": return deleteRecords(r);
             case "alter_topic_config": return alterTopicConfig(r);
             case "elect": return elect(r);
             case "describe": return describe(r);
