@@ -8,7 +8,7 @@ import sys
 
 from pyspark.sql import SparkSession
 
-from .jvm import ClassDataArchive, driver_java_options
+from .jvm import ClassDataArchive, ResolvedPackages, driver_java_options, single_jvm_master
 
 
 __all__ = [
@@ -94,7 +94,9 @@ def build_session(
     :func:`driver_java_options` (the CLI sets it for ``--mode latest``).  Under spark-submit
     the driver JVM already runs and nothing changes.
     ``packages``: Maven coordinates for ``spark.jars.packages`` (resolved from Maven Central when this call
-    starts the driver JVM; under spark-submit pass ``--packages`` instead).
+    starts the driver JVM; under spark-submit pass ``--packages`` instead). When this call starts a driver on a
+    plain local master (:func:`~audit.spark.jvm.single_jvm_master`) and an earlier run resolved the same
+    coordinates, their jars go on the driver's class path instead (:class:`~audit.spark.jvm.ResolvedPackages`).
     ``class_data``: when this call starts a local driver JVM, it uses (or writes) that class-data archive
     (:class:`ClassDataArchive`; the CLI passes one).  ``conf``: more Spark settings (the CLI's ``--conf``), set
     last so they win.
@@ -122,7 +124,16 @@ def build_session(
         java_opts = " ".join(o for o in (java_opts, class_data.java_options()) if o)  # the driver's classes only
     if java_opts:
         builder = builder.config("spark.driver.extraJavaOptions", java_opts)
-    if packages:
+    conf = dict(conf or {})
+    starts_local = launching and SparkContext._gateway is None
+    resolved = ResolvedPackages(packages) if packages and starts_local and single_jvm_master(the_master) else None
+    kept = resolved.jars() if resolved else None
+    if kept:
+        user_cp = conf.pop("spark.driver.extraClassPath", "")
+        builder = builder.config(
+            "spark.driver.extraClassPath", os.pathsep.join([*kept, *([user_cp] if user_cp else [])])
+        )
+    elif packages:
         builder = builder.config("spark.jars.packages", ",".join(packages))
     if not _user_set(DATAFRAME_DEBUGGING_CONF, launching):
         builder = builder.config(DATAFRAME_DEBUGGING_CONF, "false")
@@ -141,10 +152,12 @@ def build_session(
     )
     for k, v in CACHE_IN_SESSION_CONF.items():
         builder = builder.config(k, v)
-    for k, v in (conf or {}).items():
+    for k, v in conf.items():
         builder = builder.config(k, v)
-    with _worker_site(launching and SparkContext._gateway is None and the_master.startswith("local")):
+    with _worker_site(starts_local and the_master.startswith("local")):
         spark = builder.getOrCreate()
+    if resolved is not None and not kept and "spark.jars.packages" not in conf:
+        resolved.record(spark)
     if class_data is not None:
         class_data.record_jvm(spark)
     if not verbose:
