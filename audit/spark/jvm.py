@@ -251,9 +251,9 @@ class ClassDataArchive:
         """Return the archive for the JVM spark-submit would start and pyspark's jars.
 
         Its key holds ``packages`` and the jars put on the driver's class path (``class_path``,
-        :class:`ResolvedPackages`) too.  The JVM is ``$JAVA_HOME/bin/java``, else ``java`` on the PATH, as Spark's ``spark-class`` picks it.  None when
-        turned off, under spark-submit, when no JDK is found, or when the cache directory cannot be created or
-        written.
+        :class:`ResolvedPackages`) too.  The JVM is ``$JAVA_HOME/bin/java``, else ``java`` on the PATH, as Spark's
+        ``spark-class`` picks it.  None when turned off, under spark-submit, when no JDK is found, or when the cache
+        directory cannot be created or written.
         """
         if (
             os.environ.get("KOA_CDS", "on").lower() in ("off", "0", "false", "no")
