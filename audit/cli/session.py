@@ -97,7 +97,7 @@ def start_session(cfg, args, master: str | None, remote: str | None, extra_conf:
     A Spark Connect session on ``remote`` (prepared for the audit), else a session with a driver JVM here (with
     the JVM packages the input needs, and its class-data archive).
     """
-    from ..spark import ClassDataArchive, ResolvedPackages, build_remote_session, build_session, single_jvm_master
+    from ..spark import ClassDataArchive, ResolvedPackages, build_remote_session, build_session
 
     wanted: list[str] = []
     if cfg.source == "kafka-connector":
@@ -114,7 +114,8 @@ def start_session(cfg, args, master: str | None, remote: str | None, extra_conf:
             spark = build_remote_session(remote, conf=extra_conf)
         else:
             # the jars build_session puts on a local driver's class path are part of the archive's key
-            kept = ResolvedPackages(packages).jars() if packages and single_jvm_master(master) else None
+            resolved = ResolvedPackages.for_master(packages, master)
+            kept = resolved.jars() if resolved else None
             class_data = ClassDataArchive.for_this_install(packages, class_path=kept)
             spark = build_session(
                 master,

@@ -168,6 +168,14 @@ class ResolvedPackages:
         key = hashlib.sha256(f"{pyspark.__version__}\n{','.join(self.packages)}".encode()).hexdigest()[:16]
         self.path = os.path.join(directory or _cache_dir("packages"), f"{key}.txt")
 
+    @classmethod
+    def for_master(cls, packages: list[str] | None, master: str | None) -> "ResolvedPackages | None":
+        """Return the kept resolution of ``packages`` for a driver on ``master``.
+
+        None without packages or on a master whose executors are JVMs of their own (:func:`single_jvm_master`).
+        """
+        return cls(packages) if packages and single_jvm_master(master) else None
+
     def jars(self) -> list[str] | None:
         """Return the kept jar paths, or None when none are kept or one of them is gone."""
         try:

@@ -8,7 +8,7 @@ import sys
 
 from pyspark.sql import SparkSession
 
-from .jvm import ClassDataArchive, ResolvedPackages, driver_java_options, single_jvm_master
+from .jvm import ClassDataArchive, ResolvedPackages, driver_java_options
 
 
 __all__ = [
@@ -126,7 +126,7 @@ def build_session(
         builder = builder.config("spark.driver.extraJavaOptions", java_opts)
     conf = dict(conf or {})
     starts_local = launching and SparkContext._gateway is None
-    resolved = ResolvedPackages(packages) if packages and starts_local and single_jvm_master(the_master) else None
+    resolved = ResolvedPackages.for_master(packages, the_master) if starts_local else None
     kept = resolved.jars() if resolved else None
     if kept:
         user_cp = conf.pop("spark.driver.extraClassPath", "")
