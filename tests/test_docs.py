@@ -120,6 +120,7 @@ OTHER_TOOLS_FLAGS = {
     "--connect-only",
     "--connect-warmup",
     "--connect-python-env",
+    "--n",  # bench.generate
 }
 
 
