@@ -79,7 +79,7 @@ def run_audit(args, master: str | None, on_session=None) -> int:
     from ..pipeline import preflight, run
     from ..pipeline import usage_errors as usage_error_types
     from ..report.metrics import MetricsError
-    from ..spark import ConnectError
+    from ..spark import ConnectError, release_remote_session
 
     try:
         cfg = _config_from_args(args)
@@ -98,37 +98,42 @@ def run_audit(args, master: str | None, on_session=None) -> int:
             push_failure(cfg, started, EXIT_USAGE)
         return EXIT_USAGE
     class_data = None
+    spark = None
     try:
-        spark, class_data = start_session(cfg, args, master, remote, extra_conf)
-        if on_session is not None:
-            on_session(spark)
-        result = run(cfg, spark, checked=True)
-    except usage_errors as exc:
-        print(f"kafka-offset-audit: error: {exc}", file=sys.stderr)
-        push_failure(cfg, started, EXIT_USAGE)
-        return EXIT_USAGE
-    except Exception as exc:  # noqa: BLE001 - an internal error: one line (the traceback with --verbose), exit 3
-        missing = missing_server_module(exc) if remote else None
-        if missing is None:
-            return internal_error(cfg, exc, started, getattr(args, "verbose", False))
-        fix = (
-            "rebuild the --python-env archive with `kafka-offset-audit package` from this installation"
-            if getattr(args, "python_env", None)
-            else "pass --python-env FILE, an archive built by `kafka-offset-audit package`, or install this "
-            "package's dependencies on the server's workers"
-        )
-        print(
-            f"kafka-offset-audit: error: the Spark Connect server's Python cannot import {missing!r}: {fix}; "
-            f"nothing was written (the previous output in {cfg.output}, if any, is untouched)",
-            file=sys.stderr,
-        )
-        push_failure(cfg, started, EXIT_USAGE)
-        return EXIT_USAGE
-    except BaseException:
-        push_failure(cfg, started, None)
-        raise
-    print_result(cfg, result, class_data)
-    return result.exit_code
+        try:
+            spark, class_data = start_session(cfg, args, master, remote, extra_conf)
+            if on_session is not None:
+                on_session(spark)
+            result = run(cfg, spark, checked=True)
+        except usage_errors as exc:
+            print(f"kafka-offset-audit: error: {exc}", file=sys.stderr)
+            push_failure(cfg, started, EXIT_USAGE)
+            return EXIT_USAGE
+        except Exception as exc:  # noqa: BLE001 - an internal error: one line (the traceback with --verbose), exit 3
+            missing = missing_server_module(exc) if remote else None
+            if missing is None:
+                return internal_error(cfg, exc, started, getattr(args, "verbose", False))
+            fix = (
+                "rebuild the --python-env archive with `kafka-offset-audit package` from this installation"
+                if getattr(args, "python_env", None)
+                else "pass --python-env FILE, an archive built by `kafka-offset-audit package`, or install this "
+                "package's dependencies on the server's workers"
+            )
+            print(
+                f"kafka-offset-audit: error: the Spark Connect server's Python cannot import {missing!r}: {fix}; "
+                f"nothing was written (the previous output in {cfg.output}, if any, is untouched)",
+                file=sys.stderr,
+            )
+            push_failure(cfg, started, EXIT_USAGE)
+            return EXIT_USAGE
+        except BaseException:
+            push_failure(cfg, started, None)
+            raise
+        print_result(cfg, result, class_data)
+        return result.exit_code
+    finally:
+        if remote and spark is not None:
+            release_remote_session(spark)  # else the server keeps it, with its data, for an hour
 
 
 def _config_from_args(args):

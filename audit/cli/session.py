@@ -107,7 +107,9 @@ def start_session(cfg, args, master: str | None, remote: str | None, extra_conf:
     if any(str(p).startswith(("s3a://", "s3n://")) for p in [*cfg.log_dirs, cfg.output, cfg.history or ""]):
         wanted.append(hadoop_aws_package())  # Hadoop's S3A filesystem, matched to pyspark's Hadoop client
     packages = wanted or None
-    warm = prewarm(cfg.reports)
+    # a Connect session is built in well under a second: waiting for these imports would delay the audit, whose
+    # run() starts the report imports in a thread of its own
+    warm = None if remote else prewarm(cfg.reports)
     class_data = None
     try:
         if remote:
@@ -126,11 +128,17 @@ def start_session(cfg, args, master: str | None, remote: str | None, extra_conf:
                 conf=extra_conf,
             )
     finally:
-        warm.join()
+        if warm is not None:
+            warm.join()
     if remote:
         from ..connect import prepare
+        from ..spark import release_remote_session
 
-        prepare(spark, cfg, python_env=getattr(args, "python_env", None))
+        try:
+            prepare(spark, cfg, python_env=getattr(args, "python_env", None))
+        except BaseException:
+            release_remote_session(spark)
+            raise
     return spark, class_data
 
 

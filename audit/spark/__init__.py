@@ -34,6 +34,7 @@ from .session import (
     build_remote_session,
     build_session,
     is_connect,
+    release_remote_session,
 )
 from .tuning import (
     SMALL_INPUT_BYTES,
@@ -79,6 +80,7 @@ __all__ = [
     "is_connect",
     "pid_alive",
     "quick_start_java_options",
+    "release_remote_session",
     "single_jvm_master",
     "small_settings",
     "small_tables",

@@ -20,6 +20,7 @@ __all__ = [
     "build_remote_session",
     "build_session",
     "is_connect",
+    "release_remote_session",
 ]
 
 
@@ -249,6 +250,40 @@ def build_remote_session(
             "(sbin/start-connect-server.sh) or fix --remote / SPARK_REMOTE"
         ) from None
     return spark
+
+
+#: seconds :func:`release_remote_session` waits for the server to release a session before leaving it to expire
+RELEASE_TIMEOUT_S = 10.0
+
+
+def release_remote_session(spark, timeout: float = RELEASE_TIMEOUT_S) -> bool:
+    """Release a Spark Connect session on its server and close the channel (``SparkSession.stop()``).
+
+    pyspark's client leaves its session on the server when the process ends (unless
+    ``SPARK_CONNECT_RELEASE_SESSION_ON_EXIT`` is set): the server then keeps the session's checkpointed blocks,
+    temporary views and artifacts (a ``--python-env`` archive unpacked per session) until
+    ``spark.connect.session.manager.defaultSessionTimeout`` (60 minutes by default), and an audit scheduled
+    every few minutes piles them up.  The ``ReleaseSession`` call runs in a daemon thread and is waited for
+    ``timeout`` seconds at most, so an unreachable server cannot hold the process.  Returns whether the
+    release finished in time without an error.  A session with a driver JVM here is left alone (False).
+    """
+    if not is_connect(spark):
+        return False
+    import threading
+
+    done: list[bool] = []
+
+    def stop() -> None:
+        try:
+            spark.stop()
+            done.append(True)
+        except Exception:  # noqa: BLE001 - the server then expires the session itself
+            pass
+
+    t = threading.Thread(target=stop, name="koa-release-session", daemon=True)
+    t.start()
+    t.join(timeout)
+    return bool(done)
 
 
 def _reachable(remote: str, timeout: float = 10.0) -> None:

@@ -53,6 +53,17 @@ def _out(proc) -> str:
     return f"exit {proc.returncode}\nstdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}"
 
 
+def closed_sessions(log: Path) -> int:
+    """How many sessions the server has closed: released by their client (``ReleaseSession``) or expired."""
+    return log.read_text(errors="replace").count("Closing session with")
+
+
+def assert_released(log: Path, before: int, runs: int) -> None:
+    """Each of ``runs`` CLI runs released its session on the server (the server logs the close before it answers;
+    a session left behind would hold its blocks, views and artifacts for the server's session timeout, an hour)."""
+    assert closed_sessions(log) - before == runs, log.read_text(errors="replace")[-3000:]
+
+
 def findings(spark, out: Path) -> list:
     return sorted(
         tuple(r)
@@ -66,11 +77,13 @@ def test_spark_remote_environment_variable_and_no_python_env(connect_server, tmp
     """``SPARK_REMOTE`` as pyspark takes it; without ``--python-env`` the server's workers (an empty Python)
     cannot run the decode: a usage error (exit status 2) naming the missing module and the fix, nothing
     written."""
-    url, _log, _py = connect_server
+    url, log, _py = connect_server
     out = tmp_path / "out"
     env = dict(no_java_env(tmp_path), SPARK_REMOTE=url)
+    before = closed_sessions(log)
     proc = cli(tmp_path, "audit", "--log-dirs", str(SCENARIO / "brokers"), "--output", str(out), env=env)
     assert proc.returncode == 2, _out(proc)
+    assert_released(log, before, 1)  # a failed run too
     line = [x for x in proc.stderr.splitlines() if x.startswith("kafka-offset-audit: error:")]
     assert line and "cannot import" in line[-1] and "--python-env" in line[-1], _out(proc)
     assert "kafka-offset-audit package" in line[-1], _out(proc)
@@ -115,8 +128,9 @@ def test_master_with_spark_remote_set_fails_fast(tmp_path):
 def test_live_audit_through_spark_connect_both_sources(connect_server, packed_env, spark, lab_live, tmp_path):
     """A real Kafka cluster: the live read through the server (kafka-python in its workers, or Spark's Kafka
     connector on its class path) gives the findings of the embedded local run."""
-    url, _log, _py = connect_server
+    url, log, _py = connect_server
     bootstrap, local = lab_live
+    before = closed_sessions(log)
     procs = {}
     for source in ("kafka-python", "kafka-connector"):
         out = tmp_path / f"out-{source}"
@@ -137,6 +151,7 @@ def test_live_audit_through_spark_connect_both_sources(connect_server, packed_en
             ),
             out,
         )
+    assert_released(log, before, 2)
     want = findings(spark, local)
     assert {("replayer", "events", 0, "OFFSET_OUT_OF_RANGE")} <= {f[:4] for f in want}
     for source, (proc, out) in procs.items():
