@@ -23,6 +23,11 @@ Measure 4 (a live cluster): ``--lab [VERSION]`` starts a 3-broker lab cluster (`
 Central; needs ``mvn``), gives it 4 topics of 4 partitions (replication factor 3, 10 records each) and 20 groups'
 commits with leader epochs, and audits it with ``--bootstrap-servers`` (``--bootstrap-servers HOST:PORT`` audits
 a cluster you started).  The bare Spark process is the same.
+
+``--warm N`` adds the floor: N audits (reports on) one after another in one process and one session with the
+JVM's default options (a long-lived driver, its JIT warmed by the earlier audits), timed from ``run()`` to its
+return, the median of the last three against the bare process.  It is the audit's own work with no JVM start,
+no class loading and no JIT warm-up left: what a fresh process could not go below however cheap its start.
 """
 
 from __future__ import annotations
@@ -108,6 +113,63 @@ def audit_child(argv: list[str], stats_file: str) -> int:
         )
     )
     return code
+
+
+def warm_child(n: int, stats_file: str, log_dirs: list[str], work: str) -> None:
+    """The floor (``--warm``): ``n`` audits of ``log_dirs`` (reports on) in one session with the JVM's default
+    options; writes each run's ``run()`` seconds and seconds per progress line to ``stats_file``."""
+    import audit.pipeline as pipeline
+    from audit.pipeline import AuditConfig
+    from audit.spark import build_session
+
+    marks: list[tuple[str, float]] = []
+    real_progress = pipeline.config.progress
+
+    def progress(cfg, msg):
+        marks.append((msg.split(":", 1)[0], time.perf_counter()))
+        real_progress(cfg, msg)
+
+    pipeline.config.progress = progress
+    spark = build_session("local[2]")
+    runs = []
+    for i in range(n):
+        out = os.path.join(work, f"warm-{i}")
+        marks.clear()
+        t = time.perf_counter()
+        pipeline.run(AuditConfig(log_dirs=log_dirs, output=out, quiet=True, reports=True), spark)
+        end = time.perf_counter()
+        stages, prev = {}, t
+        for name, m in marks + [("console", end)]:
+            stages[name] = round(stages.get(name, 0.0) + m - prev, 3)
+            prev = m
+        runs.append({"run_seconds": round(end - t, 3), "stages": stages})
+        shutil.rmtree(out, ignore_errors=True)
+        print(f"  warm audit {i + 1} of {n}: {end - t:6.2f} s", flush=True)
+    spark.stop()
+    Path(stats_file).write_text(json.dumps(runs))
+
+
+def measure_warm(n: int, log_dirs: list[str], work: str, bare_s: float) -> dict:
+    """Run :func:`warm_child` in a fresh process; the median of its last three audits over ``bare_s``."""
+    stats = os.path.join(work, "warm.json")
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.small_audit", "--child-warm", str(n), stats, work, "--", *log_dirs],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"the warm session failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    runs = json.loads(Path(stats).read_text())
+    last = runs[-3:]
+    med = statistics.median(r["run_seconds"] for r in last)
+    names = list(dict.fromkeys(k for r in last for k in r["stages"]))
+    return {
+        "audits": n,
+        "runs_s": [r["run_seconds"] for r in runs],
+        "median_last3_s": round(med, 3),
+        "ratio": round(med / bare_s, 2),
+        "stages_median_last3_s": {k: round(statistics.median(r["stages"].get(k, 0.0) for r in last), 3) for k in names},
+    }
 
 
 def _timed(cmd: list[str], env: dict | None = None) -> tuple[float, int]:
@@ -208,6 +270,14 @@ def print_table(res: dict) -> None:
         f"{'reports, first run here':28s} {f['wall_s']:7.2f} {f['ratio']:5.2f}x       -       "
         f"(writes the {res['class_data_archive_mib']:.0f} MiB class-data archive; once per JDK and pyspark)"
     )
+    w = res.get("warm")
+    if w:
+        print(
+            f"{'reports, warm session (floor)':28s} {w['median_last3_s']:7.2f} {w['ratio']:5.2f}x       -       "
+            f"(audits {w['audits'] - 2}-{w['audits']} of {w['audits']} in one session, run() only; by stage: "
+            + ", ".join(f"{k} {v:.2f} s" for k, v in w["stages_median_last3_s"].items())
+            + ")"
+        )
     for v in ("reports", "skip_reports"):
         d = res["details"][v][-1] if res["details"][v] else None
         if d:
@@ -255,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["--child-bare"]:
         bare_child(argv[1])
         return 0
+    if argv[:1] == ["--child-warm"]:
+        warm_child(int(argv[1]), argv[2], argv[5:], argv[3])
+        return 0
     if argv[:1] == ["--child-audit"]:
         from audit.cli import exit_now
 
@@ -272,7 +345,16 @@ def main(argv: list[str] | None = None) -> int:
         help="measure 4 on a lab cluster started here (default: the newest lab version)",
     )
     ap.add_argument("--output", default=None, help="write the figures as JSON here")
+    ap.add_argument(
+        "--warm",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also time N audits in one warm session (the floor; log dirs only, N >= 3; 12 is about 3 minutes)",
+    )
     a = ap.parse_args(argv)
+    if a.warm and (a.warm < 3 or a.bootstrap_servers or a.lab is not None):
+        ap.error("--warm takes N >= 3 and audits log dirs (not --bootstrap-servers or --lab)")
     if a.lab is not None:
         return _with_lab(a)
     if a.bootstrap_servers:
@@ -286,6 +368,8 @@ def main(argv: list[str] | None = None) -> int:
     work = tempfile.mkdtemp(prefix="koa-small-")
     try:
         res = measure(max(1, a.pairs), source_args, work)
+        if a.warm:
+            res["warm"] = measure_warm(a.warm, source_args[1:], work, res["bare_median_s"])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     res.update(
