@@ -121,6 +121,7 @@ OTHER_TOOLS_FLAGS = {
     "--connect-warmup",
     "--connect-python-env",
     "--n",  # bench.generate
+    "--warm",  # bench.small_audit
 }
 
 
