@@ -545,3 +545,34 @@ def test_caching_a_dataframe_plans_it_in_the_same_session(spark):
         assert planned_in.equals(spark._jsparkSession)
     finally:
         df.unpersist()
+
+
+def _fake_session(module: str, stop):
+    cls = type("SparkSession", (), {"__module__": module, "stop": lambda self: stop()})
+    return cls()
+
+
+def test_release_remote_session_stops_connect_sessions_only_and_never_waits_long():
+    """A Connect session is stopped (its server releases it); a session with a driver JVM here is left alone; a
+    server that does not answer holds the caller for the timeout, not for gRPC's retries."""
+    import threading
+    import time
+
+    calls = []
+    local = _fake_session("pyspark.sql.session", lambda: calls.append("local"))
+    assert audit.spark.release_remote_session(local) is False and calls == []
+
+    remote = _fake_session("pyspark.sql.connect.session", lambda: calls.append("remote"))
+    assert audit.spark.release_remote_session(remote) is True and calls == ["remote"]
+
+    def refused():
+        raise RuntimeError("UNAVAILABLE")
+
+    assert audit.spark.release_remote_session(_fake_session("pyspark.sql.connect.session", refused)) is False
+
+    hung = threading.Event()
+    stuck = _fake_session("pyspark.sql.connect.session", lambda: hung.wait(30))
+    t = time.monotonic()
+    assert audit.spark.release_remote_session(stuck, timeout=0.3) is False
+    assert time.monotonic() - t < 5
+    hung.set()
